@@ -1,0 +1,62 @@
+"""The `quirobot` command line: one entry point, verbs contributed by each package.
+
+Each module in VERB_MODULES exposes `register(subparsers)`, adding its verbs with
+`set_defaults(handler=function)`; a handler takes the parsed arguments and returns the exit
+code. Expected failures (bad parameters, unreachable poses, malformed arguments) are
+ValueError or OSError: they print one line on stderr and exit 2, never a traceback
+(`--debug` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+VERB_MODULES = (
+    "quirobot_description.commands",
+    "quirobot_kinematics.commands",
+    "quirobot_control.sizing_commands",
+    "quirobot_control.simulation_commands",
+)
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quirobot",
+        description="QUIROBOT surgical robot: description, kinematics, dynamics, control, simulation.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
+    subparsers.required = True
+    for module_name in VERB_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:  # that package contributes no verbs yet
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except (ValueError, OSError) as error:
+        if args.debug:
+            raise
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"quirobot {args.verb}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"quirobot {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

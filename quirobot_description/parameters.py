@@ -1,0 +1,552 @@
+"""The robot's parameter file, read into typed, validated dataclasses.
+
+The YAML (config/quirobot.yaml beside this module) is the single source of truth for every
+physical number; every numeric leaf is {value, unit, source}. `load_parameters` rejects a
+malformed file with a `ParameterError` naming the offending key, so a bad file never yields a
+half-built model. Values are SI: m, rad, kg, kg*m^2, N, N*m, V, A, ohm, H.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
+
+DEFAULT_PARAMETER_FILE = Path(__file__).resolve().parent / "config" / "quirobot.yaml"
+
+#: Joint names in the report's order: d1, d2, d3, theta4, theta5.
+JOINT_NAMES = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
+#: Moving links, each the child of the joint at the same index of JOINT_NAMES.
+LINK_NAMES = ("x_carriage", "y_carriage", "z_ram", "wrist_yaw_link", "wrist_pitch_link")
+
+
+class ParameterError(ValueError):
+    """The parameter file is missing, malformed, or holds an invalid value (named in the message)."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One physical number of the parameter file with its unit and source."""
+
+    value: float | tuple[float, ...]
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class MotorParameters:
+    """Brushless DC motor, equivalent DC (q-axis) model. SI units."""
+
+    name: str
+    resistance: float  # ohm
+    inductance: float  # H
+    torque_constant: float  # N*m/A
+    back_emf_constant: float  # V*s/rad
+    max_current: float  # A
+    continuous_current: float  # A
+    rotor_inertia: float  # kg*m^2
+    max_speed: float  # rad/s
+
+    @property
+    def peak_torque(self) -> float:
+        """K_T * I_max, N*m at the motor shaft."""
+        return self.torque_constant * self.max_current
+
+    @property
+    def continuous_torque(self) -> float:
+        """K_T * I_continuous, N*m at the motor shaft."""
+        return self.torque_constant * self.continuous_current
+
+    @property
+    def electrical_time_constant(self) -> float:
+        """L / R in s."""
+        return self.inductance / self.resistance
+
+
+@dataclass(frozen=True)
+class TransmissionParameters:
+    """Motor-to-joint transmission: motor angle = ratio * joint coordinate.
+
+    `ratio` is rad/m for a ball screw (prismatic joint) and dimensionless for a gearbox.
+    """
+
+    name: str
+    type: str  # "ball_screw" or "gearbox"
+    ratio: float
+    efficiency: float
+
+    @property
+    def lead(self) -> float:
+        """Joint travel per motor revolution (m/rev for a screw, rad/rev for a gearbox)."""
+        return 2.0 * math.pi / self.ratio
+
+
+@dataclass(frozen=True)
+class JointParameters:
+    """One actuated joint: limits, friction, safety-controller gains, drive train."""
+
+    name: str
+    type: str  # "prismatic" or "revolute"
+    report_symbol: str
+    lower: float
+    upper: float
+    velocity: float
+    acceleration: float
+    jerk: float
+    damping: float
+    friction: float
+    soft_margin: float
+    k_position: float
+    k_velocity: float
+    motor: MotorParameters
+    transmission: TransmissionParameters
+
+    @property
+    def effort_limit(self) -> float:
+        """Peak joint force (N) or torque (N*m): K_T * I_max * ratio (report ch.6, before efficiency)."""
+        return self.motor.peak_torque * self.transmission.ratio
+
+    @property
+    def soft_lower(self) -> float:
+        return self.lower + self.soft_margin
+
+    @property
+    def soft_upper(self) -> float:
+        return self.upper - self.soft_margin
+
+
+@dataclass(frozen=True)
+class LinkParameters:
+    """A moving link modelled as one homogeneous solid (box or cylinder)."""
+
+    name: str
+    description: str
+    shape: str  # "box" or "cylinder"
+    origin: np.ndarray  # (3,) shape centre = centre of mass in the link frame, m
+    mass: float  # kg
+    colour: tuple[float, float, float, float]
+    size: np.ndarray | None = None  # (3,) box edges, m
+    radius: float | None = None  # cylinder, m
+    length: float | None = None  # cylinder, m
+    axis: str = "z"  # cylinder axis in the link frame
+
+    @property
+    def inertia(self) -> np.ndarray:
+        """(3, 3) inertia about the centre of mass, in link-frame axes, kg*m^2."""
+        if self.shape == "box":
+            return box_inertia(self.mass, self.size)
+        return cylinder_inertia(self.mass, self.radius, self.length, self.axis)
+
+
+@dataclass(frozen=True)
+class StructureParameters:
+    """Fixed gantry frame, for drawing and collision only."""
+
+    guide_section: float
+    guide_margin: float
+    ceiling_height: float
+
+
+@dataclass(frozen=True)
+class DriveParameters:
+    """Servo-drive electronics shared by every axis (design assumptions, see the YAML)."""
+
+    bus_voltage: float  # V
+    voltage_headroom: float  # maximum duty cycle, 0..1
+    current_loop_bandwidth: float  # rad/s
+    current_loop_rate: float  # Hz
+    encoder_counts_per_rev: int
+    control_rate: float  # Hz
+
+
+@dataclass(frozen=True)
+class DrillParameters:
+    """Drill tool: a feed axis along tool z carrying spindle, chuck and bit."""
+
+    feed_lower: float  # m
+    feed_upper: float  # m
+    feed_velocity: float  # m/s
+    feed_acceleration: float  # m/s^2
+    feed_jerk: float  # m/s^3
+    feed_effort: float  # N
+    feed_damping: float  # N*s/m
+    bit_radius: float  # m
+    bit_length: float  # m
+    density: float  # kg/m^3
+    motor: MotorParameters
+    transmission: TransmissionParameters
+
+    @property
+    def bit_mass(self) -> float:
+        """Mass in kg of the moving spindle-chuck-bit cylinder, from geometry and density."""
+        return cylinder_mass(self.density, self.bit_radius, self.bit_length)
+
+    @property
+    def bit_inertia(self) -> np.ndarray:
+        """(3, 3) inertia about its centre, axis along tool z, kg*m^2."""
+        return cylinder_inertia(self.bit_mass, self.bit_radius, self.bit_length, "z")
+
+
+@dataclass(frozen=True)
+class ArthroscopeParameters:
+    scope_radius: float  # m
+    scope_length: float  # m
+    density: float  # kg/m^3
+    field_of_view: float  # rad
+
+    @property
+    def scope_mass(self) -> float:
+        return cylinder_mass(self.density, self.scope_radius, self.scope_length)
+
+    @property
+    def scope_inertia(self) -> np.ndarray:
+        return cylinder_inertia(self.scope_mass, self.scope_radius, self.scope_length, "z")
+
+
+@dataclass(frozen=True)
+class ReportModelParameters:
+    """The report's own dynamic model (lumped link 5, its inertia formula, g = 9.8)."""
+
+    gravity: float
+    carriage_mass: float
+    link4_mass: float
+    link5_mass: float
+    link4_radius: float
+    link5_radius: float
+    prismatic_damping: float
+    revolute_damping: float
+    transmission_efficiency: float
+
+
+@dataclass(frozen=True)
+class RobotParameters:
+    """Everything the parameter file says, validated. Build with `load_parameters`."""
+
+    path: Path
+    gravity: float  # m/s^2
+    l4: float  # m
+    l5: float  # m
+    joints: tuple[JointParameters, ...]  # in JOINT_NAMES order
+    links: tuple[LinkParameters, ...]  # in LINK_NAMES order
+    structure: StructureParameters
+    motors: dict[str, MotorParameters]
+    transmissions: dict[str, TransmissionParameters]
+    drive: DriveParameters
+    drill: DrillParameters
+    arthroscope: ArthroscopeParameters
+    report_model: ReportModelParameters
+    quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
+
+    def joint(self, name: str) -> JointParameters:
+        for joint in self.joints:
+            if joint.name == name:
+                return joint
+        raise KeyError(f"no joint named {name!r}; joints are {', '.join(JOINT_NAMES)}")
+
+    def link(self, name: str) -> LinkParameters:
+        for link in self.links:
+            if link.name == name:
+                return link
+        raise KeyError(f"no link named {name!r}; links are {', '.join(LINK_NAMES)}")
+
+    @property
+    def lower_limits(self) -> np.ndarray:
+        """(5,) lower joint limits, m and rad."""
+        return np.array([j.lower for j in self.joints])
+
+    @property
+    def upper_limits(self) -> np.ndarray:
+        """(5,) upper joint limits, m and rad."""
+        return np.array([j.upper for j in self.joints])
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        return np.array([j.velocity for j in self.joints])
+
+    @property
+    def acceleration_limits(self) -> np.ndarray:
+        return np.array([j.acceleration for j in self.joints])
+
+    @property
+    def jerk_limits(self) -> np.ndarray:
+        return np.array([j.jerk for j in self.joints])
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        return np.array([j.effort_limit for j in self.joints])
+
+    @property
+    def damping(self) -> np.ndarray:
+        """(5,) viscous friction, N*s/m and N*m*s/rad."""
+        return np.array([j.damping for j in self.joints])
+
+
+def load_parameters(path: str | Path | None = None) -> RobotParameters:
+    """Read and validate the parameter file (default: the one shipped with the package)."""
+    path = Path(path) if path is not None else DEFAULT_PARAMETER_FILE
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ParameterError(f"cannot read parameter file {path}: {error.strerror}") from error
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ParameterError(f"parameter file {path} is not valid YAML: {_one_line(error)}") from error
+    if not isinstance(raw, dict):
+        raise ParameterError(f"parameter file {path} must hold a mapping at the top level")
+    return _Reader(raw, path).robot()
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
+
+
+class _Reader:
+    """Walks the raw YAML, checking each leaf and recording it with its dotted key."""
+
+    def __init__(self, raw: dict[str, Any], path: Path) -> None:
+        self.raw = raw
+        self.path = path
+        self.quantities: dict[str, Quantity] = {}
+
+    def fail(self, key: str, message: str) -> ParameterError:
+        return ParameterError(f"{self.path.name}: {key}: {message}")
+
+    def node(self, key: str) -> Any:
+        node: Any = self.raw
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise self.fail(key, "missing")
+            node = node[part]
+        return node
+
+    def text(self, key: str, choices: tuple[str, ...] | None = None) -> str:
+        value = self.node(key)
+        if not isinstance(value, str):
+            raise self.fail(key, f"must be a string, got {value!r}")
+        if choices is not None and value not in choices:
+            raise self.fail(key, f"must be one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def quantity(self, key: str) -> Quantity:
+        leaf = self.node(key)
+        if not isinstance(leaf, dict) or not {"value", "unit", "source"} <= set(leaf):
+            raise self.fail(key, "must be a mapping with value, unit and source")
+        source = leaf["source"]
+        if not isinstance(source, str) or not source.strip():
+            raise self.fail(key, "has no source: say where the number comes from")
+        raw_value = leaf["value"]
+        values = raw_value if isinstance(raw_value, list) else [raw_value]
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
+                raise self.fail(key, f"value must be a finite number, got {item!r}")
+        value = tuple(float(v) for v in values) if isinstance(raw_value, list) else float(raw_value)
+        quantity = Quantity(value=value, unit=str(leaf["unit"]), source=source)
+        self.quantities[key] = quantity
+        return quantity
+
+    def number(self, key: str, *, positive: bool = False, non_negative: bool = False) -> float:
+        value = self.quantity(key).value
+        if isinstance(value, tuple):
+            raise self.fail(key, f"must be a single number, got a list {list(value)}")
+        if positive and value <= 0.0:
+            raise self.fail(key, f"must be > 0, got {value}")
+        if non_negative and value < 0.0:
+            raise self.fail(key, f"must be >= 0, got {value}")
+        return value
+
+    def vector(self, key: str, length: int, *, positive: bool = False) -> np.ndarray:
+        value = self.quantity(key).value
+        if not isinstance(value, tuple) or len(value) != length:
+            raise self.fail(key, f"must be a list of {length} numbers, got {value!r}")
+        array = np.array(value)
+        if positive and np.any(array <= 0.0):
+            raise self.fail(key, f"every element must be > 0, got {list(value)}")
+        return array
+
+    def motor(self, name: str) -> MotorParameters:
+        key = f"motors.{name}"
+        if not isinstance(self.raw.get("motors"), dict) or name not in self.raw["motors"]:
+            raise self.fail(key, "missing (named by a joint or tool)")
+        fields = ("resistance", "inductance", "torque_constant", "back_emf_constant", "max_current")
+        values = {f: self.number(f"{key}.{f}", positive=True) for f in fields}
+        continuous = self.number(f"{key}.continuous_current", positive=True)
+        if continuous > values["max_current"]:
+            raise self.fail(f"{key}.continuous_current", f"{continuous} A exceeds max_current {values['max_current']} A")
+        return MotorParameters(
+            name=name,
+            continuous_current=continuous,
+            rotor_inertia=self.number(f"{key}.rotor_inertia", positive=True),
+            max_speed=self.number(f"{key}.max_speed", positive=True),
+            **values,
+        )
+
+    def transmission(self, name: str) -> TransmissionParameters:
+        key = f"transmissions.{name}"
+        if not isinstance(self.raw.get("transmissions"), dict) or name not in self.raw["transmissions"]:
+            raise self.fail(key, "missing (named by a joint or tool)")
+        efficiency = self.number(f"{key}.efficiency", positive=True)
+        if efficiency > 1.0:
+            raise self.fail(f"{key}.efficiency", f"must be in (0, 1], got {efficiency}")
+        return TransmissionParameters(
+            name=name,
+            type=self.text(f"{key}.type", ("ball_screw", "gearbox")),
+            ratio=self.number(f"{key}.ratio", positive=True),
+            efficiency=efficiency,
+        )
+
+    def joint(self, name: str, expected_type: str) -> JointParameters:
+        key = f"joints.{name}"
+        joint_type = self.text(f"{key}.type", ("prismatic", "revolute"))
+        if joint_type != expected_type:
+            raise self.fail(f"{key}.type", f"must be {expected_type} (report DH table), got {joint_type}")
+        lower = self.number(f"{key}.lower")
+        upper = self.number(f"{key}.upper")
+        if not lower < upper:
+            raise self.fail(key, f"lower limit {lower} must be below upper limit {upper}")
+        soft_margin = self.number(f"{key}.soft_margin", non_negative=True)
+        if 2.0 * soft_margin >= upper - lower:
+            raise self.fail(f"{key}.soft_margin", f"{soft_margin} leaves no range between the soft limits")
+        return JointParameters(
+            name=name,
+            type=joint_type,
+            report_symbol=self.text(f"{key}.report_symbol"),
+            lower=lower,
+            upper=upper,
+            velocity=self.number(f"{key}.velocity", positive=True),
+            acceleration=self.number(f"{key}.acceleration", positive=True),
+            jerk=self.number(f"{key}.jerk", positive=True),
+            damping=self.number(f"{key}.damping", non_negative=True),
+            friction=self.number(f"{key}.friction", non_negative=True),
+            soft_margin=soft_margin,
+            k_position=self.number(f"{key}.k_position", positive=True),
+            k_velocity=self.number(f"{key}.k_velocity", positive=True),
+            motor=self.motor(self.text(f"{key}.motor")),
+            transmission=self.transmission(self.text(f"{key}.transmission")),
+        )
+
+    def link(self, name: str) -> LinkParameters:
+        key = f"links.{name}"
+        shape = self.text(f"{key}.shape", ("box", "cylinder"))
+        colour = self.node(f"{key}.colour")
+        if (
+            not isinstance(colour, list)
+            or len(colour) != 4
+            or not all(isinstance(c, (int, float)) and 0.0 <= c <= 1.0 for c in colour)
+        ):
+            raise self.fail(f"{key}.colour", f"must be 4 numbers in [0, 1] (RGBA), got {colour!r}")
+        common = dict(
+            name=name,
+            description=self.text(f"{key}.description"),
+            shape=shape,
+            origin=self.vector(f"{key}.origin", 3),
+            mass=self.number(f"{key}.mass", positive=True),
+            colour=tuple(float(c) for c in colour),
+        )
+        if shape == "box":
+            return LinkParameters(size=self.vector(f"{key}.size", 3, positive=True), **common)
+        axis = self.node(f"{key}").get("axis", "z")
+        if axis not in ("x", "y", "z"):
+            raise self.fail(f"{key}.axis", f"must be x, y or z, got {axis!r}")
+        return LinkParameters(
+            radius=self.number(f"{key}.radius", positive=True),
+            length=self.number(f"{key}.length", positive=True),
+            axis=axis,
+            **common,
+        )
+
+    def robot(self) -> RobotParameters:
+        joint_types = ("prismatic",) * 3 + ("revolute",) * 2
+        joints = tuple(self.joint(name, kind) for name, kind in zip(JOINT_NAMES, joint_types))
+        links = tuple(self.link(name) for name in LINK_NAMES)
+        l4 = self.number("kinematics.l4", positive=True)
+        l5 = self.number("kinematics.l5", positive=True)
+        for link_name, length, symbol in (("wrist_yaw_link", l4, "l4"), ("wrist_pitch_link", l5, "l5")):
+            link_length = next(link.length for link in links if link.name == link_name)
+            if not math.isclose(link_length, length, rel_tol=1e-12):
+                raise self.fail(f"links.{link_name}.length", f"{link_length} m differs from kinematics.{symbol} = {length} m")
+        drill_key = "tools.drill"
+        drill = DrillParameters(
+            **{
+                f: self.number(f"{drill_key}.{f}", non_negative=(f == "feed_lower"), positive=(f != "feed_lower"))
+                for f in (
+                    "feed_lower",
+                    "feed_upper",
+                    "feed_velocity",
+                    "feed_acceleration",
+                    "feed_jerk",
+                    "feed_effort",
+                    "feed_damping",
+                    "bit_radius",
+                    "bit_length",
+                    "density",
+                )
+            },
+            motor=self.motor(self.text(f"{drill_key}.motor")),
+            transmission=self.transmission(self.text(f"{drill_key}.transmission")),
+        )
+        if not drill.feed_lower < drill.feed_upper:
+            raise self.fail(drill_key, f"feed_lower {drill.feed_lower} must be below feed_upper {drill.feed_upper}")
+        arthroscope = ArthroscopeParameters(
+            **{
+                f: self.number(f"tools.arthroscope.{f}", positive=True)
+                for f in ("scope_radius", "scope_length", "density", "field_of_view")
+            }
+        )
+        report_key = "report_model"
+        report_model = ReportModelParameters(
+            gravity=self.number(f"{report_key}.gravity", positive=True),
+            carriage_mass=self.number(f"{report_key}.carriage_mass", positive=True),
+            link4_mass=self.number(f"{report_key}.link4_mass", non_negative=True),
+            link5_mass=self.number(f"{report_key}.link5_mass", positive=True),
+            link4_radius=self.number(f"{report_key}.link4_radius", positive=True),
+            link5_radius=self.number(f"{report_key}.link5_radius", positive=True),
+            prismatic_damping=self.number(f"{report_key}.prismatic_damping", non_negative=True),
+            revolute_damping=self.number(f"{report_key}.revolute_damping", non_negative=True),
+            transmission_efficiency=self.number(f"{report_key}.transmission_efficiency", positive=True),
+        )
+        drive_key = "drive"
+        headroom = self.number(f"{drive_key}.voltage_headroom", positive=True)
+        if headroom > 1.0:
+            raise self.fail(f"{drive_key}.voltage_headroom", f"must be in (0, 1], got {headroom}")
+        counts = self.number(f"{drive_key}.encoder_counts_per_rev", positive=True)
+        if counts != int(counts):
+            raise self.fail(f"{drive_key}.encoder_counts_per_rev", f"must be a whole number, got {counts}")
+        drive = DriveParameters(
+            bus_voltage=self.number(f"{drive_key}.bus_voltage", positive=True),
+            voltage_headroom=headroom,
+            current_loop_bandwidth=self.number(f"{drive_key}.current_loop_bandwidth", positive=True),
+            current_loop_rate=self.number(f"{drive_key}.current_loop_rate", positive=True),
+            encoder_counts_per_rev=int(counts),
+            control_rate=self.number(f"{drive_key}.control_rate", positive=True),
+        )
+        structure = StructureParameters(
+            **{
+                f: self.number(f"structure.{f}", positive=True)
+                for f in ("guide_section", "guide_margin", "ceiling_height")
+            }
+        )
+        motors = {name: self.motor(name) for name in (self.raw.get("motors") or {})}
+        transmissions = {name: self.transmission(name) for name in (self.raw.get("transmissions") or {})}
+        return RobotParameters(
+            path=self.path,
+            gravity=self.number("gravity", positive=True),
+            l4=l4,
+            l5=l5,
+            joints=joints,
+            links=links,
+            structure=structure,
+            motors=motors,
+            transmissions=transmissions,
+            drive=drive,
+            drill=drill,
+            arthroscope=arthroscope,
+            report_model=report_model,
+            quantities=dict(self.quantities),
+        )
