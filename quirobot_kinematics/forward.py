@@ -1,0 +1,159 @@
+"""Forward kinematics: tool0 (and the drill tip) in the world frame, single and batched.
+
+The closed form is the report's (DH table, T = M A1 A2 A3 A4 A5 M). `link_frames` instead
+composes the URDF's joint transforms one by one (world -> base_link -> x_carriage -> y_carriage
+-> z_ram -> wrist_yaw_link -> wrist_pitch_link -> tool0 -> drill_tip), so the two agree only if
+the closed form and the URDF do.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from quirobot_kinematics.model import KinematicModel, KinematicsError, as_joint_vector
+
+#: Every frame of `link_frames`, root first.
+FRAME_NAMES = (
+    "world",
+    "base_link",
+    "x_carriage",
+    "y_carriage",
+    "z_ram",
+    "wrist_yaw_link",
+    "wrist_pitch_link",
+    "tool0",
+    "drill_tip",
+)
+
+
+def _check_feed(feed: float) -> float:
+    feed = float(feed)
+    if not math.isfinite(feed):
+        raise KinematicsError(f"drill feed must be finite, got {feed}")
+    return feed
+
+
+def forward_kinematics(q: object, model: KinematicModel, feed: float = 0.0) -> np.ndarray:
+    """Pose of tool0 (or of the drill tip, `feed` m along tool z) in the world frame.
+
+    q: (5,) joint values (d1, d2, d3 in m; theta4, theta5 in rad) -> (4, 4) homogeneous matrix;
+    or (N, 5) -> (N, 4, 4). Joint limits are not enforced (the report's examples lie outside them).
+    """
+    array = np.asarray(q, dtype=float)
+    if array.ndim == 1:
+        return forward_kinematics_single(array.tolist() if array.shape == (5,) else array, model, feed)
+    if array.ndim == 2 and array.shape[1] == 5:
+        return forward_kinematics_batch(array, model, feed)
+    raise KinematicsError(f"q must have shape (5,) or (N, 5), got shape {array.shape}")
+
+
+def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.0) -> np.ndarray:
+    """(4, 4) pose for one configuration q of 5 numbers, in scalar math (the fast path)."""
+    if not isinstance(q, list) or len(q) != 5:
+        q = as_joint_vector(q).tolist()
+    d1, d2, d3, t4, t5 = q
+    if not math.isfinite(d1 + d2 + d3 + t4 + t5):
+        as_joint_vector(q)  # raises, naming the joint
+    if feed != 0.0:
+        feed = _check_feed(feed)
+    s4 = math.sin(t4)
+    c4 = math.cos(t4)
+    s5 = math.sin(t5)
+    c5 = math.cos(t5)
+    ax = c4 * c5
+    ay = -s4 * c5
+    reach = model.l5 + feed
+    return np.array(
+        (
+            (s4, c4 * s5, ax, d1 + reach * ax),
+            (c4, -s4 * s5, ay, d2 + reach * ay),
+            (0.0, c5, -s5, -d3 - model.l4 - reach * s5),
+            (0.0, 0.0, 0.0, 1.0),
+        )
+    )
+
+
+def forward_kinematics_batch(q: np.ndarray, model: KinematicModel, feed: float = 0.0) -> np.ndarray:
+    """(N, 4, 4) poses for q of shape (N, 5), vectorized with numpy."""
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 2 or q.shape[1] != 5:
+        raise KinematicsError(f"q must have shape (N, 5), got shape {q.shape}")
+    if not np.all(np.isfinite(q)):
+        rows = np.flatnonzero(~np.all(np.isfinite(q), axis=1))
+        raise KinematicsError(f"q must be finite; row {rows[0]} is {q[rows[0]].tolist()}")
+    feed = _check_feed(feed)
+    n = q.shape[0]
+    s4 = np.sin(q[:, 3])
+    c4 = np.cos(q[:, 3])
+    s5 = np.sin(q[:, 4])
+    c5 = np.cos(q[:, 4])
+    T = np.empty((n, 4, 4))
+    T[:, 0, 0] = s4
+    T[:, 1, 0] = c4
+    T[:, 2, 0] = 0.0
+    np.multiply(c4, s5, out=T[:, 0, 1])
+    np.multiply(s4, s5, out=T[:, 1, 1])
+    np.negative(T[:, 1, 1], out=T[:, 1, 1])
+    T[:, 2, 1] = c5
+    np.multiply(c4, c5, out=T[:, 0, 2])
+    np.multiply(s4, c5, out=T[:, 1, 2])
+    np.negative(T[:, 1, 2], out=T[:, 1, 2])
+    np.negative(s5, out=T[:, 2, 2])
+    reach = model.l5 + feed
+    T[:, 0, 3] = q[:, 0] + reach * T[:, 0, 2]
+    T[:, 1, 3] = q[:, 1] + reach * T[:, 1, 2]
+    T[:, 2, 3] = -model.l4 - q[:, 2] - reach * s5
+    T[:, 3, :3] = 0.0
+    T[:, 3, 3] = 1.0
+    return T
+
+
+def _translation(x: float, y: float, z: float) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = (x, y, z)
+    return T
+
+
+def _rotation(axis: str, angle: float) -> np.ndarray:
+    """Homogeneous rotation by `angle` rad about the unit axis x, y or z."""
+    c, s = math.cos(angle), math.sin(angle)
+    i, j = {"x": (1, 2), "y": (2, 0), "z": (0, 1)}[axis]
+    T = np.eye(4)
+    T[i, i] = c
+    T[j, j] = c
+    T[i, j] = -s
+    T[j, i] = s
+    return T
+
+
+def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    return _rotation("z", yaw) @ _rotation("y", pitch) @ _rotation("x", roll)
+
+
+def link_frames(q: object, model: KinematicModel, feed: float = 0.0) -> dict[str, np.ndarray]:
+    """Every link frame of the URDF in the world frame, as (4, 4) arrays keyed by FRAME_NAMES.
+
+    Composes the URDF joints: x_carriage at (d1, 0, 0), y_carriage at (0, d2, 0) from it, z_ram
+    at (0, 0, -d3) (gantry_z moves down), wrist_yaw_link turned theta4 about -z, wrist_pitch_link
+    at (0, 0, -l4) turned theta5 about its y, tool0 at (l5, 0, 0) with rpy (pi/2, 0, pi/2), and
+    drill_tip `feed` m along tool0's z.
+    """
+    d1, d2, d3, t4, t5 = as_joint_vector(q).tolist()
+    feed = _check_feed(feed)
+    frames = {"world": np.eye(4)}
+    frames["base_link"] = frames["world"].copy()
+    frames["x_carriage"] = frames["base_link"] @ _translation(d1, 0.0, 0.0)
+    frames["y_carriage"] = frames["x_carriage"] @ _translation(0.0, d2, 0.0)
+    frames["z_ram"] = frames["y_carriage"] @ _translation(0.0, 0.0, -d3)
+    frames["wrist_yaw_link"] = frames["z_ram"] @ _rotation("z", -t4)
+    frames["wrist_pitch_link"] = (
+        frames["wrist_yaw_link"] @ _translation(0.0, 0.0, -model.l4) @ _rotation("y", t5)
+    )
+    frames["tool0"] = (
+        frames["wrist_pitch_link"] @ _translation(model.l5, 0.0, 0.0) @ _rpy(math.pi / 2, 0.0, math.pi / 2)
+    )
+    frames["drill_tip"] = frames["tool0"] @ _translation(0.0, 0.0, feed)
+    return frames
