@@ -1,0 +1,100 @@
+"""Expand the robot's xacro description into URDF XML, in-process (no ROS needed).
+
+The xacro files (urdf/ beside this module) read every number from the parameter file through a
+path relative to themselves; `robot_description` validates the parameter file with
+`load_parameters` first, so a malformed file fails with a one-line `ParameterError` instead of
+a xacro traceback.
+"""
+
+from __future__ import annotations
+
+import xml.dom.minidom
+from pathlib import Path
+
+import xacro
+
+from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
+
+#: Tools the description can mount on tool0 (xacro arg `tool`).
+TOOLS = ("drill", "arthroscope", "none")
+#: ros2_control hardware back-ends (xacro arg `hardware`).
+HARDWARE = ("mock", "gazebo", "real")
+
+PACKAGE = "quirobot"
+URDF_DIRECTORY = Path(__file__).resolve().parent / "urdf"
+XACRO_FILE = URDF_DIRECTORY / "quirobot.urdf.xacro"
+
+
+class DescriptionError(ValueError):
+    """A bad description request (unknown tool or hardware) or a xacro expansion failure."""
+
+
+def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    """Raise DescriptionError unless `value` is one of `allowed`."""
+    if value not in allowed:
+        raise DescriptionError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
+
+
+def default_controllers_file() -> Path | None:
+    """The controllers YAML for gz_ros2_control: share/quirobot/config after install (sibling of
+    urdf/), or config/ at the repository root in the source tree; None if neither exists."""
+    for candidate in (
+        URDF_DIRECTORY.parent / "config" / "controllers.yaml",
+        URDF_DIRECTORY.parent.parent / "config" / "controllers.yaml",
+    ):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def expand(
+    tool: str = "drill",
+    hardware: str = "mock",
+    *,
+    parameter_file: str | Path | None = None,
+    controllers_file: str | Path | None = None,
+) -> xml.dom.minidom.Document:
+    """Run xacro on the description; return the expanded URDF document (see robot_description)."""
+    check_choice("tool", tool, TOOLS)
+    check_choice("hardware", hardware, HARDWARE)
+    parameters_path = Path(parameter_file).resolve() if parameter_file is not None else DEFAULT_PARAMETER_FILE
+    load_parameters(parameters_path)  # a malformed file fails here, with the key named
+    if controllers_file is None:
+        controllers_file = default_controllers_file()
+    mappings = {
+        "tool": tool,
+        "hardware": hardware,
+        "parameter_file": str(parameters_path),
+        "controllers_file": str(Path(controllers_file).resolve()) if controllers_file is not None else "",
+    }
+    try:
+        return xacro.process_file(str(XACRO_FILE), mappings=mappings)
+    except xacro.XacroException as error:
+        message = " ".join(str(error).split())
+        raise DescriptionError(f"xacro failed on {XACRO_FILE.name}: {message}") from error
+
+
+def robot_description(
+    tool: str = "drill",
+    hardware: str = "mock",
+    *,
+    package_uris: bool = True,
+    parameter_file: str | Path | None = None,
+    controllers_file: str | Path | None = None,
+) -> str:
+    """The expanded URDF XML of QUIROBOT.
+
+    tool: one of TOOLS; hardware: one of HARDWARE (the ros2_control plugin).
+    package_uris: keep `package://quirobot/...` resource URIs as ROS expects (True), or turn them
+    into absolute paths (False). The description uses primitive shapes only, so today it holds
+    no such URI either way.
+    parameter_file: the parameter YAML (default: the one shipped with the package).
+    controllers_file: the controllers YAML named in the gz_ros2_control block (hardware=gazebo).
+    Raises DescriptionError (a ValueError) for an unknown tool or hardware, ParameterError for a
+    malformed parameter file.
+    """
+    document = expand(tool, hardware, parameter_file=parameter_file, controllers_file=controllers_file)
+    text = document.toprettyxml(indent="  ")
+    if not package_uris:
+        text = text.replace(f"package://{PACKAGE}/", f"{URDF_DIRECTORY.parent}/")
+    return text

@@ -1,0 +1,36 @@
+"""Shared fixtures: the parameter file and exported URDFs (one export per tool per session)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from quirobot_description.export import export_urdf
+from quirobot_description.parameters import RobotParameters, load_parameters
+
+
+@pytest.fixture(scope="session")
+def parameters() -> RobotParameters:
+    """The shipped parameter file, loaded and validated."""
+    return load_parameters()
+
+
+@pytest.fixture(scope="session")
+def exported_urdf_factory(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """`factory(tool)` -> Path of a self-contained robot.urdf (hardware mock), cached per tool."""
+    cache: dict[str, Path] = {}
+
+    def factory(tool: str = "drill") -> Path:
+        if tool not in cache:
+            cache[tool] = export_urdf(tmp_path_factory.mktemp(f"urdf_{tool}"), tool=tool)
+        return cache[tool]
+
+    return factory
+
+
+@pytest.fixture(scope="session")
+def exported_urdf(exported_urdf_factory: Callable[[str], Path]) -> Path:
+    """Path of the exported robot.urdf with the drill (the default tool)."""
+    return exported_urdf_factory("drill")
