@@ -41,7 +41,10 @@ def forward_kinematics(q: object, model: KinematicModel, feed: float = 0.0) -> n
     q: (5,) joint values (d1, d2, d3 in m; theta4, theta5 in rad) -> (4, 4) homogeneous matrix;
     or (N, 5) -> (N, 4, 4). Joint limits are not enforced (the report's examples lie outside them).
     """
-    array = np.asarray(q, dtype=float)
+    try:
+        array = np.asarray(q, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise KinematicsError(f"q must be numbers, shape (5,) or (N, 5), got {q!r}") from error
     if array.ndim == 1:
         return forward_kinematics_single(array.tolist() if array.shape == (5,) else array, model, feed)
     if array.ndim == 2 and array.shape[1] == 5:
