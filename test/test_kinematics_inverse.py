@@ -214,7 +214,10 @@ def test_targets_outside_limits_name_joint_and_amount(model, q, fragment):
 
 def test_upward_approach_names_both_families(model):
     tilted_up = [math.cos(math.radians(80)), 0.0, math.sin(math.radians(80))]
-    both = r"wrist_pitch would be -80 deg, 5 deg outside .*other wrist family: wrist_pitch would be -100 deg, 25"
+    both = (
+        r"wrist_pitch would be -80 deg, 5 deg outside .*other wrist family: "
+        r"wrist_pitch would be -100 deg, 25"
+    )
     with pytest.raises(IKError, match=both):
         inverse_kinematics(ApproachTarget([1.0, 1.0, -1.0], tilted_up), model)
     with pytest.raises(IKError, match=r"wrist_pitch would be -90 deg, 15 deg outside"):
