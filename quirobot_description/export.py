@@ -9,8 +9,14 @@ from quirobot_description.urdf import DescriptionError, expand
 EXPORT_NAME = "robot.urdf"
 
 #: MuJoCo's URDF importer fuses fixed links and drops visuals by default; keep every link
-#: (tool0, drill_tip, camera frames) as a body and the inertias exactly as written.
-MUJOCO_COMPILER = {"discardvisual": "false", "fusestatic": "false", "balanceinertia": "false"}
+#: (tool0, drill_tip, camera frames) as a body and the inertias exactly as written (a link
+#: without <inertial> is massless, as in URDF, not filled in from its geometry).
+MUJOCO_COMPILER = {
+    "discardvisual": "false",
+    "fusestatic": "false",
+    "balanceinertia": "false",
+    "inertiafromgeom": "false",
+}
 
 
 def export_urdf(
