@@ -225,6 +225,18 @@ class ReportModelParameters:
 
 
 @dataclass(frozen=True)
+class SizingParameters:
+    """The servo-sizing study (report ch.6 method): trapezoid timing, safety factor, duty cycle."""
+
+    acceleration_time: float  # s
+    cruise_time: float  # s
+    deceleration_time: float  # s
+    safety_factor: float  # >= 1
+    dwell_time: float  # s, hold between moves in the duty cycle
+    search_poses: int  # poses sampled in the worst-pose search
+
+
+@dataclass(frozen=True)
 class RobotParameters:
     """Everything the parameter file says, validated. Build with `load_parameters`."""
 
@@ -241,6 +253,7 @@ class RobotParameters:
     drill: DrillParameters
     arthroscope: ArthroscopeParameters
     report_model: ReportModelParameters
+    sizing: SizingParameters
     quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
 
     def joint(self, name: str) -> JointParameters:
@@ -461,6 +474,23 @@ class _Reader:
             **common,
         )
 
+    def sizing(self) -> SizingParameters:
+        key = "sizing"
+        safety_factor = self.number(f"{key}.safety_factor", positive=True)
+        if safety_factor < 1.0:
+            raise self.fail(f"{key}.safety_factor", f"must be >= 1, got {safety_factor}")
+        poses = self.number(f"{key}.search_poses", positive=True)
+        if poses != int(poses):
+            raise self.fail(f"{key}.search_poses", f"must be a whole number, got {poses}")
+        return SizingParameters(
+            acceleration_time=self.number(f"{key}.acceleration_time", positive=True),
+            cruise_time=self.number(f"{key}.cruise_time", non_negative=True),
+            deceleration_time=self.number(f"{key}.deceleration_time", positive=True),
+            safety_factor=safety_factor,
+            dwell_time=self.number(f"{key}.dwell_time", non_negative=True),
+            search_poses=int(poses),
+        )
+
     def robot(self) -> RobotParameters:
         joint_types = ("prismatic",) * 3 + ("revolute",) * 2
         joints = tuple(self.joint(name, kind) for name, kind in zip(JOINT_NAMES, joint_types))
@@ -548,5 +578,6 @@ class _Reader:
             drill=drill,
             arthroscope=arthroscope,
             report_model=report_model,
+            sizing=self.sizing(),
             quantities=dict(self.quantities),
         )
