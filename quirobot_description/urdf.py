@@ -36,14 +36,13 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 
 
 def default_controllers_file() -> Path | None:
-    """The controllers YAML for gz_ros2_control: share/quirobot/config after install (sibling of
-    urdf/), or config/ at the repository root in the source tree; None if neither exists."""
-    for candidate in (
-        URDF_DIRECTORY.parent / "config" / "controllers.yaml",
-        URDF_DIRECTORY.parent.parent / "config" / "controllers.yaml",
-    ):
-        if candidate.is_file():
-            return candidate
+    """The controllers YAML for gz_ros2_control in the source tree (config/ at the repository
+    root, beside package.xml); None elsewhere: the xacro's own default then names
+    share/quirobot/config/controllers.yaml relative to the installed xacro file."""
+    root = URDF_DIRECTORY.parent.parent
+    candidate = root / "config" / "controllers.yaml"
+    if (root / "package.xml").is_file() and candidate.is_file():
+        return candidate
     return None
 
 

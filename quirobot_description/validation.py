@@ -220,10 +220,10 @@ def _stage_urdf(robot: _Robot) -> list[str]:
         if kind in ("revolute", "prismatic", "continuous", "planar"):
             problems.extend(_joint_axis_and_limits(name, kind, element))
     roots = [link for link in robot.links if link not in parent_of]
-    if len(roots) != 1:
-        problems.append(
-            f"the tree needs exactly one root link, found {len(roots)}: {', '.join(roots) or 'none'}"
-        )
+    if not roots and robot.links:
+        problems.append("no root link: every link has a parent, the joints form a loop")
+    elif len(roots) > 1:
+        problems.append(f"the tree needs exactly one root link, found {len(roots)}: {', '.join(roots)}")
     # every link reachable from the root exactly once (no loop, nothing detached)
     if roots:
         seen, stack = set(), [roots[0]]
@@ -483,21 +483,25 @@ def _stage_kinematics(text: str, parameters: RobotParameters, samples: int, seed
     frame = model.getFrameId("tool0")
     indices = [model.joints[model.getJointId(name)].idx_q for name in JOINT_NAMES]
     rng = np.random.default_rng(seed)
-    worst, worst_q = 0.0, None
+    worst_position, worst_angle, worst_q = 0.0, 0.0, None
     for _ in range(samples):
         q5 = rng.uniform(parameters.lower_limits, parameters.upper_limits)
         q = pin.neutral(model)
         q[indices] = q5
         pin.framesForwardKinematics(model, data, q)
-        error = float(
-            np.abs(data.oMf[frame].homogeneous - report_transform(q5, parameters.l4, parameters.l5)).max()
-        )
-        if error > worst:
-            worst, worst_q = error, q5
-    if worst > KINEMATICS_TOL:
+        expected = report_transform(q5, parameters.l4, parameters.l5)
+        position = float(np.linalg.norm(data.oMf[frame].translation - expected[:3, 3]))
+        # rotation angle between the two, from ||R1 - R2||_F = 2*sqrt(2)*sin(angle/2) (exact near 0)
+        chord = np.linalg.norm(data.oMf[frame].rotation - expected[:3, :3]) / (2.0 * math.sqrt(2.0))
+        angle = float(2.0 * np.arcsin(min(chord, 1.0)))
+        if max(position, angle) > max(worst_position, worst_angle):
+            worst_q = q5
+        worst_position, worst_angle = max(worst_position, position), max(worst_angle, angle)
+    if max(worst_position, worst_angle) > KINEMATICS_TOL:
         problems.append(
-            f"link 'tool0': pose differs from the report's T by {worst:.3g} (m / rotation entry) "
-            f"at q = {np.round(worst_q, 6).tolist()}"
+            f"link 'tool0' differs from the report's T by up to {worst_position:.6g} m in position and "
+            f"{worst_angle:.6g} rad in orientation over {samples} random q (worst at q = "
+            f"{np.round(worst_q, 6).tolist()})"
         )
     return problems
 

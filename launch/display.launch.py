@@ -1,0 +1,71 @@
+"""Show QUIROBOT in RViz2: robot_state_publisher fed by xacro, joint sliders, RViz2.
+
+    ros2 launch quirobot display.launch.py [tool:=drill|arthroscope|none] [gui:=true|false]
+                                           [rviz:=true|false]
+
+gui:=false runs joint_state_publisher (no window) instead of joint_state_publisher_gui;
+rviz:=false leaves RViz2 out (headless, as in test/test_launch_display.py).
+"""
+
+# ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition, UnlessCondition
+from launch.substitutions import Command, FindExecutable, LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+
+def generate_launch_description() -> LaunchDescription:
+    share = FindPackageShare("quirobot")
+    tool = LaunchConfiguration("tool")
+    gui = LaunchConfiguration("gui")
+    rviz = LaunchConfiguration("rviz")
+    # value_type=str: without it the XML would be parsed as YAML
+    robot_description = ParameterValue(
+        Command(
+            [
+                FindExecutable(name="xacro"),
+                " ",
+                PathJoinSubstitution([share, "urdf", "quirobot.urdf.xacro"]),
+                " tool:=",
+                tool,
+            ]
+        ),
+        value_type=str,
+    )
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "tool", default_value="drill", description="tool on the wrist: drill, arthroscope or none"
+            ),
+            DeclareLaunchArgument(
+                "gui", default_value="true", description="joint sliders (joint_state_publisher_gui)"
+            ),
+            DeclareLaunchArgument("rviz", default_value="true", description="start RViz2"),
+            Node(
+                package="robot_state_publisher",
+                executable="robot_state_publisher",
+                parameters=[{"robot_description": robot_description}],
+                output="screen",
+            ),
+            Node(
+                package="joint_state_publisher_gui",
+                executable="joint_state_publisher_gui",
+                condition=IfCondition(gui),
+            ),
+            Node(
+                package="joint_state_publisher",
+                executable="joint_state_publisher",
+                condition=UnlessCondition(gui),
+            ),
+            Node(
+                package="rviz2",
+                executable="rviz2",
+                arguments=["-d", PathJoinSubstitution([share, "rviz", "quirobot.rviz"])],
+                condition=IfCondition(rviz),
+                output="screen",
+            ),
+        ]
+    )
