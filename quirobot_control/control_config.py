@@ -1,0 +1,161 @@
+"""The control configuration (config/control.yaml): PID gains per joint, safety, time steps.
+
+Every number is a {value, unit, source} leaf; `load_control_config` validates them and raises
+`ControlConfigError` (a ValueError) naming the key. `design_gains` is the pole-placement formula
+that produced the gains in the file (see its header).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from quirobot_control.pid import PIDGains
+from quirobot_control.trajectory import TRAJECTORY_JOINTS
+
+
+class ControlConfigError(ValueError):
+    """The control configuration is missing, malformed or holds an invalid value."""
+
+
+def config_directory() -> Path:
+    """The `config` folder: beside the packages in a source checkout, else share/quirobot/config."""
+    candidates = [
+        Path(__file__).resolve().parents[1] / "config",
+        Path(sys.prefix) / "share" / "quirobot" / "config",
+    ]
+    for candidate in candidates:
+        if (candidate / "control.yaml").is_file():
+            return candidate
+    raise ControlConfigError(f"cannot find config/control.yaml (looked in {', '.join(map(str, candidates))})")
+
+
+@dataclass(frozen=True)
+class JointControl:
+    name: str
+    gains: PIDGains
+    effective_inertia: float  # kg or kg*m^2
+    following_error: float  # m or rad
+
+
+@dataclass(frozen=True)
+class ControlConfig:
+    rate: float  # Hz
+    physics_substeps: int
+    gravity_feedforward: bool
+    inverse_dynamics_feedforward: bool
+    bandwidth: float  # rad/s
+    integral_ratio: float
+    joints: tuple[JointControl, ...]  # TRAJECTORY_JOINTS order
+    watchdog_timeout: float  # s
+    watchdog_stop_timeout: float  # s
+    feed_k_position: float  # 1/s
+
+    @property
+    def dt(self) -> float:
+        return 1.0 / self.rate
+
+    def joint(self, name: str) -> JointControl:
+        for joint in self.joints:
+            if joint.name == name:
+                return joint
+        raise KeyError(f"no joint {name!r} in the control configuration")
+
+
+def design_gains(
+    effective_inertia: float,
+    current_gain: float,
+    bandwidth: float,
+    integral_ratio: float,
+) -> tuple[float, float, float]:
+    """(kp, ki, kd) placing the closed-loop poles at -w, -w, -beta*w.
+
+    Plant M_eff x'' = K_i i (effective_inertia M_eff, current_gain K_i = K_T*ratio*efficiency).
+    """
+    scale = effective_inertia / current_gain
+    w, beta = bandwidth, integral_ratio
+    return (1 + 2 * beta) * w * w * scale, beta * w**3 * scale, (2 + beta) * w * scale
+
+
+def load_control_config(path: str | Path | None = None, *, max_currents: dict[str, float]) -> ControlConfig:
+    """Read config/control.yaml; `max_currents` (A per joint) sets each PID's output limit."""
+    path = Path(path) if path is not None else config_directory() / "control.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ControlConfigError(f"cannot read control configuration {path}: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise ControlConfigError(f"{path} is not valid YAML: {' '.join(str(error).split())}") from error
+    if not isinstance(raw, dict):
+        raise ControlConfigError(f"{path} must hold a mapping")
+    reader = _Reader(raw, path.name)
+    pole = "pole_placement"
+    derivative_filter = reader.number(f"{pole}.derivative_filter")
+    tracking_time = reader.number(f"{pole}.tracking_time")
+    joints = []
+    for name in TRAJECTORY_JOINTS:
+        key = f"joints.{name}"
+        if name not in max_currents:
+            raise ControlConfigError(f"no current limit given for joint {name}")
+        gains = PIDGains(
+            kp=reader.number(f"{key}.kp"),
+            ki=reader.number(f"{key}.ki"),
+            kd=reader.number(f"{key}.kd"),
+            derivative_filter=derivative_filter,
+            tracking_time=tracking_time,
+            output_limit=max_currents[name],
+        )
+        joints.append(
+            JointControl(
+                name=name,
+                gains=gains,
+                effective_inertia=reader.number(f"{key}.effective_inertia"),
+                following_error=reader.number(f"{key}.following_error"),
+            )
+        )
+    substeps = reader.number("physics_substeps")
+    if substeps != int(substeps):
+        raise ControlConfigError(f"{path.name}: physics_substeps must be a whole number, got {substeps}")
+    feedforward = raw.get("feedforward", {})
+    if not isinstance(feedforward, dict) or not all(isinstance(v, bool) for v in feedforward.values()):
+        raise ControlConfigError(
+            f"{path.name}: feedforward must map gravity/inverse_dynamics to true or false"
+        )
+    return ControlConfig(
+        rate=reader.number("rate"),
+        physics_substeps=int(substeps),
+        gravity_feedforward=feedforward.get("gravity", True),
+        inverse_dynamics_feedforward=feedforward.get("inverse_dynamics", True),
+        bandwidth=reader.number(f"{pole}.bandwidth"),
+        integral_ratio=reader.number(f"{pole}.integral_ratio"),
+        joints=tuple(joints),
+        watchdog_timeout=reader.number("safety.watchdog_timeout"),
+        watchdog_stop_timeout=reader.number("safety.watchdog_stop_timeout"),
+        feed_k_position=reader.number("safety.feed_k_position"),
+    )
+
+
+class _Reader:
+    def __init__(self, raw: dict[str, Any], name: str) -> None:
+        self.raw = raw
+        self.name = name
+
+    def number(self, key: str) -> float:
+        node: Any = self.raw
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise ControlConfigError(f"{self.name}: {key}: missing")
+            node = node[part]
+        if not isinstance(node, dict) or not {"value", "unit", "source"} <= set(node):
+            raise ControlConfigError(f"{self.name}: {key}: must be a mapping with value, unit and source")
+        value = node["value"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ControlConfigError(f"{self.name}: {key}: value must be a finite number, got {value!r}")
+        if value <= 0:
+            raise ControlConfigError(f"{self.name}: {key}: must be > 0, got {value}")
+        return float(value)

@@ -1,0 +1,325 @@
+"""Closed-loop simulation: planned trajectory -> QuirobotHardware (safety, PID) -> simulated
+brushless drives -> MuJoCo rigid-body physics, with the bone's drilling thrust.
+
+The plant is the URDF of `quirobot export` loaded in MuJoCo, with each joint's armature set to
+its drive's reflected rotor inertia (J_rotor * ratio^2), gravity from the parameter file,
+contacts disabled (the joint limits stay as the mechanical end stops) and a physics step of
+1 / (control rate * physics_substeps). Each physics step, every drive advances its electrical
+dynamics with the joint's state and returns its joint effort, applied as a generalized force;
+the bone's thrust is applied at the drill tip along the drilling axis (world frame), so the
+feed axis and the whole arm carry it. The controller runs at the control rate: read, set the
+trajectory's commands (with the model-based feed-forward computed along the plan in one batch),
+write.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from quirobot_control.bone import BoneParameters, BoneThrust
+from quirobot_control.control_config import ControlConfig
+from quirobot_control.drive import SimulatedDrive, drive_for_joint
+from quirobot_control.dynamics import Dynamics
+from quirobot_control.hardware import CallbackReturn, QuirobotHardware, ReturnType, hardware_info_from_urdf
+from quirobot_control.rigid_body_model import build_model, reflected_rotor_inertia
+from quirobot_control.trajectory import FEED_INDEX, TRAJECTORY_JOINTS, JointTrajectory
+from quirobot_description.export import export_urdf
+from quirobot_description.parameters import RobotParameters
+from quirobot_description.urdf import robot_description
+from quirobot_kinematics import KinematicModel, forward_kinematics
+
+TIP_BODY = "drill_tip"
+BIT_BODY = "drill_bit"
+
+
+class SimulationError(RuntimeError):
+    """The simulation could not be built or run (the message says why)."""
+
+
+class MujocoPlant:
+    """The robot's rigid-body physics in MuJoCo (joints in TRAJECTORY_JOINTS order)."""
+
+    def __init__(
+        self, params: RobotParameters, armature: np.ndarray, timestep: float, urdf: Path | None = None
+    ):
+        """armature (6,): reflected rotor inertia per joint, kg or kg*m^2; timestep in s."""
+        with tempfile.TemporaryDirectory() as directory:
+            path = urdf or export_urdf(directory, tool="drill")
+            spec = mujoco.MjSpec.from_file(str(path))
+            spec.option.timestep = timestep
+            spec.option.gravity = [0.0, 0.0, -params.gravity]
+            spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+            for joint in spec.joints:
+                if joint.name in TRAJECTORY_JOINTS:
+                    joint.armature = float(armature[TRAJECTORY_JOINTS.index(joint.name)])
+            self.model = spec.compile()
+        self.data = mujoco.MjData(self.model)
+        names = [self.model.joint(i).name for i in range(self.model.njnt)]
+        if tuple(names) != TRAJECTORY_JOINTS:
+            raise SimulationError(
+                f"the exported model's joints are {names}, expected {list(TRAJECTORY_JOINTS)}"
+            )
+        self.tip_body = self.model.body(TIP_BODY).id
+        self.bit_body = self.model.body(BIT_BODY).id
+        self._external = np.zeros(self.model.nv)
+
+    def reset(self, q: np.ndarray) -> None:
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[:] = q
+        mujoco.mj_forward(self.model, self.data)
+
+    def forward_kinematics(self) -> None:
+        """Update body poses (mj_step leaves them at the start of the last step)."""
+        mujoco.mj_kinematics(self.model, self.data)
+
+    @property
+    def position(self) -> np.ndarray:
+        return self.data.qpos
+
+    @property
+    def velocity(self) -> np.ndarray:
+        return self.data.qvel
+
+    @property
+    def tip(self) -> np.ndarray:
+        """(3,) drill tip position in the world (m), after the last step."""
+        return self.data.xpos[self.tip_body]
+
+    def step(self, efforts: np.ndarray, tip_force: np.ndarray | None = None) -> None:
+        """One physics step with joint efforts (6,) and a world force (3,) N at the drill tip."""
+        applied = self.data.qfrc_applied
+        applied[:] = efforts
+        if tip_force is not None:
+            self._external[:] = 0.0
+            mujoco.mj_applyFT(
+                self.model,
+                self.data,
+                tip_force,
+                np.zeros(3),
+                self.data.xpos[self.tip_body],
+                self.bit_body,
+                self._external,
+            )
+            applied += self._external
+        mujoco.mj_step(self.model, self.data)
+
+
+@dataclass(frozen=True)
+class Drilling:
+    """Where the bone is: entry point (3,) m on its surface, unit drilling direction (3,)."""
+
+    entry: np.ndarray
+    direction: np.ndarray
+    bone: BoneParameters
+
+
+@dataclass
+class SimulationLog:
+    """Everything recorded at the control rate; arrays (N, ...) of SI values."""
+
+    names: tuple[str, ...]
+    time: np.ndarray  # (N,) s
+    position: np.ndarray  # (N, 6) true joint positions
+    velocity: np.ndarray  # (N, 6)
+    measured: np.ndarray  # (N, 6) encoder positions
+    reference: np.ndarray  # (N, 6) planned positions
+    current: np.ndarray  # (N, 6) current commands, A
+    effort: np.ndarray  # (N, 6) drive efforts, N or N*m
+    tip: np.ndarray  # (N, 3) drill tip, world, m
+    planned_tip: np.ndarray  # (N, 3) planned drill tip (FK of the plan), m
+    thrust: np.ndarray  # (N,) bone thrust, N
+    controller_time: np.ndarray  # (N,) wall time of read + write, s
+    wall_time: float = 0.0  # s for the whole run
+    stop_reason: str | None = None
+    events: list[str] = field(default_factory=list)
+
+    @property
+    def simulated_time(self) -> float:
+        return float(self.time[-1]) if len(self.time) else 0.0
+
+
+def plan_feedforward(params: RobotParameters, trajectory: JointTrajectory) -> np.ndarray:
+    """(N, 6) model-based efforts along the plan: inverse dynamics of the arm (with the reflected
+    rotor inertia and friction) and of the feed axis (bit + rotor inertia, gravity along the tool
+    axis, viscous friction), at the middle of each control period."""
+    q = trajectory.positions
+    qd = trajectory.velocities
+    qdd = trajectory.accelerations
+    qdd_mid = 0.5 * (qdd + np.vstack([qdd[1:], qdd[-1:]]))
+    qd_mid = 0.5 * (qd + np.vstack([qd[1:], qd[-1:]]))
+    arm = slice(0, FEED_INDEX)
+    model = build_model(params).with_armature(reflected_rotor_inertia(params))
+    efforts = np.zeros_like(q)
+    efforts[:, arm] = Dynamics(model).inverse_dynamics(
+        q[:, arm], qd_mid[:, arm], qdd_mid[:, arm], friction=True
+    )
+    drill = params.drill
+    feed_drive = drive_for_joint(params, "drill_feed")
+    approach_z = forward_kinematics(q[:, arm], KinematicModel.from_parameters(params))[:, 2, 2]
+    efforts[:, FEED_INDEX] = (
+        (feed_drive.reflected_inertia + drill.bit_mass) * qdd_mid[:, FEED_INDEX]
+        + drill.feed_damping * qd_mid[:, FEED_INDEX]
+        + drill.bit_mass * params.gravity * approach_z
+    )
+    return efforts
+
+
+class ClosedLoopSimulation:
+    """One closed-loop run of a planned trajectory (see the module docstring)."""
+
+    def __init__(
+        self,
+        params: RobotParameters,
+        control: ControlConfig,
+        trajectory: JointTrajectory,
+        *,
+        drilling: Drilling | None = None,
+        feedforward: bool = True,
+        urdf: Path | None = None,
+    ) -> None:
+        self.params = params
+        self.control = control
+        self.trajectory = trajectory
+        self.drilling = drilling
+        self.dt = control.dt
+        self.substeps = control.physics_substeps
+        self.drives: dict[str, SimulatedDrive] = {
+            name: drive_for_joint(params, name) for name in TRAJECTORY_JOINTS
+        }
+        armature = np.array([self.drives[name].reflected_inertia for name in TRAJECTORY_JOINTS])
+        self.plant = MujocoPlant(params, armature, self.dt / self.substeps, urdf)
+        self.hardware = QuirobotHardware(params, control, lambda name: self.drives[name])
+        info = hardware_info_from_urdf(robot_description("drill", "mock"))
+        if self.hardware.on_init(info) is not CallbackReturn.SUCCESS:
+            raise SimulationError(f"hardware on_init failed: {self.hardware.stop_reason}")
+        if tuple(self.hardware.joint_names) != TRAJECTORY_JOINTS:
+            raise SimulationError(f"the URDF's ros2_control joints are {self.hardware.joint_names}")
+        self.feedforward = plan_feedforward(params, trajectory) if feedforward else None
+        self.thrust = BoneThrust(drilling.bone) if drilling else None
+        kinematics = KinematicModel.from_parameters(params)
+        arm = trajectory.positions[:, :FEED_INDEX]
+        poses = forward_kinematics(arm, kinematics)
+        self.planned_tip = (
+            poses[:, :3, 3] + poses[:, :3, 2] * trajectory.positions[:, FEED_INDEX : FEED_INDEX + 1]
+        )
+        #: Hook called before each control cycle with (cycle index, simulation): tests inject faults here.
+        self.before_cycle: Callable[[int, ClosedLoopSimulation], None] | None = None
+        #: Extra world force (3,) N at the drill tip, e.g. a collision in a test.
+        self.external_tip_force: np.ndarray | None = None
+
+    def run(self, progress: Callable[[int], None] | None = None, stop_on_error: bool = True) -> SimulationLog:
+        """Run the whole trajectory; `progress(cycles_done)` is called every 100 cycles."""
+        import time as clock
+
+        trajectory = self.trajectory
+        count = len(trajectory.positions)
+        n = len(TRAJECTORY_JOINTS)
+        log = SimulationLog(
+            names=TRAJECTORY_JOINTS,
+            time=np.arange(count) * self.dt,
+            position=np.zeros((count, n)),
+            velocity=np.zeros((count, n)),
+            measured=np.zeros((count, n)),
+            reference=trajectory.positions,
+            current=np.zeros((count, n)),
+            effort=np.zeros((count, n)),
+            tip=np.zeros((count, 3)),
+            planned_tip=self.planned_tip,
+            thrust=np.zeros(count),
+            controller_time=np.zeros(count),
+        )
+        plant = self.plant
+        plant.reset(trajectory.positions[0])
+        drives = [self.drives[name] for name in TRAJECTORY_JOINTS]
+        h = self.dt / self.substeps
+        for drive, q in zip(drives, trajectory.positions[0]):
+            drive.advance(0.0, float(q), 0.0)
+        hardware = self.hardware
+        if hardware.on_configure() is not CallbackReturn.SUCCESS:
+            raise SimulationError(f"hardware on_configure failed: {hardware.stop_reason}")
+        if hardware.on_activate() is not CallbackReturn.SUCCESS:
+            raise SimulationError(f"hardware on_activate failed: {hardware.stop_reason}")
+        # Start holding the first pose: integrators preloaded with the hold current.
+        if self.feedforward is not None:
+            for joint, effort in zip(hardware.joints, self.feedforward[0]):
+                joint.pid.reset(joint.state["position"], effort / joint.current_gain * 0.0)
+        efforts = np.zeros(n)
+        drilling = self.drilling
+        depth_prev = None
+        thrust = 0.0
+        feedforward = self.feedforward
+        started = clock.perf_counter()
+        last = count
+        for k in range(count):
+            t = k * self.dt
+            if self.before_cycle is not None:
+                self.before_cycle(k, self)
+            # The drives sample their encoders at the start of the cycle (the sync instant).
+            position, velocity = plant.position, plant.velocity
+            for j, drive in enumerate(drives):
+                drive.advance(0.0, position[j], velocity[j])
+            # Record the state at t (before this period's physics), paired with the plan at t.
+            plant.forward_kinematics()
+            log.position[k] = plant.position
+            log.velocity[k] = plant.velocity
+            log.tip[k] = plant.tip
+            log.thrust[k] = thrust
+            tick = clock.perf_counter()
+            status = hardware.read(t, self.dt)
+            if status is ReturnType.OK:
+                hardware.set_commands(
+                    t,
+                    trajectory.positions[k],
+                    trajectory.velocities[k],
+                    None,
+                    feedforward[k] if feedforward is not None else None,
+                )
+                status = hardware.write(t, self.dt)
+            log.controller_time[k] = clock.perf_counter() - tick
+            log.measured[k] = [j.state["position"] for j in hardware.joints]
+            log.current[k] = hardware.currents
+            for _ in range(self.substeps):
+                position, velocity = plant.position, plant.velocity
+                for j, drive in enumerate(drives):
+                    efforts[j] = drive.advance(h, position[j], velocity[j])
+                force = None
+                if drilling is not None:
+                    depth = float(np.dot(plant.tip - drilling.entry, drilling.direction))
+                    rate = 0.0 if depth_prev is None else (depth - depth_prev) / h
+                    depth_prev = depth
+                    thrust = self.thrust.update(h, depth, rate)
+                    force = -thrust * drilling.direction
+                if self.external_tip_force is not None:
+                    force = self.external_tip_force if force is None else force + self.external_tip_force
+                plant.step(efforts, force)
+            log.effort[k] = efforts
+            if progress is not None and k % 100 == 0:
+                progress(k)
+            if hardware.stop_reason is not None and stop_on_error and status is ReturnType.ERROR:
+                last = k + 1
+                break
+        log.wall_time = clock.perf_counter() - started
+        log.stop_reason = hardware.stop_reason
+        log.events = list(hardware.events)
+        if last < count:
+            for name in (
+                "time",
+                "position",
+                "velocity",
+                "measured",
+                "reference",
+                "current",
+                "effort",
+                "tip",
+                "planned_tip",
+                "thrust",
+                "controller_time",
+            ):
+                setattr(log, name, getattr(log, name)[:last])
+        return log

@@ -1,0 +1,284 @@
+"""Surgical tasks (config/tasks/*.yaml) and their plans.
+
+`load_task(name_or_path)` reads an incision or line task; `plan_incision` and `plan_line_task`
+turn it into one `JointTrajectory` with named phases:
+
+incision: approach (joint space) -> align (straight line down the drilling axis to the standoff)
+-> feed (drill feed to depth at the feed rate) -> dwell -> retract -> withdraw (straight line
+back up the axis) -> park (joint space).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from quirobot_control.bone import BoneLayer, BoneParameters
+from quirobot_control.trajectory import (
+    FEED_INDEX,
+    JointLimits,
+    JointTrajectory,
+    LineLimits,
+    PlanningError,
+    hold,
+    plan_feed,
+    plan_line,
+    plan_point_to_point,
+)
+from quirobot_description.parameters import RobotParameters
+from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
+
+TASK_NAMES = ("incision", "line")
+
+
+class TaskError(ValueError):
+    """A task file is missing, malformed or holds an invalid value (named in the message)."""
+
+
+def tasks_directory() -> Path:
+    """config/tasks beside the packages (source checkout), else share/quirobot/config/tasks."""
+    candidates = [
+        Path(__file__).resolve().parents[1] / "config" / "tasks",
+        Path(sys.prefix) / "share" / "quirobot" / "config" / "tasks",
+    ]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise TaskError(f"cannot find the task folder (looked in {', '.join(map(str, candidates))})")
+
+
+@dataclass(frozen=True)
+class IncisionTask:
+    entry: np.ndarray  # (3,) m, world
+    direction: np.ndarray  # (3,) unit, into the bone
+    depth: float  # m below the entry point along direction
+    feed_rate: float  # m/s
+    standoff: float  # m
+    approach_distance: float  # m
+    dwell: float  # s
+    retract_rate: float  # m/s
+    park: np.ndarray  # (6,)
+    line: LineLimits
+    bone: BoneParameters
+    path: Path
+
+
+@dataclass(frozen=True)
+class LineTask:
+    start: np.ndarray  # (6,)
+    end: np.ndarray  # (3,) m, tool0
+    line: LineLimits
+    settle: float  # s
+    path: Path
+
+
+def load_task(name: str | Path) -> IncisionTask | LineTask:
+    """A task by name (incision, line: from config/tasks) or by path to a task YAML file."""
+    path = Path(name)
+    if str(name) in TASK_NAMES:
+        path = tasks_directory() / f"{name}.yaml"
+    elif path.suffix not in (".yaml", ".yml"):
+        raise TaskError(
+            f"unknown task {name!r}: give one of {', '.join(TASK_NAMES)} or a path to a .yaml file"
+        )
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise TaskError(f"cannot read task file {path}: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise TaskError(f"task file {path} is not valid YAML: {' '.join(str(error).split())}") from error
+    if not isinstance(raw, dict):
+        raise TaskError(f"task file {path} must hold a mapping")
+    reader = _Reader(raw, path)
+    kind = raw.get("task")
+    line = LineLimits(
+        speed=reader.number("line.speed", positive=True),
+        acceleration=reader.number("line.acceleration", positive=True),
+        jerk=reader.number("line.jerk", positive=True),
+    )
+    if kind == "incision":
+        direction = reader.vector("direction", 3)
+        norm = float(np.linalg.norm(direction))
+        if abs(norm - 1.0) > 1e-6:
+            raise TaskError(f"{path.name}: direction must be a unit vector, its length is {norm:.9g}")
+        return IncisionTask(
+            entry=reader.vector("entry", 3),
+            direction=direction / norm,
+            depth=reader.number("depth", positive=True),
+            feed_rate=reader.number("feed_rate", positive=True),
+            standoff=reader.number("standoff", positive=True),
+            approach_distance=reader.number("approach_distance", positive=True),
+            dwell=reader.number("dwell", non_negative=True),
+            retract_rate=reader.number("retract_rate", positive=True),
+            park=reader.vector("park", 6),
+            line=line,
+            bone=reader.bone(),
+            path=path,
+        )
+    if kind == "line":
+        return LineTask(
+            start=reader.vector("start", 6),
+            end=reader.vector("end", 3),
+            line=line,
+            settle=reader.number("settle", non_negative=True),
+            path=path,
+        )
+    raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
+
+
+class _Reader:
+    def __init__(self, raw: dict[str, Any], path: Path) -> None:
+        self.raw = raw
+        self.path = path
+
+    def fail(self, key: str, message: str) -> TaskError:
+        return TaskError(f"{self.path.name}: {key}: {message}")
+
+    def leaf(self, key: str, node: Any = None) -> Any:
+        node = self.raw if node is None else node
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise self.fail(key, "missing")
+            node = node[part]
+        if not isinstance(node, dict) or not {"value", "unit", "source"} <= set(node):
+            raise self.fail(key, "must be a mapping with value, unit and source")
+        if not isinstance(node["source"], str) or not node["source"].strip():
+            raise self.fail(key, "has no source")
+        return node["value"]
+
+    def number(
+        self, key: str, *, positive: bool = False, non_negative: bool = False, node: Any = None
+    ) -> float:
+        value = self.leaf(key, node)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(key, f"must be a finite number, got {value!r}")
+        if positive and value <= 0:
+            raise self.fail(key, f"must be > 0, got {value}")
+        if non_negative and value < 0:
+            raise self.fail(key, f"must be >= 0, got {value}")
+        return float(value)
+
+    def vector(self, key: str, length: int) -> np.ndarray:
+        value = self.leaf(key)
+        if (
+            not isinstance(value, list)
+            or len(value) != length
+            or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+            )
+        ):
+            raise self.fail(key, f"must be a list of {length} finite numbers, got {value!r}")
+        return np.array(value, dtype=float)
+
+    def bone(self) -> BoneParameters:
+        node = self.raw.get("bone")
+        if not isinstance(node, dict):
+            raise self.fail("bone", "missing")
+        layers_raw = node.get("layers")
+        if not isinstance(layers_raw, list) or not layers_raw:
+            raise self.fail("bone.layers", "must be a non-empty list")
+        layers = []
+        for index, layer in enumerate(layers_raw):
+            if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
+                raise self.fail(f"bone.layers[{index}]", "must have a name")
+            layers.append(
+                BoneLayer(
+                    name=layer["name"],
+                    thickness=self.number("thickness", positive=True, node=layer),
+                    thrust_factor=self.number("thrust_factor", non_negative=True, node=layer),
+                )
+            )
+        return BoneParameters(
+            layers=tuple(layers),
+            reference_thrust=self.number("reference_thrust", positive=True, node=node),
+            reference_feed_rate=self.number("reference_feed_rate", positive=True, node=node),
+            feed_rate_exponent=self.number("feed_rate_exponent", positive=True, node=node),
+            point_length=self.number("point_length", positive=True, node=node),
+            time_constant=self.number("time_constant", positive=True, node=node),
+        )
+
+
+@dataclass(frozen=True)
+class Kinematics:
+    """FK/IK closures over the kinematic model, in the planner's call signatures."""
+
+    model: KinematicModel
+
+    def forward(self, q: np.ndarray) -> np.ndarray:
+        return forward_kinematics(np.asarray(q, dtype=float), self.model)
+
+    def inverse(self, position: np.ndarray, approach: np.ndarray, seed: np.ndarray) -> np.ndarray:
+        return inverse_kinematics(ApproachTarget(position, approach), self.model, seed=seed)
+
+    def tip(self, q6: np.ndarray) -> np.ndarray:
+        """(3,) drill tip position (m) for q6 = arm joints + feed."""
+        q6 = np.asarray(q6, dtype=float)
+        return forward_kinematics(q6[:FEED_INDEX], self.model, feed=float(q6[FEED_INDEX]))[:3, 3]
+
+
+def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> JointTrajectory:
+    """The whole incision as one trajectory (phases approach, align, feed, dwell, retract, withdraw, park)."""
+    limits = JointLimits.from_parameters(params)
+    kin = Kinematics(KinematicModel.from_parameters(params))
+    park = task.park.copy()
+    limits.check_position(park, "incision: park pose")
+    if park[FEED_INDEX] != limits.soft_lower[FEED_INDEX]:
+        raise PlanningError("incision: the park pose must have the drill feed retracted (0 m)")
+    u = task.direction
+    above = task.entry - task.approach_distance * u
+    standoff = task.entry - task.standoff * u
+    try:
+        q_above = kin.inverse(above, u, park[:FEED_INDEX])
+    except ValueError as error:
+        raise PlanningError(
+            f"incision: cannot reach the approach point {above.round(4).tolist()}: {error}"
+        ) from error
+    q_above6 = np.append(q_above, 0.0)
+    trajectory = hold(park, 0.2, dt, "start")
+    trajectory = trajectory.then(plan_point_to_point(park, q_above6, limits, dt, "approach"))
+    align = plan_line(
+        q_above6, standoff, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="align"
+    )
+    trajectory = trajectory.then(align)
+    trajectory = trajectory.then(hold(align.positions[-1], 0.2, dt, "settle"))
+    feed_goal = task.standoff + task.depth
+    if feed_goal > limits.soft_upper[FEED_INDEX]:
+        raise PlanningError(
+            f"incision: standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill feed stroke "
+            f"{limits.soft_upper[FEED_INDEX] * 1000:.1f} mm"
+        )
+    feed = plan_feed(align.positions[-1], feed_goal, task.feed_rate, limits, dt, "feed")
+    trajectory = trajectory.then(feed)
+    trajectory = trajectory.then(hold(feed.positions[-1], task.dwell, dt, "dwell"))
+    retract_rate = min(task.retract_rate, limits.velocity[FEED_INDEX])
+    trajectory = trajectory.then(plan_feed(feed.positions[-1], 0.0, retract_rate, limits, dt, "retract"))
+    withdraw = plan_line(
+        trajectory.positions[-1],
+        above,
+        limits,
+        task.line,
+        dt,
+        forward=kin.forward,
+        inverse=kin.inverse,
+        name="withdraw",
+    )
+    trajectory = trajectory.then(withdraw)
+    trajectory = trajectory.then(plan_point_to_point(withdraw.positions[-1], park, limits, dt, "park"))
+    return trajectory.then(hold(park, 0.2, dt, "end"))
+
+
+def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointTrajectory:
+    """Hold, the straight line of tool0, hold (phases start, line, end)."""
+    limits = JointLimits.from_parameters(params)
+    kin = Kinematics(KinematicModel.from_parameters(params))
+    line = plan_line(
+        task.start, task.end, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="line"
+    )
+    trajectory = hold(task.start, task.settle, dt, "start").then(line)
+    return trajectory.then(hold(line.positions[-1], task.settle, dt, "end"))
