@@ -29,7 +29,7 @@ import numpy as np
 from quirobot_control.control_config import ControlConfig
 from quirobot_control.drive import Drive, DriveError, DriveState
 from quirobot_control.pid import PID
-from quirobot_control.safety import SafetyLimits, SafetyMonitor, SafetyStop, finite_or_nan
+from quirobot_control.safety import SafetyLimits, SafetyMonitor, SafetyStopError, finite_or_nan
 from quirobot_description.parameters import RobotParameters
 
 
@@ -276,7 +276,7 @@ class QuirobotHardware:
         try:
             position, velocity = self.safety.filter(time, period, position, velocity, measured)
             self.safety.check(position, measured)
-        except SafetyStop as stop:
+        except SafetyStopError as stop:
             self._stop_all(stop.reason)
             return ReturnType.ERROR
         gravity = None

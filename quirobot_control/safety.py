@@ -2,22 +2,22 @@
 
 Per control cycle it filters the commands and checks the measured state:
 
-- NaN/inf command: refused, every drive quick-stopped (`SafetyStop`).
+- NaN/inf command: refused, every drive quick-stopped (`SafetyStopError`).
 - Soft limits (URDF <safety_controller>, as ros2_control's soft joint limiter applies them): the
   velocity command is bounded by
       v_min = clip(-k_position * (q - soft_lower), -v_max, v_max)
       v_max' = clip(-k_position * (q - soft_upper), -v_max, v_max)
   and the position command by [q + v_min*dt, q + v_max'*dt], q being the previous safe position
   command: the command slows down to a stop at the soft limit whatever it is told (and never
-  moves faster than the velocity limit: a step becomes a ramp). A measured position outside the soft range by more than the
-  joint's following-error limit (the limiter could not hold it: e.g. a push stronger than the
-  drive) stops every drive.
+  moves faster than the velocity limit: a step becomes a ramp). A measured position outside the
+  soft range by more than the joint's following-error limit (the limiter could not hold it: e.g.
+  a push stronger than the drive) stops every drive.
 - Following error: |q_command - q_measured| above the joint's limit stops every drive.
 - Command watchdog: no fresh command for `watchdog_timeout` s: hold the measured position;
   still none after `stop_timeout` s: stop every drive.
 - A drive in FAULT stops every drive.
 
-A stop is latched; `SafetyStop.reason` says which joint, what and by how much.
+A stop is latched; `SafetyStopError.reason` says which joint, what and by how much.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-class SafetyStop(RuntimeError):
+class SafetyStopError(RuntimeError):
     """Every drive must be quick-stopped; `reason` says why."""
 
     def __init__(self, reason: str) -> None:
@@ -67,10 +67,10 @@ class SafetyMonitor:
         """Activation: the command limiter starts from the measured positions (n,)."""
         self._previous = np.array(measured, dtype=float)
 
-    def stop(self, reason: str) -> SafetyStop:
+    def stop(self, reason: str) -> SafetyStopError:
         if self.stop_reason is None:
             self.stop_reason = reason
-        return SafetyStop(self.stop_reason)
+        return SafetyStopError(self.stop_reason)
 
     def note_command(self, time: float) -> None:
         """A fresh command arrived at `time` (s)."""
@@ -80,10 +80,10 @@ class SafetyMonitor:
     def filter(
         self, time: float, dt: float, position: np.ndarray, velocity: np.ndarray, measured: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Safe (position, velocity) commands (n,) for this cycle, or raise SafetyStop."""
+        """Safe (position, velocity) commands (n,) for this cycle, or raise SafetyStopError."""
         lim = self.limits
         if self.stop_reason is not None:
-            raise SafetyStop(self.stop_reason)
+            raise SafetyStopError(self.stop_reason)
         for label, values in (("position", position), ("velocity", velocity)):
             bad = ~np.isfinite(values)
             if bad.any():
@@ -122,10 +122,10 @@ class SafetyMonitor:
         return safe_position, safe_velocity
 
     def check(self, command: np.ndarray, measured: np.ndarray) -> None:
-        """Raise SafetyStop on a soft-limit breach or a following error of the measured state."""
+        """Raise SafetyStopError on a soft-limit breach or a following error of the measured state."""
         lim = self.limits
         if self.stop_reason is not None:
-            raise SafetyStop(self.stop_reason)
+            raise SafetyStopError(self.stop_reason)
         bad = ~np.isfinite(measured)
         if bad.any():
             j = int(np.argmax(bad))
@@ -139,8 +139,8 @@ class SafetyMonitor:
                 ("lower", lim.soft_lower[j]) if below[j] > above[j] else ("upper", lim.soft_upper[j])
             )
             raise self.stop(
-                f"soft limit: joint {lim.names[j]} at {measured[j]:.6g} is {max(below[j], above[j]):.3g} past "
-                f"its soft {side} limit {bound:.6g}"
+                f"soft limit: joint {lim.names[j]} at {measured[j]:.6g} is "
+                f"{max(below[j], above[j]):.3g} past its soft {side} limit {bound:.6g}"
             )
         error = np.abs(command - measured)
         excess = error - lim.following_error

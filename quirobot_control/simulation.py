@@ -238,17 +238,13 @@ class ClosedLoopSimulation:
         plant.reset(trajectory.positions[0])
         drives = [self.drives[name] for name in TRAJECTORY_JOINTS]
         h = self.dt / self.substeps
-        for drive, q in zip(drives, trajectory.positions[0]):
+        for drive, q in zip(drives, trajectory.positions[0], strict=True):
             drive.advance(0.0, float(q), 0.0)
         hardware = self.hardware
         if hardware.on_configure() is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_configure failed: {hardware.stop_reason}")
         if hardware.on_activate() is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_activate failed: {hardware.stop_reason}")
-        # Start holding the first pose: integrators preloaded with the hold current.
-        if self.feedforward is not None:
-            for joint, effort in zip(hardware.joints, self.feedforward[0]):
-                joint.pid.reset(joint.state["position"], effort / joint.current_gain * 0.0)
         efforts = np.zeros(n)
         drilling = self.drilling
         depth_prev = None

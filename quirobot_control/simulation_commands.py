@@ -1,0 +1,153 @@
+"""`quirobot simulate`: the closed-loop surgical simulation (the product's main job)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+DEFAULT_OUTPUT = "quirobot_output"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="run a surgical task in closed loop (planner, IK, PID, brushless drives, MuJoCo)",
+        description=(
+            "Plan a task, then run it in closed loop: inverse kinematics at every sample, one PID per "
+            "joint commanding the simulated brushless drives, MuJoCo physics with the bone's drilling "
+            "thrust. Prints a summary (or JSON), writes a PNG and an MCAP log (ROS 2 messages) into "
+            "the output folder."
+        ),
+    )
+    parser.add_argument(
+        "--task",
+        default="incision",
+        help="incision (drill the tibia, config/tasks/incision.yaml), line (the report's straight line) "
+        "or a path to a task YAML file (default: incision)",
+    )
+    parser.add_argument(
+        "--output", default=DEFAULT_OUTPUT, help=f"output folder (default: ./{DEFAULT_OUTPUT})"
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+    parser.add_argument(
+        "--depth", type=float, help="incision depth below the entry point, m (overrides the task)"
+    )
+    parser.add_argument("--feed-rate", type=float, help="incision feed rate, m/s (overrides the task)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(handler=simulate)
+
+
+def _finite_positive(value: float | None, name: str) -> None:
+    if value is not None and (not math.isfinite(value) or value <= 0.0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+
+
+def simulate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from quirobot_control.incision import run_task, targets_met
+    from quirobot_control.plots import plot_result
+    from quirobot_control.recording import write_mcap
+    from quirobot_control.tasks import IncisionTask, load_task
+    from quirobot_description.parameters import load_parameters
+
+    _finite_positive(args.depth, "--depth")
+    _finite_positive(args.feed_rate, "--feed-rate")
+    task = load_task(args.task)
+    if not isinstance(task, IncisionTask) and (args.depth is not None or args.feed_rate is not None):
+        raise ValueError("--depth and --feed-rate apply to an incision task only")
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    params = load_parameters()
+    bar = None
+
+    def on_plan(trajectory) -> None:
+        nonlocal bar
+        if not args.no_progress:
+            bar = tqdm(
+                total=len(trajectory.positions),
+                unit="cycle",
+                desc=f"simulate {task.path.stem}",
+                file=sys.stderr,
+            )
+
+    def progress(done: int) -> None:
+        if bar is not None:
+            bar.update(done - bar.n)
+
+    try:
+        result = run_task(
+            task, params, progress=progress, on_plan=on_plan, depth=args.depth, feed_rate=args.feed_rate
+        )
+    finally:
+        if bar is not None:
+            bar.update(bar.total - bar.n)
+            bar.close()
+    stem = task.path.stem
+    log_path = write_mcap(output / f"{stem}.mcap", result.log, result.trajectory)
+    plot_path = plot_result(result, output / f"{stem}.png")
+    metrics = result.metrics
+    met = targets_met(metrics)
+    if args.json:
+        document: dict = {
+            "metrics": {**metrics, "targets_met": met},
+            "log": str(log_path),
+            "plot": str(plot_path),
+        }
+        if isinstance(result.task, IncisionTask):
+            document = {
+                "incision": {
+                    "entry": result.task.entry.tolist(),
+                    "direction": result.task.direction.tolist(),
+                    "depth": result.task.depth,
+                    "start_time": metrics["feed_start_time"],
+                    "end_time": metrics["feed_end_time"],
+                },
+                **document,
+            }
+        print(json.dumps(document, indent=2, default=_json_default))
+    else:
+        _print_summary(result, met, log_path, plot_path)
+    return 0 if metrics["completed"] else 1
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)
+
+
+def _print_summary(result, met: dict[str, bool], log_path: Path, plot_path: Path) -> None:
+    m = result.metrics
+    rows: list[tuple[str, str, str]] = []
+
+    def row(label: str, key: str, scale: float, unit: str) -> None:
+        if key in m:
+            target = met.get(key)
+            verdict = "" if target is None else ("ok" if target else "MISSED")
+            rows.append((label, f"{m[key] * scale:.3f} {unit}", verdict))
+
+    row("entry-point error", "entry_error", 1e6, "um")
+    row("lateral deviation (feed)", "lateral_deviation", 1e6, "um")
+    row("depth overshoot", "depth_overshoot", 1e6, "um")
+    row("final depth error", "final_depth_error", 1e6, "um")
+    row("peak bone thrust", "peak_thrust", 1.0, "N")
+    row("distance from the line", "line_deviation", 1e6, "um")
+    row("final position error", "line_final_error", 1e6, "um")
+    row("simulated duration", "duration", 1.0, "s")
+    row("wall time", "wall_time", 1.0, "s")
+    row("real-time factor", "real_time_factor", 1.0, "x")
+    row("controller p99 per cycle", "controller_p99", 1e6, "us")
+    for name, value in m["peak_current"].items():
+        rows.append((f"peak current {name}", f"{value:.3f} A", ""))
+    width = max(len(r[0]) for r in rows)
+    print(f"quirobot simulate: {result.task.path.stem}")
+    for label, value, verdict in rows:
+        print(f"  {label:<{width}}  {value:>14}  {verdict}")
+    if m["stop_reason"]:
+        print(f"  STOPPED: {m['stop_reason']}")
+    print(f"  log:  {log_path}")
+    print(f"  plot: {plot_path}")
