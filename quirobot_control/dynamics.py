@@ -181,6 +181,14 @@ class Dynamics:
         zero = np.zeros_like(qb)
         return self._unbatch(self._rnea(self._frames(qb), zero, zero, gravity=True), np.ndim(q) == 1)
 
+    def velocity_torques(self, q, qd) -> np.ndarray:
+        """Coriolis and centrifugal efforts C(q, qd) qd, (5,) or (N, 5): no gravity, no friction."""
+        qb = self._batch("q", q)
+        qdb = self._batch("qd", qd, np.shape(q))
+        return self._unbatch(
+            self._rnea(self._frames(qb), qdb, np.zeros_like(qb), gravity=False), np.ndim(q) == 1
+        )
+
     def bias_forces(self, q, qd, friction: bool = True) -> np.ndarray:
         """Coriolis, centrifugal, gravity (and friction) efforts: inverse dynamics at qdd = 0."""
         return self.inverse_dynamics(q, qd, np.zeros(np.shape(q)), friction=friction)

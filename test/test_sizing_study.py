@@ -1,0 +1,212 @@
+"""Servo sizing: the report's table (its one entry and the rest derived by hand), brute force, checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+
+from quirobot_control.dynamics import Dynamics
+from quirobot_control.rigid_body_model import build_model, reflected_rotor_inertia
+from quirobot_control.sizing import SizingError, size_servos, torque_speed_envelope
+from quirobot_control.transmission import motor_torque
+from quirobot_description.parameters import load_parameters
+
+
+@pytest.fixture(scope="module")
+def params():
+    return load_parameters()
+
+
+@pytest.fixture(scope="module")
+def report_result(params):
+    return size_servos(params, "report")
+
+
+def test_reproduces_the_report_table_entry(report_result):
+    """Report ch.6: joint 3 nominal motor torque 1.2385 N*m = (12*9.8 + 0.06*1)/95."""
+    gantry_z = report_result.joints[2]
+    assert gantry_z.name == "gantry_z"
+    assert gantry_z.nominal_torque == pytest.approx((12 * 9.8 + 0.06 * 1) / 95, rel=1e-12)
+    assert round(gantry_z.nominal_torque, 4) == 1.2385
+
+
+def test_report_table_matches_hand_derivation_at_q0(params, report_result):
+    """The rest of the report's table, derived on paper for q = 0 (link 5 horizontal along x).
+
+    Link 5 (m5 = 7 kg, COM r = l5/2 from the pitch axis, inertia about the pitch and yaw axes
+    I = m r5^2/2 + m l5^2/3 + m r^2 = 0.16893) is the only rotating mass. Its COM accelerates by
+    -r*theta5_dd vertically, -r*theta4_dd along y, and -r*(theta4_d^2 + theta5_d^2) along x.
+    Masses carried: x 3 carriages + m5, y 2 + m5, z 1 + m5 (= 12 kg). All joints at cruise speed v
+    (1 m/s, 10 rpm) and acceleration a = v / 0.1 s; the worst direction adds every magnitude.
+    """
+    rm = params.report_model
+    m5, g, r = rm.link5_mass, rm.gravity, params.l5 / 2
+    J5 = m5 * rm.link5_radius**2 / 2 + m5 * params.l5**2 / 3 + m5 * r**2
+    assert pytest.approx(0.16893, abs=5e-6) == J5  # the report's effective joint-5 inertia
+    v, w = 1.0, 10 * 2 * np.pi / 60  # report ch.6: 1 m/s, 10 rpm
+    a, alpha = v / 0.1, w / 0.1
+    bp, br = rm.prismatic_damping, rm.revolute_damping
+    mc = rm.carriage_mass
+    ratios = [60, 45, 95, 500, 500]  # report ch.6 transmission ratios
+    peak = [
+        (3 * mc + m5) * a + m5 * r * 2 * w**2 + bp * v,
+        (2 * mc + m5) * a + m5 * r * alpha + bp * v,
+        (mc + m5) * (g + a) + m5 * r * alpha + bp * v,
+        J5 * alpha + m5 * r * a + br * w,
+        m5 * g * r + J5 * alpha + m5 * r * a + br * w,
+    ]
+    nominal = [m5 * r * 2 * w**2 + bp * v, bp * v, (mc + m5) * g + bp * v, br * w, m5 * g * r + br * w]
+    for joint, ratio, p, n in zip(report_result.joints, ratios, peak, nominal, strict=True):
+        assert joint.peak_torque == pytest.approx(p / ratio, rel=1e-9), joint.name
+        assert joint.nominal_torque == pytest.approx(n / ratio, rel=1e-9), joint.name
+        assert joint.peak_speed == pytest.approx((v if joint.name.startswith("gantry") else w) * ratio)
+
+
+def brute_force(params, poses, model="physical"):
+    """Independent evaluation: inverse dynamics at every sample of every direction, finely sampled."""
+    rigid = build_model(params, model)
+    report = model == "report"
+    if not report:
+        rigid = rigid.with_armature(reflected_rotor_inertia(params))
+    dynamics = Dynamics(rigid)
+    sizing = params.sizing
+    v = params.velocity_limits
+    k = 401
+    lam = np.linspace(0.0, 1.0, k)
+    phases = [  # (speed fraction, acceleration fraction of v, duration)
+        (lam, np.full(k, 1.0 / sizing.acceleration_time), sizing.acceleration_time),
+        (np.ones(k), np.zeros(k), sizing.cruise_time),
+        (lam[::-1], np.full(k, -1.0 / sizing.deceleration_time), sizing.deceleration_time),
+    ]
+    peak = np.zeros(5)
+    nominal = np.zeros(5)
+    rms = np.zeros(5)
+    cycle = 2 * (sizing.acceleration_time + sizing.cruise_time + sizing.deceleration_time + sizing.dwell_time)
+
+    def to_motor(tau, qd):
+        out = np.empty_like(tau)
+        for i, joint in enumerate(params.joints):
+            transmission = joint.transmission
+            if report:
+                transmission = dataclasses.replace(transmission, efficiency=rm_eff)
+            out[..., i] = motor_torque(transmission, tau[..., i], qd[..., i])
+        return out
+
+    rm_eff = params.report_model.transmission_efficiency
+    for q in poses:
+        hold = np.abs(to_motor(dynamics.gravity_torques(q)[None], np.zeros((1, 5)))[0])
+        energies = {}
+        for signs in itertools.product((1.0, -1.0), repeat=5):
+            s = np.array(signs)
+            energy = np.zeros(5)
+            for speed, accel, duration in phases:
+                qd = speed[:, None] * s * v
+                qdd = accel[:, None] * s * v
+                tau_m = to_motor(dynamics.inverse_dynamics(np.tile(q, (k, 1)), qd, qdd), qd)
+                peak = np.maximum(peak, np.abs(tau_m).max(axis=0))
+                if duration == sizing.cruise_time:
+                    nominal = np.maximum(nominal, np.abs(tau_m).max(axis=0))
+                energy += np.trapezoid(tau_m**2, dx=duration / (k - 1), axis=0)
+            energies[signs] = energy
+        for signs, energy in energies.items():
+            back = energies[tuple(-x for x in signs)]
+            rms = np.maximum(rms, np.sqrt((energy + back + 2 * sizing.dwell_time * hold**2) / cycle))
+    return peak, nominal, rms
+
+
+def test_physical_sizing_matches_brute_force(params):
+    rng = np.random.default_rng(11)
+    poses = np.vstack([np.zeros(5), rng.uniform(params.lower_limits, params.upper_limits, (3, 5))])
+    result = size_servos(params, "physical", poses=poses)
+    peak, nominal, rms = brute_force(params, poses)
+    for i, joint in enumerate(result.joints):
+        # Exact extremes (phase ends and the quadratic's vertex) bound the samples from above.
+        assert peak[i] <= joint.peak_torque * (1 + 1e-12)
+        assert joint.peak_torque == pytest.approx(peak[i], rel=1e-6), joint.name
+        assert joint.nominal_torque == pytest.approx(nominal[i], rel=1e-9), joint.name
+        # The sampled integral converges as 1/k across the efficiency switch (k = 401: up to ~4e-4).
+        assert joint.rms_torque == pytest.approx(rms[i], rel=1e-3), joint.name
+
+
+def test_report_rms_matches_brute_force(params, report_result):
+    _, _, rms = brute_force(params, np.zeros((1, 5)), model="report")
+    np.testing.assert_allclose([j.rms_torque for j in report_result.joints], rms, rtol=1e-3)
+
+
+def test_search_never_finds_less_than_q0(params):
+    at_zero = size_servos(params, "physical", poses=1)
+    searched = size_servos(params, "physical", poses=200)
+    for zero, worst in zip(at_zero.joints, searched.joints, strict=True):
+        assert worst.peak_torque >= zero.peak_torque
+        assert worst.rms_torque >= zero.rms_torque
+    # The wrist's peak depends on the pose: the search finds a worse one than q = 0.
+    assert searched.joints[4].peak_torque > at_zero.joints[4].peak_torque * 1.01
+
+
+def test_margin_and_verdict_follow_the_checks(params, report_result):
+    SF = params.sizing.safety_factor
+    for joint in report_result.joints:
+        motor = params.motors[joint.motor]
+        ratios = [
+            motor.peak_torque / (SF * joint.peak_torque),
+            motor.continuous_torque / (SF * joint.rms_torque),
+            motor.max_speed / joint.peak_speed,
+            joint.speed_ratio,
+        ]
+        assert joint.margin == pytest.approx(min(ratios) - 1.0)
+        assert joint.ok == (joint.margin >= 0.0)
+
+
+def test_a_weak_motor_fails(params):
+    weak = dataclasses.replace(params.motors["wrist_motor"], max_current=0.1, continuous_current=0.05)
+    joints = tuple(
+        dataclasses.replace(j, motor=weak) if j.name == "wrist_pitch" else j for j in params.joints
+    )
+    motors = {**params.motors, "wrist_motor": weak}
+    weak_params = dataclasses.replace(params, joints=joints, motors=motors)
+    result = size_servos(weak_params, "report")
+    pitch = result.joints[4]
+    assert not pitch.ok and pitch.margin < 0.0 and pitch.limiting == "peak torque"
+
+
+def test_speed_check_sees_the_bus_voltage(params):
+    """A 12 V bus cannot spin the wrist motor to 523 rad/s: the voltage check must fail."""
+    low_bus = dataclasses.replace(params, drive=dataclasses.replace(params.drive, bus_voltage=12.0))
+    pitch = size_servos(low_bus, "report").joints[4]
+    v_max = 12.0 * params.drive.voltage_headroom
+    motor = params.motors["wrist_motor"]
+    assert pitch.peak_speed > v_max / motor.back_emf_constant
+    assert not pitch.ok and pitch.limiting == "speed at the bus voltage"
+
+
+def test_envelope_formula(params):
+    motor = params.motors["gantry_motor"]
+    torque, speed, continuous = torque_speed_envelope(params, "gantry_motor", samples=11)
+    v_max = params.drive.bus_voltage * params.drive.voltage_headroom
+    assert torque[-1] == pytest.approx(motor.torque_constant * motor.max_current)
+    expected = np.minimum(
+        (v_max - motor.resistance * torque / motor.torque_constant) / motor.back_emf_constant, motor.max_speed
+    )
+    np.testing.assert_allclose(speed, expected)
+    assert np.all(np.isnan(continuous[torque > motor.continuous_torque]))
+
+
+def test_json_has_exactly_the_contract_keys(report_result):
+    data = report_result.as_json()
+    assert list(data) == ["joints"]
+    keys = {"name", "peak_torque", "nominal_torque", "rms_torque", "peak_speed", "motor", "ok", "margin"}
+    for entry in data["joints"]:
+        assert set(entry) == keys
+        assert isinstance(entry["ok"], bool)
+
+
+def test_bad_requests_are_refused(params):
+    with pytest.raises(SizingError, match="unknown model"):
+        size_servos(params, "lumped")
+    with pytest.raises(SizingError, match="at least 1 pose"):
+        size_servos(params, "physical", poses=0)
+    with pytest.raises(SizingError, match=r"\(N, 5\)"):
+        size_servos(params, "physical", poses=np.zeros((3, 4)))
