@@ -151,6 +151,7 @@ class StructureParameters:
     guide_section: float
     guide_margin: float
     ceiling_height: float
+    mount_height: float  # m, guide plane (report frame 0') above the floor, for simulation worlds
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,10 @@ class DrillParameters:
     density: float  # kg/m^3
     motor: MotorParameters
     transmission: TransmissionParameters
+    feed_friction: float  # N, Coulomb friction of the feed axis
+    feed_soft_margin: float  # m, safety_controller soft stop inside each end of the stroke
+    feed_k_position: float  # 1/s, safety_controller gain
+    feed_k_velocity: float  # N*s/m, safety_controller effort gain
 
     @property
     def bit_mass(self) -> float:
@@ -520,9 +525,15 @@ class _Reader:
             },
             motor=self.motor(self.text(f"{drill_key}.motor")),
             transmission=self.transmission(self.text(f"{drill_key}.transmission")),
+            feed_friction=self.number(f"{drill_key}.feed_friction", non_negative=True),
+            feed_soft_margin=self.number(f"{drill_key}.feed_soft_margin", non_negative=True),
+            feed_k_position=self.number(f"{drill_key}.feed_k_position", positive=True),
+            feed_k_velocity=self.number(f"{drill_key}.feed_k_velocity", positive=True),
         )
         if not drill.feed_lower < drill.feed_upper:
             raise self.fail(drill_key, f"feed_lower {drill.feed_lower} must be below feed_upper {drill.feed_upper}")
+        if 2.0 * drill.feed_soft_margin >= drill.feed_upper - drill.feed_lower:
+            raise self.fail(f"{drill_key}.feed_soft_margin", f"{drill.feed_soft_margin} leaves no stroke between the soft limits")
         arthroscope = ArthroscopeParameters(
             **{
                 f: self.number(f"tools.arthroscope.{f}", positive=True)
@@ -559,7 +570,7 @@ class _Reader:
         structure = StructureParameters(
             **{
                 f: self.number(f"structure.{f}", positive=True)
-                for f in ("guide_section", "guide_margin", "ceiling_height")
+                for f in ("guide_section", "guide_margin", "ceiling_height", "mount_height")
             }
         )
         motors = {name: self.motor(name) for name in (self.raw.get("motors") or {})}
