@@ -403,21 +403,19 @@ def plan_line(
         qd_t[[0, -1]] = 0.0
         qdd_t[[0, -1]] = 0.0
         jerk_t = np.abs(np.diff(qdd_t, axis=0)) / dt
-        ratios = np.concatenate(
-            [
-                np.max(np.abs(qd_t), axis=0) / limits.velocity[arm],
-                np.max(np.abs(qdd_t), axis=0) / limits.acceleration[arm],
-                np.max(jerk_t, axis=0) / limits.jerk[arm] if len(jerk_t) else np.zeros(FEED_INDEX),
-            ]
-        )
-        worst = float(np.max(ratios))
-        if worst <= 1.0 + _LIMIT_TOLERANCE:
+        velocity_ratio = float(np.max(np.max(np.abs(qd_t), axis=0) / limits.velocity[arm]))
+        acceleration_ratio = float(np.max(np.max(np.abs(qdd_t), axis=0) / limits.acceleration[arm]))
+        jerk_ratio = float(np.max(np.max(jerk_t, axis=0) / limits.jerk[arm])) if len(jerk_t) else 0.0
+        if max(velocity_ratio, acceleration_ratio, jerk_ratio) <= 1.0 + _LIMIT_TOLERANCE:
             break
-        # Slow down: velocity scales as r, acceleration as r^2, jerk as r^3 for a time scaling r.
-        scale = 1.0 / worst
-        speed *= scale
-        acceleration *= scale
-        jerk *= scale
+        # Slow down: lower each path limit by the ratio its joint-space image exceeds the limits
+        # (slightly more, so that the curvature terms q''(s)*s_dot^2 converge too).
+        if velocity_ratio > 1.0:
+            speed /= velocity_ratio * (1.0 + 1e-3)
+        if acceleration_ratio > 1.0:
+            acceleration /= acceleration_ratio * (1.0 + 1e-3)
+        if jerk_ratio > 1.0:
+            jerk /= jerk_ratio * (1.0 + 1e-3)
     else:
         raise PlanningError(f"{name}: could not bring the path within the joint limits after slowing down")
     count = len(s_t)
