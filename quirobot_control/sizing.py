@@ -411,7 +411,7 @@ def plot_sizing(params: RobotParameters, result: SizingResult, path) -> None:
         ax.plot(speed, torque, color="tab:blue", lw=2, label="peak envelope (K_T I_max, bus voltage)")
         ax.plot(continuous, torque, color="tab:green", lw=2, label="continuous envelope (K_T I_cont)")
         cont = joint_result.continuous_capacity
-        ax.plot([0.0, np.nanmax(continuous)], [cont, cont], color="tab:green", lw=2)
+        ax.plot([0.0, np.interp(cont, torque, speed)], [cont, cont], color="tab:green", lw=2)
         points = result.operating_points[joint_result.name]
         ax.plot(points.speed, SF * points.torque, ".", color="tab:orange", ms=5, label=f"worst move x {SF:g}")
         ax.plot(
