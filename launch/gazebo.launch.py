@@ -1,0 +1,106 @@
+"""Simulate QUIROBOT in Gazebo (Harmonic, ROS 2 Jazzy) through gz_ros2_control.
+
+    ros2 launch quirobot gazebo.launch.py [tool:=drill|arthroscope|none] [world:=empty.sdf]
+
+Starts Gazebo running (-r, else the spawners time out), robot_state_publisher with the
+hardware:=gazebo description, spawns the robot with its guide plane (report frame 0') at
+structure.mount_height above the floor, bridges /clock, then spawns joint_state_broadcaster and,
+once it is up, joint_trajectory_controller (and drill_feed_controller with the drill).
+Controllers: config/controllers.yaml (named by the description's <gazebo> block).
+"""
+
+# ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, RegisterEventHandler
+from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import (
+    Command,
+    FindExecutable,
+    LaunchConfiguration,
+    PathJoinSubstitution,
+    PythonExpression,
+)
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+from quirobot_description.parameters import load_parameters
+
+
+def generate_launch_description() -> LaunchDescription:
+    share = FindPackageShare("quirobot")
+    tool = LaunchConfiguration("tool")
+    world = LaunchConfiguration("world")
+    mount_height = load_parameters().structure.mount_height  # m, the parameter file's
+    robot_description = ParameterValue(
+        Command(
+            [
+                FindExecutable(name="xacro"),
+                " ",
+                PathJoinSubstitution([share, "urdf", "quirobot.urdf.xacro"]),
+                " hardware:=gazebo tool:=",
+                tool,
+            ]
+        ),
+        value_type=str,
+    )
+    sim_time = {"use_sim_time": True}
+    gazebo = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(
+            PathJoinSubstitution([FindPackageShare("ros_gz_sim"), "launch", "gz_sim.launch.py"])
+        ),
+        launch_arguments={"gz_args": ["-r -v 3 ", world]}.items(),
+    )
+    state_publisher = Node(
+        package="robot_state_publisher",
+        executable="robot_state_publisher",
+        parameters=[{"robot_description": robot_description, **sim_time}],
+        output="screen",
+    )
+    spawn = Node(
+        package="ros_gz_sim",
+        executable="create",
+        arguments=["-topic", "/robot_description", "-name", "quirobot", "-z", str(mount_height)],
+        output="screen",
+    )
+    clock = Node(
+        package="ros_gz_bridge",
+        executable="parameter_bridge",
+        arguments=["/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock"],
+        parameters=[sim_time],
+        output="screen",
+    )
+
+    def spawner(controller: str, **kwargs) -> Node:
+        return Node(
+            package="controller_manager",
+            executable="spawner",
+            arguments=[controller, "--controller-manager", "/controller_manager"],
+            parameters=[sim_time],
+            output="screen",
+            **kwargs,
+        )
+
+    broadcaster = spawner("joint_state_broadcaster")
+    arm = spawner("joint_trajectory_controller")
+    feed = spawner(
+        "drill_feed_controller", condition=IfCondition(PythonExpression(["'", tool, "' == 'drill'"]))
+    )
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "tool", default_value="drill", description="tool on the wrist: drill, arthroscope or none"
+            ),
+            DeclareLaunchArgument(
+                "world", default_value="empty.sdf", description="Gazebo world file (its floor at z = 0)"
+            ),
+            gazebo,
+            state_publisher,
+            clock,
+            spawn,
+            RegisterEventHandler(OnProcessExit(target_action=spawn, on_exit=[broadcaster])),
+            RegisterEventHandler(OnProcessExit(target_action=broadcaster, on_exit=[arm, feed])),
+        ]
+    )
