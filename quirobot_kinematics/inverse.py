@@ -44,6 +44,16 @@ class ApproachTarget:
 
 
 def _vector3(value: object, what: str) -> list[float]:
+    if type(value) is tuple or type(value) is list:  # fast path
+        if len(value) == 3 and all(type(v) is float or type(v) is int for v in value):
+            if math.isfinite(value[0] + value[1] + value[2]):
+                return [float(v) for v in value]
+            raise IKError(f"{what} must be finite, got {list(value)}")
+    elif type(value) is np.ndarray and value.shape == (3,) and value.dtype == np.float64:
+        values = value.tolist()
+        if math.isfinite(values[0] + values[1] + values[2]):
+            return values
+        raise IKError(f"{what} must be finite, got {values}")
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as error:
@@ -55,6 +65,17 @@ def _vector3(value: object, what: str) -> list[float]:
     return array.tolist()
 
 
+def _seed(seed: object, model: KinematicModel) -> list[float]:
+    """The seed as 5 floats; default: the zero configuration clipped into the limits."""
+    if seed is None:
+        return model.default_seed
+    if type(seed) is np.ndarray and seed.shape == (5,) and seed.dtype == np.float64:
+        values = seed.tolist()
+        if math.isfinite(values[0] + values[1] + values[2] + values[3] + values[4]):
+            return values
+    return as_joint_vector(seed, "seed").tolist()
+
+
 def _wrap_near(angle: float, reference: float) -> float:
     """angle + 2*pi*k closest to reference."""
     return angle + _TWO_PI * round((reference - angle) / _TWO_PI)
@@ -62,58 +83,69 @@ def _wrap_near(angle: float, reference: float) -> float:
 
 def _representatives(angle: float, lower: float, upper: float) -> list[float]:
     """Every angle + 2*pi*k inside [lower, upper] (with LIMIT_SLACK), clipped into the range."""
-    k = math.ceil((lower - LIMIT_SLACK - angle) / _TWO_PI)
+    candidate = angle - _TWO_PI * math.floor(
+        (angle - lower + LIMIT_SLACK) / _TWO_PI
+    )  # first >= lower - slack
     values = []
-    candidate = angle + _TWO_PI * k
     while candidate <= upper + LIMIT_SLACK:
-        values.append(min(max(candidate, lower), upper))
-        k += 1
-        candidate = angle + _TWO_PI * k
+        values.append(lower if candidate < lower else upper if candidate > upper else candidate)
+        candidate += _TWO_PI
     return values
 
 
-class _Problem:
-    """A parsed target: tool0 position and the wrist-angle candidates (before limits)."""
-
-    __slots__ = ("position", "approach", "wrists", "kind")
-
-    def __init__(
-        self, position: list[float], approach: list[float], wrists: list[tuple[float, float]], kind: str
-    ):
-        self.position = position
-        self.approach = approach
-        self.wrists = wrists
-        self.kind = kind
-
-
-def _parse_pose(
-    target: object, orientation_tolerance: float
-) -> tuple[list[float], list[float], float, float]:
-    """(p, a, theta4, theta5) of a consistent 4x4 pose target, else IKError naming the problem."""
+def _pose_rows(target: object) -> list[list[float]]:
+    """The 4 rows of a pose target as lists, refusing wrong shapes and non-numbers."""
+    if type(target) is np.ndarray and target.shape == (4, 4) and target.dtype == np.float64:
+        return target.tolist()
     try:
         T = np.asarray(target, dtype=float)
     except (TypeError, ValueError) as error:
         raise IKError(f"target must be a 4x4 pose or an ApproachTarget, got {target!r}") from error
     if T.shape != (4, 4):
         raise IKError(f"a pose target must be a 4x4 matrix, got shape {T.shape}")
+    return T.tolist()
+
+
+def _diagnose_pose(T: np.ndarray) -> None:
+    """Raise the IKError that says what is wrong with a pose failing the fast checks."""
     if not np.all(np.isfinite(T)):
         rows, cols = np.nonzero(~np.isfinite(T))
         raise IKError(f"pose target must be finite; element [{rows[0]}, {cols[0]}] is {T[rows[0], cols[0]]}")
-    bottom = np.abs(T[3] - (0.0, 0.0, 0.0, 1.0)).max()
-    if bottom > ORTHONORMALITY_TOLERANCE:
+    if np.abs(T[3] - (0.0, 0.0, 0.0, 1.0)).max() > ORTHONORMALITY_TOLERANCE:
         raise IKError(f"pose target's bottom row must be [0, 0, 0, 1], got {T[3].tolist()}")
     R = T[:3, :3]
     deviation = np.abs(R.T @ R - np.eye(3)).max()
-    if deviation > ORTHONORMALITY_TOLERANCE:
-        raise IKError(
-            f"pose target's rotation is not orthonormal: R^T R differs from identity by {deviation:.3g} "
-            f"(tolerance {ORTHONORMALITY_TOLERANCE:g})"
-        )
-    if np.linalg.det(R) < 0.0:
+    if deviation <= ORTHONORMALITY_TOLERANCE and np.linalg.det(R) < 0.0:
         raise IKError("pose target's rotation is a reflection (det R = -1), not a rotation")
-    (nx, ox, ax, px), (ny, oy, ay, py), (nz, oz, az, pz) = T[:3].tolist()
-    miss = math.asin(min(1.0, abs(nz)))
-    if miss > orientation_tolerance:
+    raise IKError(
+        f"pose target's rotation is not orthonormal: R^T R differs from identity by {deviation:.3g} "
+        f"(tolerance {ORTHONORMALITY_TOLERANCE:g})"
+    )
+
+
+def _parse_pose(
+    target: object, orientation_tolerance: float
+) -> tuple[list[float], list[float], float, float]:
+    """(p, a, theta4, theta5) of a consistent 4x4 pose target, else IKError naming the problem."""
+    rows = _pose_rows(target)
+    (nx, ox, ax, px), (ny, oy, ay, py), (nz, oz, az, pz), bottom = rows
+    if bottom != [0.0, 0.0, 0.0, 1.0] or not math.isfinite(px + py + pz):
+        T = np.array(rows)
+        if not np.all(np.isfinite(T)) or np.abs(T[3] - (0.0, 0.0, 0.0, 1.0)).max() > ORTHONORMALITY_TOLERANCE:
+            _diagnose_pose(T)
+    # Proper rotation <=> n, o unit and orthogonal, a = n x o. Written so that NaN or inf fails.
+    tol = ORTHONORMALITY_TOLERANCE
+    if not (
+        abs(nx * nx + ny * ny + nz * nz - 1.0) <= tol
+        and abs(ox * ox + oy * oy + oz * oz - 1.0) <= tol
+        and abs(nx * ox + ny * oy + nz * oz) <= tol
+        and abs(ny * oz - nz * oy - ax) <= tol
+        and abs(nz * ox - nx * oz - ay) <= tol
+        and abs(nx * oy - ny * ox - az) <= tol
+    ):
+        _diagnose_pose(np.array(rows))
+    if abs(nz) > math.sin(orientation_tolerance):
+        miss = math.asin(min(1.0, abs(nz)))
         raise IKError(
             f"pose unreachable by the 5-DOF arm: tool x axis n must be horizontal, it is "
             f"{math.degrees(miss):.6g} deg out of the horizontal plane (tolerance "
@@ -122,26 +154,22 @@ def _parse_pose(
     return [px, py, pz], [ax, ay, az], math.atan2(nx, ny), math.atan2(-az, oz)
 
 
-def _parse(target: object, seed4: float, orientation_tolerance: float) -> _Problem:
-    if isinstance(target, ApproachTarget):
-        position = _vector3(target.position, "target position")
-        approach = _vector3(target.approach, "approach direction")
-        norm = math.sqrt(approach[0] ** 2 + approach[1] ** 2 + approach[2] ** 2)
-        if norm < 1e-9:
-            raise IKError(f"approach direction must be a non-zero vector, got {approach}")
-        ax, ay, az = (component / norm for component in approach)
-        horizontal = math.hypot(ax, ay)
-        if horizontal <= VERTICAL_TOLERANCE:
-            # Tool vertical: theta4 does not change the approach, keep the seed's.
-            theta5 = math.atan2(-az, 0.0)
-            wrists = [(seed4, theta5)]
-        else:
-            theta4 = math.atan2(-ay, ax)
-            theta5 = math.atan2(-az, horizontal)
-            wrists = [(theta4, theta5), (theta4 + math.pi, math.pi - theta5)]
-        return _Problem(position, [ax, ay, az], wrists, "approach")
-    position, approach, theta4, theta5 = _parse_pose(target, orientation_tolerance)
-    return _Problem(position, approach, [(theta4, theta5)], "pose")
+def _parse_approach(target: ApproachTarget, seed4: float) -> tuple[list[float], list[float], list[tuple]]:
+    """(p, unit a, wrist candidates) of a position + approach target."""
+    position = _vector3(target.position, "target position")
+    ax, ay, az = _vector3(target.approach, "approach direction")
+    norm = math.sqrt(ax * ax + ay * ay + az * az)
+    if norm < 1e-9:
+        raise IKError(f"approach direction must be a non-zero vector, got {[ax, ay, az]}")
+    if norm != 1.0:
+        ax, ay, az = ax / norm, ay / norm, az / norm
+    horizontal = math.sqrt(ax * ax + ay * ay)
+    if horizontal <= VERTICAL_TOLERANCE:
+        # Tool vertical: theta4 does not change the approach, keep the seed's.
+        return position, [ax, ay, az], [(seed4, math.atan2(-az, 0.0))]
+    theta4 = math.atan2(-ay, ax)
+    theta5 = math.atan2(-az, horizontal)
+    return position, [ax, ay, az], [(theta4, theta5), (theta4 + math.pi, math.pi - theta5)]
 
 
 def _solve(
@@ -153,44 +181,53 @@ def _solve(
     orientation_tolerance: float,
 ) -> tuple[list[list[float]], list[float]]:
     """All solutions (each a list of 5 floats, sorted nearest the seed first) and the seed."""
-    if seed is None:
-        seed_q = np.clip(np.zeros(5), model.lower, model.upper).tolist()
+    seed_q = _seed(seed, model)
+    if feed != 0.0:
+        feed = float(feed)
+        if not math.isfinite(feed):
+            raise IKError(f"drill feed must be finite, got {feed}")
+    if isinstance(target, ApproachTarget):
+        (px, py, pz), (ax, ay, az), wrists = _parse_approach(target, seed_q[3])
     else:
-        seed_q = as_joint_vector(seed, "seed").tolist()
-    feed = float(feed)
-    if not math.isfinite(feed):
-        raise IKError(f"drill feed must be finite, got {feed}")
-    problem = _parse(target, seed_q[3], orientation_tolerance)
-    ax, ay, az = problem.approach
-    px, py, pz = problem.position
+        (px, py, pz), (ax, ay, az), theta4, theta5 = _parse_pose(target, orientation_tolerance)
+        wrists = [(theta4, theta5)]
     if feed != 0.0:  # the target is the drill tip, feed m beyond tool0 along a
         px, py, pz = px - feed * ax, py - feed * ay, pz - feed * az
     l5 = model.l5
     # Wrist centre = tool0 - l5 * a; it is the same for both wrist families.
     prismatic = [px - l5 * ax, py - l5 * ay, -pz - model.l4 + l5 * az]
-    lower = model.lower.tolist()
-    upper = model.upper.tolist()
 
-    solutions: list[list[float]] = []
     if not respect_limits:
-        for theta4, theta5 in problem.wrists:
-            solutions.append(prismatic + [_wrap_near(theta4, seed_q[3]), _wrap_near(theta5, seed_q[4])])
+        solutions = [
+            prismatic + [_wrap_near(theta4, seed_q[3]), _wrap_near(theta5, seed_q[4])]
+            for theta4, theta5 in wrists
+        ]
     else:
+        lower, upper = model.limit_lists
         problems: list[str] = []
-        for i in range(3):
-            if not lower[i] - LIMIT_SLACK <= prismatic[i] <= upper[i] + LIMIT_SLACK:
-                problems.append(_limit_message(i, prismatic[i], lower[i], upper[i]))
-            prismatic[i] = min(max(prismatic[i], lower[i]), upper[i])
+        d1, d2, d3 = prismatic
+        inside = lower[0] <= d1 <= upper[0] and lower[1] <= d2 <= upper[1] and lower[2] <= d3 <= upper[2]
+        for i in () if inside else range(3):
+            value = prismatic[i]
+            if value < lower[i]:
+                if value < lower[i] - LIMIT_SLACK:
+                    problems.append(_limit_message(i, value, lower[i], upper[i]))
+                prismatic[i] = lower[i]
+            elif value > upper[i]:
+                if value > upper[i] + LIMIT_SLACK:
+                    problems.append(_limit_message(i, value, lower[i], upper[i]))
+                prismatic[i] = upper[i]
+        solutions = []
         wrist_problems: list[str] = []
-        for theta4, theta5 in problem.wrists:
+        for theta4, theta5 in wrists:
             options4 = _representatives(theta4, lower[3], upper[3])
             options5 = _representatives(theta5, lower[4], upper[4])
-            family = []
-            if not options4:
-                family.append(_angle_message(3, theta4, lower[3], upper[3]))
-            if not options5:
-                family.append(_angle_message(4, theta5, lower[4], upper[4]))
-            if family:
+            if not options4 or not options5:
+                family = []
+                if not options4:
+                    family.append(_angle_message(3, theta4, lower[3], upper[3]))
+                if not options5:
+                    family.append(_angle_message(4, theta5, lower[4], upper[4]))
                 wrist_problems.append(" and ".join(family))
             for t4 in options4:
                 for t5 in options5:
@@ -199,7 +236,8 @@ def _solve(
             problems.extend(_dedupe(wrist_problems))
         if problems:
             raise IKError("target outside the joint limits: " + "; ".join(problems))
-    solutions.sort(key=lambda s: abs(s[3] - seed_q[3]) + abs(s[4] - seed_q[4]))
+    if len(solutions) > 1:
+        solutions.sort(key=lambda s: abs(s[3] - seed_q[3]) + abs(s[4] - seed_q[4]))
     return solutions, seed_q
 
 
@@ -276,14 +314,11 @@ def approach_wrist_angles(
     Empty (0, 2) if no wrist configuration within limits does.
     """
     direction = _vector3(approach, "approach direction")
-    problem = _parse(
-        ApproachTarget((0.0, 0.0, 0.0), direction), theta4_if_vertical, DEFAULT_ORIENTATION_TOLERANCE
-    )
-    lower = model.lower.tolist()
-    upper = model.upper.tolist()
+    _, _, wrists = _parse_approach(ApproachTarget((0.0, 0.0, 0.0), direction), theta4_if_vertical)
+    lower, upper = model.limit_lists
     angles = [
         (t4, t5)
-        for theta4, theta5 in problem.wrists
+        for theta4, theta5 in wrists
         for t4 in _representatives(theta4, lower[3], upper[3])
         for t5 in _representatives(theta5, lower[4], upper[4])
     ]

@@ -7,6 +7,7 @@ every kinematics function as a value: no global state, no file access in the cor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -52,6 +53,16 @@ class KinematicModel:
             feed_lower=parameters.drill.feed_lower,
             feed_upper=parameters.drill.feed_upper,
         )
+
+    @cached_property
+    def limit_lists(self) -> tuple[list[float], list[float]]:
+        """(lower, upper) as Python lists, for the scalar fast paths."""
+        return self.lower.tolist(), self.upper.tolist()
+
+    @cached_property
+    def default_seed(self) -> list[float]:
+        """The zero configuration clipped into the limits (IK seed when none is given)."""
+        return [min(max(0.0, lo), hi) for lo, hi in zip(*self.limit_lists, strict=True)]
 
     def within_limits(self, q: np.ndarray, tolerance: float = 0.0) -> bool:
         """True if every joint of q (5,) lies in [lower - tolerance, upper + tolerance]."""

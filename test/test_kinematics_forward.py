@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
-from quirobot_kinematics.forward import FRAME_NAMES, forward_kinematics, link_frames
+from quirobot_kinematics.forward import (
+    BATCH_BLOCK,
+    FRAME_NAMES,
+    forward_kinematics,
+    forward_kinematics_batch,
+    link_frames,
+)
 from quirobot_kinematics.model import KinematicModel, KinematicsError
 
 
@@ -79,11 +85,17 @@ def test_closed_form_equals_report_dh_product(model):
 
 
 def test_batched_equals_single(model):
-    q = random_configurations(model, 2000, seed=2)
+    n = 2 * BATCH_BLOCK + 123  # several blocks and a partial one
+    q = random_configurations(model, n, seed=2)
     batch = forward_kinematics(q, model, feed=0.03)
     single = np.array([forward_kinematics(row, model, feed=0.03) for row in q])
-    assert batch.shape == (2000, 4, 4)
+    assert batch.shape == (n, 4, 4)
     np.testing.assert_allclose(batch, single, rtol=0, atol=1e-15)
+    out = np.full((n, 4, 4), np.nan)
+    assert forward_kinematics_batch(q, model, feed=0.03, out=out) is out
+    np.testing.assert_array_equal(out, batch)
+    with pytest.raises(KinematicsError, match="out must be"):
+        forward_kinematics_batch(q, model, out=np.empty((n, 4, 3)))
 
 
 def test_link_frames_compose_to_the_closed_form(model):
