@@ -66,7 +66,10 @@ def test_mass_matrix_symmetric_positive_definite_and_consistent_with_rnea(params
 
 
 def test_energy_is_conserved_without_friction_or_effort(params):
-    """RK4 on forward_dynamics, dt = 1 ms, 1 s, 16 random starts: |drift| < 1e-7 of the energy scale."""
+    """RK4 on forward_dynamics, dt = 2 ms, 1 s, 16 random starts: |drift| < 1e-9 of the kinetic energy.
+
+    (Measured: about 1e-11; RK4's own error at this step bounds it. A wrong Coriolis term or an
+    H inconsistent with the RNEA drifts by orders of magnitude more.)"""
     dynamics = Dynamics(params)
     q, qd, _ = random_states(params, 16, 4)
     qd = 2.0 * qd  # lively motion: wrist up to 2 rad/s, carriages up to 2 m/s
@@ -80,8 +83,8 @@ def test_energy_is_conserved_without_friction_or_effort(params):
 
     start = energy(q, qd)
     scale = dynamics.kinetic_energy(q, qd)
-    dt = 1e-3
-    for _ in range(1000):
+    dt = 2e-3
+    for _ in range(500):
         k1q, k1v = derivative(q, qd)
         k2q, k2v = derivative(q + 0.5 * dt * k1q, qd + 0.5 * dt * k1v)
         k3q, k3v = derivative(q + 0.5 * dt * k2q, qd + 0.5 * dt * k2v)
@@ -89,7 +92,7 @@ def test_energy_is_conserved_without_friction_or_effort(params):
         q = q + dt / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
         qd = qd + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
     drift = np.abs(energy(q, qd) - start) / scale
-    assert np.max(drift) < 1e-7, f"relative energy drift {np.max(drift):.3g}"
+    assert np.max(drift) < 1e-9, f"relative energy drift {np.max(drift):.3g}"
     # The motion did exchange energy (gravity did work): the check is not vacuous.
     assert np.max(np.abs(dynamics.kinetic_energy(q, qd) - scale) / scale) > 1e-2
 
