@@ -25,6 +25,10 @@ i_k = i_ref*(1 - exp(-w_c*k*h)) while the voltage is not limited. The loop adds 
 K_V*omega as feed-forward (as servo drives do), limits the voltage to +-V_max (bus voltage times
 the PWM headroom) and stops integrating while the voltage is limited (anti-windup by conditional
 integration).
+
+Friction is not modelled here: the report's joint viscous friction (params.joints[i].damping) and
+the Coulomb term (.friction) lump the motor, bearing and transmission friction at the joint, and
+the transmission efficiency (quirobot_control.transmission) covers the load-dependent losses.
 """
 
 from __future__ import annotations
