@@ -96,7 +96,6 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
     reader = _Reader(raw, path.name)
     pole = "pole_placement"
     derivative_filter = reader.number(f"{pole}.derivative_filter")
-    tracking_time = reader.number(f"{pole}.tracking_time")
     joints = []
     for name in TRAJECTORY_JOINTS:
         key = f"joints.{name}"
@@ -107,7 +106,6 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
             ki=reader.number(f"{key}.ki"),
             kd=reader.number(f"{key}.kd"),
             derivative_filter=derivative_filter,
-            tracking_time=tracking_time,
             output_limit=max_currents[name],
         )
         joints.append(

@@ -8,8 +8,11 @@
   half-period delay and filter as v_hat.
 - Feed-forward u_ff (A): the model-based current (gravity and inverse dynamics) given by the caller.
 - Output saturation at +-output_limit (the drive's current limit).
-- Anti-windup by back-calculation: the integrator is driven by ki*e + (u_sat - u)/tracking_time,
-  and clamped to +-output_limit.
+- Anti-windup by clamping (conditional integration): while the output is saturated, the
+  integrator does not integrate an error that pushes further into the saturation; it is also
+  clamped to +-output_limit. (Back-calculation was rejected: with a proportional term alone
+  above the limit, it drives the integrator to the opposite sign, kicking the joint the other way
+  when the error vanishes.)
 Discrete at the control period dt (s); positions in m or rad, currents in A.
 """
 
@@ -31,7 +34,6 @@ class PIDGains:
     ki: float
     kd: float
     derivative_filter: float  # s, time constant of the derivative's low-pass filter
-    tracking_time: float  # s, back-calculation anti-windup time constant
     output_limit: float  # A
 
     def __post_init__(self) -> None:
@@ -39,7 +41,7 @@ class PIDGains:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0.0:
                 raise GainError(f"PID gain {name} must be a finite number >= 0, got {value}")
-        for name in ("derivative_filter", "tracking_time", "output_limit"):
+        for name in ("derivative_filter", "output_limit"):
             value = getattr(self, name)
             if not math.isfinite(value) or value <= 0.0:
                 raise GainError(f"PID {name} must be a finite number > 0, got {value}")
@@ -100,7 +102,8 @@ class PID:
         )
         output = min(max(unsaturated, -g.output_limit), g.output_limit)
         self.saturated = output != unsaturated
-        self.integral += self.dt * (g.ki * error + (output - unsaturated) / g.tracking_time)
-        self.integral = min(max(self.integral, -g.output_limit), g.output_limit)
+        if not (self.saturated and (error > 0.0) == (unsaturated > output)):
+            self.integral += self.dt * g.ki * error
+            self.integral = min(max(self.integral, -g.output_limit), g.output_limit)
         self.output = output
         return output
