@@ -660,8 +660,8 @@ def check_urdf(
             return
         try:
             problems = stage()
-        except (ValueError, RuntimeError) as error:
-            problems = [" ".join(str(error).split())]
+        except Exception as error:  # a reader (pinocchio, MuJoCo) rejecting the file is a finding
+            problems = [f"{type(error).__name__}: {' '.join(str(error).split())}"]
         results.append(StageResult(name, FAIL if problems else PASS, problems))
 
     robot: _Robot | None = None

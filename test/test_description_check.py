@@ -116,6 +116,13 @@ def _wrong_tool_frame(root):
     _element(root, "joint", "tool0_joint").find("origin").set("xyz", "0.25 0 0")
 
 
+def _renamed_tool_frame(root):
+    _element(root, "link", "tool0").set("name", "tool_frame")
+    for element in root.iter():
+        if element.tag in ("parent", "child") and element.get("link") == "tool0":
+            element.set("link", "tool_frame")
+
+
 def _missing_ros2_control_joint(root):
     system = root.find("ros2_control")
     system.remove(_element(system, "joint", "drill_feed"))
@@ -144,6 +151,7 @@ BROKEN: list[tuple[Callable[[ET.Element], None], str, tuple[str, ...]]] = [
     (_no_collision, "collision", ("drill_bit", "<collision>")),
     (_bad_geometry, "collision", ("z_ram", "size")),
     (_wrong_tool_frame, "kinematics", ("tool0", "0.05 m")),
+    (_renamed_tool_frame, "kinematics", ("tool0", "missing")),
     (_missing_ros2_control_joint, "ros2_control", ("drill_feed",)),
     (_effort_and_position, "ros2_control", ("wrist_yaw", "effort")),
 ]
