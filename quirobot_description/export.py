@@ -53,16 +53,12 @@ def export_urdf(
 
 
 def _give_frames_zero_mass(document) -> None:
-    """Add a zero <inertial> to every non-root link that has none (massless frames)."""
+    """Add a zero <inertial> to every link that has none: massless frames, and a massless root,
+    which PyBullet keeps static even without useFixedBase."""
     robot = document.documentElement
     links = [node for node in robot.childNodes if getattr(node, "tagName", None) == "link"]
-    children = {
-        child.getAttribute("link")
-        for joint in robot.getElementsByTagName("joint")
-        for child in joint.getElementsByTagName("child")
-    }
     for link in links:
-        if link.getAttribute("name") not in children or link.getElementsByTagName("inertial"):
+        if link.getElementsByTagName("inertial"):
             continue
         inertial = document.createElement("inertial")
         mass = document.createElement("mass")

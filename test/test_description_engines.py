@@ -98,3 +98,16 @@ def test_pybullet_loads_with_masses_limits_and_report_pose(exported_urdf, parame
     expected = np.array([[s4, c4 * s5, c4 * c5], [c4, -s4 * s5, -s4 * c5], [0.0, c5, -s5]])
     assert np.allclose(position, [d1 + l5 * c4 * c5, d2 - l5 * s4 * c5, -d3 - l4 - l5 * s5], atol=1e-6)
     assert np.allclose(rotation, expected, atol=1e-6)
+
+
+def test_pybullet_keeps_the_ceiling_mount_static_without_fixed_base_flag(exported_urdf):
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
+        body = pybullet.loadURDF(str(exported_urdf), physicsClientId=client)  # no useFixedBase
+        for _ in range(240):
+            pybullet.stepSimulation(physicsClientId=client)
+        position, _ = pybullet.getBasePositionAndOrientation(body, physicsClientId=client)
+    finally:
+        pybullet.disconnect(client)
+    assert np.allclose(position, 0.0, atol=1e-12)
