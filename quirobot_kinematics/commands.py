@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from quirobot_kinematics.model import REVOLUTE, KinematicModel
 from quirobot_kinematics.workspace import DOWN, estimate_workspace, plot_workspace
 
 EXIT_USAGE = 2
+#: Words argparse must read as negative numbers, not options: -1, -.5, -1.5e-17, -inf, -nan.
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 class CommandError(ValueError):
@@ -96,6 +99,17 @@ def _parser(subparsers: argparse._SubParsersAction, name: str, **kwargs: str) ->
         sys.exit(EXIT_USAGE)
 
     parser.error = one_line_error  # argparse's own errors: one line too, no usage block
+    parser._negative_number_matcher = NEGATIVE_NUMBER  # argparse's own misses 1e-17 notation
+    parse_known_args = parser.parse_known_args
+
+    def parse_known_args_strictly(args=None, namespace=None):
+        """Refuse unknown words here, in one line, rather than in the top parser with its usage."""
+        namespace, extras = parse_known_args(args, namespace)
+        if extras:
+            one_line_error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    parser.parse_known_args = parse_known_args_strictly
     return parser
 
 
@@ -140,7 +154,7 @@ def _fk(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"T": T.tolist()}))
     else:
-        frame = "drill tip" if args.feed else "tool0"
+        frame = "drill tip" if _feed(args) else "tool0"
         print(f"{frame} in world (rotation columns n o a, position p in m):")
         for row in T:
             print("  " + "  ".join(f"{v: .6f}" for v in row))

@@ -135,6 +135,22 @@ def test_argparse_errors_are_one_line_too(capsys):
     code, _, err = run_exit(capsys, "fk", "1", "2", "3", "4", "5", "--feed")
     assert code == 2
     assert err.count("\n") == 1 and "--feed" in err
+    code, _, err = run_exit(capsys, "fk", "1", "2", "3", "4", "5", "--bogus")
+    assert code == 2
+    assert err.count("\n") == 1 and "unrecognized arguments: --bogus" in err
+
+
+def test_negative_numbers_in_scientific_notation_are_numbers(capsys, model):
+    q = [0.5, 1.0, 1.5, 1e-3, -1.5e-17]
+    code, out, err = run(capsys, "fk", "0.5", "1", "1.5", "1e-3", "-1.5e-17", "--json")
+    assert code == 0, err
+    np.testing.assert_array_equal(json.loads(out)["T"], forward_kinematics(q, model))
+    code, out, err = run(
+        capsys, "ik", "--position", "1", "1", "-1", "--approach", "-1E-3", "-.5e-1", "-1", "--json"
+    )
+    assert code == 0, err
+    code, _, err = run(capsys, "fk", "0", "0", "0", "-inf", "0")
+    assert code == 2 and "wrist_yaw is [-inf]" in err
 
 
 def test_workspace_json_and_plot(capsys, tmp_path):

@@ -228,3 +228,17 @@ def test_bad_configuration_is_refused(model):
         KinematicsService(model, "roll")
     with pytest.raises(ValueError, match="orientation_tolerance"):
         KinematicsService(model, "full", orientation_tolerance=-1.0)
+
+
+def test_node_module_imports_without_ros():
+    """The ROS adapter must import (for the console script) without pulling rclpy in at import time."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, quirobot_kinematics.kinematics_node as node; "
+        "assert 'rclpy' not in sys.modules, 'rclpy imported at module level'; "
+        "assert callable(node.main) and node.DEFAULT_NAMESPACE == 'quirobot'"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
