@@ -36,14 +36,23 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 
 
 def default_controllers_file() -> Path | None:
-    """The controllers YAML for gz_ros2_control in the source tree (config/ at the repository
-    root, beside package.xml); None elsewhere: the xacro's own default then names
-    share/quirobot/config/controllers.yaml relative to the installed xacro file."""
+    """The controllers YAML for gz_ros2_control: config/ at the repository root in the source
+    tree (beside package.xml), else share/quirobot/config of an installed ROS package when
+    ament_index_python is there; None otherwise (the xacro's own default then names
+    ../config/controllers.yaml relative to the xacro file, right in share/quirobot/urdf)."""
     root = URDF_DIRECTORY.parent.parent
     candidate = root / "config" / "controllers.yaml"
     if (root / "package.xml").is_file() and candidate.is_file():
         return candidate
-    return None
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    except ImportError:
+        return None
+    try:
+        candidate = Path(get_package_share_directory(PACKAGE)) / "config" / "controllers.yaml"
+    except PackageNotFoundError:
+        return None
+    return candidate if candidate.is_file() else None
 
 
 def expand(
