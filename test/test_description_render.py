@@ -50,3 +50,11 @@ def test_bad_pose_is_refused(tmp_path, q):
 
     with pytest.raises(ValueError, match="q must be 5 finite numbers"):
         render_png(robot_description("none"), tmp_path / "x.png", q=q)
+
+
+def test_the_readme_picture_is_there():
+    from pathlib import Path
+
+    picture = Path(__file__).resolve().parents[1] / "docs" / "images" / "robot.png"
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # made by `quirobot render docs/images/robot.png`
+    assert matplotlib.image.imread(picture).shape[1] >= 1000
