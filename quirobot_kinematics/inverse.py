@@ -236,9 +236,12 @@ def _solve(
             problems.extend(_dedupe(wrist_problems))
         if problems:
             raise IKError("target outside the joint limits: " + "; ".join(problems))
-    if len(solutions) > 1:
-        solutions.sort(key=lambda s: abs(s[3] - seed_q[3]) + abs(s[4] - seed_q[4]))
     return solutions, seed_q
+
+
+def _distance_to_seed(solution: list[float], seed: list[float]) -> float:
+    """Wrist travel |d theta4| + |d theta5| (rad); the gantry values are the same in every solution."""
+    return abs(solution[3] - seed[3]) + abs(solution[4] - seed[4])
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -289,8 +292,15 @@ def inverse_kinematics(
     returned (seed default: zero configuration). `respect_limits=False` solves regardless of limits,
     angles taken nearest the seed's. Raises IKError naming the cause.
     """
-    solutions, _ = _solve(target, model, seed, respect_limits, feed, orientation_tolerance)
-    return np.array(solutions[0])
+    solutions, seed_q = _solve(target, model, seed, respect_limits, feed, orientation_tolerance)
+    best = solutions[0]
+    if len(solutions) > 1:
+        distance = _distance_to_seed(best, seed_q)
+        for solution in solutions[1:]:
+            other = _distance_to_seed(solution, seed_q)
+            if other < distance:
+                best, distance = solution, other
+    return np.array(best)
 
 
 def inverse_kinematics_all(
@@ -302,7 +312,8 @@ def inverse_kinematics_all(
     orientation_tolerance: float = DEFAULT_ORIENTATION_TOLERANCE,
 ) -> np.ndarray:
     """Every solution, shape (K, 5), nearest the seed first (see `inverse_kinematics`)."""
-    solutions, _ = _solve(target, model, seed, respect_limits, feed, orientation_tolerance)
+    solutions, seed_q = _solve(target, model, seed, respect_limits, feed, orientation_tolerance)
+    solutions.sort(key=lambda solution: _distance_to_seed(solution, seed_q))
     return np.array(solutions)
 
 
