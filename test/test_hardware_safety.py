@@ -1,0 +1,245 @@
+"""QuirobotHardware: the ros2_control lifecycle and every safety path, on simulated drives.
+
+The test rig is the hardware component with its real SimulatedDrives on six independent joint
+inertias (the configured effective inertias and the joints' viscous friction), integrated at
+10 kHz: no mock of the component, the drives or the controllers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from quirobot_control.drive import DriveState, drive_for_joint
+from quirobot_control.hardware import (
+    CallbackReturn,
+    HardwareInfo,
+    LifecycleState,
+    QuirobotHardware,
+    ReturnType,
+    hardware_info_from_urdf,
+)
+from quirobot_control.incision import control_configuration
+from quirobot_control.trajectory import TRAJECTORY_JOINTS
+from quirobot_description.urdf import robot_description
+
+DT = 1e-3
+SUBSTEPS = 10
+
+
+@pytest.fixture(scope="module")
+def control(parameters):
+    return control_configuration(parameters)
+
+
+@pytest.fixture(scope="module")
+def info():
+    return hardware_info_from_urdf(robot_description("drill", "real"))
+
+
+class Rig:
+    """Hardware component + drives + independent joint inertias."""
+
+    def __init__(self, parameters, control, info, q0):
+        self.drives = {name: drive_for_joint(parameters, name) for name in TRAJECTORY_JOINTS}
+        self.hardware = QuirobotHardware(parameters, control, lambda name: self.drives[name])
+        self.inertia = np.array([control.joint(n).effective_inertia for n in TRAJECTORY_JOINTS])
+        self.damping = np.append(parameters.damping, parameters.drill.feed_damping)
+        self.q = np.array(q0, dtype=float)
+        self.v = np.zeros(6)
+        self.t = 0.0
+        self.external = np.zeros(6)  # N or N*m on each joint
+        for j, drive in enumerate(self.drives.values()):
+            drive.advance(0.0, self.q[j], 0.0)
+        assert self.hardware.on_init(info) is CallbackReturn.SUCCESS
+
+    def start(self):
+        assert self.hardware.on_configure() is CallbackReturn.SUCCESS
+        assert self.hardware.on_activate() is CallbackReturn.SUCCESS
+
+    def cycle(self, position=None, velocity=None):
+        """One control period; commands (6,) if given (else none: a stale command)."""
+        hw = self.hardware
+        for j, drive in enumerate(self.drives.values()):
+            drive.advance(0.0, self.q[j], self.v[j])
+        status = hw.read(self.t, DT)
+        if status is ReturnType.OK:
+            if position is not None:
+                hw.set_commands(self.t, position, velocity if velocity is not None else np.zeros(6))
+            status = hw.write(self.t, DT)
+        h = DT / SUBSTEPS
+        for _ in range(SUBSTEPS):
+            effort = np.array(
+                [d.advance(h, self.q[j], self.v[j]) for j, d in enumerate(self.drives.values())]
+            )
+            self.v += h * (effort - self.damping * self.v - self.external) / self.inertia
+            self.q += h * self.v
+        self.t += DT
+        return status
+
+    def states(self):
+        return [d.feedback().state for d in self.drives.values()]
+
+    def assert_all_stopped(self, reason_pattern):
+        import re
+
+        assert all(s in (DriveState.QUICK_STOP, DriveState.FAULT) for s in self.states()), self.states()
+        assert re.search(reason_pattern, self.hardware.stop_reason), self.hardware.stop_reason
+        for _ in range(20):  # the currents decay to zero
+            self.cycle()
+        assert all(abs(d.feedback().current) < 1e-3 for d in self.drives.values())
+
+
+Q0 = [0.8, 0.9, 1.0, 1.5, 0.5, 0.01]
+
+
+def test_lifecycle_and_interfaces(parameters, control, info):
+    rig = Rig(parameters, control, info, Q0)
+    hw = rig.hardware
+    assert set(hw.export_state_interfaces()) == {
+        (n, s) for n in TRAJECTORY_JOINTS for s in ("position", "velocity", "effort")
+    }
+    assert set(hw.export_command_interfaces()) == {
+        (n, c) for n in TRAJECTORY_JOINTS for c in ("position", "velocity")
+    }
+    assert hw.on_configure() is CallbackReturn.SUCCESS
+    assert hw.lifecycle is LifecycleState.INACTIVE
+    assert all(s is DriveState.DISABLED for s in rig.states())
+    assert hw.on_activate() is CallbackReturn.SUCCESS
+    assert all(s is DriveState.ENABLED for s in rig.states())
+    # Commands start at the measured positions: holding, nothing moves.
+    for _ in range(200):
+        assert rig.cycle(np.array(Q0)) is ReturnType.OK
+    np.testing.assert_allclose(rig.q, Q0, atol=5e-6)
+    # A smooth move is tracked (the velocity command is the derivative of the position command).
+    target = np.array(Q0) + np.array([0.01, -0.01, 0.01, 0.01, -0.01, 0.002])
+    for k in range(1, 501):
+        s = 0.5 - 0.5 * math.cos(math.pi * k / 500)
+        ds = 0.5 * math.pi / 0.5 * math.sin(math.pi * k / 500)
+        assert rig.cycle(Q0 + s * (target - Q0), ds * (target - Q0)) is ReturnType.OK
+    for _ in range(300):
+        rig.cycle(target)
+    np.testing.assert_allclose(rig.q, target, atol=5e-6)
+    assert np.allclose([hw.state(n, "position") for n in TRAJECTORY_JOINTS], rig.q, atol=1e-6)
+    assert hw.on_deactivate() is CallbackReturn.SUCCESS
+    assert all(s is DriveState.DISABLED for s in rig.states())
+    assert hw.stop_reason is None
+
+
+def test_on_init_refuses_unknown_joints_and_interfaces(parameters, control, info):
+    hw = QuirobotHardware(parameters, control, lambda name: drive_for_joint(parameters, name))
+    joints = list(info.joints)
+    bad = HardwareInfo(
+        info.name,
+        info.plugin,
+        info.parameters,
+        (*joints[:-1], joints[-1].__class__("elbow", ("position",), ())),
+    )
+    assert hw.on_init(bad) is CallbackReturn.ERROR
+    assert "elbow" in hw.stop_reason
+    first = joints[0]
+    bad = HardwareInfo(
+        info.name, info.plugin, info.parameters, (first.__class__(first.name, ("effort",), ()),)
+    )
+    assert hw.on_init(bad) is CallbackReturn.ERROR
+    assert "gantry_x: unsupported command interface(s) effort" in hw.stop_reason
+
+
+def test_drive_fault_stops_every_drive(parameters, control, info):
+    rig = Rig(parameters, control, info, Q0)
+    rig.start()
+    for _ in range(20):
+        rig.cycle(np.array(Q0))
+    rig.drives["wrist_pitch"].inject_fault("encoder signal lost")
+    assert rig.cycle(np.array(Q0)) is ReturnType.ERROR
+    rig.assert_all_stopped(r"drive fault on wrist_pitch: encoder signal lost")
+    assert rig.drives["wrist_pitch"].feedback().state is DriveState.FAULT
+
+
+def test_nan_command_stops_every_drive(parameters, control, info):
+    rig = Rig(parameters, control, info, Q0)
+    rig.start()
+    for _ in range(20):
+        rig.cycle(np.array(Q0))
+    command = np.array(Q0)
+    command[1] = math.nan
+    assert rig.cycle(command) is ReturnType.ERROR
+    rig.assert_all_stopped(r"non-finite position command nan for joint gantry_y")
+    rig2 = Rig(parameters, control, info, Q0)
+    rig2.start()
+    rig2.hardware.set_command("drill_feed", "velocity", math.inf)
+    assert rig2.cycle() is ReturnType.ERROR
+    rig2.assert_all_stopped(r"non-finite velocity command inf for joint drill_feed")
+
+
+def test_stale_command_holds_position_then_stops(parameters, control, info):
+    rig = Rig(parameters, control, info, Q0)
+    rig.start()
+    velocity = np.array([0.05, 0, 0, 0, 0, 0])
+    command = np.array(Q0)
+    for _ in range(100):  # moving at 50 mm/s along x
+        command = command + velocity * DT
+        rig.cycle(command, velocity)
+    held_from = rig.q.copy()
+    # The commanding side goes silent: after the watchdog timeout the joint holds where it is.
+    steps = int(round(control.watchdog_stop_timeout / DT)) - 5
+    for _ in range(steps):
+        assert rig.cycle() is ReturnType.OK
+    assert any("command watchdog" in e and "holding position" in e for e in rig.hardware.events)
+    assert abs(rig.q[0] - held_from[0]) < velocity[0] * (control.watchdog_timeout + 0.05)
+    assert np.all(np.abs(rig.v) < 1e-4)  # at rest
+    assert all(s is DriveState.ENABLED for s in rig.states())
+    # Still silent past the stop timeout: every drive is stopped.
+    for _ in range(10):
+        rig.cycle()
+    rig.assert_all_stopped(r"command watchdog: no command for 0\.5\d* s")
+
+
+def test_soft_limit_clamps_commands_and_a_breach_stops_every_drive(parameters, control, info):
+    joint = parameters.joint("gantry_x")
+    near = list(Q0)
+    near[0] = joint.soft_upper - 0.02
+    rig = Rig(parameters, control, info, near)
+    rig.start()
+    # Commanded 30 mm past the soft limit at 0.1 m/s: the command stops at the soft limit.
+    command = np.array(near)
+    for _ in range(600):
+        command[0] = min(command[0] + 0.1 * DT, joint.soft_upper + 0.03)
+        assert rig.cycle(command, np.array([0.1, 0, 0, 0, 0, 0])) is ReturnType.OK
+    assert rig.q[0] <= joint.soft_upper + 1e-5
+    assert rig.q[0] > joint.soft_upper - 1e-3
+    assert any("soft limit: joint gantry_x command" in e and "clamped" in e for e in rig.hardware.events)
+    # A joint found beyond its soft limit (more than its following-error allowance): stop.
+    beyond = list(Q0)
+    beyond[0] = joint.soft_upper + 2 * control.joint("gantry_x").following_error
+    rig = Rig(parameters, control, info, beyond)
+    rig.start()
+    assert rig.cycle(np.array(beyond)) is ReturnType.ERROR
+    rig.assert_all_stopped(
+        r"soft limit: joint gantry_x at 1\.99\d* is 0\.00\d* past its soft upper limit 1\.99"
+    )
+
+
+def test_following_error_stops_every_drive(parameters, control, info):
+    rig = Rig(parameters, control, info, Q0)
+    rig.start()
+    # A collision: gantry_y pushed back with twice the force its drive can give.
+    rig.external[1] = 2.0 * parameters.joint("gantry_y").effort_limit
+    stopped_at = None
+    for k in range(1000):
+        if rig.cycle(np.array(Q0)) is ReturnType.ERROR:
+            stopped_at = k
+            break
+    assert stopped_at is not None and stopped_at < 200
+    rig.assert_all_stopped(r"following error: joint gantry_y is 0\.002\d* from its command \(limit 0\.002\)")
+
+
+def test_on_error_quick_stops(parameters, control, info):
+    rig = Rig(parameters, control, info, Q0)
+    rig.start()
+    rig.cycle(np.array(Q0))
+    assert rig.hardware.on_error() is CallbackReturn.SUCCESS
+    assert all(s is DriveState.QUICK_STOP for s in rig.states())
+    assert rig.hardware.lifecycle is LifecycleState.UNCONFIGURED
