@@ -191,7 +191,7 @@ class QuirobotHardware:
             joint.pid.reset(position)
             joint.last_velocity_command = 0.0
         self.safety = SafetyMonitor(self._safety_limits())
-        self.safety.start(np.array([j.state["position"] for j in self.joints]))
+        self.safety.start([j.state["position"] for j in self.joints])
         self.lifecycle = LifecycleState.ACTIVE
         return CallbackReturn.SUCCESS
 
@@ -243,11 +243,15 @@ class QuirobotHardware:
         effort: np.ndarray | None = None,
     ) -> None:
         """All joints at once (arrays (n,) in joint_names order), stamped fresh at `time` s."""
+        position = position.tolist() if isinstance(position, np.ndarray) else position
+        velocity = velocity.tolist() if isinstance(velocity, np.ndarray) else velocity
+        acceleration = acceleration.tolist() if isinstance(acceleration, np.ndarray) else acceleration
+        effort = effort.tolist() if isinstance(effort, np.ndarray) else effort
         for k, joint in enumerate(self.joints):
-            joint.command["position"] = float(position[k])
-            joint.command["velocity"] = float(velocity[k])
-            joint.acceleration = None if acceleration is None else float(acceleration[k])
-            joint.effort_ff = None if effort is None else float(effort[k])
+            joint.command["position"] = position[k]
+            joint.command["velocity"] = velocity[k]
+            joint.acceleration = None if acceleration is None else acceleration[k]
+            joint.effort_ff = None if effort is None else effort[k]
         self.command_received(time)
 
     def command_received(self, time: float) -> None:
@@ -270,19 +274,24 @@ class QuirobotHardware:
         """Safety filter and check, then PID + feed-forward -> current command of every drive."""
         if self.lifecycle is not LifecycleState.ACTIVE:
             return ReturnType.ERROR if self.stop_reason else ReturnType.OK
-        measured = np.array([j.state["position"] for j in self.joints])
-        position = np.array([j.command["position"] for j in self.joints])
-        velocity = np.array([j.command["velocity"] for j in self.joints])
+        joints = self.joints
+        measured = [j.state["position"] for j in joints]
         try:
-            position, velocity = self.safety.filter(time, period, position, velocity, measured)
+            position, velocity = self.safety.filter(
+                time,
+                period,
+                [j.command["position"] for j in joints],
+                [j.command["velocity"] for j in joints],
+                measured,
+            )
             self.safety.check(position, measured)
         except SafetyStopError as stop:
             self._stop_all(stop.reason)
             return ReturnType.ERROR
         gravity = None
-        if self.gravity is not None and any(j.effort_ff is None for j in self.joints):
-            gravity = self.gravity(np.array([j.command["position"] for j in self.joints]))
-        for k, joint in enumerate(self.joints):
+        if self.gravity is not None and any(j.effort_ff is None for j in joints):
+            gravity = self.gravity(np.array(position))
+        for k, joint in enumerate(joints):
             if joint.acceleration is not None:
                 acceleration = joint.acceleration
             else:

@@ -23,6 +23,7 @@ A stop is latched; `SafetyStopError.reason` says which joint, what and by how mu
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,12 +61,19 @@ class SafetyMonitor:
         self.events: list[str] = []  # non-fatal events (clamped commands, watchdog hold)
         self.stop_reason: str | None = None
         self._last_command_time: float | None = None
-        self._holding: np.ndarray | None = None
-        self._previous: np.ndarray | None = None  # last safe position command
+        self._holding: list[float] | None = None
+        self._previous: list[float] | None = None  # last safe position command
+        self._scalars = [
+            (float(a), float(b), float(c), float(d))
+            for a, b, c, d in zip(
+                limits.soft_lower, limits.soft_upper, limits.velocity, limits.k_position, strict=True
+            )
+        ]
+        self._following = [float(x) for x in limits.following_error]
 
-    def start(self, measured: np.ndarray) -> None:
+    def start(self, measured: Sequence[float]) -> None:
         """Activation: the command limiter starts from the measured positions (n,)."""
-        self._previous = np.array(measured, dtype=float)
+        self._previous = [float(x) for x in measured]
 
     def stop(self, reason: str) -> SafetyStopError:
         if self.stop_reason is None:
@@ -77,79 +85,84 @@ class SafetyMonitor:
         self._last_command_time = time
         self._holding = None
 
+    # The per-cycle checks loop over the joints in plain Python: for six joints that is several
+    # times faster than numpy's per-call overhead (the 1 kHz budget is 200 us for everything).
     def filter(
-        self, time: float, dt: float, position: np.ndarray, velocity: np.ndarray, measured: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self,
+        time: float,
+        dt: float,
+        position: Sequence[float],
+        velocity: Sequence[float],
+        measured: Sequence[float],
+    ) -> tuple[list[float], list[float]]:
         """Safe (position, velocity) commands (n,) for this cycle, or raise SafetyStopError."""
-        lim = self.limits
+        lim = self._scalars
+        names = self.limits.names
         if self.stop_reason is not None:
             raise SafetyStopError(self.stop_reason)
         for label, values in (("position", position), ("velocity", velocity)):
-            bad = ~np.isfinite(values)
-            if bad.any():
-                j = int(np.argmax(bad))
-                raise self.stop(f"non-finite {label} command {values[j]} for joint {lim.names[j]}")
+            for j, value in enumerate(values):
+                if not math.isfinite(value):
+                    raise self.stop(f"non-finite {label} command {value} for joint {names[j]}")
         if self._last_command_time is not None:
             age = time - self._last_command_time
-            if age > lim.stop_timeout:
-                raise self.stop(f"command watchdog: no command for {age:.3f} s (limit {lim.stop_timeout} s)")
-            if age > lim.watchdog_timeout:
+            if age > self.limits.stop_timeout:
+                raise self.stop(
+                    f"command watchdog: no command for {age:.3f} s (limit {self.limits.stop_timeout} s)"
+                )
+            if age > self.limits.watchdog_timeout:
                 if self._holding is None:
-                    self._holding = measured.copy()
+                    self._holding = [float(x) for x in measured]
                     self.events.append(
                         f"command watchdog: no command for {age:.3f} s at t = {time:.3f} s: holding position"
                     )
-                position, velocity = self._holding, np.zeros_like(velocity)
-        previous = measured if self._previous is None else self._previous
-        v_low = np.clip(-lim.k_position * (previous - lim.soft_lower), -lim.velocity, lim.velocity)
-        v_high = np.clip(-lim.k_position * (previous - lim.soft_upper), -lim.velocity, lim.velocity)
-        safe_velocity = np.clip(velocity, v_low, v_high)
-        # Slack of 1e-9 of the limit for rounding in the planner's samples.
-        slack = 1e-9 * lim.velocity * dt
-        safe_position = np.clip(position, previous + v_low * dt - slack, previous + v_high * dt + slack)
-        self._previous = safe_position
-        # Only a command beyond the soft range is reported as clamped (normal motion is
-        # faster-than-limit only through rounding).
-        outside = (position < lim.soft_lower) | (position > lim.soft_upper)
-        if outside.any():
-            j = int(np.argmax(outside))
-            bound = lim.soft_lower[j] if position[j] < lim.soft_lower[j] else lim.soft_upper[j]
-            message = (
-                f"soft limit: joint {lim.names[j]} command {position[j]:.6g} beyond {bound:.6g}, clamped"
+                position, velocity = self._holding, [0.0] * len(velocity)
+        previous = self._previous if self._previous is not None else list(measured)
+        safe_position = []
+        safe_velocity = []
+        for j, (soft_lower, soft_upper, v_max, k_position) in enumerate(lim):
+            q_prev = previous[j]
+            v_low = min(max(-k_position * (q_prev - soft_lower), -v_max), v_max)
+            v_high = min(max(-k_position * (q_prev - soft_upper), -v_max), v_max)
+            # Slack of 1e-9 of the limit for rounding in the planner's samples.
+            slack = 1e-9 * v_max * dt
+            safe_velocity.append(min(max(velocity[j], v_low), v_high))
+            safe_position.append(
+                min(max(position[j], q_prev + v_low * dt - slack), q_prev + v_high * dt + slack)
             )
-            if not self.events or self.events[-1] != message:
-                self.events.append(message)
+            if position[j] < soft_lower or position[j] > soft_upper:
+                bound = soft_lower if position[j] < soft_lower else soft_upper
+                message = (
+                    f"soft limit: joint {names[j]} command {position[j]:.6g} beyond {bound:.6g}, clamped"
+                )
+                if not self.events or self.events[-1] != message:
+                    self.events.append(message)
+        self._previous = safe_position
         return safe_position, safe_velocity
 
-    def check(self, command: np.ndarray, measured: np.ndarray) -> None:
+    def check(self, command: Sequence[float], measured: Sequence[float]) -> None:
         """Raise SafetyStopError on a soft-limit breach or a following error of the measured state."""
-        lim = self.limits
         if self.stop_reason is not None:
             raise SafetyStopError(self.stop_reason)
-        bad = ~np.isfinite(measured)
-        if bad.any():
-            j = int(np.argmax(bad))
-            raise self.stop(f"non-finite measured position of joint {lim.names[j]}")
-        below = lim.soft_lower - measured
-        above = measured - lim.soft_upper
-        breach = np.maximum(below, above) - lim.following_error
-        if np.any(breach > 0.0):
-            j = int(np.argmax(breach))
-            side, bound = (
-                ("lower", lim.soft_lower[j]) if below[j] > above[j] else ("upper", lim.soft_upper[j])
-            )
-            raise self.stop(
-                f"soft limit: joint {lim.names[j]} at {measured[j]:.6g} is "
-                f"{max(below[j], above[j]):.3g} past its soft {side} limit {bound:.6g}"
-            )
-        error = np.abs(command - measured)
-        excess = error - lim.following_error
-        if np.any(excess > 0.0):
-            j = int(np.argmax(excess / lim.following_error))
-            raise self.stop(
-                f"following error: joint {lim.names[j]} is {error[j]:.4g} from its command "
-                f"(limit {lim.following_error[j]:.4g})"
-            )
+        names = self.limits.names
+        for j, (soft_lower, soft_upper, _, _) in enumerate(self._scalars):
+            q = measured[j]
+            if not math.isfinite(q):
+                raise self.stop(f"non-finite measured position of joint {names[j]}")
+            allowance = self._following[j]
+            if q < soft_lower - allowance or q > soft_upper + allowance:
+                side, bound = ("lower", soft_lower) if q < soft_lower else ("upper", soft_upper)
+                raise self.stop(
+                    f"soft limit: joint {names[j]} at {q:.6g} is {abs(q - bound):.3g} past its soft "
+                    f"{side} limit {bound:.6g}"
+                )
+        for j, allowance in enumerate(self._following):
+            error = abs(command[j] - measured[j])
+            if error > allowance:
+                raise self.stop(
+                    f"following error: joint {names[j]} is {error:.4g} from its command "
+                    f"(limit {allowance:.4g})"
+                )
 
 
 def finite_or_nan(value: float) -> float:
