@@ -186,6 +186,11 @@ def _solve(
         feed = float(feed)
         if not math.isfinite(feed):
             raise IKError(f"drill feed must be finite, got {feed}")
+        if respect_limits and not model.feed_lower <= feed <= model.feed_upper:
+            raise IKError(
+                f"target outside the joint limits: drill_feed {feed:.6g} m is outside its travel "
+                f"[{model.feed_lower:.6g}, {model.feed_upper:.6g}] m"
+            )
     if isinstance(target, ApproachTarget):
         (px, py, pz), (ax, ay, az), wrists = _parse_approach(target, seed_q[3])
     else:

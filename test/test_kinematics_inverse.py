@@ -259,3 +259,9 @@ def test_bad_seed_and_feed_are_refused(model):
         inverse_kinematics(T, model, seed=[0, 0, 0])
     with pytest.raises(IKError, match="feed must be finite"):
         inverse_kinematics(T, model, feed=NAN)
+    with pytest.raises(IKError, match=r"drill_feed 0\.5 m is outside its travel \[0, 0\.08\] m"):
+        inverse_kinematics(T, model, feed=0.5)
+    tip = forward_kinematics([1.0, 1.0, 1.0, 0.3, 0.2], model, feed=0.5)
+    np.testing.assert_allclose(
+        inverse_kinematics(tip, model, feed=0.5, respect_limits=False), [1.0, 1.0, 1.0, 0.3, 0.2], atol=1e-12
+    )
