@@ -139,8 +139,12 @@ def build_node():
 
 
 def main(args: list[str] | None = None) -> int:
-    import rclpy
-    from rclpy.executors import ExternalShutdownException
+    try:
+        import rclpy
+        from rclpy.executors import ExternalShutdownException
+    except ImportError as error:
+        print(f"{NODE_NAME}: error: needs ROS 2 (source its setup script first): {error}", file=sys.stderr)
+        return 2
 
     rclpy.init(args=args)
     node = None

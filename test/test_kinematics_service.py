@@ -242,3 +242,20 @@ def test_node_module_imports_without_ros():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_node_without_ros_exits_2_with_one_line():
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("rclpy") is not None:
+        pytest.skip("ROS 2 is present: test/test_launch_kinematics.py runs the node")
+    result = subprocess.run(
+        [sys.executable, "-m", "quirobot_kinematics.kinematics_node"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("kinematics_node: error: needs ROS 2") and result.stderr.count("\n") == 1
