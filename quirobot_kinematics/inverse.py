@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_kinematics.model import JOINT_NAMES, KinematicModel, as_joint_vector, describe_joint_value
+from quirobot_kinematics.model import (
+    JOINT_NAMES,
+    KinematicModel,
+    KinematicsError,
+    as_joint_vector,
+    describe_joint_value,
+)
 
 #: Largest angle (rad) by which tool x may leave the horizontal plane in a full-pose target.
 DEFAULT_ORIENTATION_TOLERANCE = 1e-6
@@ -31,8 +37,11 @@ LIMIT_SLACK = 1e-12
 _TWO_PI = 2.0 * math.pi
 
 
-class IKError(ValueError):
-    """The target cannot be reached, or is malformed; the message says which joint or why."""
+class IKError(KinematicsError):
+    """The target cannot be reached, or it (or the seed) is malformed; the message says which joint or why.
+
+    A ValueError (through KinematicsError), so the CLI reports it in one line with exit 2.
+    """
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,10 @@ def _seed(seed: object, model: KinematicModel) -> list[float]:
         values = seed.tolist()
         if math.isfinite(values[0] + values[1] + values[2] + values[3] + values[4]):
             return values
-    return as_joint_vector(seed, "seed").tolist()
+    try:
+        return as_joint_vector(seed, "seed").tolist()
+    except KinematicsError as error:
+        raise IKError(str(error)) from error
 
 
 def _wrap_near(angle: float, reference: float) -> float:

@@ -253,9 +253,9 @@ def test_malformed_targets_are_refused(model, target, fragment):
 
 def test_bad_seed_and_feed_are_refused(model):
     T = forward_kinematics([1.0, 1.0, 1.0, 0.3, 0.2], model)
-    with pytest.raises(ValueError, match="seed must be finite; wrist_pitch"):
+    with pytest.raises(IKError, match="seed must be finite; wrist_pitch"):
         inverse_kinematics(T, model, seed=[0, 0, 0, 0, NAN])
-    with pytest.raises(ValueError, match=r"seed must have shape \(5,\)"):
+    with pytest.raises(IKError, match=r"seed must have shape \(5,\)"):
         inverse_kinematics(T, model, seed=[0, 0, 0])
     with pytest.raises(IKError, match="feed must be finite"):
         inverse_kinematics(T, model, feed=NAN)
