@@ -139,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     approach_targets = [ApproachTarget(T[:3, 3], T[:3, 2]) for T in poses]
     t_ik_pose = best_per_call(lambda T: inverse_kinematics(T, model), pose_list, args.repeats)
     t_ik_approach = best_per_call(lambda A: inverse_kinematics(A, model), approach_targets, args.repeats)
+    l4, l5 = model.l4, model.l5
+
+    def bare_closed_form(T):  # the report's formulas only: no checks, no limits (a floor for Python)
+        (nx, _, ax, px), (ny, _, ay, py), (_, oz, az, pz), _ = T.tolist()
+        return np.array(
+            (px - l5 * ax, py - l5 * ay, -pz - l4 + l5 * az, math.atan2(nx, ny), math.atan2(-az, oz))
+        )
+
+    t_ik_bare = best_per_call(bare_closed_form, pose_list, args.repeats)
     worst_ik = max(
         float(np.abs(forward_kinematics(inverse_kinematics(T, model), model) - T).max()) for T in pose_list
     )
@@ -197,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "rtb_ets_ik_LM_direct_success_rate": direct_success,
         "ik_pose_speedup_vs_rtb_direct": t_rtb_direct / t_ik_pose,
         "ik_approach_speedup_vs_rtb_direct": t_rtb_direct / t_ik_approach,
+        "ik_bare_closed_form_ns": t_ik_bare * 1e9,
         "ik_pose_speedup_vs_rtb": t_rtb / t_ik_pose,
         "ik_approach_speedup_vs_rtb": t_rtb / t_ik_approach,
         "ik_target_speedup_min": 30.0,
@@ -249,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
             f"rtb ets().ik_LM {t_rtb_direct * 1e9:.0f} ns",
             f"{t_rtb_direct / t_ik_pose:.1f}x faster",
             "(C++ core direct)",
+        ),
+        (
+            "bare closed form, no checks",
+            f"{t_ik_bare * 1e9:.0f} ns",
+            f"rtb ets().ik_LM {t_rtb_direct * 1e9:.0f} ns",
+            f"{t_rtb_direct / t_ik_bare:.1f}x faster",
+            "(Python floor)",
         ),
         (
             "rtb DHRobot.ik_LM as called",
