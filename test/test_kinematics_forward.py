@@ -170,3 +170,24 @@ def test_matches_pinocchio_on_the_urdf(request, model):
         np.testing.assert_allclose(
             data.oMf[frames["drill_tip"]].homogeneous, forward_kinematics(q, model, feed=feed), atol=1e-12
         )
+
+
+def test_matches_mujoco_on_the_urdf(request, model):
+    mujoco = pytest.importorskip("mujoco")
+    urdf_path = request.getfixturevalue("exported_urdf")
+    mj_model = mujoco.MjModel.from_xml_path(str(urdf_path))
+    data = mujoco.MjData(mj_model)
+    address = {name: mj_model.joint(name).qposadr[0] for name in (*JOINT_NAMES, "drill_feed")}
+    rng = np.random.default_rng(6)
+    for q in random_configurations(model, 300, seed=7):
+        feed = float(rng.uniform(model.feed_lower, model.feed_upper))
+        for name, value in zip((*JOINT_NAMES, "drill_feed"), (*q, feed), strict=True):
+            data.qpos[address[name]] = value
+        mujoco.mj_kinematics(mj_model, data)
+        ours = link_frames(q, model, feed=feed)
+        for name in FRAME_NAMES[1:]:
+            body = mj_model.body(name).id
+            np.testing.assert_allclose(data.xpos[body], ours[name][:3, 3], atol=1e-12, err_msg=name)
+            np.testing.assert_allclose(
+                data.xmat[body].reshape(3, 3), ours[name][:3, :3], atol=1e-12, err_msg=name
+            )
