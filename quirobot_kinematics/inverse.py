@@ -156,6 +156,8 @@ def _parse_pose(
         and abs(nx * oy - ny * ox - az) <= tol
     ):
         _diagnose_pose(np.array(rows))
+    if not 0.0 <= orientation_tolerance < math.pi / 2:
+        raise IKError(f"orientation_tolerance must be an angle in [0, pi/2) rad, got {orientation_tolerance}")
     if abs(nz) > math.sin(orientation_tolerance):
         miss = math.asin(min(1.0, abs(nz)))
         raise IKError(

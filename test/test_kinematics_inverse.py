@@ -192,6 +192,9 @@ def test_pose_with_n_not_horizontal_is_refused_by_the_angle(model):
         inverse_kinematics(_rolled(T, math.radians(5.0)), model)
     with pytest.raises(IKError, match=r"0\.01 deg out"):
         inverse_kinematics(_rolled(T, math.radians(0.01)), model)
+    for bad in (float("nan"), -1e-3, 2.0):
+        with pytest.raises(IKError, match="orientation_tolerance must be an angle"):
+            inverse_kinematics(T, model, orientation_tolerance=bad)
     # Within tolerance it is accepted.
     q = inverse_kinematics(_rolled(T, 1e-8), model)
     np.testing.assert_allclose(q, [1.0, 1.0, 1.0, 0.3, 0.0], atol=1e-7)
