@@ -9,11 +9,14 @@ interfaces) so that the same object runs the simulation here and, behind the top
 Interfaces per joint: states position, velocity, effort; commands position, velocity (what the
 URDF declares), plus two optional feed-forward inputs not exported to ros2_control:
 acceleration (m/s^2 or rad/s^2; default: the difference of successive velocity commands) and
-effort (N or N*m, the model-based feed-forward, e.g. inverse dynamics along the plan). When no
-effort feed-forward is given, `gravity` (a callable q -> efforts) is used if configured.
+effort (N or N*m, the model-based feed-forward, e.g. inverse dynamics along the plan).
 
-Currents: i = PID(position, velocity) + (effort_ff + M_eff*a_ff if no effort ff) / K_i, with
-K_i = K_T * ratio * efficiency, saturated at the drive's current limit.
+Currents: i = PID(position, velocity) + (effort_ff, or M_eff*a_ff without it) / K_i, with
+K_i = K_T * ratio * efficiency, saturated at the drive's current limit. `gravity` (a callable
+q -> efforts), if given, preloads each PID's integrator with the holding current at activation
+(a bumpless start: no sag while the integrator would build up); it is not evaluated per cycle
+(a Python rigid-body model costs more than the 1 kHz budget), the integrator follows slow
+changes of the gravity load.
 """
 
 from __future__ import annotations
@@ -185,10 +188,11 @@ class QuirobotHardware:
             self._stop_all(f"activation failed: {error}")
             return CallbackReturn.ERROR
         self._read_drives()
-        for joint in self.joints:
-            position = joint.state["position"]
+        measured = [j.state["position"] for j in self.joints]
+        holding = self.gravity(np.array(measured)) if self.gravity is not None else np.zeros(len(measured))
+        for joint, position, effort in zip(self.joints, measured, holding, strict=True):
             joint.command = {"position": position, "velocity": 0.0}
-            joint.pid.reset(position)
+            joint.pid.reset(position, integral=float(effort) / joint.current_gain)
             joint.last_velocity_command = 0.0
         self.safety = SafetyMonitor(self._safety_limits())
         self.safety.start([j.state["position"] for j in self.joints])
@@ -288,9 +292,6 @@ class QuirobotHardware:
         except SafetyStopError as stop:
             self._stop_all(stop.reason)
             return ReturnType.ERROR
-        gravity = None
-        if self.gravity is not None and any(j.effort_ff is None for j in joints):
-            gravity = self.gravity(np.array(position))
         for k, joint in enumerate(joints):
             if joint.acceleration is not None:
                 acceleration = joint.acceleration
@@ -300,7 +301,7 @@ class QuirobotHardware:
             if joint.effort_ff is not None:
                 effort = joint.effort_ff
             else:
-                effort = joint.effective_inertia * acceleration + (gravity[k] if gravity is not None else 0.0)
+                effort = joint.effective_inertia * acceleration
             current = joint.pid.update(position[k], measured[k], velocity[k], effort / joint.current_gain)
             try:
                 joint.drive.command_current(current)

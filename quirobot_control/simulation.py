@@ -170,6 +170,21 @@ def plan_feedforward(params: RobotParameters, trajectory: JointTrajectory) -> np
     return efforts
 
 
+def gravity_model(params: RobotParameters) -> Callable[[np.ndarray], np.ndarray]:
+    """q (6,) -> (6,) efforts holding the robot against gravity (arm rigid-body model, drill feed
+    carrying the bit along the tool axis)."""
+    dynamics = Dynamics(params)
+    kinematics = KinematicModel.from_parameters(params)
+    bit_weight = params.drill.bit_mass * params.gravity
+
+    def gravity(q: np.ndarray) -> np.ndarray:
+        q = np.asarray(q, dtype=float)
+        approach_z = forward_kinematics(q[:FEED_INDEX], kinematics)[2, 2]
+        return np.append(dynamics.gravity_torques(q[:FEED_INDEX]), bit_weight * approach_z)
+
+    return gravity
+
+
 class ClosedLoopSimulation:
     """One closed-loop run of a planned trajectory (see the module docstring)."""
 
