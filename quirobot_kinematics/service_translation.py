@@ -199,9 +199,9 @@ class KinematicsService:
         orientation_tolerance: float = DEFAULT_ORIENTATION_TOLERANCE,
     ) -> None:
         check_orientation_mode(orientation_mode)
-        if not (orientation_tolerance >= 0.0 and math.isfinite(orientation_tolerance)):
+        if not 0.0 <= orientation_tolerance < math.pi / 2:
             raise ValueError(
-                f"orientation_tolerance must be a finite angle >= 0 rad, got {orientation_tolerance}"
+                f"orientation_tolerance must be an angle in [0, pi/2) rad, got {orientation_tolerance}"
             )
         self.model = model
         self.orientation_mode = orientation_mode
