@@ -59,7 +59,7 @@ def plot_result(result: TaskResult, path: str | Path) -> Path:
             lw=1.5,
             label="planned (the drilling axis)",
         )
-        ax.plot(depth * 1e3, lateral * 1e6, color="tab:red", lw=1.2, label="actual drill tip")
+        ax.plot(depth * 1e3, lateral * 1e6, color="tab:red", lw=0.6, label="actual drill tip")
         ax.axvline(0.0, color="tab:brown", lw=1, ls=":", label="bone surface (entry)")
         ax.axvline(task.depth * 1e3, color="tab:green", lw=1, ls=":", label="target depth")
         top = max(5.0, float(lateral.max()) * 1.5e6)
@@ -67,7 +67,8 @@ def plot_result(result: TaskResult, path: str | Path) -> Path:
             ax.axhline(100.0, color="grey", lw=1, ls="-.", label="target: 100 µm")
         ax.set_title(
             f"Drill tip during the feed: lateral deviation max {metrics['lateral_deviation'] * 1e6:.2f} µm "
-            f"(target 100), final depth error {metrics['final_depth_error'] * 1e6:.2f} µm (target 50)"
+            f"(target 100)\nfinal depth error {metrics['final_depth_error'] * 1e6:.2f} µm, overshoot "
+            f"{metrics['depth_overshoot'] * 1e6:.2f} µm (targets 50)"
         )
         ax.set_xlabel("depth along the drilling axis (mm)")
         ax.set_ylabel("distance from the axis (µm)")
