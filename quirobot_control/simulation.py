@@ -144,10 +144,20 @@ class SimulationLog:
         return float(self.time[-1]) if len(self.time) else 0.0
 
 
-def plan_feedforward(params: RobotParameters, trajectory: JointTrajectory) -> np.ndarray:
-    """(N, 6) model-based efforts along the plan: inverse dynamics of the arm (with the reflected
-    rotor inertia and friction) and of the feed axis (bit + rotor inertia, gravity along the tool
-    axis, viscous friction), at the middle of each control period."""
+def plan_feedforward(
+    params: RobotParameters,
+    trajectory: JointTrajectory,
+    *,
+    gravity: bool = True,
+    inverse_dynamics: bool = True,
+) -> np.ndarray:
+    """(N, 6) model-based efforts along the plan, at the middle of each control period.
+
+    inverse_dynamics: the arm's rigid-body inverse dynamics (with the reflected rotor inertia and
+    friction) and the feed axis' (bit + rotor inertia, viscous friction), without gravity;
+    gravity: the gravity efforts (the arm's model, the bit's weight along the tool axis).
+    Both False: zeros (the PID alone, with its velocity feed-forward).
+    """
     q = trajectory.positions
     qd = trajectory.velocities
     qdd = trajectory.accelerations
@@ -155,18 +165,20 @@ def plan_feedforward(params: RobotParameters, trajectory: JointTrajectory) -> np
     qd_mid = 0.5 * (qd + np.vstack([qd[1:], qd[-1:]]))
     arm = slice(0, FEED_INDEX)
     model = build_model(params).with_armature(reflected_rotor_inertia(params))
+    dynamics = Dynamics(model)
     efforts = np.zeros_like(q)
-    efforts[:, arm] = Dynamics(model).inverse_dynamics(
-        q[:, arm], qd_mid[:, arm], qdd_mid[:, arm], friction=True
-    )
     drill = params.drill
-    feed_drive = drive_for_joint(params, "drill_feed")
-    approach_z = forward_kinematics(q[:, arm], KinematicModel.from_parameters(params))[:, 2, 2]
-    efforts[:, FEED_INDEX] = (
-        (feed_drive.reflected_inertia + drill.bit_mass) * qdd_mid[:, FEED_INDEX]
-        + drill.feed_damping * qd_mid[:, FEED_INDEX]
-        + drill.bit_mass * params.gravity * approach_z
-    )
+    if inverse_dynamics:
+        efforts[:, arm] = dynamics.inverse_dynamics(q[:, arm], qd_mid[:, arm], qdd_mid[:, arm], friction=True)
+        efforts[:, arm] -= dynamics.gravity_torques(q[:, arm])
+        feed_drive = drive_for_joint(params, "drill_feed")
+        efforts[:, FEED_INDEX] = (feed_drive.reflected_inertia + drill.bit_mass) * qdd_mid[
+            :, FEED_INDEX
+        ] + drill.feed_damping * qd_mid[:, FEED_INDEX]
+    if gravity:
+        approach_z = forward_kinematics(q[:, arm], KinematicModel.from_parameters(params))[:, 2, 2]
+        efforts[:, arm] += dynamics.gravity_torques(q[:, arm])
+        efforts[:, FEED_INDEX] += drill.bit_mass * params.gravity * approach_z
     return efforts
 
 
@@ -195,7 +207,7 @@ class ClosedLoopSimulation:
         trajectory: JointTrajectory,
         *,
         drilling: Drilling | None = None,
-        feedforward: bool = True,
+        feedforward: bool | None = None,
         urdf: Path | None = None,
     ) -> None:
         self.params = params
@@ -215,7 +227,14 @@ class ClosedLoopSimulation:
             raise SimulationError(f"hardware on_init failed: {self.hardware.stop_reason}")
         if tuple(self.hardware.joint_names) != TRAJECTORY_JOINTS:
             raise SimulationError(f"the URDF's ros2_control joints are {self.hardware.joint_names}")
-        self.feedforward = plan_feedforward(params, trajectory) if feedforward else None
+        # Model-based feed-forward as configured (control.yaml feedforward.*); False: none.
+        use = feedforward is not False
+        self.feedforward = plan_feedforward(
+            params,
+            trajectory,
+            gravity=use and control.gravity_feedforward,
+            inverse_dynamics=use and control.inverse_dynamics_feedforward,
+        )
         self.thrust = BoneThrust(drilling.bone) if drilling else None
         kinematics = KinematicModel.from_parameters(params)
         arm = trajectory.positions[:, :FEED_INDEX]

@@ -176,3 +176,20 @@ def test_cli_refuses_bad_requests_in_one_line(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert code == 2
     assert message in err and err.count("\n") == 1
+
+
+def test_model_feedforward_is_switchable_and_cuts_the_tracking_error(parameters, line):
+    """The same line without the model-based feed-forward: stable, but the PID alone lags."""
+    from quirobot_control.incision import control_configuration
+    from quirobot_control.simulation import ClosedLoopSimulation
+
+    simulation = ClosedLoopSimulation(
+        parameters, control_configuration(parameters), line.trajectory, feedforward=False
+    )
+    log = simulation.run()
+    assert log.stop_reason is None
+    without = np.max(np.abs(log.position - log.reference), axis=0)
+    with_ff = np.max(np.abs(line.log.position - line.log.reference), axis=0)
+    # gantry_z carries the arm's weight and the largest acceleration share: >= 10x better with it.
+    assert without[2] >= 10.0 * with_ff[2]
+    assert np.all(without[:3] > with_ff[:3])
