@@ -24,6 +24,8 @@ DEFAULT_PARAMETER_FILE = Path(__file__).resolve().parent / "config" / "quirobot.
 JOINT_NAMES = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
 #: Moving links, each the child of the joint at the same index of JOINT_NAMES.
 LINK_NAMES = ("x_carriage", "y_carriage", "z_ram", "wrist_yaw_link", "wrist_pitch_link")
+#: Axes with a servo drive on the CANopen bus: the joints, then the drill's feed axis.
+CANOPEN_AXES = (*JOINT_NAMES, "drill_feed")
 
 
 class ParameterError(ValueError):
@@ -242,6 +244,22 @@ class SizingParameters:
 
 
 @dataclass(frozen=True)
+class CanopenParameters:
+    """The CANopen bus of the servo drives (CiA 301 / CiA 402), see quirobot_control.canopen_drive."""
+
+    node_ids: dict[str, int]  # axis name (CANOPEN_AXES) -> node id, 1..127, all different
+    bitrate: int  # bit/s
+    sync_period: float  # s, one SYNC (and one PDO exchange) per period
+    feedback_timeout_periods: int  # SYNC periods without a TPDO before a "feedback timeout" fault
+    transition_timeout: float  # s, allowed for a CiA 402 state change (enable, fault reset)
+
+    @property
+    def feedback_timeout(self) -> float:
+        """Time without feedback (s) that faults a drive: feedback_timeout_periods * sync_period."""
+        return self.feedback_timeout_periods * self.sync_period
+
+
+@dataclass(frozen=True)
 class RobotParameters:
     """Everything the parameter file says, validated. Build with `load_parameters`."""
 
@@ -259,6 +277,7 @@ class RobotParameters:
     arthroscope: ArthroscopeParameters
     report_model: ReportModelParameters
     sizing: SizingParameters
+    canopen: CanopenParameters
     quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
 
     def joint(self, name: str) -> JointParameters:
@@ -496,6 +515,29 @@ class _Reader:
             search_poses=int(poses),
         )
 
+    def whole(self, key: str, lowest: int, highest: int) -> int:
+        value = self.number(key)
+        if value != int(value) or not lowest <= value <= highest:
+            raise self.fail(key, f"must be a whole number in [{lowest}, {highest}], got {value}")
+        return int(value)
+
+    def canopen(self) -> CanopenParameters:
+        key = "canopen"
+        node_ids = {axis: self.whole(f"{key}.node_ids.{axis}", 1, 127) for axis in CANOPEN_AXES}
+        extra = set(self.node(f"{key}.node_ids")) - set(CANOPEN_AXES)
+        if extra:
+            axes = ", ".join(CANOPEN_AXES)
+            raise self.fail(f"{key}.node_ids", f"unknown axes {sorted(extra)}; axes are {axes}")
+        if len(set(node_ids.values())) != len(node_ids):
+            raise self.fail(f"{key}.node_ids", f"node ids must all differ, got {node_ids}")
+        return CanopenParameters(
+            node_ids=node_ids,
+            bitrate=self.whole(f"{key}.bitrate", 1, 1_000_000),
+            sync_period=self.number(f"{key}.sync_period", positive=True),
+            feedback_timeout_periods=self.whole(f"{key}.feedback_timeout_periods", 1, 1_000_000),
+            transition_timeout=self.number(f"{key}.transition_timeout", positive=True),
+        )
+
     def robot(self) -> RobotParameters:
         joint_types = ("prismatic",) * 3 + ("revolute",) * 2
         joints = tuple(self.joint(name, kind) for name, kind in zip(JOINT_NAMES, joint_types))
@@ -590,5 +632,6 @@ class _Reader:
             arthroscope=arthroscope,
             report_model=report_model,
             sizing=self.sizing(),
+            canopen=self.canopen(),
             quantities=dict(self.quantities),
         )
