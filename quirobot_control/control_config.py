@@ -54,7 +54,6 @@ class ControlConfig:
     joints: tuple[JointControl, ...]  # TRAJECTORY_JOINTS order
     watchdog_timeout: float  # s
     watchdog_stop_timeout: float  # s
-    feed_k_position: float  # 1/s
 
     @property
     def dt(self) -> float:
@@ -134,7 +133,6 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
         joints=tuple(joints),
         watchdog_timeout=reader.number("safety.watchdog_timeout"),
         watchdog_stop_timeout=reader.number("safety.watchdog_stop_timeout"),
-        feed_k_position=reader.number("safety.feed_k_position"),
     )
 
 

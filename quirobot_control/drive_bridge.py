@@ -54,12 +54,11 @@ class DriveBridge:
         self.substeps = control.physics_substeps
         self.plant = MujocoPlant(params, armature, self.dt / self.substeps)
         limits = JointLimits.from_parameters(params)
-        q0 = (
-            np.array(initial, dtype=float)
-            if initial is not None
-            else 0.5 * (limits.soft_lower + limits.soft_upper)
-        )
-        q0[-1] = limits.soft_lower[-1]  # drill retracted
+        if initial is not None:
+            q0 = np.array(initial, dtype=float)
+        else:  # mid-range, the drill retracted to its soft limit
+            q0 = 0.5 * (limits.soft_lower + limits.soft_upper)
+            q0[-1] = limits.soft_lower[-1]
         limits.check_position(q0, "drive bridge: initial pose")
         self.plant.reset(q0)
         for j, drive in enumerate(self.drives.values()):

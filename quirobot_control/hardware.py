@@ -359,10 +359,10 @@ class QuirobotHardware:
                 drill = self.params.drill
                 lower.append(drill.feed_lower)
                 upper.append(drill.feed_upper)
-                soft_lower.append(drill.feed_lower)
-                soft_upper.append(drill.feed_upper)
+                soft_lower.append(drill.feed_lower + drill.feed_soft_margin)
+                soft_upper.append(drill.feed_upper - drill.feed_soft_margin)
                 velocity.append(drill.feed_velocity)
-                k_position.append(self.control.feed_k_position)
+                k_position.append(drill.feed_k_position)
             else:
                 joint = self.params.joint(name)
                 lower.append(joint.lower)

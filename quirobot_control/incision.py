@@ -145,12 +145,12 @@ def line_metrics(trajectory: JointTrajectory, log: SimulationLog) -> dict:
     window = (log.time >= line.start_time - 1e-9) & (log.time <= line.end_time + 1e-9)
     start, end = path.start, path.end
     direction = (end - start) / np.linalg.norm(end - start)
-    offset = log.tip[window] - start
+    offset = log.tool0[window] - start
     along = offset @ direction
     deviation = np.linalg.norm(offset - along[:, None] * direction, axis=1)
     return {
         "line_deviation": float(deviation.max()),
-        "line_final_error": float(np.linalg.norm(log.tip[-1] - end)),
+        "line_final_error": float(np.linalg.norm(log.tool0[-1] - end)),
         "line_start": start.tolist(),
         "line_end": end.tolist(),
         "line_start_time": line.start_time,

@@ -92,12 +92,12 @@ def plot_result(result: TaskResult, path: str | Path) -> Path:
     else:
         path_info = result.trajectory.paths[0]
         direction = (path_info.end - path_info.start) / np.linalg.norm(path_info.end - path_info.start)
-        offset = log.tip - path_info.start
+        offset = log.tool0 - path_info.start
         along = offset @ direction
         deviation = np.linalg.norm(offset - along[:, None] * direction, axis=1)
         ax = axes[1, 0]
-        ax.plot(log.planned_tip[:, 0], log.planned_tip[:, 1], "k--", lw=1.5, label="planned")
-        ax.plot(log.tip[:, 0], log.tip[:, 1], color="tab:red", lw=1, label="actual")
+        ax.plot(log.planned_tool0[:, 0], log.planned_tool0[:, 1], "k--", lw=1.5, label="planned")
+        ax.plot(log.tool0[:, 0], log.tool0[:, 1], color="tab:red", lw=1, label="actual")
         ax.set_title("tool0 path seen from above (x, y)")
         ax.set_xlabel("x (m)")
         ax.set_ylabel("y (m)")

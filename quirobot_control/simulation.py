@@ -35,6 +35,7 @@ from quirobot_description.urdf import robot_description
 from quirobot_kinematics import KinematicModel, forward_kinematics
 
 TIP_BODY = "drill_tip"
+TOOL_BODY = "tool0"
 BIT_BODY = "drill_bit"
 
 
@@ -66,6 +67,7 @@ class MujocoPlant:
                 f"the exported model's joints are {names}, expected {list(TRAJECTORY_JOINTS)}"
             )
         self.tip_body = self.model.body(TIP_BODY).id
+        self.tool_body = self.model.body(TOOL_BODY).id
         self.bit_body = self.model.body(BIT_BODY).id
         self._external = np.zeros(self.model.nv)
 
@@ -85,6 +87,11 @@ class MujocoPlant:
     @property
     def velocity(self) -> np.ndarray:
         return self.data.qvel
+
+    @property
+    def tool0(self) -> np.ndarray:
+        """(3,) tool0 position in the world (m)."""
+        return self.data.xpos[self.tool_body]
 
     @property
     def tip(self) -> np.ndarray:
@@ -133,6 +140,8 @@ class SimulationLog:
     effort: np.ndarray  # (N, 6) drive efforts, N or N*m
     tip: np.ndarray  # (N, 3) drill tip, world, m
     planned_tip: np.ndarray  # (N, 3) planned drill tip (FK of the plan), m
+    tool0: np.ndarray  # (N, 3) tool0, world, m
+    planned_tool0: np.ndarray  # (N, 3) planned tool0 (FK of the plan), m
     thrust: np.ndarray  # (N,) bone thrust, N
     controller_time: np.ndarray  # (N,) wall time of read + write, s
     wall_time: float = 0.0  # s for the whole run
@@ -242,6 +251,7 @@ class ClosedLoopSimulation:
         self.planned_tip = (
             poses[:, :3, 3] + poses[:, :3, 2] * trajectory.positions[:, FEED_INDEX : FEED_INDEX + 1]
         )
+        self.planned_tool0 = poses[:, :3, 3]
         #: Hook called before each control cycle with (cycle index, simulation): tests inject faults here.
         self.before_cycle: Callable[[int, ClosedLoopSimulation], None] | None = None
         #: Extra world force (3,) N at the drill tip, e.g. a collision in a test.
@@ -265,6 +275,8 @@ class ClosedLoopSimulation:
             effort=np.zeros((count, n)),
             tip=np.zeros((count, 3)),
             planned_tip=self.planned_tip,
+            tool0=np.zeros((count, 3)),
+            planned_tool0=self.planned_tool0,
             thrust=np.zeros(count),
             controller_time=np.zeros(count),
         )
@@ -299,6 +311,7 @@ class ClosedLoopSimulation:
             log.position[k] = plant.position
             log.velocity[k] = plant.velocity
             log.tip[k] = plant.tip
+            log.tool0[k] = plant.tool0
             log.thrust[k] = thrust
             tick = clock.perf_counter()
             status = hardware.read(t, self.dt)
@@ -348,6 +361,8 @@ class ClosedLoopSimulation:
                 "effort",
                 "tip",
                 "planned_tip",
+                "tool0",
+                "planned_tool0",
                 "thrust",
                 "controller_time",
             ):

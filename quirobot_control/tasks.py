@@ -228,18 +228,18 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
     kin = Kinematics(KinematicModel.from_parameters(params))
     park = task.park.copy()
     limits.check_position(park, "incision: park pose")
-    if park[FEED_INDEX] != limits.soft_lower[FEED_INDEX]:
-        raise PlanningError("incision: the park pose must have the drill feed retracted (0 m)")
+    # The drill tip is tool0 + feed * u: tool0 targets are the tip's minus the retracted feed.
+    retracted = float(park[FEED_INDEX])
     u = task.direction
-    above = task.entry - task.approach_distance * u
-    standoff = task.entry - task.standoff * u
+    above = task.entry - (task.approach_distance + retracted) * u
+    standoff = task.entry - (task.standoff + retracted) * u
     try:
         q_above = kin.inverse(above, u, park[:FEED_INDEX])
     except ValueError as error:
         raise PlanningError(
             f"incision: cannot reach the approach point {above.round(4).tolist()}: {error}"
         ) from error
-    q_above6 = np.append(q_above, 0.0)
+    q_above6 = np.append(q_above, retracted)
     trajectory = hold(park, 0.2, dt, "start")
     trajectory = trajectory.then(plan_point_to_point(park, q_above6, limits, dt, "approach"))
     align = plan_line(
@@ -247,17 +247,19 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
     )
     trajectory = trajectory.then(align)
     trajectory = trajectory.then(hold(align.positions[-1], 0.2, dt, "settle"))
-    feed_goal = task.standoff + task.depth
+    feed_goal = retracted + task.standoff + task.depth
     if feed_goal > limits.soft_upper[FEED_INDEX]:
         raise PlanningError(
-            f"incision: standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill feed stroke "
-            f"{limits.soft_upper[FEED_INDEX] * 1000:.1f} mm"
+            f"incision: retracted feed + standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill "
+            f"feed stroke {limits.soft_upper[FEED_INDEX] * 1000:.1f} mm (soft limit)"
         )
     feed = plan_feed(align.positions[-1], feed_goal, task.feed_rate, limits, dt, "feed")
     trajectory = trajectory.then(feed)
     trajectory = trajectory.then(hold(feed.positions[-1], task.dwell, dt, "dwell"))
     retract_rate = min(task.retract_rate, limits.velocity[FEED_INDEX])
-    trajectory = trajectory.then(plan_feed(feed.positions[-1], 0.0, retract_rate, limits, dt, "retract"))
+    trajectory = trajectory.then(
+        plan_feed(feed.positions[-1], retracted, retract_rate, limits, dt, "retract")
+    )
     withdraw = plan_line(
         trajectory.positions[-1],
         above,

@@ -43,7 +43,8 @@ class JointLimits:
     """Limits of the six commanded joints (arrays of shape (6,), SI units, TRAJECTORY_JOINTS order).
 
     The planner keeps positions inside [soft_lower, soft_upper] (the URDF safety_controller
-    range), so the safety layer never has to clip a planned command.
+    range) and velocities within the safety_controller's bound k_position * (distance to the soft
+    limit ahead), so the safety layer never has to clip a planned command.
     """
 
     names: tuple[str, ...]
@@ -54,21 +55,43 @@ class JointLimits:
     velocity: np.ndarray
     acceleration: np.ndarray
     jerk: np.ndarray
+    k_position: np.ndarray  # 1/s, safety_controller gain
 
     @classmethod
     def from_parameters(cls, params: RobotParameters) -> JointLimits:
-        """Arm joints from `params.joints`; the drill feed from `params.drill` (no soft margin)."""
+        """Arm joints from `params.joints`; the drill feed from `params.drill`."""
         drill = params.drill
         return cls(
             names=TRAJECTORY_JOINTS,
             lower=np.append(params.lower_limits, drill.feed_lower),
             upper=np.append(params.upper_limits, drill.feed_upper),
-            soft_lower=np.array([j.soft_lower for j in params.joints] + [drill.feed_lower]),
-            soft_upper=np.array([j.soft_upper for j in params.joints] + [drill.feed_upper]),
+            soft_lower=np.array(
+                [j.soft_lower for j in params.joints] + [drill.feed_lower + drill.feed_soft_margin]
+            ),
+            soft_upper=np.array(
+                [j.soft_upper for j in params.joints] + [drill.feed_upper - drill.feed_soft_margin]
+            ),
             velocity=np.append(params.velocity_limits, drill.feed_velocity),
             acceleration=np.append(params.acceleration_limits, drill.feed_acceleration),
             jerk=np.append(params.jerk_limits, drill.feed_jerk),
+            k_position=np.array([j.k_position for j in params.joints] + [drill.feed_k_position]),
         )
+
+    def check_envelope(self, positions: np.ndarray, velocities: np.ndarray, dt: float, what: str) -> None:
+        """Refuse samples (N, 6) moving towards a soft limit faster than the safety_controller allows:
+        v <= k_position * (soft_upper - q) and v >= -k_position * (q - soft_lower)."""
+        slack = 1e-9 + 1e-6 * self.velocity
+        upper = self.k_position * (self.soft_upper - positions) + slack
+        lower = -self.k_position * (positions - self.soft_lower) - slack
+        bad = (velocities > upper) | (velocities < lower)
+        if bad.any():
+            k, j = np.argwhere(bad)[0]
+            side = "upper" if velocities[k, j] > upper[k, j] else "lower"
+            bound = upper[k, j] if side == "upper" else lower[k, j]
+            raise PlanningError(
+                f"{what}: joint {self.names[j]} runs into its soft {side} limit at t = {k * dt:.3f} s: "
+                f"{velocities[k, j]:.4g} at {positions[k, j]:.6g}, the safety controller allows {bound:.4g}"
+            )
 
     def check_position(self, q: np.ndarray, what: str) -> None:
         """Raise PlanningError if q (6,) leaves the soft range, naming the joint and the excess."""
@@ -236,6 +259,7 @@ def plan_point_to_point(
     positions, velocities, accelerations = _ruckig_profile(
         start, goal, limits.velocity, limits.acceleration, limits.jerk, dt
     )
+    limits.check_envelope(positions, velocities, dt, name)
     return JointTrajectory(
         dt=dt,
         positions=positions,
@@ -284,6 +308,7 @@ def plan_feed(
     positions[:, FEED_INDEX] = p[:, 0]
     velocities[:, FEED_INDEX] = v[:, 0]
     accelerations[:, FEED_INDEX] = a[:, 0]
+    limits.check_envelope(positions, velocities, dt, name)
     return JointTrajectory(
         dt=dt,
         positions=positions,
@@ -425,6 +450,7 @@ def plan_line(
     positions[:, arm] = q_t
     velocities[:, arm] = qd_t
     accelerations[:, arm] = qdd_t
+    limits.check_envelope(positions, velocities, dt, name)
     times = np.arange(count) * dt
     path = CartesianPath(times=times, positions=p0 + s_t[:, None] * direction, start=p0, end=p1)
     return JointTrajectory(

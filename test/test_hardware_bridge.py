@@ -10,7 +10,7 @@ from quirobot_control.drive_bridge import BridgeError, DriveBridge
 from quirobot_control.incision import control_configuration
 from quirobot_control.trajectory import TRAJECTORY_JOINTS
 
-START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.0]
+START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
 
 
 @pytest.fixture()
@@ -34,10 +34,10 @@ def test_commands_are_tracked_and_states_published(bridge):
 
 def test_a_partial_command_keeps_the_other_joints(bridge):
     for _ in range(50):
-        bridge.command(["drill_feed"], [0.0005], [0.0])
+        bridge.command(["drill_feed"], [0.0045], [0.0])
         sample = bridge.step()
     np.testing.assert_allclose(sample.position[:5], START[:5], atol=2e-6)
-    assert sample.position[5] == pytest.approx(0.0005, abs=5e-6)
+    assert sample.position[5] == pytest.approx(0.0045, abs=5e-6)
 
 
 def test_malformed_commands_are_refused_by_name(bridge):

@@ -78,8 +78,8 @@ def time_optimal_duration(distance, v, a, j):
 
 
 def test_point_to_point_is_synchronized_time_optimal_and_within_limits(parameters, limits):
-    start = np.array([0.2, 0.3, 0.4, 1.0, 0.2, 0.0])
-    goal = np.array([1.5, 0.6, 0.6, 1.2, 0.4, 0.03])
+    start = np.array([0.2, 0.3, 0.4, 1.0, 0.2, 0.004])
+    goal = np.array([1.5, 0.6, 0.6, 1.2, 0.4, 0.034])
     trajectory = plan_point_to_point(start, goal, limits, DT)
     np.testing.assert_array_equal(trajectory.positions[0], start)
     np.testing.assert_array_equal(trajectory.positions[-1], goal)
@@ -101,7 +101,7 @@ def test_point_to_point_is_synchronized_time_optimal_and_within_limits(parameter
 
 
 def test_point_to_point_refuses_targets_beyond_the_soft_limits(limits):
-    start = np.array([0.5, 0.5, 0.5, 1.0, 0.2, 0.0])
+    start = np.array([0.5, 0.5, 0.5, 1.0, 0.2, 0.004])
     with pytest.raises(PlanningError, match="gantry_y .* above its soft limit"):
         plan_point_to_point(start, [0.5, 1.995, 0.5, 1.0, 0.2, 0.0], limits, DT)
     with pytest.raises(PlanningError, match="wrist_pitch .* below its soft limit"):
@@ -110,8 +110,24 @@ def test_point_to_point_refuses_targets_beyond_the_soft_limits(limits):
         plan_point_to_point(start, [0.5, 0.5, 0.5, 1.0, 0.2, math.nan], limits, DT)
 
 
+def test_plans_never_outrun_the_safety_controller(parameters, limits):
+    """Arriving at a soft limit at full deceleration would be clipped by the safety controller
+    (v <= k_position * distance to the limit): refused by name."""
+    start = np.array([0.5, 0.5, 0.5, 1.0, 0.2, 0.004])
+    goal = start.copy()
+    goal[5] = limits.soft_upper[5]
+    with pytest.raises(PlanningError, match="drill_feed runs into its soft upper limit"):
+        plan_point_to_point(start, goal, limits, DT)
+    # Stopping a / (2 k^2) short of it is within the envelope (a = 0.1 m/s^2, k = 5 /s: 2 mm).
+    a, k = limits.acceleration[5], limits.k_position[5]
+    goal[5] = limits.soft_upper[5] - a / (2 * k * k)
+    trajectory = plan_point_to_point(start, goal, limits, DT)
+    v, q = trajectory.velocities[:, 5], trajectory.positions[:, 5]
+    assert np.all(v <= k * (limits.soft_upper[5] - q) + 1e-9)
+
+
 def test_cartesian_line_is_straight_at_constant_orientation_and_within_limits(parameters, limits, kinematics):
-    start = np.array([0.6, 0.5, 0.9, math.pi / 4, math.pi / 4, 0.0])
+    start = np.array([0.6, 0.5, 0.9, math.pi / 4, math.pi / 4, 0.004])
     end = np.array([1.1, 1.0, -1.55])
     trajectory = plan_line(
         start,
@@ -138,7 +154,7 @@ def test_cartesian_line_is_straight_at_constant_orientation_and_within_limits(pa
 
 
 def test_cartesian_line_slows_down_to_the_joint_limits(limits, kinematics):
-    start = np.array([0.5, 0.5, 0.9, 0.3, 1.0, 0.0])
+    start = np.array([0.5, 0.5, 0.9, 0.3, 1.0, 0.004])
     T0 = kinematics.forward(start[:5])
     end = T0[:3, 3] + np.array([1.0, 0.0, 0.0])
     fast = LineLimits(speed=5.0, acceleration=100.0, jerk=5000.0)  # far beyond the joints
@@ -151,7 +167,7 @@ def test_cartesian_line_slows_down_to_the_joint_limits(limits, kinematics):
 
 
 def test_cartesian_line_crossing_a_joint_limit_is_refused_by_name(limits, kinematics):
-    start = np.array([0.5, 0.5, 0.9, 0.3, 1.0, 0.0])
+    start = np.array([0.5, 0.5, 0.9, 0.3, 1.0, 0.004])
     T0 = kinematics.forward(start[:5])
     with pytest.raises(PlanningError, match="gantry_z"):
         plan_line(
@@ -167,7 +183,7 @@ def test_cartesian_line_crossing_a_joint_limit_is_refused_by_name(limits, kinema
 
 def test_cartesian_line_crossing_a_singularity_is_refused_by_name(limits, kinematics):
     """An IK whose wrist branch flips half-way (what crossing a singularity does) is refused."""
-    start = np.array([0.5, 0.5, 0.9, 0.3, 1.0, 0.0])
+    start = np.array([0.5, 0.5, 0.9, 0.3, 1.0, 0.004])
     T0 = kinematics.forward(start[:5])
     end = T0[:3, 3] + np.array([0.2, 0.0, 0.0])
 
