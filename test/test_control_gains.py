@@ -78,3 +78,7 @@ def test_a_malformed_control_file_is_refused_by_key(tmp_path, parameters):
     broken.write_text(text.replace("  watchdog_timeout:", "  watchdog_timeout_typo:"))
     with pytest.raises(ControlConfigError, match="safety.watchdog_timeout: missing"):
         load_control_config(broken, max_currents=currents)
+
+
+def test_control_rate_is_the_drives_control_rate(parameters, control):
+    assert control.rate == parameters.drive.control_rate
