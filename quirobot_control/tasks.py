@@ -59,6 +59,8 @@ class IncisionTask:
     direction: np.ndarray  # (3,) unit, into the bone
     depth: float  # m below the entry point along direction
     feed_rate: float  # m/s
+    feed_acceleration: float  # m/s^2, start and stop of the feed in bone
+    feed_jerk: float  # m/s^3
     standoff: float  # m
     approach_distance: float  # m
     dwell: float  # s
@@ -112,6 +114,8 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             direction=direction / norm,
             depth=reader.number("depth", positive=True),
             feed_rate=reader.number("feed_rate", positive=True),
+            feed_acceleration=reader.number("feed_acceleration", positive=True),
+            feed_jerk=reader.number("feed_jerk", positive=True),
             standoff=reader.number("standoff", positive=True),
             approach_distance=reader.number("approach_distance", positive=True),
             dwell=reader.number("dwell", non_negative=True),
@@ -253,7 +257,16 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
             f"incision: retracted feed + standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill "
             f"feed stroke {limits.soft_upper[FEED_INDEX] * 1000:.1f} mm (soft limit)"
         )
-    feed = plan_feed(align.positions[-1], feed_goal, task.feed_rate, limits, dt, "feed")
+    feed = plan_feed(
+        align.positions[-1],
+        feed_goal,
+        task.feed_rate,
+        limits,
+        dt,
+        "feed",
+        acceleration=task.feed_acceleration,
+        jerk=task.feed_jerk,
+    )
     trajectory = trajectory.then(feed)
     trajectory = trajectory.then(hold(feed.positions[-1], task.dwell, dt, "dwell"))
     retract_rate = min(task.retract_rate, limits.velocity[FEED_INDEX])

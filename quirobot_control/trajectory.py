@@ -276,10 +276,14 @@ def plan_feed(
     limits: JointLimits,
     dt: float,
     name: str = "feed",
+    *,
+    acceleration: float | None = None,
+    jerk: float | None = None,
 ) -> JointTrajectory:
     """Move only the drill feed to `feed_goal` (m) at most `feed_rate` (m/s); the arm holds still.
 
-    Start and stop are smooth (jerk-limited by the feed axis' acceleration and jerk limits).
+    Start and stop are smooth: jerk-limited by `acceleration` (m/s^2) and `jerk` (m/s^3), by
+    default the feed axis' limits (a gentler value may be asked, not a harsher one).
     """
     start = np.asarray(q_start, dtype=float)
     if not math.isfinite(feed_rate) or feed_rate <= 0.0:
@@ -293,12 +297,23 @@ def plan_feed(
     goal[FEED_INDEX] = feed_goal
     limits.check_position(start, f"{name}: start")
     limits.check_position(goal, f"{name}: goal")
+    bounds = {}
+    for label, value, limit in (
+        ("acceleration", acceleration, limits.acceleration[FEED_INDEX]),
+        ("jerk", jerk, limits.jerk[FEED_INDEX]),
+    ):
+        value = limit if value is None else value
+        if not math.isfinite(value) or value <= 0.0 or value > limit * (1 + 1e-12):
+            raise PlanningError(
+                f"{name}: feed {label} must be in (0, {limit}] (drill_feed limit), got {value}"
+            )
+        bounds[label] = value
     p, v, a = _ruckig_profile(
         start[FEED_INDEX : FEED_INDEX + 1],
         goal[FEED_INDEX : FEED_INDEX + 1],
         np.array([feed_rate]),
-        limits.acceleration[FEED_INDEX : FEED_INDEX + 1],
-        limits.jerk[FEED_INDEX : FEED_INDEX + 1],
+        np.array([bounds["acceleration"]]),
+        np.array([bounds["jerk"]]),
         dt,
     )
     count = len(p)

@@ -224,6 +224,13 @@ def test_feed_moves_only_the_feed_at_the_feed_rate_with_smooth_start_and_stop(li
     )
     with pytest.raises(PlanningError, match="exceeds the drill_feed velocity limit"):
         plan_feed(start, 0.03, 1.0, limits, DT)
+    # A gentler start and stop may be asked for, not a harsher one.
+    gentle = plan_feed(start, 0.03, 0.0015, limits, DT, acceleration=0.01, jerk=0.05)
+    assert np.max(np.abs(gentle.accelerations[:, FEED_INDEX])) == pytest.approx(0.01, rel=1e-6)
+    assert np.max(np.abs(np.diff(gentle.accelerations[:, FEED_INDEX]))) <= 0.05 * DT * (1 + 1e-6)
+    assert gentle.duration > trajectory.duration
+    with pytest.raises(PlanningError, match=r"feed acceleration must be in \(0, 0.1\]"):
+        plan_feed(start, 0.03, 0.0015, limits, DT, acceleration=1.0)
     with pytest.raises(PlanningError, match="drill_feed .* above its soft limit"):
         plan_feed(start, 0.5, 0.001, limits, DT)
 
