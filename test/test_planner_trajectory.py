@@ -226,7 +226,7 @@ def test_feed_moves_only_the_feed_at_the_feed_rate_with_smooth_start_and_stop(li
         plan_feed(start, 0.03, 1.0, limits, DT)
     # A gentler start and stop may be asked for, not a harsher one.
     gentle = plan_feed(start, 0.03, 0.0015, limits, DT, acceleration=0.01, jerk=0.05)
-    assert np.max(np.abs(gentle.accelerations[:, FEED_INDEX])) == pytest.approx(0.01, rel=1e-6)
+    assert np.max(np.abs(gentle.accelerations[:, FEED_INDEX])) <= 0.01 * (1 + 1e-6)
     assert np.max(np.abs(np.diff(gentle.accelerations[:, FEED_INDEX]))) <= 0.05 * DT * (1 + 1e-6)
     assert gentle.duration > trajectory.duration
     with pytest.raises(PlanningError, match=r"feed acceleration must be in \(0, 0.1\]"):
