@@ -195,3 +195,35 @@ def test_model_feedforward_is_switchable_and_cuts_the_tracking_error(parameters,
     # gantry_z carries the arm's weight and the largest acceleration share: >= 10x better with it.
     assert without[2] >= 10.0 * with_ff[2]
     assert np.all(without[:3] > with_ff[:3])
+
+
+def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(parameters, incision):
+    """The gantry_y drive faults half-way through the feed: the loop stops all drives at once,
+    says why, and the bit does not go deeper than planned."""
+    from quirobot_control.drive import DriveState
+    from quirobot_control.incision import control_configuration
+    from quirobot_control.simulation import ClosedLoopSimulation, Drilling
+
+    task, trajectory = incision.task, incision.trajectory
+    feed = trajectory.phase("feed")
+    fault_cycle = int(round(0.5 * (feed.start_time + feed.end_time) / trajectory.dt))
+    simulation = ClosedLoopSimulation(
+        parameters,
+        control_configuration(parameters),
+        trajectory,
+        drilling=Drilling(task.entry, task.direction, task.bone),
+    )
+
+    def inject(k, sim):
+        if k == fault_cycle:
+            sim.drives["gantry_y"].inject_fault("overcurrent in phase V")
+
+    simulation.before_cycle = inject
+    log = simulation.run()
+    assert log.stop_reason == "drive fault on gantry_y: overcurrent in phase V"
+    assert len(log.time) == fault_cycle + 1  # stopped in the cycle the fault was read
+    states = {name: drive.feedback().state for name, drive in simulation.drives.items()}
+    assert states.pop("gantry_y") is DriveState.FAULT
+    assert all(state is DriveState.QUICK_STOP for state in states.values())
+    depth = (log.tip - task.entry) @ task.direction
+    assert depth.max() <= task.depth
