@@ -243,3 +243,22 @@ def test_on_error_quick_stops(parameters, control, info):
     assert rig.hardware.on_error() is CallbackReturn.SUCCESS
     assert all(s is DriveState.QUICK_STOP for s in rig.states())
     assert rig.hardware.lifecycle is LifecycleState.UNCONFIGURED
+
+
+def test_safety_limits_are_the_urdf_limits_and_safety_controllers(parameters, control, info):
+    """The safety layer enforces exactly what the URDF declares (<limit>, <safety_controller>)."""
+    import xml.etree.ElementTree as ET
+
+    rig = Rig(parameters, control, info, Q0)
+    rig.start()
+    limits = rig.hardware.safety.limits
+    root = ET.fromstring(robot_description("drill", "real"))
+    for j, name in enumerate(limits.names):
+        joint = root.find(f"joint[@name='{name}']")
+        limit, soft = joint.find("limit"), joint.find("safety_controller")
+        assert float(limit.get("lower")) == pytest.approx(limits.lower[j], abs=1e-12)
+        assert float(limit.get("upper")) == pytest.approx(limits.upper[j], abs=1e-12)
+        assert float(limit.get("velocity")) == pytest.approx(limits.velocity[j], rel=1e-12)
+        assert float(soft.get("soft_lower_limit")) == pytest.approx(limits.soft_lower[j], abs=1e-12)
+        assert float(soft.get("soft_upper_limit")) == pytest.approx(limits.soft_upper[j], abs=1e-12)
+        assert float(soft.get("k_position")) == pytest.approx(limits.k_position[j], rel=1e-12)
