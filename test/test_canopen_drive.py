@@ -1,0 +1,488 @@
+"""CanopenDrive end to end on python-can's virtual bus against the simulated CiA 402 slave.
+
+The master (canopen.Network + RemoteNode inside CanopenDrive) and the slave
+(CanopenServoSimulator, a canopen.LocalNode on its own Network) share a virtual CAN channel; a
+third bus on the channel sniffs the raw frames, which the tests decode with struct (CiA 301 SDO
+and PDO layouts), independently of the canopen library. Simulated time advances one SYNC
+period per SYNC; the master's watchdog reads a fake clock advanced by the same period, so
+nothing depends on the wall clock except where a test says so.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+import uuid
+from dataclasses import dataclass
+
+import can
+import canopen
+import pytest
+
+from quirobot_control.canopen_drive import (
+    CanopenConfigurationError,
+    CanopenDrive,
+    Cia402State,
+    bus_load,
+    canopen_drives_for_robot,
+)
+from quirobot_control.canopen_servo_simulator import (
+    CanopenServoSimulator,
+    JointModel,
+    simulator_for_axis,
+)
+from quirobot_control.control_config import load_control_config
+from quirobot_control.drive import DRILL_FEED_JOINT, Drive, DriveError, DriveState, drive_for_joint
+from quirobot_description.parameters import CANOPEN_AXES, load_parameters
+
+WAIT = 2.0  # s, wall-clock bound on any single wait for a frame (never reached when it works)
+
+
+@pytest.fixture(scope="module")
+def params():
+    return load_parameters()
+
+
+@pytest.fixture(scope="module")
+def inertias(params):
+    """Effective inertia per axis (kg or kg*m^2) from the control configuration."""
+    currents = {j.name: j.motor.max_current for j in params.joints}
+    currents[DRILL_FEED_JOINT] = params.drill.motor.max_current
+    control = load_control_config(max_currents=currents)
+    return {axis: control.joint(axis).effective_inertia for axis in CANOPEN_AXES}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def network(channel: str) -> canopen.Network:
+    net = canopen.Network(can.Bus(interface="virtual", channel=channel))
+    net.NOTIFIER_CYCLE = 0.01  # s: lets disconnect() return at once
+    return net.connect()
+
+
+@dataclass
+class Rig:
+    params: object
+    master: canopen.Network
+    slave: canopen.Network
+    sniffer: can.BusABC
+    clock: FakeClock
+    simulators: dict[str, CanopenServoSimulator]
+    drives: dict[str, CanopenDrive]
+
+    @property
+    def period(self) -> float:
+        return self.params.canopen.sync_period
+
+    def step(self, n: int = 1) -> None:
+        """n SYNC cycles: advance the clock one period, SYNC, wait for every drive's TPDOs."""
+        for _ in range(n):
+            targets = {name: drive.feedback_count + 1 for name, drive in self.drives.items()}
+            self.clock.now += self.period
+            self.master.sync.transmit()
+            for name, drive in self.drives.items():
+                assert drive.wait_for_feedback(targets[name], WAIT), f"no TPDOs from {name}"
+
+    def frames(self) -> list[can.Message]:
+        """Every frame sent on the channel since the last call."""
+        out = []
+        while (message := self.sniffer.recv(timeout=0)) is not None:
+            out.append(message)
+        return out
+
+
+def wait_until(condition, timeout: float = WAIT) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1e-4)
+    return True
+
+
+@pytest.fixture
+def make_rig(params, inertias):
+    created = []
+
+    def make(axes=("gantry_x",), positions=None, start=True, clock=None):
+        channel = f"quirobot-test-{uuid.uuid4().hex}"
+        slave, master = network(channel), network(channel)
+        sniffer = can.Bus(interface="virtual", channel=channel)
+        created.append((master, slave, sniffer))
+        simulators = {}
+        for axis in axes:
+            position = (positions or {}).get(axis, 0.0)
+            simulators[axis] = simulator_for_axis(params, axis, inertia=inertias[axis], position=position)
+            simulators[axis].attach(slave)
+        clock = clock or FakeClock()
+        drives = canopen_drives_for_robot(params, master, axes=axes, start=start, clock=clock)
+        return Rig(params, master, slave, sniffer, clock, simulators, drives)
+
+    yield make
+    for master, slave, sniffer in created:
+        master.sync.stop()
+        master.disconnect()
+        slave.disconnect()
+        sniffer.shutdown()
+
+
+def sdo_downloads(frames, node_id, index):
+    """Values of expedited SDO downloads to `index` (CiA 301: ccs 1, e = s = 1)."""
+    values = []
+    for frame in frames:
+        if frame.arbitration_id == 0x600 + node_id and frame.data[0] & 0xE3 == 0x23:
+            size = 4 - ((frame.data[0] >> 2) & 0x3)
+            frame_index, _ = struct.unpack_from("<HB", frame.data, 1)
+            if frame_index == index:
+                values.append(int.from_bytes(frame.data[4 : 4 + size], "little"))
+    return values
+
+
+def rpdos(frames, node_id):
+    """(controlword, target torque) of every RPDO1 to the node."""
+    return [struct.unpack("<Hh", bytes(f.data)) for f in frames if f.arbitration_id == 0x200 + node_id]
+
+
+def tpdo1s(frames, node_id):
+    """(statusword, position counts) of every TPDO1 from the node."""
+    return [struct.unpack("<Hi", bytes(f.data)) for f in frames if f.arbitration_id == 0x180 + node_id]
+
+
+# --- start-up ---------------------------------------------------------------------------------------
+def test_start_configures_the_node_over_the_bus(make_rig, params):
+    rig = make_rig(positions={"gantry_x": 0.5})
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    node_id = params.canopen.node_ids["gantry_x"]
+    assert node_id == 1 and drive.node_id == node_id
+    assert isinstance(drive, Drive)
+    # The mapping reached the slave by SDO (the EDS defaults are not in its data store).
+    store = sim.node.data_store
+    assert struct.unpack("<I", store[0x1A00][1])[0] == 0x60410010
+    assert struct.unpack("<I", store[0x1A00][2])[0] == 0x60640020
+    assert struct.unpack("<I", store[0x1A01][1])[0] == 0x606C0020
+    assert struct.unpack("<I", store[0x1A01][2])[0] == 0x60780010
+    assert struct.unpack("<I", store[0x1600][1])[0] == 0x60400010
+    assert struct.unpack("<I", store[0x1600][2])[0] == 0x60710010
+    assert struct.unpack("<I", store[0x1800][1])[0] & 0x7FF == 0x181
+    assert store[0x1800][2] == bytes([1]) and store[0x1400][2] == bytes([255])
+    frames = rig.frames()
+    assert sdo_downloads(frames, node_id, 0x6060) == [10]  # cyclic synchronous torque
+    assert sdo_downloads(frames, node_id, 0x605A) == [6]  # quick stop, then stay
+    # NMT start (command 1 to the node) was the last thing sent.
+    assert bytes(frames[-1].data) == bytes([1, node_id]) and frames[-1].arbitration_id == 0
+    assert wait_until(lambda: sim.nmt_state == "OPERATIONAL")
+    # Position from the start-up SDO read, then from TPDO1: 0.5 m of a 60 rad/m screw with a
+    # 131072-count encoder is 0.5 * 60 / (2 pi) * 131072 counts.
+    counts = round(0.5 * 60.0 / (2 * math.pi) * 131072)
+    resolution = 2 * math.pi / (60.0 * 131072)
+    assert drive.feedback().position == pytest.approx(counts * resolution, abs=1e-15)
+    rig.step()
+    ((statusword, position_counts),) = tpdo1s(rig.frames(), node_id)
+    assert position_counts == counts
+    assert statusword & 0x4F == 0x40  # Switch on disabled
+    fb = drive.feedback()
+    assert fb.state is DriveState.DISABLED and fb.fault is None
+    assert abs(fb.position - 0.5) <= resolution / 2
+
+
+def test_a_drive_with_other_motor_data_is_refused(params, inertias):
+    channel = f"quirobot-test-{uuid.uuid4().hex}"
+    slave, master = network(channel), network(channel)
+    try:
+        # The gantry_x node carries a wrist motor: its rated current 0x6075 is 1200 mA, not 12900.
+        wrong = CanopenServoSimulator(
+            params.canopen.node_ids["gantry_x"],
+            drive_for_joint(params, "wrist_yaw"),
+            JointModel(inertia=inertias["wrist_yaw"], damping=0.0),
+            params.canopen.sync_period,
+        )
+        wrong.attach(slave)
+        with pytest.raises(CanopenConfigurationError, match=r"0x6075.*1200 mA.*12900 mA"):
+            canopen_drives_for_robot(params, master, axes=["gantry_x"])
+    finally:
+        master.disconnect()
+        slave.disconnect()
+
+
+def test_a_silent_node_fails_start_up_with_a_drive_error(params):
+    channel = f"quirobot-test-{uuid.uuid4().hex}"
+    master = network(channel)
+    try:
+        with pytest.raises(DriveError, match=r"gantry_z \(CANopen node 3\): start-up failed"):
+            canopen_drives_for_robot(params, master, axes=["gantry_z"])
+    finally:
+        master.disconnect()
+
+
+def test_unknown_axis_is_refused(params):
+    with pytest.raises(ValueError, match="no CANopen node id for axis 'elbow'"):
+        canopen_drives_for_robot(params, canopen.Network(), axes=["elbow"])
+
+
+# --- enable, torque, motion ---------------------------------------------------------------------
+def test_enable_sequence_reaches_operation_enabled(make_rig, params):
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    rig.step()
+    rig.frames()
+    drive.enable()
+    # Shutdown, Switch on, Enable operation, in that order, by SDO.
+    assert sdo_downloads(rig.frames(), 1, 0x6040) == [0x06, 0x07, 0x0F]
+    assert sim.state is Cia402State.OPERATION_ENABLED
+    rig.step()
+    assert drive.feedback().state is DriveState.ENABLED
+    assert tpdo1s(rig.frames(), 1)[-1][0] & 0x6F == 0x27  # Operation enabled on the wire
+    drive.enable()  # no-op when enabled
+    assert sdo_downloads(rig.frames(), 1, 0x6040) == []
+    drive.disable()
+    rig.step()
+    assert drive.feedback().state is DriveState.DISABLED
+    assert sim.state is Cia402State.SWITCH_ON_DISABLED
+
+
+@pytest.mark.parametrize("current", [2.0, -2.0])
+def test_a_current_command_gives_the_torque_and_moves_the_joint(make_rig, params, inertias, current):
+    rig = make_rig(positions={"gantry_x": 1.0})
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    drive.enable()
+    rig.frames()
+    steps = 50
+    for _ in range(steps):
+        drive.command_current(current)
+        rig.step()
+    # Report ch.6: K_T = 0.155 N*m/A; rated torque K_T * 12.9 A = 1.9995 N*m stored as 2000 mN*m:
+    # 2 A -> 0.31 N*m -> 155 per-mille, on the wire in RPDO1 with controlword Enable operation.
+    per_mille = round(1000 * 0.155 * current / 2.000)
+    assert abs(per_mille) == 155
+    assert set(rpdos(rig.frames(), 1)) == {(0x0F, per_mille)}
+    assert sim.target_torque == per_mille
+    applied = per_mille * 2.000 / 1000 / 0.155  # A, what the drive's current loop is asked for
+    fb = drive.feedback()
+    assert fb.state is DriveState.ENABLED
+    assert fb.current == pytest.approx(applied, abs=12.9 / 1000 / 2 + 1e-12)  # half a count of 0x6078
+    ratio, efficiency = 60.0, params.joint("gantry_x").transmission.efficiency
+    assert fb.effort == pytest.approx(0.155 * fb.current * ratio * efficiency, rel=1e-12)
+    # Motion: m x'' = F - b x' from rest for `steps` SYNC periods, F = K_T * i * ratio * eta.
+    force = 0.155 * applied * ratio * efficiency
+    m, b, t = inertias["gantry_x"], params.joint("gantry_x").damping, steps * rig.period
+    a = b / m
+    expected = 1.0 + force / b * (t - (1 - math.exp(-a * t)) / a)
+    travel = fb.position - 1.0
+    assert math.copysign(1.0, travel) == math.copysign(1.0, current)  # the right way
+    assert travel == pytest.approx(expected - 1.0, rel=0.01)
+    velocity = force / b * (1 - math.exp(-a * t))
+    assert fb.velocity == pytest.approx(velocity, rel=0.01)
+
+
+def test_commands_are_clipped_to_the_peak_current(make_rig):
+    rig = make_rig(axes=("wrist_pitch",))
+    drive, sim = rig.drives["wrist_pitch"], rig.simulators["wrist_pitch"]
+    drive.enable()
+    drive.command_current(100.0)
+    rig.step()
+    # Report ch.6: wrist motor I_max = 3.6 A -> 0.126 N*m of 42 mN*m rated = 3000 per-mille.
+    assert sim.target_torque == 3000
+    assert drive.feedback().current == pytest.approx(3.6, abs=0.0006)
+
+
+# --- quick stop, faults, bad commands --------------------------------------------------------------
+def test_quick_stop(make_rig):
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    drive.enable()
+    drive.command_current(5.0)
+    rig.step(3)
+    assert drive.feedback().current > 4.9
+    drive.quick_stop()
+    assert sim.state is Cia402State.QUICK_STOP_ACTIVE
+    rig.step()
+    fb = drive.feedback()
+    assert fb.state is DriveState.QUICK_STOP and fb.fault is None
+    assert abs(fb.current) < 1e-3 and abs(sim.drive.feedback().current) < 1e-6
+    rig.frames()
+    drive.command_current(5.0)  # ignored: nothing is sent
+    assert rpdos(rig.frames(), 1) == []
+    with pytest.raises(DriveError, match="reset_fault"):
+        drive.enable()
+    drive.disable()  # latched
+    assert drive.feedback().state is DriveState.QUICK_STOP
+    drive.reset_fault()
+    rig.step()
+    assert drive.feedback().state is DriveState.DISABLED
+    assert sim.state is Cia402State.SWITCH_ON_DISABLED
+    drive.enable()
+    drive.command_current(1.0)
+    rig.step()
+    assert drive.feedback().state is DriveState.ENABLED and drive.feedback().current > 0.9
+
+
+def test_quick_stop_of_a_disabled_drive_is_latched_on_the_master(make_rig):
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    drive.quick_stop()
+    rig.step()
+    assert sim.state is Cia402State.SWITCH_ON_DISABLED  # CiA 402 transition-free
+    assert drive.feedback().state is DriveState.QUICK_STOP
+    with pytest.raises(DriveError, match="QUICK_STOP"):
+        drive.enable()
+    drive.reset_fault()
+    drive.enable()
+    assert sim.state is Cia402State.OPERATION_ENABLED
+
+
+def test_a_slave_fault_reaches_the_master_with_its_error_code(make_rig):
+    rig = make_rig(axes=("wrist_yaw",))
+    drive, sim = rig.drives["wrist_yaw"], rig.simulators["wrist_yaw"]
+    node_id = drive.node_id
+    drive.enable()
+    drive.command_current(1.0)
+    rig.step(2)
+    rig.frames()
+    sim.inject_fault(0x2310)
+    rig.step()
+    frames = rig.frames()
+    # EMCY (CiA 301): 0x80 + node id, error code 0x2310, error register bit 0.
+    emcy = [f for f in frames if f.arbitration_id == 0x80 + node_id]
+    assert [struct.unpack_from("<HB", bytes(f.data)) for f in emcy] == [(0x2310, 0x01)]
+    assert tpdo1s(frames, node_id)[-1][0] & 0x4F == 0x08  # Fault
+    fb = drive.feedback()
+    assert fb.state is DriveState.FAULT
+    assert fb.fault == "error code 0x2310: continuous over-current"
+    assert fb.current == 0.0
+    with pytest.raises(DriveError, match="over-current"):
+        drive.command_current(1.0)
+    with pytest.raises(DriveError, match="FAULT"):
+        drive.enable()
+    drive.quick_stop()  # does not hide the fault
+    assert drive.feedback().state is DriveState.FAULT
+    drive.reset_fault()
+    # Fault reset is the rising edge of controlword bit 7.
+    assert sdo_downloads(rig.frames(), node_id, 0x6040)[-3:] == [0x00, 0x80, 0x00]
+    rig.step()
+    fb = drive.feedback()
+    assert fb.state is DriveState.DISABLED and fb.fault is None
+    assert sim.error_code == 0 and sim.state is Cia402State.SWITCH_ON_DISABLED
+    drive.enable()
+    assert drive.feedback().state is DriveState.ENABLED
+
+
+def test_overspeed_on_the_slave_is_a_fault_with_its_code(make_rig, params):
+    rig = make_rig(axes=("wrist_pitch",))
+    drive, sim = rig.drives["wrist_pitch"], rig.simulators["wrist_pitch"]
+    drive.enable()
+    # Motor speed = 500 * joint speed; the wrist motor's rating is max_speed (8000 rpm).
+    sim.joint.velocity = 1.01 * params.motors["wrist_motor"].max_speed / 500.0
+    rig.step()
+    fb = drive.feedback()
+    assert fb.state is DriveState.FAULT and fb.fault.startswith("error code 0x8400")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "abc", None])
+def test_a_bad_command_is_refused_with_a_quick_stop(make_rig, bad):
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    drive.enable()
+    drive.command_current(3.0)
+    rig.step()
+    rig.frames()
+    with pytest.raises(DriveError, match="quick stop|must be a number"):
+        drive.command_current(bad)
+    assert sim.state is Cia402State.QUICK_STOP_ACTIVE
+    assert rpdos(rig.frames(), 1) == [(0x02, 0)]  # quick stop, zero torque: never the bad value
+    rig.step()
+    assert drive.feedback().state is DriveState.QUICK_STOP
+    assert abs(sim.drive.feedback().current) < 1e-6
+
+
+# --- feedback timeout -------------------------------------------------------------------------------
+def test_stale_feedback_is_a_fault_after_n_periods(make_rig, params):
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    drive.enable()
+    drive.command_current(1.0)
+    rig.step(3)
+    periods = params.canopen.feedback_timeout_periods
+    sim.stop_feedback()
+    for _ in range(periods):
+        rig.clock.now += rig.period
+        rig.master.sync.transmit()
+    rig.clock.now -= rig.period / 2  # N - 1/2 periods since the last TPDO: not yet
+    assert drive.feedback().state is DriveState.ENABLED
+    drive.command_current(1.0)
+    rig.clock.now += rig.period  # N + 1/2 periods
+    fb = drive.feedback()
+    assert fb.state is DriveState.FAULT
+    assert fb.fault.startswith("feedback timeout") and f"{periods} SYNC periods" in fb.fault
+    # The master told the drive to stop (RPDO quick stop, zero torque).
+    assert wait_until(lambda: sim.state is Cia402State.QUICK_STOP_ACTIVE)
+    with pytest.raises(DriveError, match="feedback timeout"):
+        drive.command_current(1.0)
+    sim.resume_feedback()
+    drive.reset_fault()
+    rig.step()
+    assert drive.feedback().state is DriveState.DISABLED
+    drive.enable()
+    assert drive.feedback().state is DriveState.ENABLED
+
+
+def test_feedback_timeout_in_real_time(make_rig, params):
+    """SYNC from a background thread at the configured period, the wall clock as the watchdog's."""
+    rig = make_rig(clock=time.monotonic)
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    rig.master.sync.start(params.canopen.sync_period)
+    assert wait_until(lambda: drive.feedback_count >= 3)
+    sim.stop_feedback()
+    assert wait_until(lambda: drive.feedback().state is DriveState.FAULT)
+    assert drive.feedback().fault.startswith("feedback timeout")
+
+
+def test_a_vanished_node_faults_and_cannot_be_reset(make_rig):
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    rig.step()
+    sim.detach()
+    rig.clock.now += 10 * rig.period
+    assert drive.feedback().state is DriveState.FAULT
+    with pytest.raises(DriveError, match="statusword 0x6041 not readable"):
+        drive.reset_fault()
+
+
+# --- the whole robot --------------------------------------------------------------------------------
+def test_every_axis_on_one_bus(make_rig, params):
+    positions = {"gantry_x": 0.4, "gantry_y": 0.8, "gantry_z": 1.2, "wrist_yaw": 1.0, "wrist_pitch": -0.5}
+    rig = make_rig(axes=CANOPEN_AXES, positions=positions)
+    assert list(rig.drives) == list(CANOPEN_AXES)
+    assert [d.node_id for d in rig.drives.values()] == [params.canopen.node_ids[a] for a in CANOPEN_AXES]
+    rig.step()
+    for axis, drive in rig.drives.items():
+        fb = drive.feedback()
+        assert fb.state is DriveState.DISABLED
+        assert fb.position == pytest.approx(positions.get(axis, 0.0), abs=drive.encoder.resolution)
+    for drive in rig.drives.values():
+        drive.enable()
+    rig.step()
+    rig.frames()
+    for drive in rig.drives.values():
+        drive.command_current(0.5)
+    rig.step()
+    frames = rig.frames()
+    # One cycle on the wire: SYNC + RPDO1, TPDO1, TPDO2 per node, as bus_load() counts them.
+    bits = sum(47 + 8 * len(f.data) for f in frames)  # CAN 2.0A frame, 47 bits + data
+    load = bus_load(params.canopen)
+    assert len(frames) == load.frames_per_cycle
+    assert bits == load.bits_per_cycle
+    for _ in range(10):
+        for drive in rig.drives.values():
+            drive.command_current(0.5)
+        rig.step()
+    for axis, drive in rig.drives.items():
+        fb = drive.feedback()
+        assert fb.state is DriveState.ENABLED, axis
+        assert fb.position > positions.get(axis, 0.0), axis
