@@ -108,16 +108,21 @@ def simulate(args: argparse.Namespace) -> int:
                 },
                 **document,
             }
-        print(json.dumps(document, indent=2, default=_json_default))
+        print(json.dumps(_finite_or_null(document), indent=2, default=str, allow_nan=False))
     else:
         _print_summary(result, met, log_path, plot_path)
     return 0 if metrics["completed"] else 1
 
 
-def _json_default(value: object) -> object:
+def _finite_or_null(value: object) -> object:
+    """The document with NaN/inf numbers as null (strict JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(item) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    return str(value)
+    return value
 
 
 def _print_summary(result, met: dict[str, bool], log_path: Path, plot_path: Path) -> None:
