@@ -162,7 +162,7 @@ class QuirobotHardware:
         return CallbackReturn.SUCCESS
 
     def on_configure(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
-        """Create one drive and one PID per joint, and the safety layer."""
+        """Create one drive (its faults reset) and one PID per joint, and the safety layer."""
         if self.info is None:
             return self._fail("on_configure before on_init")
         dt = self.control.dt
@@ -170,6 +170,7 @@ class QuirobotHardware:
         for name in self._names:
             settings = self.control.joint(name)
             drive = self.drive_factory(name)
+            drive.reset_fault()
             gain = _current_gain(self.params, name)
             self.joints.append(_Joint(name, drive, PID(settings.gains, dt), gain, settings.effective_inertia))
         self.safety = SafetyMonitor(self._safety_limits())

@@ -243,6 +243,13 @@ def test_on_error_quick_stops(parameters, control, info):
     assert rig.hardware.on_error() is CallbackReturn.SUCCESS
     assert all(s is DriveState.QUICK_STOP for s in rig.states())
     assert rig.hardware.lifecycle is LifecycleState.UNCONFIGURED
+    # Recovery: configure (faults reset) and activate again, holding where the joints are.
+    rig.start()
+    assert all(s is DriveState.ENABLED for s in rig.states())
+    held = rig.q.copy()
+    for _ in range(100):
+        assert rig.cycle(held) is ReturnType.OK
+    np.testing.assert_allclose(rig.q, held, atol=5e-5)
 
 
 def test_safety_limits_are_the_urdf_limits_and_safety_controllers(parameters, control, info):
