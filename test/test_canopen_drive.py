@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import struct
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from quirobot_control.canopen_drive import (
 from quirobot_control.canopen_servo_simulator import (
     CanopenServoSimulator,
     JointModel,
+    main,
+    serve,
     simulator_for_axis,
 )
 from quirobot_control.control_config import load_control_config
@@ -486,3 +489,31 @@ def test_every_axis_on_one_bus(make_rig, params):
         fb = drive.feedback()
         assert fb.state is DriveState.ENABLED, axis
         assert fb.position > positions.get(axis, 0.0), axis
+
+
+# --- bench-top demo entry point -----------------------------------------------------------------------
+def test_serve_answers_a_master_until_stopped(params, inertias):
+    channel = f"quirobot-test-{uuid.uuid4().hex}"
+    slave, master = network(channel), network(channel)
+    stop = threading.Event()
+    server = threading.Thread(
+        target=serve, args=(params, slave, inertias, stop), kwargs={"axes": ("gantry_y",)}
+    )
+    server.start()
+    try:
+        assert wait_until(lambda: 2 in slave.nodes)  # gantry_y is node 2
+        drive = canopen_drives_for_robot(params, master, axes=["gantry_y"])["gantry_y"]
+        drive.enable()
+        assert drive.feedback().state is DriveState.ENABLED
+    finally:
+        stop.set()
+        server.join(WAIT)
+        master.disconnect()
+        slave.disconnect()
+    assert not server.is_alive()
+
+
+def test_main_reports_a_bad_interface_in_one_line(capsys):
+    assert main(["--interface", "no-such-interface", "--channel", "x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("canopen_servo_simulator: error:") and "\n" not in err
