@@ -9,7 +9,10 @@ PACKAGE = "quirobot"
 
 def share(folder: str, pattern: str = "*") -> tuple[str, list[str]]:
     """One data_files entry installing `folder/pattern` into share/quirobot/folder."""
-    return (f"share/{PACKAGE}/{folder}", sorted(f for f in glob(f"{folder}/{pattern}") if "." in f.rsplit("/", 1)[-1]))
+    return (
+        f"share/{PACKAGE}/{folder}",
+        sorted(f for f in glob(f"{folder}/{pattern}") if "." in f.rsplit("/", 1)[-1]),
+    )
 
 
 setup(
@@ -25,7 +28,10 @@ setup(
         # urdf/ and config/ stay siblings after install, so the xacro's relative
         # path to the parameter file resolves in the source tree and in share/.
         (f"share/{PACKAGE}/urdf", sorted(glob("quirobot_description/urdf/*.xacro"))),
-        (f"share/{PACKAGE}/config", sorted(glob("quirobot_description/config/*.yaml") + glob("config/*.yaml"))),
+        (
+            f"share/{PACKAGE}/config",
+            sorted(glob("quirobot_description/config/*.yaml") + glob("config/*.yaml")),
+        ),
         share("config/tasks", "*.yaml"),
         share("launch", "*.py"),
         share("rviz", "*.rviz"),

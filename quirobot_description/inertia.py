@@ -59,7 +59,9 @@ def inertia_problems(inertia: np.ndarray, tolerance: float = 1e-12) -> list[str]
         problems.append("inertia is not symmetric")
     moments = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     if moments[0] <= 0.0:
-        problems.append(f"inertia is not positive-definite (smallest principal moment {moments[0]:.6g} kg*m^2)")
+        problems.append(
+            f"inertia is not positive-definite (smallest principal moment {moments[0]:.6g} kg*m^2)"
+        )
     elif moments[0] + moments[1] < moments[2] * (1.0 - 1e-9) - tolerance:
         problems.append(
             "principal moments break the triangle inequality "

@@ -415,7 +415,9 @@ class _Reader:
         values = {f: self.number(f"{key}.{f}", positive=True) for f in fields}
         continuous = self.number(f"{key}.continuous_current", positive=True)
         if continuous > values["max_current"]:
-            raise self.fail(f"{key}.continuous_current", f"{continuous} A exceeds max_current {values['max_current']} A")
+            raise self.fail(
+                f"{key}.continuous_current", f"{continuous} A exceeds max_current {values['max_current']} A"
+            )
         return MotorParameters(
             name=name,
             continuous_current=continuous,
@@ -540,18 +542,23 @@ class _Reader:
 
     def robot(self) -> RobotParameters:
         joint_types = ("prismatic",) * 3 + ("revolute",) * 2
-        joints = tuple(self.joint(name, kind) for name, kind in zip(JOINT_NAMES, joint_types))
+        joints = tuple(self.joint(name, kind) for name, kind in zip(JOINT_NAMES, joint_types, strict=True))
         links = tuple(self.link(name) for name in LINK_NAMES)
         l4 = self.number("kinematics.l4", positive=True)
         l5 = self.number("kinematics.l5", positive=True)
         for link_name, length, symbol in (("wrist_yaw_link", l4, "l4"), ("wrist_pitch_link", l5, "l5")):
             link_length = next(link.length for link in links if link.name == link_name)
             if not math.isclose(link_length, length, rel_tol=1e-12):
-                raise self.fail(f"links.{link_name}.length", f"{link_length} m differs from kinematics.{symbol} = {length} m")
+                raise self.fail(
+                    f"links.{link_name}.length",
+                    f"{link_length} m differs from kinematics.{symbol} = {length} m",
+                )
         drill_key = "tools.drill"
         drill = DrillParameters(
             **{
-                f: self.number(f"{drill_key}.{f}", non_negative=(f == "feed_lower"), positive=(f != "feed_lower"))
+                f: self.number(
+                    f"{drill_key}.{f}", non_negative=(f == "feed_lower"), positive=(f != "feed_lower")
+                )
                 for f in (
                     "feed_lower",
                     "feed_upper",
@@ -573,9 +580,14 @@ class _Reader:
             feed_k_velocity=self.number(f"{drill_key}.feed_k_velocity", positive=True),
         )
         if not drill.feed_lower < drill.feed_upper:
-            raise self.fail(drill_key, f"feed_lower {drill.feed_lower} must be below feed_upper {drill.feed_upper}")
+            raise self.fail(
+                drill_key, f"feed_lower {drill.feed_lower} must be below feed_upper {drill.feed_upper}"
+            )
         if 2.0 * drill.feed_soft_margin >= drill.feed_upper - drill.feed_lower:
-            raise self.fail(f"{drill_key}.feed_soft_margin", f"{drill.feed_soft_margin} leaves no stroke between the soft limits")
+            raise self.fail(
+                f"{drill_key}.feed_soft_margin",
+                f"{drill.feed_soft_margin} leaves no stroke between the soft limits",
+            )
         arthroscope = ArthroscopeParameters(
             **{
                 f: self.number(f"tools.arthroscope.{f}", positive=True)

@@ -88,7 +88,10 @@ def test_link_lengths_agree_with_the_kinematic_lengths():
     ("edit", "message"),
     [
         (lambda d: d["joints"]["gantry_x"]["lower"].update(value=3.0), "lower limit 3.0 must be below"),
-        (lambda d: d["joints"]["gantry_y"]["velocity"].update(value=float("nan")), "joints.gantry_y.velocity"),
+        (
+            lambda d: d["joints"]["gantry_y"]["velocity"].update(value=float("nan")),
+            "joints.gantry_y.velocity",
+        ),
         (lambda d: d["links"]["z_ram"]["mass"].update(value=-1.0), "links.z_ram.mass: must be > 0"),
         (lambda d: d["links"]["z_ram"]["mass"].update(source=""), "links.z_ram.mass: has no source"),
         (lambda d: d["motors"]["gantry_motor"].pop("resistance"), "motors.gantry_motor.resistance: missing"),
@@ -102,7 +105,9 @@ def test_link_lengths_agree_with_the_kinematic_lengths():
 )
 def test_invalid_values_are_refused_by_name(tmp_path, raw, edit, message):
     edit(raw)
-    with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+    with pytest.raises(
+        ParameterError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    ):
         load_parameters(write(tmp_path, raw))
 
 
