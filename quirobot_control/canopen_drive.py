@@ -35,10 +35,12 @@ with the control loop): each node answers with TPDO1 (statusword, position) and 
 sends it, the drive applies the latest one at the next SYNC. State changes (enable, disable,
 quick stop, fault reset) go by SDO, which is confirmed, and then travel in RPDO1 too.
 
-Feedback timeout. Every TPDO is time-stamped with `clock` (time.monotonic unless injected); if
-either TPDO is older than `canopen.feedback_timeout` (N SYNC periods) when the feedback is read
-or a command written, the drive is latched in FAULT "feedback timeout" and a quick stop is sent
-(RPDO, best effort: the bus may be the problem).
+Feedback timeout. Every TPDO is time-stamped with `clock` (time.monotonic unless injected). The
+watchdog arms at the first TPDOs after start() (enable() waits up to canopen.transition_timeout
+for them: no drive is enabled without feedback); from then on, if either TPDO is older than
+`canopen.feedback_timeout` (N SYNC periods) when the feedback is read or a command written, the
+drive is latched in FAULT "feedback timeout" and a quick stop is sent (RPDO, best effort: the
+bus may be the problem). reset_fault() re-arms it from the time of the reset.
 
 State mapping to `DriveState`: Operation enabled -> ENABLED; Quick stop active -> QUICK_STOP;
 Fault reaction active and Fault -> FAULT (reason from 0x603F); every other state -> DISABLED.
@@ -355,7 +357,7 @@ class CanopenDrive:
         self._position_counts = 0
         self._velocity_counts = 0  # counts/s
         self._current_actual = 0  # per-mille of rated current
-        self._tpdo_times = [0.0, 0.0]  # clock() at the last TPDO1, TPDO2
+        self._tpdo_times: list[float | None] = [None, None]  # clock() at the last TPDO1, TPDO2
         self._tpdo_counts = [0, 0]
         self._master_fault: str | None = None  # feedback timeout or lost communication
         self._quick_stop_latched = False
@@ -390,11 +392,10 @@ class CanopenDrive:
             self.node.nmt.state = "OPERATIONAL"
         except _COMMUNICATION_ERRORS as error:
             raise DriveError(f"{self._who()}: start-up failed: {error}") from error
-        now = self.clock()
         with self._lock:
             self._statusword = statusword
             self._position_counts, self._velocity_counts, self._current_actual = position, velocity, current
-            self._tpdo_times = [now, now]
+            self._tpdo_times = [None, None]  # the watchdog arms at the first TPDOs
             self._started = True
 
     def _check_scaling(self) -> None:
@@ -481,6 +482,7 @@ class CanopenDrive:
         """
         if not self._started:
             self.start()
+        self._wait_for_first_feedback()
         self._check_watchdog()
         state = self._state()
         if state in (DriveState.QUICK_STOP, DriveState.FAULT):
@@ -638,12 +640,23 @@ class CanopenDrive:
             if self._master_fault is None:
                 self._master_fault = reason
 
+    def _wait_for_first_feedback(self) -> None:
+        """Feedback must flow before the drive is enabled: wait for the first TPDOs after start()."""
+        with self._lock:
+            arrived = self._lock.wait_for(lambda: None not in self._tpdo_times, self.bus.transition_timeout)
+        if not arrived:
+            raise DriveError(
+                f"{self._who()}: no feedback (TPDO1 and TPDO2) within {self.bus.transition_timeout} s "
+                f"after start-up: is the SYNC running?"
+            )
+
     def _check_watchdog(self) -> None:
+        """Latch a feedback timeout once TPDOs have arrived and then stopped for feedback_timeout."""
         if not self._started:
             return
         now = self.clock()
         with self._lock:
-            if self._master_fault is not None:
+            if self._master_fault is not None or None in self._tpdo_times:
                 return
             age = now - min(self._tpdo_times)
             stale = age > self.bus.feedback_timeout

@@ -114,7 +114,7 @@ def wait_until(condition, timeout: float = WAIT) -> bool:
 def make_rig(params, inertias):
     created = []
 
-    def make(axes=("gantry_x",), positions=None, start=True, clock=None):
+    def make(axes=("gantry_x",), positions=None, start=True, clock=None, first_step=True):
         channel = f"quirobot-test-{uuid.uuid4().hex}"
         slave, master = network(channel), network(channel)
         sniffer = can.Bus(interface="virtual", channel=channel)
@@ -126,7 +126,10 @@ def make_rig(params, inertias):
             simulators[axis].attach(slave)
         clock = clock or FakeClock()
         drives = canopen_drives_for_robot(params, master, axes=axes, start=start, clock=clock)
-        return Rig(params, master, slave, sniffer, clock, simulators, drives)
+        rig = Rig(params, master, slave, sniffer, clock, simulators, drives)
+        if start and first_step:
+            rig.step()  # the first feedback: the watchdog arms, enable() may proceed
+        return rig
 
     yield make
     for master, slave, sniffer in created:
@@ -160,7 +163,7 @@ def tpdo1s(frames, node_id):
 
 # --- start-up ---------------------------------------------------------------------------------------
 def test_start_configures_the_node_over_the_bus(make_rig, params):
-    rig = make_rig(positions={"gantry_x": 0.5})
+    rig = make_rig(positions={"gantry_x": 0.5}, first_step=False)
     drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
     node_id = params.canopen.node_ids["gantry_x"]
     assert node_id == 1 and drive.node_id == node_id
@@ -437,13 +440,26 @@ def test_stale_feedback_is_a_fault_after_n_periods(make_rig, params):
 
 def test_feedback_timeout_in_real_time(make_rig, params):
     """SYNC from a background thread at the configured period, the wall clock as the watchdog's."""
-    rig = make_rig(clock=time.monotonic)
+    rig = make_rig(clock=time.monotonic, first_step=False)
     drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
     rig.master.sync.start(params.canopen.sync_period)
     assert wait_until(lambda: drive.feedback_count >= 3)
     sim.stop_feedback()
     assert wait_until(lambda: drive.feedback().state is DriveState.FAULT)
     assert drive.feedback().fault.startswith("feedback timeout")
+
+
+def test_no_drive_is_enabled_without_feedback(make_rig, params):
+    rig = make_rig(first_step=False)
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    rig.clock.now += 100 * rig.period  # no SYNC, no TPDO: the watchdog is not armed yet
+    assert drive.feedback().state is DriveState.DISABLED
+    with pytest.raises(DriveError, match="no feedback .* is the SYNC running"):
+        drive.enable()
+    assert sim.state is Cia402State.SWITCH_ON_DISABLED
+    rig.step()
+    drive.enable()
+    assert sim.state is Cia402State.OPERATION_ENABLED
 
 
 def test_a_vanished_node_faults_and_cannot_be_reset(make_rig):
@@ -460,7 +476,7 @@ def test_a_vanished_node_faults_and_cannot_be_reset(make_rig):
 # --- the whole robot --------------------------------------------------------------------------------
 def test_every_axis_on_one_bus(make_rig, params):
     positions = {"gantry_x": 0.4, "gantry_y": 0.8, "gantry_z": 1.2, "wrist_yaw": 1.0, "wrist_pitch": -0.5}
-    rig = make_rig(axes=CANOPEN_AXES, positions=positions)
+    rig = make_rig(axes=CANOPEN_AXES, positions=positions, first_step=False)
     assert list(rig.drives) == list(CANOPEN_AXES)
     assert [d.node_id for d in rig.drives.values()] == [params.canopen.node_ids[a] for a in CANOPEN_AXES]
     rig.step()
@@ -503,11 +519,13 @@ def test_serve_answers_a_master_until_stopped(params, inertias):
     try:
         assert wait_until(lambda: 2 in slave.nodes)  # gantry_y is node 2
         drive = canopen_drives_for_robot(params, master, axes=["gantry_y"])["gantry_y"]
+        master.sync.start(params.canopen.sync_period)
         drive.enable()
         assert drive.feedback().state is DriveState.ENABLED
     finally:
         stop.set()
         server.join(WAIT)
+        master.sync.stop()
         master.disconnect()
         slave.disconnect()
     assert not server.is_alive()
