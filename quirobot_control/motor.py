@@ -135,12 +135,17 @@ class CurrentLoop:
 
     def update(self, reference: float, current: float, speed: float) -> float:
         """One PI sample: voltage (V) for current `reference` (A), measured `current` (A), `speed` rad/s."""
+        if self.saturated:
+            # Anti-windup by tracking: the pole-zero-cancelling design responds first-order only
+            # while integral == R * current (sampled design included). After a voltage-limited
+            # sample, re-align the integrator to the measured current so the loop leaves the
+            # limit with no slow tail (a frozen integrator keeps the old R * i for milliseconds).
+            self.integral = self.motor.resistance * current
         error = reference - current
         feed_forward = self.motor.back_emf_constant * speed
         unlimited = self.gains.kp * error + self.integral + feed_forward
         voltage = min(max(unlimited, -self.voltage_limit), self.voltage_limit)
         self.saturated = voltage != unlimited
-        # Conditional integration: integrate unless that would push further into the limit.
-        if not self.saturated or (error > 0.0) != (unlimited > 0.0):
+        if not self.saturated:
             self.integral += self.gains.ki * self.period * error
         return voltage

@@ -114,6 +114,30 @@ def test_quick_stop_decays_current_through_the_loop(params):
     assert abs(drive.feedback().current) < 1e-6
 
 
+@pytest.mark.parametrize("name", ["gantry_x", "gantry_z"])
+def test_voltage_limited_quick_stop_leaves_no_integrator_tail(params, name):
+    """From a large current at speed the first samples hit the bus-voltage limit; once off it,
+    the current must fall at the loop's own rate 1/w_c (a frozen integrator would hold back
+    R * i_old and leave several percent of the current flowing after a millisecond)."""
+    drive = drive_for_joint(params, name)
+    w_c = params.drive.current_loop_bandwidth
+    drive.enable()
+    drive.command_current(0.5 * drive.motor.max_current)
+    for _ in range(20):
+        drive.advance(1e-3, 0.0, 0.5)
+    start = drive.feedback().current
+    drive.quick_stop()
+    currents = []
+    for _ in range(6):
+        drive.advance(2e-4, 0.0, 0.5)
+        currents.append(drive.feedback().current)
+    assert drive.loop.saturated is False
+    # After the limited start, each 0.2 ms divides the current by exp(w_c * 0.2 ms).
+    for before, after in zip(currents[2:], currents[3:], strict=False):
+        assert after == pytest.approx(before * math.exp(-w_c * 2e-4), rel=1e-3)
+    assert abs(currents[-1]) < 2e-3 * start
+
+
 def test_command_is_clipped_and_effort_follows_the_drive_train(params):
     for efficiency in (True, False):
         drive = drive_for_joint(params, "wrist_pitch", efficiency=efficiency)
