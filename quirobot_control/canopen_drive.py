@@ -373,6 +373,8 @@ class CanopenDrive:
         Raises CanopenConfigurationError if the drive's rated current/torque or encoder
         resolution differ from the parameter file, DriveError if the bus does not answer.
         """
+        if self.node.network.bus is None:
+            raise DriveError(f"{self._who()}: the CANopen network is not connected (call network.connect())")
         try:
             self.node.nmt.state = "PRE-OPERATIONAL"
             self._check_scaling()

@@ -10,6 +10,7 @@ nothing depends on the wall clock except where a test says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 import threading
@@ -37,7 +38,11 @@ from quirobot_control.canopen_servo_simulator import (
 )
 from quirobot_control.control_config import load_control_config
 from quirobot_control.drive import DRILL_FEED_JOINT, Drive, DriveError, DriveState, drive_for_joint
+from quirobot_control.hardware import CallbackReturn, QuirobotHardware, ReturnType, hardware_info_from_urdf
+from quirobot_control.incision import control_configuration
+from quirobot_control.trajectory import TRAJECTORY_JOINTS
 from quirobot_description.parameters import CANOPEN_AXES, load_parameters
+from quirobot_description.urdf import robot_description
 
 WAIT = 2.0  # s, wall-clock bound on any single wait for a frame (never reached when it works)
 
@@ -114,7 +119,8 @@ def wait_until(condition, timeout: float = WAIT) -> bool:
 def make_rig(params, inertias):
     created = []
 
-    def make(axes=("gantry_x",), positions=None, start=True, clock=None, first_step=True):
+    def make(axes=("gantry_x",), positions=None, start=True, clock=None, first_step=True, parameters=None):
+        parameters = parameters or params
         channel = f"quirobot-test-{uuid.uuid4().hex}"
         slave, master = network(channel), network(channel)
         sniffer = can.Bus(interface="virtual", channel=channel)
@@ -122,11 +128,11 @@ def make_rig(params, inertias):
         simulators = {}
         for axis in axes:
             position = (positions or {}).get(axis, 0.0)
-            simulators[axis] = simulator_for_axis(params, axis, inertia=inertias[axis], position=position)
+            simulators[axis] = simulator_for_axis(parameters, axis, inertia=inertias[axis], position=position)
             simulators[axis].attach(slave)
         clock = clock or FakeClock()
-        drives = canopen_drives_for_robot(params, master, axes=axes, start=start, clock=clock)
-        rig = Rig(params, master, slave, sniffer, clock, simulators, drives)
+        drives = canopen_drives_for_robot(parameters, master, axes=axes, start=start, clock=clock)
+        rig = Rig(parameters, master, slave, sniffer, clock, simulators, drives)
         if start and first_step:
             rig.step()  # the first feedback: the watchdog arms, enable() may proceed
         return rig
@@ -225,6 +231,11 @@ def test_a_silent_node_fails_start_up_with_a_drive_error(params):
             canopen_drives_for_robot(params, master, axes=["gantry_z"])
     finally:
         master.disconnect()
+
+
+def test_an_unconnected_network_is_refused(params):
+    with pytest.raises(DriveError, match="not connected"):
+        canopen_drives_for_robot(params, canopen.Network(), axes=["gantry_x"])
 
 
 def test_unknown_axis_is_refused(params):
@@ -535,3 +546,49 @@ def test_main_reports_a_bad_interface_in_one_line(capsys):
     assert main(["--interface", "no-such-interface", "--channel", "x"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("canopen_servo_simulator: error:") and "\n" not in err
+
+
+# --- with the hardware component ----------------------------------------------------------------------
+def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
+    """QuirobotHardware (1 kHz, config/control.yaml) on six CanopenDrives, one SYNC per cycle.
+
+    The parameter file's 4 ms SYNC is too slow for these gains (bench/canopen_loop.py); the
+    test uses 1 ms, as on a bus split in three.
+    """
+    control = control_configuration(params)
+    fast = dataclasses.replace(params, canopen=dataclasses.replace(params.canopen, sync_period=control.dt))
+    start = {
+        "gantry_x": 0.5,
+        "gantry_y": 0.6,
+        "gantry_z": 0.7,
+        "wrist_yaw": 1.0,
+        "wrist_pitch": 0.3,
+        "drill_feed": 0.02,
+    }
+    rig = make_rig(axes=CANOPEN_AXES, positions=start, parameters=fast)
+    hardware = QuirobotHardware(fast, control, lambda name: rig.drives[name])
+    assert (
+        hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
+        is CallbackReturn.SUCCESS
+    )
+    assert hardware.on_configure() is CallbackReturn.SUCCESS
+    assert hardware.on_activate() is CallbackReturn.SUCCESS, hardware.stop_reason
+    assert all(sim.state is Cia402State.OPERATION_ENABLED for sim in rig.simulators.values())
+    target = {axis: start[axis] + (0.001 if axis == "gantry_x" else 0.0) for axis in TRAJECTORY_JOINTS}
+    command = [target[axis] for axis in TRAJECTORY_JOINTS]
+    for k in range(200):
+        t = k * control.dt
+        rig.step()
+        assert hardware.read(t, control.dt) is ReturnType.OK, hardware.stop_reason
+        hardware.set_commands(t, command, [0.0] * len(command))
+        assert hardware.write(t, control.dt) is ReturnType.OK, hardware.stop_reason
+    for axis, sim in rig.simulators.items():
+        assert sim.joint.position == pytest.approx(target[axis], abs=2e-5), axis  # 2 % of the 1 mm step
+    # A drive fault stops the robot, with the drive's reason.
+    rig.simulators["wrist_yaw"].inject_fault(0x4310)
+    rig.step()
+    assert hardware.read(0.2, control.dt) is ReturnType.ERROR
+    assert "wrist_yaw" in hardware.stop_reason and "0x4310" in hardware.stop_reason
+    for axis, sim in rig.simulators.items():
+        expected = Cia402State.FAULT if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
+        assert sim.state is expected, axis
