@@ -26,7 +26,7 @@ import canopen
 import numpy as np
 
 from quirobot_control.canopen_drive import canopen_drives_for_robot
-from quirobot_control.canopen_servo_simulator import simulator_for_axis
+from quirobot_control.canopen_servo_simulator import JointModel, simulator_for_axis
 from quirobot_control.drive import drive_for_joint
 from quirobot_control.hardware import CallbackReturn, QuirobotHardware, ReturnType, hardware_info_from_urdf
 from quirobot_control.incision import control_configuration
@@ -123,6 +123,38 @@ def run(period_cycles: int, step: float, duration: float) -> dict:
     }
 
 
+def run_direct(step: float, duration: float) -> dict:
+    """The same loop on SimulatedDrives called directly (no bus): the baseline."""
+    params = load_parameters()
+    control = control_configuration(params)
+    drives = {axis: drive_for_joint(params, axis) for axis in CANOPEN_AXES}
+    joints = {}
+    for axis in CANOPEN_AXES:
+        damping = params.drill.feed_damping if axis == "drill_feed" else params.joint(axis).damping
+        joints[axis] = JointModel(control.joint(axis).effective_inertia, damping, position=START[axis])
+        drives[axis].advance(0.0, START[axis], 0.0)
+    hardware = QuirobotHardware(params, control, lambda name: drives[name])
+    hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
+    hardware.on_configure()
+    hardware.on_activate()
+    target = np.array([START[a] for a in TRAJECTORY_JOINTS])
+    target[0] += step
+    errors = []
+    for k in range(round(duration / control.dt)):
+        t = k * control.dt
+        hardware.read(t, control.dt)
+        hardware.set_commands(t, target, np.zeros(len(target)))
+        hardware.write(t, control.dt)
+        for axis in CANOPEN_AXES:
+            joint = joints[axis]
+            joint.step(drives[axis].advance(control.dt, joint.position, joint.velocity), control.dt)
+            drives[axis].advance(0.0, joint.position, joint.velocity)
+        errors.append(joints["gantry_x"].position - target[0])
+    errors = np.array(errors)
+    outside = np.nonzero(np.abs(errors) > 0.01 * abs(step))[0]
+    return {"settling": (outside[-1] + 1) * control.dt, "overshoot": float(errors.max() / step)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -132,6 +164,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=0.5, help="simulated time, s")
     args = parser.parse_args()
     params = load_parameters()
+    direct = run_direct(args.step, args.duration)
+    print(
+        f"SimulatedDrive directly, no bus ({args.step * 1e3:g} mm step on gantry_x): settles in "
+        f"{direct['settling'] * 1e3:.1f} ms, overshoot {100 * direct['overshoot']:.1f} %"
+    )
     reference = drive_for_joint(params, "gantry_x")
     reference.enable()
     reference.command_current(1.0)
