@@ -10,8 +10,8 @@ of `--step` m on gantry_x: settling (within 1 % of the step), overshoot, or the 
 ended it. Also the time per SYNC cycle (six nodes, both networks in this process) against the
 time of one SimulatedDrive.advance of the same period measured in the same run.
 
-The parameter file's canopen.sync_period (4 ms) is what one 1 Mbit/s bus carries for six nodes;
-the control gains were designed for 1 kHz feedback: this shows what that costs.
+The control gains were designed for 1 kHz feedback, hence canopen.sync_period = 1 ms (on three
+buses); six nodes on one 1 Mbit/s bus would need a 4 ms cycle: this shows what that would cost.
 """
 
 from __future__ import annotations

@@ -298,8 +298,15 @@ class BusLoad:
 
 
 def bus_load(canopen_parameters: CanopenParameters, nodes: int | None = None) -> BusLoad:
-    """Load of one cycle (SYNC + RPDO1, TPDO1, TPDO2 of `nodes` drives, default every axis)."""
-    count = len(canopen_parameters.node_ids) if nodes is None else nodes
+    """Load of one cycle on one bus: SYNC + RPDO1, TPDO1, TPDO2 of `nodes` drives.
+
+    Default: the busiest bus of the parameter file (canopen.channels).
+    """
+    if nodes is None:
+        channels = canopen_parameters.channels
+        count = max(len(canopen_parameters.axes_on(c)) for c in set(channels.values()))
+    else:
+        count = nodes
     payloads = [0] + [
         sum(bits for _, bits in m) // 8 for m in (RPDO1_MAPPING, TPDO1_MAPPING, TPDO2_MAPPING)
     ] * count
@@ -760,3 +767,28 @@ def canopen_drives_for_robot(
         for drive in drives.values():
             drive.start()
     return drives
+
+
+def canopen_drives_for_buses(
+    params: RobotParameters,
+    networks: dict[str, canopen.Network],
+    **options,
+) -> dict[str, CanopenDrive]:
+    """Every axis's CanopenDrive, each on the network of its bus (params.canopen.channels).
+
+    `networks` maps each channel name (e.g. "can0") to its connected network; `options` are
+    those of canopen_drives_for_robot. One SYNC producer per network is the caller's.
+    """
+    missing = [c for c in params.canopen.channel_names if c not in networks]
+    if missing:
+        raise ValueError(
+            f"no network for CAN bus(es) {', '.join(missing)} (axes need {params.canopen.channels})"
+        )
+    drives: dict[str, CanopenDrive] = {}
+    for channel in params.canopen.channel_names:
+        drives.update(
+            canopen_drives_for_robot(
+                params, networks[channel], axes=params.canopen.axes_on(channel), **options
+            )
+        )
+    return {axis: drives[axis] for axis in CANOPEN_AXES}

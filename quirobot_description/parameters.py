@@ -252,11 +252,21 @@ class CanopenParameters:
     sync_period: float  # s, one SYNC (and one PDO exchange) per period
     feedback_timeout_periods: int  # SYNC periods without a TPDO before a "feedback timeout" fault
     transition_timeout: float  # s, allowed for a CiA 402 state change (enable, fault reset)
+    channels: dict[str, str]  # axis name -> CAN bus (SocketCAN interface name) it is on
 
     @property
     def feedback_timeout(self) -> float:
         """Time without feedback (s) that faults a drive: feedback_timeout_periods * sync_period."""
         return self.feedback_timeout_periods * self.sync_period
+
+    @property
+    def channel_names(self) -> tuple[str, ...]:
+        """The CAN buses, in the order of their first axis."""
+        return tuple(dict.fromkeys(self.channels[axis] for axis in CANOPEN_AXES))
+
+    def axes_on(self, channel: str) -> tuple[str, ...]:
+        """The axes on one CAN bus, in CANOPEN_AXES order."""
+        return tuple(axis for axis in CANOPEN_AXES if self.channels[axis] == channel)
 
 
 @dataclass(frozen=True)
@@ -532,7 +542,15 @@ class _Reader:
             raise self.fail(f"{key}.node_ids", f"unknown axes {sorted(extra)}; axes are {axes}")
         if len(set(node_ids.values())) != len(node_ids):
             raise self.fail(f"{key}.node_ids", f"node ids must all differ, got {node_ids}")
+        channels = {axis: self.text(f"{key}.channels.{axis}") for axis in CANOPEN_AXES}
+        extra = set(self.node(f"{key}.channels")) - set(CANOPEN_AXES)
+        if extra:
+            raise self.fail(f"{key}.channels", f"unknown axes {sorted(extra)}")
+        for axis, channel in channels.items():
+            if not channel.strip():
+                raise self.fail(f"{key}.channels.{axis}", "must name a CAN interface, got an empty string")
         return CanopenParameters(
+            channels=channels,
             node_ids=node_ids,
             bitrate=self.whole(f"{key}.bitrate", 1, 1_000_000),
             sync_period=self.number(f"{key}.sync_period", positive=True),

@@ -10,7 +10,6 @@ nothing depends on the wall clock except where a test says so.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import struct
 import threading
@@ -27,6 +26,7 @@ from quirobot_control.canopen_drive import (
     CanopenDrive,
     Cia402State,
     bus_load,
+    canopen_drives_for_buses,
     canopen_drives_for_robot,
 )
 from quirobot_control.canopen_servo_simulator import (
@@ -97,6 +97,11 @@ class Rig:
             self.master.sync.transmit()
             for name, drive in self.drives.items():
                 assert drive.wait_for_feedback(targets[name], WAIT), f"no TPDOs from {name}"
+
+    @property
+    def settle(self) -> int:
+        """SYNC cycles covering 30 current-loop time constants (1/bandwidth): a current step is done."""
+        return math.ceil(30.0 / self.params.drive.current_loop_bandwidth / self.period)
 
     def frames(self) -> list[can.Message]:
         """Every frame sent on the channel since the last call."""
@@ -270,7 +275,7 @@ def test_a_current_command_gives_the_torque_and_moves_the_joint(make_rig, params
     drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
     drive.enable()
     rig.frames()
-    steps = 50
+    steps = round(0.2 / rig.period)  # 0.2 s
     for _ in range(steps):
         drive.command_current(current)
         rig.step()
@@ -294,8 +299,14 @@ def test_a_current_command_gives_the_torque_and_moves_the_joint(make_rig, params
     travel = fb.position - 1.0
     assert math.copysign(1.0, travel) == math.copysign(1.0, current)  # the right way
     assert travel == pytest.approx(expected - 1.0, rel=0.01)
-    velocity = force / b * (1 - math.exp(-a * t))
-    assert fb.velocity == pytest.approx(velocity, rel=0.01)
+    # The drive's velocity is the backward difference of encoder positions over one control
+    # period h: (x(t) - x(t - h)) / h, within one count per h of quantization.
+    h = 1.0 / params.drive.control_rate
+
+    def x(time):
+        return force / b * (time - (1 - math.exp(-a * time)) / a)
+
+    assert fb.velocity == pytest.approx((x(t) - x(t - h)) / h, abs=1.01 * drive.encoder.resolution / h)
 
 
 def test_commands_are_clipped_to_the_peak_current(make_rig):
@@ -303,7 +314,7 @@ def test_commands_are_clipped_to_the_peak_current(make_rig):
     drive, sim = rig.drives["wrist_pitch"], rig.simulators["wrist_pitch"]
     drive.enable()
     drive.command_current(100.0)
-    rig.step()
+    rig.step(rig.settle)
     # Report ch.6: wrist motor I_max = 3.6 A -> 0.126 N*m of 42 mN*m rated = 3000 per-mille.
     assert sim.target_torque == 3000
     assert drive.feedback().current == pytest.approx(3.6, abs=0.0006)
@@ -319,7 +330,7 @@ def test_quick_stop(make_rig):
     assert drive.feedback().current > 4.9
     drive.quick_stop()
     assert sim.state is Cia402State.QUICK_STOP_ACTIVE
-    rig.step()
+    rig.step(rig.settle)
     fb = drive.feedback()
     assert fb.state is DriveState.QUICK_STOP and fb.fault is None
     assert abs(fb.current) < 1e-3 and abs(sim.drive.feedback().current) < 1e-6
@@ -413,7 +424,7 @@ def test_a_bad_command_is_refused_with_a_quick_stop(make_rig, bad):
         drive.command_current(bad)
     assert sim.state is Cia402State.QUICK_STOP_ACTIVE
     assert rpdos(rig.frames(), 1) == [(0x02, 0)]  # quick stop, zero torque: never the bad value
-    rig.step()
+    rig.step(rig.settle)
     assert drive.feedback().state is DriveState.QUICK_STOP
     assert abs(sim.drive.feedback().current) < 1e-6
 
@@ -473,12 +484,12 @@ def test_no_drive_is_enabled_without_feedback(make_rig, params):
     assert sim.state is Cia402State.OPERATION_ENABLED
 
 
-def test_a_vanished_node_faults_and_cannot_be_reset(make_rig):
+def test_a_vanished_node_faults_and_cannot_be_reset(make_rig, params):
     rig = make_rig()
     drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
     rig.step()
     sim.detach()
-    rig.clock.now += 10 * rig.period
+    rig.clock.now += params.canopen.feedback_timeout + rig.period
     assert drive.feedback().state is DriveState.FAULT
     with pytest.raises(DriveError, match="statusword 0x6041 not readable"):
         drive.reset_fault()
@@ -505,7 +516,7 @@ def test_every_axis_on_one_bus(make_rig, params):
     frames = rig.frames()
     # One cycle on the wire: SYNC + RPDO1, TPDO1, TPDO2 per node, as bus_load() counts them.
     bits = sum(47 + 8 * len(f.data) for f in frames)  # CAN 2.0A frame, 47 bits + data
-    load = bus_load(params.canopen)
+    load = bus_load(params.canopen, nodes=len(CANOPEN_AXES))
     assert len(frames) == load.frames_per_cycle
     assert bits == load.bits_per_cycle
     for _ in range(10):
@@ -550,13 +561,9 @@ def test_main_reports_a_bad_interface_in_one_line(capsys):
 
 # --- with the hardware component ----------------------------------------------------------------------
 def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
-    """QuirobotHardware (1 kHz, config/control.yaml) on six CanopenDrives, one SYNC per cycle.
-
-    The parameter file's 4 ms SYNC is too slow for these gains (bench/canopen_loop.py); the
-    test uses 1 ms, as on a bus split in three.
-    """
+    """QuirobotHardware (1 kHz, config/control.yaml) on six CanopenDrives, one SYNC per cycle."""
     control = control_configuration(params)
-    fast = dataclasses.replace(params, canopen=dataclasses.replace(params.canopen, sync_period=control.dt))
+    assert params.canopen.sync_period == pytest.approx(control.dt)
     start = {
         "gantry_x": 0.5,
         "gantry_y": 0.6,
@@ -565,8 +572,8 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
         "wrist_pitch": 0.3,
         "drill_feed": 0.02,
     }
-    rig = make_rig(axes=CANOPEN_AXES, positions=start, parameters=fast)
-    hardware = QuirobotHardware(fast, control, lambda name: rig.drives[name])
+    rig = make_rig(axes=CANOPEN_AXES, positions=start, parameters=params)
+    hardware = QuirobotHardware(params, control, lambda name: rig.drives[name])
     assert (
         hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
         is CallbackReturn.SUCCESS
@@ -592,3 +599,36 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     for axis, sim in rig.simulators.items():
         expected = Cia402State.FAULT if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
         assert sim.state is expected, axis
+
+
+def test_drives_on_three_buses(params, inertias):
+    """Each axis on the network of its bus (canopen.channels), one SYNC per bus."""
+    networks, slaves = {}, []
+    try:
+        for channel in params.canopen.channel_names:
+            name = f"quirobot-test-{channel}-{uuid.uuid4().hex}"
+            slave = network(name)
+            slaves.append(slave)
+            for axis in params.canopen.axes_on(channel):
+                simulator_for_axis(params, axis, inertia=inertias[axis]).attach(slave)
+            networks[channel] = network(name)
+        with pytest.raises(ValueError, match="no network for CAN bus"):
+            canopen_drives_for_buses(params, {"can0": networks["can0"]})
+        drives = canopen_drives_for_buses(params, networks)
+        assert list(drives) == list(CANOPEN_AXES)
+        assert sorted(slave_ids(slaves)) == sorted(params.canopen.node_ids.values())
+        for channel, net in networks.items():
+            for axis in params.canopen.axes_on(channel):
+                assert drives[axis].node.network is net
+            net.sync.transmit()
+        for drive in drives.values():
+            assert drive.wait_for_feedback(1, WAIT)
+            drive.enable()
+            assert drive.feedback().state is DriveState.ENABLED
+    finally:
+        for net in [*networks.values(), *slaves]:
+            net.disconnect()
+
+
+def slave_ids(slaves):
+    return [node_id for slave in slaves for node_id in slave.nodes]
