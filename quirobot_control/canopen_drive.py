@@ -639,7 +639,11 @@ class CanopenDrive:
         with self._lock:
             if self._master_fault is not None:
                 return DriveState.FAULT
-            state = drive_state(decode_statusword(self._statusword))
+            try:
+                state = drive_state(decode_statusword(self._statusword))
+            except StatuswordError as error:
+                self._master_fault = f"invalid statusword from the drive: {error}"
+                return DriveState.FAULT
         if state is DriveState.FAULT:
             return state
         return DriveState.QUICK_STOP if self._quick_stop_latched else state
@@ -724,7 +728,11 @@ class CanopenDrive:
             raise DriveError(f"{self._who()}: statusword 0x6041 not readable: {error}") from error
         with self._lock:
             self._statusword = statusword
-        return decode_statusword(statusword)
+        try:
+            return decode_statusword(statusword)
+        except StatuswordError as error:
+            self._latch_fault(f"invalid statusword from the drive: {error}")
+            raise DriveError(f"{self._who()}: {error}") from error
 
 
 def canopen_drives_for_robot(

@@ -429,6 +429,39 @@ def test_a_bad_command_is_refused_with_a_quick_stop(make_rig, bad):
     assert abs(sim.drive.feedback().current) < 1e-6
 
 
+def test_an_invalid_statusword_is_a_fault(make_rig):
+    rig = make_rig()
+    drive = rig.drives["gantry_x"]
+    drive.enable()
+    target = drive.feedback_count + 1
+    # A TPDO1 whose statusword (0x0001) matches no CiA 402 state, then TPDO2, from "the drive".
+    rig.sniffer.send(
+        can.Message(arbitration_id=0x181, data=struct.pack("<Hi", 0x0001, 0), is_extended_id=False)
+    )
+    rig.sniffer.send(can.Message(arbitration_id=0x281, data=struct.pack("<ih", 0, 0), is_extended_id=False))
+    assert drive.wait_for_feedback(target, WAIT)
+    fb = drive.feedback()
+    assert fb.state is DriveState.FAULT and "statusword 0x0001 matches no CiA 402 state" in fb.fault
+    with pytest.raises(DriveError, match="invalid statusword"):
+        drive.command_current(1.0)
+
+
+def test_stop_leaves_the_node_pre_operational(make_rig):
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    drive.enable()
+    drive.stop()
+    assert sim.state is Cia402State.QUICK_STOP_ACTIVE
+    assert wait_until(lambda: sim.nmt_state == "PRE-OPERATIONAL")
+    count = sim.sync_count
+    rig.frames()
+    rig.master.sync.transmit()
+    drive.node.sdo[0x6041].raw  # a round trip: the slave has handled the SYNC before it answers
+    ids = [f.arbitration_id for f in rig.frames()]
+    assert ids[0] == 0x80 and 0x181 not in ids and 0x281 not in ids  # no TPDO answers the SYNC
+    assert sim.sync_count == count
+
+
 # --- feedback timeout -------------------------------------------------------------------------------
 def test_stale_feedback_is_a_fault_after_n_periods(make_rig, params):
     rig = make_rig()
