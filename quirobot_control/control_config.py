@@ -7,16 +7,13 @@ that produced the gains in the file (see its header).
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from quirobot_control.pid import PIDGains
 from quirobot_control.trajectory import TRAJECTORY_JOINTS
+from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
 
 class ControlConfigError(ValueError):
@@ -84,26 +81,19 @@ def design_gains(
 def load_control_config(path: str | Path | None = None, *, max_currents: dict[str, float]) -> ControlConfig:
     """Read config/control.yaml; `max_currents` (A per joint) sets each PID's output limit."""
     path = Path(path) if path is not None else config_directory() / "control.yaml"
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise ControlConfigError(f"cannot read control configuration {path}: {error.strerror}") from error
-    except yaml.YAMLError as error:
-        raise ControlConfigError(f"{path} is not valid YAML: {' '.join(str(error).split())}") from error
-    if not isinstance(raw, dict):
-        raise ControlConfigError(f"{path} must hold a mapping")
-    reader = _Reader(raw, path.name)
+    raw = read_yaml_mapping(path, ControlConfigError, "control configuration")
+    reader = SourcedReader(raw, path.name, ControlConfigError)
     pole = "pole_placement"
-    derivative_filter = reader.number(f"{pole}.derivative_filter")
+    derivative_filter = reader.number(f"{pole}.derivative_filter", positive=True)
     joints = []
     for name in TRAJECTORY_JOINTS:
         key = f"joints.{name}"
         if name not in max_currents:
             raise ControlConfigError(f"no current limit given for joint {name}")
         gains = PIDGains(
-            kp=reader.number(f"{key}.kp"),
-            ki=reader.number(f"{key}.ki"),
-            kd=reader.number(f"{key}.kd"),
+            kp=reader.number(f"{key}.kp", positive=True),
+            ki=reader.number(f"{key}.ki", positive=True),
+            kd=reader.number(f"{key}.kd", positive=True),
             derivative_filter=derivative_filter,
             output_limit=max_currents[name],
         )
@@ -111,11 +101,11 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
             JointControl(
                 name=name,
                 gains=gains,
-                effective_inertia=reader.number(f"{key}.effective_inertia"),
-                following_error=reader.number(f"{key}.following_error"),
+                effective_inertia=reader.number(f"{key}.effective_inertia", positive=True),
+                following_error=reader.number(f"{key}.following_error", positive=True),
             )
         )
-    substeps = reader.number("physics_substeps")
+    substeps = reader.number("physics_substeps", positive=True)
     if substeps != int(substeps):
         raise ControlConfigError(f"{path.name}: physics_substeps must be a whole number, got {substeps}")
     feedforward = raw.get("feedforward", {})
@@ -124,34 +114,13 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
             f"{path.name}: feedforward must map gravity/inverse_dynamics to true or false"
         )
     return ControlConfig(
-        rate=reader.number("rate"),
+        rate=reader.number("rate", positive=True),
         physics_substeps=int(substeps),
         gravity_feedforward=feedforward.get("gravity", True),
         inverse_dynamics_feedforward=feedforward.get("inverse_dynamics", True),
-        bandwidth=reader.number(f"{pole}.bandwidth"),
-        integral_ratio=reader.number(f"{pole}.integral_ratio"),
+        bandwidth=reader.number(f"{pole}.bandwidth", positive=True),
+        integral_ratio=reader.number(f"{pole}.integral_ratio", positive=True),
         joints=tuple(joints),
-        watchdog_timeout=reader.number("safety.watchdog_timeout"),
-        watchdog_stop_timeout=reader.number("safety.watchdog_stop_timeout"),
+        watchdog_timeout=reader.number("safety.watchdog_timeout", positive=True),
+        watchdog_stop_timeout=reader.number("safety.watchdog_stop_timeout", positive=True),
     )
-
-
-class _Reader:
-    def __init__(self, raw: dict[str, Any], name: str) -> None:
-        self.raw = raw
-        self.name = name
-
-    def number(self, key: str) -> float:
-        node: Any = self.raw
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise ControlConfigError(f"{self.name}: {key}: missing")
-            node = node[part]
-        if not isinstance(node, dict) or not {"value", "unit", "source"} <= set(node):
-            raise ControlConfigError(f"{self.name}: {key}: must be a mapping with value, unit and source")
-        value = node["value"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ControlConfigError(f"{self.name}: {key}: value must be a finite number, got {value!r}")
-        if value <= 0:
-            raise ControlConfigError(f"{self.name}: {key}: must be > 0, got {value}")
-        return float(value)

@@ -10,14 +10,12 @@ back up the axis) -> park (joint space).
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from quirobot_control.bone import BoneLayer, BoneParameters
 from quirobot_control.trajectory import (
@@ -32,6 +30,7 @@ from quirobot_control.trajectory import (
     plan_point_to_point,
 )
 from quirobot_description.parameters import RobotParameters
+from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
 
 TASK_NAMES = ("incision", "line")
@@ -89,14 +88,7 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
         raise TaskError(
             f"unknown task {name!r}: give one of {', '.join(TASK_NAMES)} or a path to a .yaml file"
         )
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise TaskError(f"cannot read task file {path}: {error.strerror}") from error
-    except yaml.YAMLError as error:
-        raise TaskError(f"task file {path} is not valid YAML: {' '.join(str(error).split())}") from error
-    if not isinstance(raw, dict):
-        raise TaskError(f"task file {path} must hold a mapping")
+    raw = read_yaml_mapping(path, TaskError, "task file")
     reader = _Reader(raw, path)
     kind = raw.get("task")
     line = LineLimits(
@@ -136,49 +128,9 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
     raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
 
 
-class _Reader:
+class _Reader(SourcedReader):
     def __init__(self, raw: dict[str, Any], path: Path) -> None:
-        self.raw = raw
-        self.path = path
-
-    def fail(self, key: str, message: str) -> TaskError:
-        return TaskError(f"{self.path.name}: {key}: {message}")
-
-    def leaf(self, key: str, node: Any = None) -> Any:
-        node = self.raw if node is None else node
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise self.fail(key, "missing")
-            node = node[part]
-        if not isinstance(node, dict) or not {"value", "unit", "source"} <= set(node):
-            raise self.fail(key, "must be a mapping with value, unit and source")
-        if not isinstance(node["source"], str) or not node["source"].strip():
-            raise self.fail(key, "has no source")
-        return node["value"]
-
-    def number(
-        self, key: str, *, positive: bool = False, non_negative: bool = False, node: Any = None
-    ) -> float:
-        value = self.leaf(key, node)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(key, f"must be a finite number, got {value!r}")
-        if positive and value <= 0:
-            raise self.fail(key, f"must be > 0, got {value}")
-        if non_negative and value < 0:
-            raise self.fail(key, f"must be >= 0, got {value}")
-        return float(value)
-
-    def vector(self, key: str, length: int) -> np.ndarray:
-        value = self.leaf(key)
-        if (
-            not isinstance(value, list)
-            or len(value) != length
-            or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
-            )
-        ):
-            raise self.fail(key, f"must be a list of {length} finite numbers, got {value!r}")
-        return np.array(value, dtype=float)
+        super().__init__(raw, path.name, TaskError)
 
     def bone(self) -> BoneParameters:
         node = self.raw.get("bone")
@@ -194,17 +146,17 @@ class _Reader:
             layers.append(
                 BoneLayer(
                     name=layer["name"],
-                    thickness=self.number("thickness", positive=True, node=layer),
-                    thrust_factor=self.number("thrust_factor", non_negative=True, node=layer),
+                    thickness=self.number("thickness", positive=True, root=layer),
+                    thrust_factor=self.number("thrust_factor", non_negative=True, root=layer),
                 )
             )
         return BoneParameters(
             layers=tuple(layers),
-            reference_thrust=self.number("reference_thrust", positive=True, node=node),
-            reference_feed_rate=self.number("reference_feed_rate", positive=True, node=node),
-            feed_rate_exponent=self.number("feed_rate_exponent", positive=True, node=node),
-            point_length=self.number("point_length", positive=True, node=node),
-            time_constant=self.number("time_constant", positive=True, node=node),
+            reference_thrust=self.number("reference_thrust", positive=True, root=node),
+            reference_feed_rate=self.number("reference_feed_rate", positive=True, root=node),
+            feed_rate_exponent=self.number("feed_rate_exponent", positive=True, root=node),
+            point_length=self.number("point_length", positive=True, root=node),
+            time_constant=self.number("time_constant", positive=True, root=node),
         )
 
 

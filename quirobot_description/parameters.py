@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
+from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
+
+__all__ = ["ParameterError", "Quantity", "RobotParameters", "load_parameters"]
 
 DEFAULT_PARAMETER_FILE = Path(__file__).resolve().parent / "config" / "quirobot.yaml"
 
@@ -30,15 +32,6 @@ CANOPEN_AXES = (*JOINT_NAMES, "drill_feed")
 
 class ParameterError(ValueError):
     """The parameter file is missing, malformed, or holds an invalid value (named in the message)."""
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """One physical number of the parameter file with its unit and source."""
-
-    value: float | tuple[float, ...]
-    unit: str
-    source: str
 
 
 @dataclass(frozen=True)
@@ -337,85 +330,16 @@ class RobotParameters:
 def load_parameters(path: str | Path | None = None) -> RobotParameters:
     """Read and validate the parameter file (default: the one shipped with the package)."""
     path = Path(path) if path is not None else DEFAULT_PARAMETER_FILE
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ParameterError(f"cannot read parameter file {path}: {error.strerror}") from error
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ParameterError(f"parameter file {path} is not valid YAML: {_one_line(error)}") from error
-    if not isinstance(raw, dict):
-        raise ParameterError(f"parameter file {path} must hold a mapping at the top level")
+    raw = read_yaml_mapping(path, ParameterError, "parameter file")
     return _Reader(raw, path).robot()
 
 
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split())
-
-
-class _Reader:
-    """Walks the raw YAML, checking each leaf and recording it with its dotted key."""
+class _Reader(SourcedReader):
+    """Walks the raw YAML, building the dataclasses; every leaf is recorded with its dotted key."""
 
     def __init__(self, raw: dict[str, Any], path: Path) -> None:
-        self.raw = raw
+        super().__init__(raw, path.name, ParameterError)
         self.path = path
-        self.quantities: dict[str, Quantity] = {}
-
-    def fail(self, key: str, message: str) -> ParameterError:
-        return ParameterError(f"{self.path.name}: {key}: {message}")
-
-    def node(self, key: str) -> Any:
-        node: Any = self.raw
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise self.fail(key, "missing")
-            node = node[part]
-        return node
-
-    def text(self, key: str, choices: tuple[str, ...] | None = None) -> str:
-        value = self.node(key)
-        if not isinstance(value, str):
-            raise self.fail(key, f"must be a string, got {value!r}")
-        if choices is not None and value not in choices:
-            raise self.fail(key, f"must be one of {', '.join(choices)}, got {value!r}")
-        return value
-
-    def quantity(self, key: str) -> Quantity:
-        leaf = self.node(key)
-        if not isinstance(leaf, dict) or not {"value", "unit", "source"} <= set(leaf):
-            raise self.fail(key, "must be a mapping with value, unit and source")
-        source = leaf["source"]
-        if not isinstance(source, str) or not source.strip():
-            raise self.fail(key, "has no source: say where the number comes from")
-        raw_value = leaf["value"]
-        values = raw_value if isinstance(raw_value, list) else [raw_value]
-        for item in values:
-            if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
-                raise self.fail(key, f"value must be a finite number, got {item!r}")
-        value = tuple(float(v) for v in values) if isinstance(raw_value, list) else float(raw_value)
-        quantity = Quantity(value=value, unit=str(leaf["unit"]), source=source)
-        self.quantities[key] = quantity
-        return quantity
-
-    def number(self, key: str, *, positive: bool = False, non_negative: bool = False) -> float:
-        value = self.quantity(key).value
-        if isinstance(value, tuple):
-            raise self.fail(key, f"must be a single number, got a list {list(value)}")
-        if positive and value <= 0.0:
-            raise self.fail(key, f"must be > 0, got {value}")
-        if non_negative and value < 0.0:
-            raise self.fail(key, f"must be >= 0, got {value}")
-        return value
-
-    def vector(self, key: str, length: int, *, positive: bool = False) -> np.ndarray:
-        value = self.quantity(key).value
-        if not isinstance(value, tuple) or len(value) != length:
-            raise self.fail(key, f"must be a list of {length} numbers, got {value!r}")
-        array = np.array(value)
-        if positive and np.any(array <= 0.0):
-            raise self.fail(key, f"every element must be > 0, got {list(value)}")
-        return array
 
     def motor(self, name: str) -> MotorParameters:
         key = f"motors.{name}"
@@ -526,12 +450,6 @@ class _Reader:
             dwell_time=self.number(f"{key}.dwell_time", non_negative=True),
             search_poses=int(poses),
         )
-
-    def whole(self, key: str, lowest: int, highest: int) -> int:
-        value = self.number(key)
-        if value != int(value) or not lowest <= value <= highest:
-            raise self.fail(key, f"must be a whole number in [{lowest}, {highest}], got {value}")
-        return int(value)
 
     def canopen(self) -> CanopenParameters:
         key = "canopen"
