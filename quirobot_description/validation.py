@@ -19,6 +19,7 @@ import numpy as np
 
 from quirobot_description.inertia import box_inertia, cylinder_inertia, inertia_problems
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
+from quirobot_kinematics import KinematicModel, forward_kinematics
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 STAGES = ("xml", "urdf", "visual", "collision", "inertial", "kinematics", "engines", "ros2_control")
@@ -453,20 +454,6 @@ def _stage_inertial(robot: _Robot) -> list[str]:
     return problems
 
 
-def report_transform(q: np.ndarray, l4: float, l5: float) -> np.ndarray:
-    """(4, 4) report frame 5' in frame 0': the report's closed form, q = (d1, d2, d3, theta4, theta5)."""
-    d1, d2, d3, t4, t5 = q
-    c4, s4, c5, s5 = math.cos(t4), math.sin(t4), math.cos(t5), math.sin(t5)
-    return np.array(
-        [
-            [s4, c4 * s5, c4 * c5, d1 + l5 * c4 * c5],
-            [c4, -s4 * s5, -s4 * c5, d2 - l5 * s4 * c5],
-            [0.0, c5, -s5, -d3 - l4 - l5 * s5],
-            [0.0, 0.0, 0.0, 1.0],
-        ]
-    )
-
-
 def _stage_kinematics(text: str, parameters: RobotParameters, samples: int, seed: int) -> list[str]:
     import pinocchio as pin
 
@@ -479,6 +466,9 @@ def _stage_kinematics(text: str, parameters: RobotParameters, samples: int, seed
         problems.append("link 'tool0' missing (the report's frame 5')")
     if problems:
         return problems
+    # The report's closed-form T, as quirobot_kinematics implements it (itself checked
+    # against the report's DH product and worked example).
+    report = KinematicModel.from_parameters(parameters)
     data = model.createData()
     frame = model.getFrameId("tool0")
     indices = [model.joints[model.getJointId(name)].idx_q for name in JOINT_NAMES]
@@ -489,7 +479,7 @@ def _stage_kinematics(text: str, parameters: RobotParameters, samples: int, seed
         q = pin.neutral(model)
         q[indices] = q5
         pin.framesForwardKinematics(model, data, q)
-        expected = report_transform(q5, parameters.l4, parameters.l5)
+        expected = forward_kinematics(q5, report)
         position = float(np.linalg.norm(data.oMf[frame].translation - expected[:3, 3]))
         # rotation angle between the two, from ||R1 - R2||_F = 2*sqrt(2)*sin(angle/2) (exact near 0)
         chord = np.linalg.norm(data.oMf[frame].rotation - expected[:3, :3]) / (2.0 * math.sqrt(2.0))
