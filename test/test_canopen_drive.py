@@ -456,7 +456,7 @@ def test_stop_leaves_the_node_pre_operational(make_rig):
     count = sim.sync_count
     rig.frames()
     rig.master.sync.transmit()
-    drive.node.sdo[0x6041].raw  # a round trip: the slave has handled the SYNC before it answers
+    assert drive.node.sdo[0x6041].raw  # a round trip: the slave has handled the SYNC before it answers
     ids = [f.arbitration_id for f in rig.frames()]
     assert ids[0] == 0x80 and 0x181 not in ids and 0x281 not in ids  # no TPDO answers the SYNC
     assert sim.sync_count == count
@@ -647,7 +647,7 @@ def test_drives_on_three_buses(params, inertias):
             networks[channel] = network(name)
         with pytest.raises(ValueError, match="no network for CAN bus"):
             canopen_drives_for_buses(params, {"can0": networks["can0"]})
-        drives = canopen_drives_for_buses(params, networks)
+        drives = canopen_drives_for_buses(params, networks, clock=FakeClock())
         assert list(drives) == list(CANOPEN_AXES)
         assert sorted(slave_ids(slaves)) == sorted(params.canopen.node_ids.values())
         for channel, net in networks.items():
