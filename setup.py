@@ -21,6 +21,7 @@ setup(
     packages=find_packages(include=["quirobot_description*", "quirobot_kinematics*", "quirobot_control*"]),
     package_data={
         "quirobot_description": ["config/*.yaml", "urdf/*.xacro"],
+        "quirobot_control": ["config/*.eds"],
     },
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
