@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from quirobot_control.drive import DriveState
+from quirobot_control.drive_backend import SimulatedBackend
 from quirobot_control.drive_bridge import BridgeError, DriveBridge
 from quirobot_control.incision import control_configuration
 from quirobot_control.trajectory import TRAJECTORY_JOINTS
@@ -15,7 +16,8 @@ START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
 
 @pytest.fixture()
 def bridge(parameters):
-    return DriveBridge(parameters, control_configuration(parameters), START)
+    control = control_configuration(parameters)
+    return DriveBridge(parameters, control, SimulatedBackend(parameters, control, START))
 
 
 def test_commands_are_tracked_and_states_published(bridge):
@@ -28,7 +30,7 @@ def test_commands_are_tracked_and_states_published(bridge):
     assert sample.names == TRAJECTORY_JOINTS
     assert sample.stop_reason is None
     np.testing.assert_allclose(sample.position, target, atol=2e-6)
-    np.testing.assert_allclose(bridge.plant.position, target, atol=2e-6)
+    np.testing.assert_allclose(bridge.backend.plant.position, target, atol=2e-6)
     assert sample.time == pytest.approx(0.3)
 
 

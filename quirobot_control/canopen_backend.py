@@ -1,0 +1,235 @@
+"""The drive bridge on real motors: CiA 402 servo drives on the CAN buses of the parameter file.
+
+`CanopenBackend` is a `drive_backend.DriveBackend`. It owns one `canopen.Network` per bus of
+`params.canopen.channels` (can0, can1, can2), opened with a python-can interface and a channel
+per bus (`CanBusConfig`: socketcan and the bus names by default; tests use python-can's
+"virtual" interface), builds the drives with `canopen_drives_for_buses`, and runs them in
+lock-step with the control loop:
+
+- start-up: open every bus, configure and start every node (SDO, NMT operational), one SYNC per
+  bus so that feedback flows; the drives are enabled later by the hardware component. Any
+  failure (no such interface or channel, a node that does not answer, a drive whose motor data
+  disagree with the parameter file, no feedback) closes what was opened and raises
+  `DriveStartupError` naming the bus and node; no drive has been enabled.
+- `before_read()`: one SYNC on every bus (sent by the loop itself, no free-running timer), then
+  wait for every drive's TPDO1 + TPDO2 of that SYNC, at most `feedback_wait` s (wall clock;
+  default one SYNC period). A drive that did not answer keeps its previous feedback.
+- The drives' feedback watchdog counts SYNCs, not wall-clock time: its clock is the time of the
+  latest SYNC sent (n * sync_period). A node silent for canopen.feedback_timeout_periods cycles
+  is a feedback-timeout fault (which stops every drive); a master that pauses (start-up, the OS)
+  does not fault drives whose answers are waiting. A SYNC the bus refuses to send (bus off, full
+  queue) is not retried: missing feedback ends in the same feedback timeout.
+- `close()`: quick stop of every enabled drive and NMT pre-operational (no more PDOs), then
+  every bus disconnected; best effort, problems returned as text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import can
+import canopen
+
+from quirobot_control.canopen_drive import (
+    DEFAULT_EDS,
+    CanopenConfigurationError,
+    CanopenDrive,
+    canopen_drives_for_buses,
+)
+from quirobot_control.control_config import ControlConfig
+from quirobot_control.drive import DriveError
+from quirobot_control.drive_backend import DriveStartupError
+from quirobot_control.trajectory import TRAJECTORY_JOINTS
+from quirobot_description.parameters import RobotParameters
+
+#: s, how long a bus's reader thread blocks in one receive: bounds how long close() waits for it.
+READER_POLL_PERIOD = 0.01
+
+
+@dataclass(frozen=True)
+class CanBusConfig:
+    """How to reach the buses: a python-can interface, and the channel of each bus.
+
+    `channels` maps a bus name of the parameter file (canopen.channels: can0, ...) to the
+    python-can channel to open for it (e.g. can0 -> vcan0); a bus not listed opens the channel
+    of its own name.
+    """
+
+    interface: str = "socketcan"
+    channels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.interface, str) or not self.interface.strip():
+            raise ValueError(f"CAN interface must be a non-empty name, got {self.interface!r}")
+        for bus, channel in self.channels.items():
+            if not str(bus).strip() or not str(channel).strip():
+                raise ValueError(f"CAN channel mapping {bus!r} -> {channel!r}: both names must be non-empty")
+
+    def channel(self, bus: str) -> str:
+        return self.channels.get(bus, bus)
+
+    def describe(self, bus: str) -> str:
+        """'CAN bus can1 (socketcan channel can1)'."""
+        return f"CAN bus {bus} ({self.interface} channel {self.channel(bus)})"
+
+
+def parse_channel_map(text: str) -> dict[str, str]:
+    """'can0=vcan0, can1=vcan1' -> {'can0': 'vcan0', 'can1': 'vcan1'}; '' -> {}."""
+    mapping: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        bus, sep, channel = item.partition("=")
+        bus, channel = bus.strip(), channel.strip()
+        if not sep or not bus or not channel:
+            raise ValueError(
+                f"CAN channel mapping {item.strip()!r} is not of the form bus=channel (e.g. can0=vcan0)"
+            )
+        if bus in mapping:
+            raise ValueError(f"CAN channel mapping names bus {bus} twice")
+        mapping[bus] = channel
+    return mapping
+
+
+class CanopenBackend:
+    """The bridge's drives on CANopen (see the module docstring)."""
+
+    def __init__(
+        self,
+        params: RobotParameters,
+        control: ControlConfig,
+        config: CanBusConfig | None = None,
+        *,
+        feedback_wait: float | None = None,
+        eds: str | Path = DEFAULT_EDS,
+    ) -> None:
+        """`feedback_wait`: s (wall clock) to wait for each cycle's TPDOs; default one SYNC period."""
+        self.params = params
+        self.config = config or CanBusConfig()
+        bus = params.canopen
+        if not math.isclose(bus.sync_period, control.dt, rel_tol=1e-9):
+            raise DriveStartupError(
+                f"canopen.sync_period {bus.sync_period} s differs from the control period {control.dt} s: "
+                f"the drive bridge sends one SYNC per control period"
+            )
+        unknown = sorted(set(self.config.channels) - set(bus.channel_names))
+        if unknown:
+            raise DriveStartupError(
+                f"CAN channel mapping names unknown bus(es) {', '.join(unknown)}; "
+                f"the parameter file's buses are {', '.join(bus.channel_names)}"
+            )
+        wait = bus.sync_period if feedback_wait is None else feedback_wait
+        if not math.isfinite(wait) or wait < 0.0:
+            raise ValueError(f"feedback wait must be a finite number of seconds >= 0, got {feedback_wait!r}")
+        self.feedback_wait = wait
+        self.sync_period = bus.sync_period
+        self.syncs = 0  # SYNCs sent on every bus since start-up
+        self.networks: dict[str, canopen.Network] = {}
+        self.drives: dict[str, CanopenDrive] = {}
+        self._closed = False
+        try:
+            self._open_buses()
+            drives = canopen_drives_for_buses(
+                params, self.networks, start=False, clock=self._sync_clock, eds=eds
+            )
+            self.drives = {name: drives[name] for name in TRAJECTORY_JOINTS}
+            self._start_drives()
+            self._first_feedback()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- the control cycle ----------------------------------------------------------------------
+    def before_read(self) -> None:
+        """One SYNC on every bus, then wait (at most feedback_wait) for every drive's answer."""
+        self._sync(self.feedback_wait)
+
+    def after_write(self) -> None:
+        """Nothing: the drives apply the commands written at the next SYNC."""
+
+    def _sync(self, wait: float) -> None:
+        targets = [(drive, drive.feedback_count + 1) for drive in self.drives.values()]
+        self.syncs += 1  # before sending: the answers are stamped with this SYNC's time
+        for network in self.networks.values():
+            with contextlib.suppress(can.CanError, OSError):  # missing feedback: the watchdog decides
+                network.sync.transmit()
+        deadline = time.monotonic() + wait
+        for drive, target in targets:
+            drive.wait_for_feedback(target, max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> list[str]:
+        """Quick-stop enabled drives, NMT pre-operational, disconnect every bus (idempotent)."""
+        if self._closed:
+            return []
+        self._closed = True
+        problems = []
+        for drive in self.drives.values():
+            try:
+                drive.stop()
+            except (DriveError, can.CanError, OSError) as error:
+                problems.append(f"{drive!r}: stop failed: {error}")
+        for name, network in self.networks.items():
+            try:
+                network.disconnect()
+            except (can.CanError, OSError) as error:
+                problems.append(f"{self.config.describe(name)}: disconnect failed: {error}")
+        return problems
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- start-up -----------------------------------------------------------------------------
+    def _sync_clock(self) -> float:
+        """The drives' watchdog clock: time of the latest SYNC sent, s."""
+        return self.syncs * self.sync_period
+
+    def _open_buses(self) -> None:
+        for name in self.params.canopen.channel_names:
+            network = canopen.Network()
+            network.NOTIFIER_CYCLE = READER_POLL_PERIOD
+            try:
+                network.connect(
+                    interface=self.config.interface,
+                    channel=self.config.channel(name),
+                    bitrate=self.params.canopen.bitrate,
+                )
+            except (can.CanError, OSError, ValueError, ImportError) as error:
+                raise DriveStartupError(
+                    f"{self.config.describe(name)}: cannot open: {_one_line(error)}"
+                ) from error
+            self.networks[name] = network
+
+    def _start_drives(self) -> None:
+        channels = self.params.canopen.channels
+        for name, drive in self.drives.items():
+            try:
+                drive.start()
+            except (DriveError, CanopenConfigurationError) as error:
+                raise DriveStartupError(
+                    f"{self.config.describe(channels[name])}: {_one_line(error)}"
+                ) from error
+
+    def _first_feedback(self) -> None:
+        """Feedback must flow before the hardware enables anything: one SYNC, every node answers."""
+        self._sync(max(self.feedback_wait, self.params.canopen.transition_timeout))
+        silent = [name for name, drive in self.drives.items() if drive.feedback_count < 1]
+        if silent:
+            channels = self.params.canopen.channels
+            who = "; ".join(
+                f"{self.config.describe(channels[n])}: drive {n} (CANopen node {self.drives[n].node_id})"
+                for n in silent
+            )
+            timeout = self.params.canopen.transition_timeout
+            raise DriveStartupError(
+                f"no feedback (TPDO1 and TPDO2) within {timeout} s of the first SYNC from {who}"
+            )
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())

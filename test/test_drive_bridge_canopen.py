@@ -1,0 +1,398 @@
+"""DriveBridge on the "canopen" backend, end to end on python-can's virtual bus.
+
+Six simulated CiA 402 slaves (CanopenServoSimulator, one per axis) sit on three virtual
+channels, one per bus of the parameter file (canopen.channels: can0, can1, can2); the bridge
+opens its own networks on those channels (CanBusConfig(interface="virtual", channels=...)), as
+it opens can0..can2 with socketcan on the robot. A sniffer per channel sees the raw frames,
+decoded with struct (CiA 301 layouts), independently of the canopen library. The slaves advance
+one SYNC period per SYNC, so the runs are deterministic; the only wall-clock waits are bounded
+waits for frames (WAIT), never reached when things work.
+
+The slaves' joints carry the gravity load of the start pose and a holding brake released only
+while the drive is enabled (the simulator's joint model has neither; the bridge pre-loads its
+integrators with the holding efforts of the rigid-body model, as on the real robot), so a joint
+that is not commanded must stay where it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import time
+import uuid
+from dataclasses import dataclass
+
+import can
+import can.interfaces.virtual
+import canopen
+import numpy as np
+import pytest
+
+from quirobot_control.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
+from quirobot_control.canopen_drive import Cia402State
+from quirobot_control.canopen_servo_simulator import (
+    CanopenServoSimulator,
+    JointModel,
+    simulator_for_axis,
+)
+from quirobot_control.drive import DriveState, SimulatedDrive, drive_for_joint
+from quirobot_control.drive_bridge import (
+    DRIVE_BACKENDS,
+    BridgeError,
+    DriveBridge,
+    DriveStartupError,
+    open_backend,
+)
+from quirobot_control.incision import control_configuration
+from quirobot_control.simulation import gravity_model
+from quirobot_control.trajectory import TRAJECTORY_JOINTS
+from quirobot_description.parameters import CANOPEN_AXES
+
+WAIT = 2.0  # s, wall-clock bound on a wait for frames (never reached when it works)
+START = {
+    "gantry_x": 0.5,
+    "gantry_y": 0.6,
+    "gantry_z": 0.7,
+    "wrist_yaw": 1.0,
+    "wrist_pitch": 0.3,
+    "drill_feed": 0.02,
+}
+SYNC_ID = 0x80  # CiA 301 SYNC COB-ID
+
+
+@dataclass
+class LoadedJoint(JointModel):
+    """The simulator's joint with a constant external effort `load` (N or N*m, gravity at the
+    start pose) and a holding brake, engaged (joint at rest) unless the drive is enabled."""
+
+    load: float = 0.0
+    drive: SimulatedDrive | None = None
+
+    def step(self, effort: float, dt: float) -> None:
+        if self.drive is not None and self.drive.state is not DriveState.ENABLED:
+            self.velocity = 0.0
+            return
+        super().step(effort + self.load, dt)
+
+
+@pytest.fixture(scope="module")
+def control(parameters):
+    return control_configuration(parameters)
+
+
+@pytest.fixture(scope="module")
+def loads(parameters):
+    """Gravity effort on each axis at START (minus the holding effort of the rigid-body model)."""
+    holding = gravity_model(parameters)(np.array([START[a] for a in TRAJECTORY_JOINTS]))
+    return {axis: -float(h) for axis, h in zip(TRAJECTORY_JOINTS, holding, strict=True)}
+
+
+def network(channel: str) -> canopen.Network:
+    net = canopen.Network(can.Bus(interface="virtual", channel=channel))
+    net.NOTIFIER_CYCLE = 0.01  # s: lets disconnect() return at once
+    return net.connect()
+
+
+def wait_until(condition, timeout: float = WAIT) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1e-4)
+    return True
+
+
+def open_buses(channels) -> int:
+    """Buses open on the virtual channels (python-can's registry of virtual channels)."""
+    return sum(len(can.interfaces.virtual.channels.get(c, ())) for c in channels)
+
+
+@dataclass
+class Buses:
+    config: CanBusConfig
+    slaves: dict[str, canopen.Network]  # bus name -> the slaves' network
+    sniffers: dict[str, can.BusABC]  # bus name -> raw reader
+    simulators: dict[str, CanopenServoSimulator]  # axis -> slave
+
+    def frames(self, bus: str) -> list[can.Message]:
+        out = []
+        while (message := self.sniffers[bus].recv(timeout=0)) is not None:
+            out.append(message)
+        return out
+
+
+@pytest.fixture
+def make_buses(parameters, control, loads):
+    created: list[Buses] = []
+
+    def make(silent=(), simulators=None) -> Buses:
+        """Slaves on every bus but those in `silent`; `simulators` replaces some by axis."""
+        tag = uuid.uuid4().hex
+        channels = {bus: f"quirobot-bridge-{bus}-{tag}" for bus in parameters.canopen.channel_names}
+        buses = Buses(CanBusConfig("virtual", channels), {}, {}, {})
+        created.append(buses)
+        for bus, channel in channels.items():
+            buses.slaves[bus] = network(channel)
+            buses.sniffers[bus] = can.Bus(interface="virtual", channel=channel)
+            if bus in silent:
+                continue
+            for axis in parameters.canopen.axes_on(bus):
+                sim = (simulators or {}).get(axis)
+                if sim is None:
+                    sim = simulator_for_axis(
+                        parameters, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
+                    )
+                    joint = sim.joint
+                    sim.joint = LoadedJoint(
+                        joint.inertia, joint.damping, START[axis], load=loads[axis], drive=sim.drive
+                    )
+                sim.attach(buses.slaves[bus])
+                buses.simulators[axis] = sim
+        return buses
+
+    yield make
+    for buses in created:
+        for net in buses.slaves.values():
+            net.disconnect()
+        for sniffer in buses.sniffers.values():
+            sniffer.shutdown()
+
+
+@pytest.fixture
+def make_bridge(parameters, control):
+    bridges = []
+
+    def make(buses: Buses, **options) -> DriveBridge:
+        options.setdefault("feedback_wait", WAIT)
+        bridge = DriveBridge(
+            parameters, control, CanopenBackend(parameters, control, buses.config, **options)
+        )
+        bridges.append(bridge)
+        return bridge
+
+    yield make
+    for bridge in bridges:
+        bridge.close()
+
+
+def sdo_downloads(frames, node_id, index):
+    """Values of expedited SDO downloads to `index` (CiA 301: ccs 1, e = s = 1)."""
+    values = []
+    for frame in frames:
+        if frame.arbitration_id == 0x600 + node_id and frame.data[0] & 0xE3 == 0x23:
+            size = 4 - ((frame.data[0] >> 2) & 0x3)
+            frame_index, _ = struct.unpack_from("<HB", frame.data, 1)
+            if frame_index == index:
+                values.append(int.from_bytes(frame.data[4 : 4 + size], "little"))
+    return values
+
+
+def command_all(bridge, positions):
+    bridge.command(list(TRAJECTORY_JOINTS), [positions[a] for a in TRAJECTORY_JOINTS], [])
+
+
+# --- start-up ---------------------------------------------------------------------------------------
+def test_start_up_enables_every_drive_on_its_bus(make_buses, make_bridge, parameters):
+    buses = make_buses()
+    bridge = make_bridge(buses)
+    backend = bridge.backend
+    assert list(backend.networks) == ["can0", "can1", "can2"]
+    frames = {bus: buses.frames(bus) for bus in backend.networks}
+    for axis in CANOPEN_AXES:
+        bus = parameters.canopen.channels[axis]
+        assert bridge.drives[axis].node.network is backend.networks[bus], axis
+        assert buses.simulators[axis].state is Cia402State.OPERATION_ENABLED, axis
+        assert buses.simulators[axis].nmt_state == "OPERATIONAL", axis
+        assert bridge.drives[axis].feedback().state is DriveState.ENABLED, axis
+        # Enabled by SDO on its own bus: Shutdown, Switch on, Enable operation (CiA 402).
+        node = parameters.canopen.node_ids[axis]
+        assert sdo_downloads(frames[bus], node, 0x6040) == [0x06, 0x07, 0x0F], axis
+    sample = bridge.step()
+    assert sample.stop_reason is None and sample.names == TRAJECTORY_JOINTS
+    for k, axis in enumerate(TRAJECTORY_JOINTS):
+        assert sample.position[k] == pytest.approx(START[axis], abs=bridge.drives[axis].encoder.resolution)
+
+
+def test_each_control_period_sends_one_sync_per_bus(make_buses, make_bridge, parameters):
+    buses = make_buses()
+    bridge = make_bridge(buses)
+    for bus in buses.sniffers:
+        buses.frames(bus)
+    cycles = 5
+    for _ in range(cycles):
+        command_all(bridge, START)
+        bridge.step()
+    for bus in buses.sniffers:
+        frames = buses.frames(bus)
+        ids = {parameters.canopen.node_ids[a] for a in parameters.canopen.axes_on(bus)}
+        assert [f.arbitration_id for f in frames].count(SYNC_ID) == cycles, bus
+        # Per period and node of this bus (and no other): the command (RPDO1), and the answers
+        # to the SYNC (TPDO1, TPDO2).
+        pdo_ids = [f.arbitration_id for f in frames if 0x180 < f.arbitration_id < 0x300]
+        expected = {base + n for base in (0x180, 0x200, 0x280) for n in ids}
+        assert set(pdo_ids) == expected, bus
+        assert all(pdo_ids.count(i) == cycles for i in expected), bus
+    # One SYNC at start-up (feedback before enabling), then one per period.
+    assert all(sim.sync_count == cycles + 1 for sim in buses.simulators.values())
+
+
+# --- motion -----------------------------------------------------------------------------------------
+def test_a_position_command_moves_that_joint_and_the_published_state_follows(make_buses, make_bridge):
+    buses = make_buses()
+    bridge = make_bridge(buses)
+    step = 0.001  # m on gantry_x, 1 mm
+    target = START["gantry_x"] + step
+    sim = buses.simulators["gantry_x"]
+    published = []
+    for _ in range(200):  # 0.2 s
+        bridge.command(["gantry_x"], [target], [0.0])
+        sample = bridge.step()
+        assert sample.stop_reason is None
+        published.append(sample.position[0])
+        # The state published is the slave's encoder at this period's SYNC.
+        resolution = bridge.drives["gantry_x"].encoder.resolution
+        assert sample.position[0] == pytest.approx(sim.joint.position, abs=resolution)
+    published = np.array(published)
+    assert published[20] - START["gantry_x"] > 0.1 * step  # on its way after 20 ms
+    assert sim.joint.position == pytest.approx(target, abs=0.02 * step)  # settled within 2 %
+    assert published[-1] == pytest.approx(target, abs=0.02 * step)
+    for k, axis in enumerate(TRAJECTORY_JOINTS[1:], start=1):  # the others hold their pose
+        assert buses.simulators[axis].joint.position == pytest.approx(START[axis], abs=2e-5), axis
+        assert sample.position[k] == pytest.approx(START[axis], abs=2e-5), axis
+
+
+# --- faults -----------------------------------------------------------------------------------------
+def test_a_fault_in_one_slave_stops_every_drive_with_the_reason(make_buses, make_bridge):
+    buses = make_buses()
+    bridge = make_bridge(buses)
+    for _ in range(5):
+        command_all(bridge, START)
+        assert bridge.step().stop_reason is None
+    buses.simulators["wrist_yaw"].inject_fault(0x2310)
+    command_all(bridge, START)
+    sample = bridge.step()
+    assert sample.stop_reason == "drive fault on wrist_yaw: error code 0x2310: continuous over-current"
+    for axis, sim in buses.simulators.items():
+        expected = Cia402State.FAULT if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
+        assert sim.state is expected, axis
+    assert bridge.step().stop_reason == sample.stop_reason  # latched
+
+
+def test_a_silent_node_is_a_feedback_timeout_after_n_cycles(make_buses, make_bridge, parameters):
+    buses = make_buses()
+    bridge = make_bridge(buses, feedback_wait=0.05)  # s per cycle spent waiting for the silent node
+    command_all(bridge, START)
+    bridge.step()
+    buses.simulators["drill_feed"].stop_feedback()
+    periods = parameters.canopen.feedback_timeout_periods
+    cycles, sample = 0, None
+    while cycles < periods + 2 and not (sample and sample.stop_reason):
+        command_all(bridge, START)
+        sample = bridge.step()
+        cycles += 1
+    # The watchdog counts SYNCs: N periods of silence are tolerated, N + 1 are not (+-1 for rounding).
+    assert periods <= cycles <= periods + 1
+    assert sample.stop_reason.startswith("drive fault on drill_feed: feedback timeout: no TPDO from node 6")
+    for axis, sim in buses.simulators.items():
+        assert sim.state is Cia402State.QUICK_STOP_ACTIVE, axis
+
+
+# --- shutdown ---------------------------------------------------------------------------------------
+def test_close_quick_stops_every_drive_and_disconnects(make_buses, make_bridge):
+    buses = make_buses()
+    bridge = make_bridge(buses)
+    command_all(bridge, START)
+    bridge.step()
+    channels = buses.config.channels.values()
+    assert open_buses(channels) == 3 * 3  # slaves, sniffer and the bridge on each channel
+    assert bridge.close() == []
+    for axis, sim in buses.simulators.items():
+        assert sim.state is Cia402State.QUICK_STOP_ACTIVE, axis
+        assert wait_until(lambda sim=sim: sim.nmt_state == "PRE-OPERATIONAL"), axis
+    assert all(net.bus is None for net in bridge.backend.networks.values())
+    assert open_buses(channels) == 3 * 2
+    for bus in buses.sniffers:
+        ids = [f.arbitration_id for f in buses.frames(bus)]
+        assert ids[-1] == 0  # NMT (enter pre-operational) is the last frame
+    with pytest.raises(BridgeError, match="closed"):
+        bridge.step()
+    assert bridge.close() == []  # idempotent
+    assert all(not buses.frames(bus) for bus in buses.sniffers)
+
+
+# --- start-up errors -----------------------------------------------------------------------------
+def test_a_bus_without_answer_fails_start_up_naming_the_node_and_enables_nothing(make_buses, make_bridge):
+    buses = make_buses(silent=("can1",))
+    with pytest.raises(DriveStartupError) as raised:
+        make_bridge(buses)
+    message = str(raised.value)
+    channel = buses.config.channels["can1"]
+    assert message.startswith(
+        f"CAN bus can1 (virtual channel {channel}): drive gantry_z (CANopen node 3): start-up failed"
+    )
+    assert "\n" not in message
+    for bus in ("can0", "can1", "can2"):
+        frames = buses.frames(bus)
+        for node in range(1, 7):
+            assert sdo_downloads(frames, node, 0x6040) == [], (bus, node)  # no controlword: nothing enabled
+        assert SYNC_ID not in [f.arbitration_id for f in frames]
+    for axis, sim in buses.simulators.items():
+        assert sim.state is Cia402State.SWITCH_ON_DISABLED, axis
+        assert wait_until(lambda sim=sim: sim.nmt_state == "PRE-OPERATIONAL"), axis  # started, then stopped
+    assert open_buses(buses.config.channels.values()) == 3 * 2  # the bridge's buses are closed
+
+
+def test_a_drive_with_other_motor_data_fails_start_up(make_buses, make_bridge, parameters, control):
+    wrong = CanopenServoSimulator(  # gantry_y's node with a wrist motor: 0x6075 is 1200 mA, not 12900
+        parameters.canopen.node_ids["gantry_y"],
+        drive_for_joint(parameters, "wrist_yaw"),
+        JointModel(inertia=control.joint("wrist_yaw").effective_inertia, damping=0.0),
+        parameters.canopen.sync_period,
+    )
+    buses = make_buses(simulators={"gantry_y": wrong})
+    with pytest.raises(
+        DriveStartupError, match=r"^CAN bus can0 \(.*\): drive gantry_y \(CANopen node 2\).*0x6075"
+    ):
+        make_bridge(buses)
+    assert all(sim.state is Cia402State.SWITCH_ON_DISABLED for sim in buses.simulators.values())
+
+
+def test_an_interface_that_does_not_exist_is_named(parameters, control):
+    config = CanBusConfig("no-such-interface")
+    with pytest.raises(
+        DriveStartupError, match=r"^CAN bus can0 \(no-such-interface channel can0\): cannot open"
+    ):
+        CanopenBackend(parameters, control, config)
+
+
+def test_bad_bus_configuration_is_refused_before_any_bus_io(parameters, control):
+    with pytest.raises(DriveStartupError, match="unknown bus.*can7"):
+        CanopenBackend(parameters, control, CanBusConfig("virtual", {"can7": "x"}))
+    slow = dataclasses.replace(parameters, canopen=dataclasses.replace(parameters.canopen, sync_period=0.002))
+    with pytest.raises(DriveStartupError, match="sync_period 0.002 s differs from the control period"):
+        CanopenBackend(slow, control, CanBusConfig("virtual"))
+    with pytest.raises(ValueError, match="non-empty"):
+        CanBusConfig("")
+    with pytest.raises(ValueError, match="feedback wait"):
+        CanopenBackend(parameters, control, CanBusConfig("virtual"), feedback_wait=float("nan"))
+
+
+def test_channel_maps_and_backend_names():
+    assert parse_channel_map("") == {}
+    assert parse_channel_map("can0=vcan0, can1 = vcan1,") == {"can0": "vcan0", "can1": "vcan1"}
+    with pytest.raises(ValueError, match="'can0' is not of the form bus=channel"):
+        parse_channel_map("can0")
+    with pytest.raises(ValueError, match="twice"):
+        parse_channel_map("can0=a,can0=b")
+    assert (
+        CanBusConfig("socketcan", {"can0": "vcan0"}).describe("can0")
+        == "CAN bus can0 (socketcan channel vcan0)"
+    )
+    assert DRIVE_BACKENDS == ("simulated", "canopen")
+
+
+def test_open_backend_refuses_unknown_names(parameters, control):
+    with pytest.raises(ValueError, match="drive backend must be one of simulated, canopen, got 'ethercat'"):
+        open_backend("ethercat", parameters, control)
+    with pytest.raises(ValueError, match="initial pose is for the simulated backend"):
+        open_backend("canopen", parameters, control, initial=[0.0] * 6)
