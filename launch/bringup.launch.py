@@ -1,12 +1,15 @@
 """Bring QUIROBOT up under ros2_control.
 
     ros2 launch quirobot bringup.launch.py [hardware:=mock|real] [tool:=drill|arthroscope|none]
+        [drive_backend:=simulated|canopen]
 
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
 config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
 joint_trajectory_controller, and drill_feed_controller with tool:=drill), and for
 hardware:=real the `drive_node` on the other side of topic_based_ros2_control (safety layer,
-PID per joint, brushless drives). hardware:=mock uses mock_components/GenericSystem.
+PID per joint, brushless drives). hardware:=mock uses mock_components/GenericSystem. With
+hardware:=real, drive_backend picks the drive node's drives: simulated (MuJoCo plant) or canopen
+(the CiA 402 servo drives on can0..can2, see docs/canopen.md).
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
@@ -30,6 +33,7 @@ def generate_launch_description() -> LaunchDescription:
     share = FindPackageShare("quirobot")
     hardware = LaunchConfiguration("hardware")
     tool = LaunchConfiguration("tool")
+    drive_backend = LaunchConfiguration("drive_backend")
     robot_description = ParameterValue(
         Command(
             [
@@ -78,6 +82,7 @@ def generate_launch_description() -> LaunchDescription:
     drive_node = Node(
         package="quirobot",
         executable="drive_node",
+        parameters=[{"drive_backend": drive_backend}],
         condition=LaunchConfigurationEquals("hardware", "real"),
         output="screen",
     )
@@ -90,6 +95,12 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument(
                 "tool", default_value="drill", description="tool on the wrist: drill, arthroscope or none"
+            ),
+            DeclareLaunchArgument(
+                "drive_backend",
+                default_value="simulated",
+                description="drives of drive_node (hardware:=real): simulated (MuJoCo plant) or canopen "
+                "(CiA 402 servo drives on the CAN buses can0..can2)",
             ),
             state_publisher,
             control_node,

@@ -1,0 +1,52 @@
+"""launch_testing: drive_node with drive_backend:=canopen on a CAN interface that does not exist
+logs one clear line naming the bus and exits with status 1 (nothing enabled, no joint states).
+
+The end-to-end behaviour of the canopen backend (virtual buses, simulated CiA 402 slaves) is in
+test_drive_bridge_canopen.py; this checks the node's parameters reach it. Skipped where ROS 2 is
+absent (launch_testing not importable). Run with `colcon test` or
+`launch_test test/test_launch_drive_node.py` after `colcon build`.
+"""
+
+from __future__ import annotations
+
+import unittest
+
+import pytest
+
+pytest.importorskip("launch_testing")
+pytest.importorskip("launch_ros")
+
+import launch_testing.actions  # noqa: E402
+import launch_testing.asserts  # noqa: E402
+from launch_ros.actions import Node  # noqa: E402
+
+from launch import LaunchDescription  # noqa: E402
+
+INTERFACE = "no-such-interface"
+
+
+@pytest.mark.launch_test
+def generate_test_description():
+    drive_node = Node(
+        package="quirobot",
+        executable="drive_node",
+        parameters=[{"drive_backend": "canopen", "can_interface": INTERFACE}],
+        output="screen",
+    )
+    return LaunchDescription([drive_node, launch_testing.actions.ReadyToTest()]), {"drive_node": drive_node}
+
+
+class TestCanopenStartUpFailure(unittest.TestCase):
+    def test_the_node_names_the_bus_and_stops(self, proc_output, proc_info, drive_node):
+        proc_output.assertWaitFor(
+            f"drive start-up failed: CAN bus can0 ({INTERFACE} channel can0): cannot open",
+            process=drive_node,
+            timeout=60,
+        )
+        proc_info.assertWaitForShutdown(process=drive_node, timeout=60)
+
+
+@launch_testing.post_shutdown_test()
+class TestShutdown(unittest.TestCase):
+    def test_exit_code_is_one(self, proc_info, drive_node):
+        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[1], process=drive_node)
