@@ -152,16 +152,6 @@ class CanopenBackend:
     def after_write(self) -> None:
         """Nothing: the drives apply the commands written at the next SYNC."""
 
-    def _sync(self, wait: float) -> None:
-        targets = [(drive, drive.feedback_count + 1) for drive in self.drives.values()]
-        self.syncs += 1  # before sending: the answers are stamped with this SYNC's time
-        for network in self.networks.values():
-            with contextlib.suppress(can.CanError, OSError):  # missing feedback: the watchdog decides
-                network.sync.transmit()
-        deadline = time.monotonic() + wait
-        for drive, target in targets:
-            drive.wait_for_feedback(target, max(0.0, deadline - time.monotonic()))
-
     def close(self) -> list[str]:
         """Quick-stop enabled drives, NMT pre-operational, disconnect every bus (idempotent)."""
         if self._closed:
@@ -180,14 +170,21 @@ class CanopenBackend:
                 problems.append(f"{self.config.describe(name)}: disconnect failed: {error}")
         return problems
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    # --- start-up -----------------------------------------------------------------------------
+    # --- internals ----------------------------------------------------------------------------
     def _sync_clock(self) -> float:
         """The drives' watchdog clock: time of the latest SYNC sent, s."""
         return self.syncs * self.sync_period
+
+    def _sync(self, wait: float) -> None:
+        """One SYNC on every bus; wait up to `wait` s (wall clock) for every drive's TPDO1 + TPDO2."""
+        targets = [(drive, drive.feedback_count + 1) for drive in self.drives.values()]
+        self.syncs += 1  # before sending: the answers are stamped with this SYNC's time
+        for network in self.networks.values():
+            with contextlib.suppress(can.CanError, OSError):  # missing feedback: the watchdog decides
+                network.sync.transmit()
+        deadline = time.monotonic() + wait
+        for drive, target in targets:
+            drive.wait_for_feedback(target, max(0.0, deadline - time.monotonic()))
 
     def _open_buses(self) -> None:
         for name in self.params.canopen.channel_names:

@@ -342,6 +342,20 @@ def test_a_bus_without_answer_fails_start_up_naming_the_node_and_enables_nothing
     assert open_buses(buses.config.channels.values()) == 3 * 2  # the bridge's buses are closed
 
 
+def test_a_node_that_sends_no_feedback_fails_start_up(make_buses, make_bridge, parameters):
+    buses = make_buses()
+    buses.simulators["drill_feed"].stop_feedback()  # answers SDOs, no TPDO on SYNC
+    with pytest.raises(DriveStartupError) as raised:
+        make_bridge(buses, feedback_wait=0.0)
+    channel = buses.config.channels["can2"]
+    timeout = parameters.canopen.transition_timeout
+    assert str(raised.value) == (
+        f"no feedback (TPDO1 and TPDO2) within {timeout} s of the first SYNC from "
+        f"CAN bus can2 (virtual channel {channel}): drive drill_feed (CANopen node 6)"
+    )
+    assert all(sim.state is Cia402State.SWITCH_ON_DISABLED for sim in buses.simulators.values())
+
+
 def test_a_drive_with_other_motor_data_fails_start_up(make_buses, make_bridge, parameters, control):
     wrong = CanopenServoSimulator(  # gantry_y's node with a wrist motor: 0x6075 is 1200 mA, not 12900
         parameters.canopen.node_ids["gantry_y"],
