@@ -327,10 +327,15 @@ class ClosedLoopSimulation:
             log.controller_time[k] = clock.perf_counter() - tick
             log.measured[k] = [j.state["position"] for j in hardware.joints]
             log.current[k] = hardware.currents
-            for _ in range(self.substeps):
+            for substep in range(self.substeps):
                 position, velocity = plant.position, plant.velocity
                 for j, drive in enumerate(drives):
                     efforts[j] = drive.advance(h, position[j], velocity[j])
+                if substep > 0 and (drilling is not None or self.external_tip_force is not None):
+                    # mj_step leaves the body poses at the start of the step it took: bring the
+                    # tip to the current state, or the depth (and its rate) would lag one
+                    # physics step and the rate read zero on the second substep of each period.
+                    plant.forward_kinematics()
                 force = None
                 if drilling is not None:
                     depth = float(np.dot(plant.tip - drilling.entry, drilling.direction))

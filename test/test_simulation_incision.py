@@ -76,6 +76,20 @@ def test_thrust_acts_only_in_bone_while_feeding(incision):
     assert np.min(log.thrust[cutting]) > 10.0
 
 
+def test_thrust_in_cortex_is_the_power_law_of_the_feed_rate(incision):
+    """Cutting at the full feed rate with the whole point in the near cortex (factor 1): on
+    average the applied thrust is F_ref * (v / v_ref)^n (bone.py's law, written out here), the
+    lag settled: the physics sees the modelled load, not a fraction of it."""
+    task, log, trajectory = incision.task, incision.log, incision.trajectory
+    bone = task.bone
+    depth = (log.tip - task.entry) @ task.direction
+    cruising = np.abs(trajectory.velocities[: len(log.time), FEED_INDEX] - task.feed_rate) < 1e-9
+    settled = cruising & (depth > bone.point_length + 0.1e-3) & (depth < bone.layers[0].thickness)
+    assert settled.sum() > 100
+    expected = bone.reference_thrust * (task.feed_rate / bone.reference_feed_rate) ** bone.feed_rate_exponent
+    assert np.mean(log.thrust[settled]) == pytest.approx(expected, rel=0.01)
+
+
 def test_straight_line_of_the_whole_arm_stays_within_a_tenth_of_a_millimetre(line):
     m = line.metrics
     assert m["completed"], m["stop_reason"]
