@@ -11,10 +11,11 @@ rviz:=false leaves RViz2 out (headless, as in test/test_launch_display.py).
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import Command, FindExecutable, LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from quirobot_description.launch_description import robot_description_parameter
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -22,19 +23,7 @@ def generate_launch_description() -> LaunchDescription:
     tool = LaunchConfiguration("tool")
     gui = LaunchConfiguration("gui")
     rviz = LaunchConfiguration("rviz")
-    # value_type=str: without it the XML would be parsed as YAML
-    robot_description = ParameterValue(
-        Command(
-            [
-                FindExecutable(name="xacro"),
-                " ",
-                PathJoinSubstitution([share, "urdf", "quirobot.urdf.xacro"]),
-                " tool:=",
-                tool,
-            ]
-        ),
-        value_type=str,
-    )
+    robot_description = robot_description_parameter(tool=tool)
     return LaunchDescription(
         [
             DeclareLaunchArgument(

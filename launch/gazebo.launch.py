@@ -15,37 +15,19 @@ from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, Regi
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import (
-    Command,
-    FindExecutable,
-    LaunchConfiguration,
-    PathJoinSubstitution,
-    PythonExpression,
-)
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from quirobot_description.launch_description import robot_description_parameter
 from quirobot_description.parameters import load_parameters
 
 
 def generate_launch_description() -> LaunchDescription:
-    share = FindPackageShare("quirobot")
     tool = LaunchConfiguration("tool")
     world = LaunchConfiguration("world")
     mount_height = load_parameters().structure.mount_height  # m, the parameter file's
-    robot_description = ParameterValue(
-        Command(
-            [
-                FindExecutable(name="xacro"),
-                " ",
-                PathJoinSubstitution([share, "urdf", "quirobot.urdf.xacro"]),
-                " hardware:=gazebo tool:=",
-                tool,
-            ]
-        ),
-        value_type=str,
-    )
+    robot_description = robot_description_parameter(hardware="gazebo", tool=tool)
     sim_time = {"use_sim_time": True}
     gazebo = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(

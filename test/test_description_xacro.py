@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
+from quirobot_description.launch_description import xacro_argument_parts
 from quirobot_description.urdf import XACRO_FILE, robot_description
 
 XACRO = shutil.which("xacro")
@@ -30,6 +32,15 @@ def test_xacro_command_line_matches_in_process_expansion(tmp_path, tool, hardwar
         timeout=60,
         cwd=tmp_path,
     )
+    assert result.returncode == 0, result.stderr
+    assert _canonical(result.stdout) == _canonical(robot_description(tool, hardware))
+
+
+@pytest.mark.parametrize(("tool", "hardware"), [("arthroscope", "mock"), ("drill", "real")])
+def test_launch_helper_command_line_matches_in_process_expansion(tmp_path, tool, hardware):
+    # The launch files' Command joins its parts and splits the result like a shell (shlex).
+    command = "".join([XACRO, " ", str(XACRO_FILE), *xacro_argument_parts(hardware=hardware, tool=tool)])
+    result = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert _canonical(result.stdout) == _canonical(robot_description(tool, hardware))
 

@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from quirobot_description import launch_description
+from quirobot_description.urdf import TOOLS, XACRO_FILE, DescriptionError
+
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
+#: The module that builds robot_description for the launch files (its paths are checked too).
+DESCRIPTION_HELPER = Path(launch_description.__file__)
+#: Launch files that take robot_description from the helper rather than building it by hand.
+HELPER_USERS = ("display.launch.py", "gazebo.launch.py")
 
 
 def test_there_are_launch_files():
@@ -68,7 +75,7 @@ def _source_of(relative: list[str]) -> Path:
     return next((c for c in candidates if c.exists()), candidates[-1])
 
 
-@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*LAUNCH_FILES, DESCRIPTION_HELPER], ids=lambda p: p.name)
 def test_launch_file_refers_to_installed_files(path):
     """PathJoinSubstitution([<share of quirobot>, "dir", "file"]) names a file of the source tree."""
     tree = ast.parse(path.read_text())
@@ -84,3 +91,45 @@ def test_launch_file_refers_to_installed_files(path):
             assert _source_of(relative).exists(), (
                 f"{path.name} refers to {'/'.join(relative)}, not in the tree"
             )
+
+
+def test_description_helper_names_the_xacro_file_of_the_source_tree():
+    tree = ast.parse(DESCRIPTION_HELPER.read_text())
+    joined = [
+        [part.value for part in call.args[0].elts if isinstance(part, ast.Constant)]
+        for call in _calls(tree, "PathJoinSubstitution")
+    ]
+    assert joined == [["urdf", XACRO_FILE.name]]
+    assert _source_of(joined[0]) == XACRO_FILE
+
+
+@pytest.mark.parametrize("name", HELPER_USERS)
+def test_launch_file_takes_robot_description_from_the_helper(name):
+    tree = ast.parse((ROOT / "launch" / name).read_text())
+    assert _calls(tree, "robot_description_parameter"), f"{name} does not call robot_description_parameter"
+    for by_hand in ("ParameterValue", "Command"):
+        assert not _calls(tree, by_hand), f"{name} builds robot_description by hand ({by_hand})"
+
+
+def test_xacro_argument_parts():
+    substitution = object()  # stands for a LaunchConfiguration: passed through untouched
+    parts = launch_description.xacro_argument_parts(tool=substitution, hardware="gazebo")
+    assert parts[0] == " tool:=" and parts[1] is substitution
+    assert parts[2:] == [" hardware:=", "gazebo"]
+    for tool in TOOLS:
+        assert launch_description.xacro_argument_parts(tool=tool) == [" tool:=", tool]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({"tool": "laser"}, "unknown tool 'laser'"),
+        ({"hardware": "sim"}, "unknown hardware 'sim'"),
+        ({"robot": "drill"}, "unknown xacro argument 'robot'"),
+        ({"parameter_file": "/tmp/my file.yaml"}, "parameter_file must be one word"),
+        ({"controllers_file": ""}, "controllers_file must be one word"),
+    ],
+)
+def test_xacro_argument_parts_refuse_bad_literals(arguments, fragment):
+    with pytest.raises(DescriptionError, match=fragment):
+        launch_description.xacro_argument_parts(**arguments)
