@@ -99,7 +99,10 @@ def test_link_lengths_agree_with_the_kinematic_lengths():
         (lambda d: d["joints"]["wrist_yaw"].update(type="prismatic"), "must be revolute"),
         (lambda d: d["kinematics"]["l4"].update(value=0.5), "differs from kinematics.l4"),
         (lambda d: d["transmissions"]["gantry_x_screw"]["efficiency"].update(value=1.5), "must be in (0, 1]"),
-        (lambda d: d["links"]["x_carriage"]["size"].update(value=[1.0, 2.0]), "must be a list of 3 finite numbers"),
+        (
+            lambda d: d["links"]["x_carriage"]["size"].update(value=[1.0, 2.0]),
+            "must be a list of 3 finite numbers",
+        ),
         (lambda d: d["links"]["x_carriage"].update(colour=[2, 0, 0, 1]), "RGBA"),
     ],
 )
