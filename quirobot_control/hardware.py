@@ -339,13 +339,23 @@ class QuirobotHardware:
         return faults
 
     def _stop_all(self, reason: str) -> None:
-        """Quick-stop every drive and record why (the first reason is kept)."""
+        """Quick-stop every drive and record why (the first reason is kept).
+
+        A drive whose quick stop raises (e.g. a bus error) does not keep the others running: every
+        drive is tried, and the failures are added to the reason.
+        """
+        failures = []
+        for joint in self.joints:
+            try:
+                joint.drive.quick_stop()
+            except Exception as error:  # noqa: BLE001 - every other drive must still be stopped
+                failures.append(f"quick stop of {joint.name} failed: {error}")
+        if failures:
+            reason = "; ".join([reason, *failures])
         if self.stop_reason is None:
             self.stop_reason = reason
         if self.safety is not None and self.safety.stop_reason is None:
             self.safety.stop_reason = reason
-        for joint in self.joints:
-            joint.drive.quick_stop()
         if self.lifecycle is LifecycleState.ACTIVE:
             self.lifecycle = LifecycleState.INACTIVE
 

@@ -269,3 +269,28 @@ def test_safety_limits_are_the_urdf_limits_and_safety_controllers(parameters, co
         assert float(soft.get("soft_lower_limit")) == pytest.approx(limits.soft_lower[j], abs=1e-12)
         assert float(soft.get("soft_upper_limit")) == pytest.approx(limits.soft_upper[j], abs=1e-12)
         assert float(soft.get("k_position")) == pytest.approx(limits.k_position[j], rel=1e-12)
+
+
+def test_a_drive_whose_quick_stop_fails_does_not_keep_the_others_running(parameters, control, info):
+    """A quick stop that raises on one drive (a bus error on a real drive) must not skip the
+    drives after it; the failure is part of the reported reason."""
+
+    class UnreachableDrive(type(drive_for_joint(parameters, "gantry_x"))):
+        def quick_stop(self):
+            raise RuntimeError("CAN bus off")
+
+    rig = Rig(parameters, control, info, Q0)
+    rig.drives["gantry_x"] = UnreachableDrive(parameters.joint("gantry_x"), parameters.drive)
+    rig.drives["gantry_x"].advance(0.0, Q0[0], 0.0)
+    rig.start()
+    for _ in range(20):
+        rig.cycle(np.array(Q0))
+    rig.drives["wrist_pitch"].inject_fault("encoder signal lost")
+    assert rig.cycle(np.array(Q0)) is ReturnType.ERROR
+    reason = rig.hardware.stop_reason
+    assert reason.startswith("drive fault on wrist_pitch: encoder signal lost")
+    assert "quick stop of gantry_x failed: CAN bus off" in reason
+    states = {name: drive.feedback().state for name, drive in rig.drives.items()}
+    assert states.pop("gantry_x") is DriveState.ENABLED  # the one that could not be reached
+    assert states.pop("wrist_pitch") is DriveState.FAULT
+    assert all(state is DriveState.QUICK_STOP for state in states.values()), states
