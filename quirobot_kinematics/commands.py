@@ -150,11 +150,12 @@ def _fk(args: argparse.Namespace) -> int:
     if len(args.joints) != 5:
         raise CommandError(f"fk takes 5 joint values (d1 d2 d3 theta4 theta5), got {len(args.joints)}")
     q = [_number(v, "fk joint value") for v in args.joints]
-    T = forward_kinematics(q, _model(args), feed=_feed(args))
+    feed = _feed(args)
+    T = forward_kinematics(q, _model(args), feed=feed)
     if args.json:
         print(json.dumps({"T": T.tolist()}))
     else:
-        frame = "drill tip" if _feed(args) else "tool0"
+        frame = "drill tip" if feed else "tool0"
         print(f"{frame} in world (rotation columns n o a, position p in m):")
         for row in T:
             print("  " + "  ".join(f"{v: .6f}" for v in row))

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from quirobot_kinematics.model import KinematicModel, KinematicsError, as_joint_vector
+from quirobot_kinematics.model import KinematicModel, KinematicsError, as_feed, as_joint_vector
 
 #: Every frame of `link_frames`, root first.
 FRAME_NAMES = (
@@ -26,13 +26,6 @@ FRAME_NAMES = (
     "tool0",
     "drill_tip",
 )
-
-
-def _check_feed(feed: float) -> float:
-    feed = float(feed)
-    if not math.isfinite(feed):
-        raise KinematicsError(f"drill feed must be finite, got {feed}")
-    return feed
 
 
 def forward_kinematics(q: object, model: KinematicModel, feed: float = 0.0) -> np.ndarray:
@@ -60,7 +53,7 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
     if not math.isfinite(d1 + d2 + d3 + t4 + t5):
         as_joint_vector(q)  # raises, naming the joint
     if feed != 0.0:
-        feed = _check_feed(feed)
+        feed = as_feed(feed)
     s4 = math.sin(t4)
     c4 = math.cos(t4)
     s5 = math.sin(t5)
@@ -93,7 +86,7 @@ def forward_kinematics_batch(
     if not np.all(np.isfinite(q)):
         rows = np.flatnonzero(~np.all(np.isfinite(q), axis=1))
         raise KinematicsError(f"q must be finite; row {rows[0]} is {q[rows[0]].tolist()}")
-    feed = _check_feed(feed)
+    feed = as_feed(feed)
     n = q.shape[0]
     if out is None:
         out = np.empty((n, 4, 4))
@@ -160,7 +153,7 @@ def link_frames(q: object, model: KinematicModel, feed: float = 0.0) -> dict[str
     drill_tip `feed` m along tool0's z.
     """
     d1, d2, d3, t4, t5 = as_joint_vector(q).tolist()
-    feed = _check_feed(feed)
+    feed = as_feed(feed)
     frames = {"world": np.eye(4)}
     frames["base_link"] = frames["world"].copy()
     frames["x_carriage"] = frames["base_link"] @ _translation(d1, 0.0, 0.0)

@@ -21,6 +21,7 @@ from quirobot_kinematics.model import (
     JOINT_NAMES,
     KinematicModel,
     KinematicsError,
+    as_feed,
     as_joint_vector,
     describe_joint_value,
 )
@@ -197,9 +198,10 @@ def _solve(
     """All solutions (each a list of 5 floats, sorted nearest the seed first) and the seed."""
     seed_q = _seed(seed, model)
     if feed != 0.0:
-        feed = float(feed)
-        if not math.isfinite(feed):
-            raise IKError(f"drill feed must be finite, got {feed}")
+        try:
+            feed = as_feed(feed)
+        except KinematicsError as error:
+            raise IKError(str(error)) from error
         if respect_limits and not model.feed_lower <= feed <= model.feed_upper:
             raise IKError(
                 f"target outside the joint limits: drill_feed {feed:.6g} m is outside its travel "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_kinematics.model import KinematicModel, KinematicsError, as_joint_vector
+from quirobot_kinematics.model import KinematicModel, KinematicsError, as_feed, as_joint_vector
 
 #: Default closeness (rad) to a singular angle for `singularities` to name it.
 DEFAULT_SINGULARITY_TOLERANCE = 1e-6
@@ -35,7 +35,7 @@ def geometric_jacobian(q: object, model: KinematicModel, feed: float = 0.0) -> n
     """
     d1, d2, d3, t4, t5 = as_joint_vector(q).tolist()
     s4, c4, s5, c5 = math.sin(t4), math.cos(t4), math.sin(t5), math.cos(t5)
-    reach = model.l5 + float(feed)
+    reach = model.l5 + as_feed(feed)
     # Tool point relative to the pitch axis (and to the yaw axis, horizontally): reach * a.
     rx, ry, rz = reach * c4 * c5, -reach * s4 * c5, -reach * s5
     J = np.zeros((6, 5))

@@ -6,6 +6,7 @@ every kinematics function as a value: no global state, no file access in the cor
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -75,6 +76,17 @@ def describe_joint_value(index: int, value: float) -> str:
     if index in REVOLUTE:
         return f"{np.degrees(value):.6g} deg"
     return f"{value:.6g} m"
+
+
+def as_feed(feed: object) -> float:
+    """The drill feed (m along tool z) as a float, refusing non-numbers, NaN and inf."""
+    try:
+        value = float(feed)
+    except (TypeError, ValueError) as error:
+        raise KinematicsError(f"drill feed must be a number in m, got {feed!r}") from error
+    if not math.isfinite(value):
+        raise KinematicsError(f"drill feed must be finite, got {value}")
+    return value
 
 
 def as_joint_vector(q: object, what: str = "q") -> np.ndarray:

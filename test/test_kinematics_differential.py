@@ -118,6 +118,7 @@ def test_adaptive_damping_profile():
         ({"mode": "roll"}, "mode must be one of full, approach"),
         ({"max_damping": -1.0}, "max_damping"),
         ({"threshold": 0.0}, "threshold"),
+        ({"feed": float("nan")}, "drill feed must be finite"),
     ],
 )
 def test_bad_input_is_refused(model, kwargs, fragment):

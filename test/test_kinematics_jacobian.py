@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_description.parameters import load_parameters
+from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_kinematics.forward import forward_kinematics
 from quirobot_kinematics.jacobian import (
     DIRECTION_ANGLES,
@@ -63,6 +63,32 @@ def test_geometric_jacobian_matches_finite_differences(model):
                 finite_difference_twist_jacobian(q, model, feed),
                 atol=1e-8,
             )
+
+
+def test_geometric_jacobian_matches_pinocchio_on_the_urdf(request, model):
+    """Independent of our FK: pinocchio's frame Jacobian of drill_tip (world-aligned) from the URDF."""
+    pin = pytest.importorskip("pinocchio")
+    pin_model = pin.buildModelFromUrdf(str(request.getfixturevalue("exported_urdf")))
+    data = pin_model.createData()
+    frame = pin_model.getFrameId("drill_tip")
+    joints = [pin_model.joints[pin_model.getJointId(name)] for name in JOINT_NAMES]
+    feed_joint = pin_model.joints[pin_model.getJointId("drill_feed")]
+    rng = np.random.default_rng(27)
+    for q in configurations(model, 300, seed=28):
+        feed = float(rng.uniform(model.feed_lower, model.feed_upper))
+        configuration = pin.neutral(pin_model)
+        for joint, value in zip(joints, q, strict=True):
+            configuration[joint.idx_q] = value
+        configuration[feed_joint.idx_q] = feed
+        J = pin.computeFrameJacobian(pin_model, data, configuration, frame, pin.LOCAL_WORLD_ALIGNED)
+        expected = J[:, [joint.idx_v for joint in joints]]
+        np.testing.assert_allclose(geometric_jacobian(q, model, feed), expected, atol=1e-12)
+
+
+def test_bad_feed_is_refused(model):
+    for bad in (float("nan"), float("inf"), "deep"):
+        with pytest.raises(KinematicsError, match="drill feed must be"):
+            geometric_jacobian([1.0, 1.0, 1.0, 0.3, 0.2], model, feed=bad)
 
 
 def test_linear_part_is_the_reports(model):
