@@ -4,7 +4,8 @@ Incision metrics, from the true drill tip of the physics (not the encoders), dur
 phase and the dwell at depth:
 - entry_error: distance from the planned entry point to where the tip crossed the bone surface;
 - lateral_deviation: largest distance of the tip from the planned drilling axis while in bone;
-- depth_overshoot: largest depth beyond the target (0 if never past it);
+- depth_overshoot: largest depth beyond the target over the whole run, retract included (0 if
+  never past it); max_depth likewise;
 - final_depth_error: |depth - target| at the end of the dwell;
 Line metrics: largest distance of tool0 from the planned straight line while it moves, and the
 final position error. Both: peak current per joint, durations, controller p99 per cycle.
@@ -127,12 +128,14 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
     else:
         entry_error = float("nan")
     end_of_dwell = np.nonzero(t[window] <= dwell.end_time + 1e-9)[0][-1]
+    # Past the target is unsafe whenever it happens (a lunge as the feed reverses included).
+    deepest = float(np.max((log.tip - task.entry) @ task.direction))
     return {
         "entry_error": entry_error,
         "lateral_deviation": float(lateral[in_bone].max()) if in_bone.any() else float("nan"),
-        "depth_overshoot": float(max(depth.max() - task.depth, 0.0)),
+        "depth_overshoot": max(deepest - task.depth, 0.0),
         "final_depth_error": float(abs(depth[end_of_dwell] - task.depth)),
-        "max_depth": float(depth.max()),
+        "max_depth": deepest,
         "peak_thrust": float(log.thrust.max()),
         "feed_start_time": feed.start_time,
         "feed_end_time": feed.end_time,
