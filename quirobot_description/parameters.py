@@ -482,12 +482,24 @@ class _Reader(SourcedReader):
         links = tuple(self.link(name) for name in LINK_NAMES)
         l4 = self.number("kinematics.l4", positive=True)
         l5 = self.number("kinematics.l5", positive=True)
-        for link_name, length, symbol in (("wrist_yaw_link", l4, "l4"), ("wrist_pitch_link", l5, "l5")):
-            link_length = next(link.length for link in links if link.name == link_name)
-            if not math.isclose(link_length, length, rel_tol=1e-12):
+        # Report ch.5: links 4 and 5 are cylinders spanning their DH length, centre of mass at
+        # mid-link: link 4 hangs l4 down from theta4 (-z), link 5 reaches l5 along its x.
+        mid_links = (
+            ("wrist_yaw_link", l4, "l4", np.array([0.0, 0.0, -l4 / 2])),
+            ("wrist_pitch_link", l5, "l5", np.array([l5 / 2, 0.0, 0.0])),
+        )
+        for link_name, length, symbol, middle in mid_links:
+            link = next(link for link in links if link.name == link_name)
+            if not math.isclose(link.length, length, rel_tol=1e-12):
                 raise self.fail(
                     f"links.{link_name}.length",
-                    f"{link_length} m differs from kinematics.{symbol} = {length} m",
+                    f"{link.length} m differs from kinematics.{symbol} = {length} m",
+                )
+            if not np.allclose(link.origin, middle, rtol=0.0, atol=1e-12):
+                raise self.fail(
+                    f"links.{link_name}.origin",
+                    f"{link.origin.tolist()} m is not mid-link {middle.tolist()} m "
+                    f"(kinematics.{symbol} = {length} m)",
                 )
         drill_key = "tools.drill"
         drill = DrillParameters(

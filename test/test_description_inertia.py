@@ -48,6 +48,16 @@ def test_report_link_inertias():
     assert link4[2, 2] == pytest.approx(4.0 * 0.06**2 / 2)
 
 
+def test_effective_joint5_inertia_of_the_reports_lumped_link():
+    # report ch.5: with the report's lumped m5 = 7 kg (r5 = 0.04 m, l5 = 0.2 m, centre of mass at
+    # mid-link) correct rigid-body physics gives an effective joint-5 inertia of about 0.0961
+    # kg*m^2 (the report's code, counting the parallel-axis term twice, got 0.16893).
+    mass, radius, length = 7.0, 0.04, 0.2
+    about_centre = cylinder_inertia(mass, radius, length, "x")
+    about_joint = about_centre[1, 1] + mass * (length / 2) ** 2  # pitch axis is the link's y
+    assert about_joint == pytest.approx(0.0961, abs=5e-5)
+
+
 def test_inertia_problems_accepts_physical_and_names_unphysical():
     assert inertia_problems(box_inertia(2.0, [0.3, 0.2, 0.1])) == []
     assert "positive-definite" in inertia_problems(np.diag([1.0, 1.0, -1.0]))[0]

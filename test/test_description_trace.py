@@ -65,9 +65,12 @@ def perturbed_file(tmp_path_factory):
     rng = np.random.default_rng(7)
     for section in SECTIONS:
         _perturb(raw[section], rng, section)
-    # the loader ties link lengths to l4 and l5 (report DH table): keep them tied
-    raw["links"]["wrist_yaw_link"]["length"]["value"] = raw["kinematics"]["l4"]["value"]
-    raw["links"]["wrist_pitch_link"]["length"]["value"] = raw["kinematics"]["l5"]["value"]
+    # the loader ties links 4 and 5 to l4 and l5 (report DH table, centre of mass at mid-link)
+    l4, l5 = raw["kinematics"]["l4"]["value"], raw["kinematics"]["l5"]["value"]
+    raw["links"]["wrist_yaw_link"]["length"]["value"] = l4
+    raw["links"]["wrist_yaw_link"]["origin"]["value"] = [0.0, 0.0, -l4 / 2]
+    raw["links"]["wrist_pitch_link"]["length"]["value"] = l5
+    raw["links"]["wrist_pitch_link"]["origin"]["value"] = [l5 / 2, 0.0, 0.0]
     path = tmp_path_factory.mktemp("params") / "perturbed.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     load_parameters(path)  # still a valid file

@@ -98,6 +98,14 @@ def test_link_lengths_agree_with_the_kinematic_lengths():
         (lambda d: d["joints"]["wrist_yaw"].update(motor="no_such_motor"), "motors.no_such_motor: missing"),
         (lambda d: d["joints"]["wrist_yaw"].update(type="prismatic"), "must be revolute"),
         (lambda d: d["kinematics"]["l4"].update(value=0.5), "differs from kinematics.l4"),
+        (
+            lambda d: d["links"]["wrist_pitch_link"]["origin"].update(value=[0.2, 0.0, 0.0]),
+            "links.wrist_pitch_link.origin: [0.2, 0.0, 0.0] m is not mid-link [0.1, 0.0, 0.0] m",
+        ),
+        (
+            lambda d: d["links"]["wrist_yaw_link"]["origin"].update(value=[0.0, 0.0, 0.2]),
+            "links.wrist_yaw_link.origin: [0.0, 0.0, 0.2] m is not mid-link",
+        ),
         (lambda d: d["transmissions"]["gantry_x_screw"]["efficiency"].update(value=1.5), "must be in (0, 1]"),
         (
             lambda d: d["links"]["x_carriage"]["size"].update(value=[1.0, 2.0]),
