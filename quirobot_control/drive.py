@@ -20,7 +20,11 @@ Zero current: in DISABLED and FAULT the inverter is off and the current is zero 
 modelled as instantaneous). In QUICK_STOP the current loop stays active with its reference forced
 to zero, so the current decays through the closed loop (time constant 1/w_c, about 0.16 ms)
 and stays zero while the motor turns (the back-EMF feed-forward cancels it): zero torque, no
-runaway current. Braking the mechanism is left to the holding brake / upper layers.
+runaway current. Braking the mechanism is the holding brake's job: each motor has a
+spring-applied brake that engages drive.brake_engage_time s after the drive stops driving
+(DISABLED, QUICK_STOP, FAULT; engaged at power-up) and holds up to drive.brake_holding_ratio
+times the motor's peak torque (`brake_engaged`, `brake_holding_effort`: the simulation applies it
+as the joint's dry friction). Without it a quick stop would let the vertical axis fall.
 
 Feedback: position is the encoder's quantized joint position; velocity is the backward
 difference of encoder positions over the last drive.control_rate period (updated every
@@ -133,6 +137,7 @@ class SimulatedDrive:
         self._velocity_anchor: float | None = None  # quantized position at the last velocity update
         self._velocity_elapsed = 0.0  # s since the last velocity update
         self._previous_dt = 0.0  # s, dt of the previous advance()
+        self._unpowered_time = math.inf  # s since the drive last stopped driving (brake timer)
 
     # --- Drive protocol -----------------------------------------------------------------------
     @property
@@ -151,6 +156,7 @@ class SimulatedDrive:
             self._reference = 0.0
             self._until_sample = 0.0
             self._state = DriveState.ENABLED
+            self._unpowered_time = 0.0  # counts from the moment the drive stops driving
 
     def disable(self) -> None:
         """ENABLED -> DISABLED: inverter off, current zero at once. QUICK_STOP and FAULT stay latched."""
@@ -218,6 +224,16 @@ class SimulatedDrive:
         """The current reference in force (A): zero unless ENABLED."""
         return self._reference
 
+    @property
+    def brake_engaged(self) -> bool:
+        """The holding brake holds: not ENABLED for at least drive.brake_engage_time s."""
+        return self._state is not DriveState.ENABLED and self._unpowered_time >= self.drive.brake_engage_time
+
+    @property
+    def brake_holding_effort(self) -> float:
+        """Joint force (N) or torque (N*m) the engaged brake holds: ratio * holding ratio * K_T * I_max."""
+        return self.drive.brake_holding_ratio * self.motor.peak_torque * self.transmission.ratio
+
     def inject_fault(self, reason: str) -> None:
         """Test hook: go to FAULT with `reason`; current to zero at once."""
         self._state = DriveState.FAULT
@@ -252,6 +268,8 @@ class SimulatedDrive:
             )
         if self._state in (DriveState.ENABLED, DriveState.QUICK_STOP):
             self._integrate(dt, speed)
+        if self._state is not DriveState.ENABLED:
+            self._unpowered_time += dt
         self._sense(dt, joint_position)
         return self._effort()
 

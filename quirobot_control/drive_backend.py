@@ -86,6 +86,7 @@ class SimulatedBackend:
             q, v = self.plant.position, self.plant.velocity
             for j, drive in enumerate(drives):
                 self._efforts[j] = drive.advance(h, q[j], v[j])
+            self.plant.follow_brakes(drives)
             self.plant.step(self._efforts)
 
     def close(self) -> list[str]:

@@ -7,9 +7,11 @@ contacts disabled (the joint limits stay as the mechanical end stops) and a phys
 1 / (control rate * physics_substeps). Each physics step, every drive advances its electrical
 dynamics with the joint's state and returns its joint effort, applied as a generalized force;
 the bone's thrust is applied at the drill tip along the drilling axis (world frame), so the
-feed axis and the whole arm carry it. The controller runs at the control rate: read, set the
-trajectory's commands (with the model-based feed-forward computed along the plan in one batch),
-write.
+feed axis and the whole arm carry it. Each drive's holding brake, once engaged (the drive
+stopped driving, see quirobot_control.drive), is the joint's dry friction up to its holding
+effort (MuJoCo frictionloss, stiffened so that a held joint creeps by micrometres per second).
+The controller runs at the control rate: read, set the trajectory's commands (with the
+model-based feed-forward computed along the plan in one batch), write.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from quirobot_description.urdf import robot_description
 from quirobot_kinematics import KinematicModel, forward_kinematics
 
 TIP_BODY = "drill_tip"
+#: MuJoCo constraint settings of the dry friction that models an engaged holding brake: reference
+#: time constant in physics steps (2 is the stiffest MuJoCo integrates stably; damping ratio 1)
+#: and impedance (dmin, dmax) close to 1, so a held joint creeps by micrometres per second.
+BRAKE_SOLREF_STEPS = 2.0
+BRAKE_SOLIMP = (0.99, 0.999)
 TOOL_BODY = "tool0"
 BIT_BODY = "drill_bit"
 
@@ -60,6 +67,10 @@ class MujocoPlant:
                 if joint.name in TRAJECTORY_JOINTS:
                     joint.armature = float(armature[TRAJECTORY_JOINTS.index(joint.name)])
             self.model = spec.compile()
+        self.model.dof_solref[:] = [BRAKE_SOLREF_STEPS * timestep, 1.0]
+        self.model.dof_solimp[:, :2] = BRAKE_SOLIMP
+        self._joint_friction = self.model.dof_frictionloss.copy()
+        self._brakes: tuple[bool, ...] | None = None
         self.data = mujoco.MjData(self.model)
         names = [self.model.joint(i).name for i in range(self.model.njnt)]
         if tuple(names) != TRAJECTORY_JOINTS:
@@ -70,6 +81,18 @@ class MujocoPlant:
         self.tool_body = self.model.body(TOOL_BODY).id
         self.bit_body = self.model.body(BIT_BODY).id
         self._external = np.zeros(self.model.nv)
+
+    def set_brakes(self, holding: np.ndarray) -> None:
+        """Engaged holding brakes: (6,) holding effort per joint, N or N*m (0: released)."""
+        self.model.dof_frictionloss[:] = self._joint_friction + holding
+
+    def follow_brakes(self, drives: list[SimulatedDrive]) -> None:
+        """Apply the holding brakes of the drives (TRAJECTORY_JOINTS order) that are engaged now."""
+        engaged = tuple(drive.brake_engaged for drive in drives)
+        if engaged != self._brakes:
+            holding = [d.brake_holding_effort if e else 0.0 for d, e in zip(drives, engaged, strict=True)]
+            self.set_brakes(np.array(holding))
+            self._brakes = engaged
 
     def reset(self, q: np.ndarray) -> None:
         mujoco.mj_resetData(self.model, self.data)
@@ -331,6 +354,7 @@ class ClosedLoopSimulation:
                 position, velocity = plant.position, plant.velocity
                 for j, drive in enumerate(drives):
                     efforts[j] = drive.advance(h, position[j], velocity[j])
+                plant.follow_brakes(drives)
                 if substep > 0 and (drilling is not None or self.external_tip_force is not None):
                     # mj_step leaves the body poses at the start of the step it took: bring the
                     # tip to the current state, or the depth (and its rate) would lag one

@@ -159,6 +159,8 @@ class DriveParameters:
     current_loop_rate: float  # Hz
     encoder_counts_per_rev: int
     control_rate: float  # Hz
+    brake_engage_time: float  # s from the drive ceasing to drive to the holding brake holding
+    brake_holding_ratio: float  # holding-brake torque / motor peak torque K_T*I_max
 
 
 @dataclass(frozen=True)
@@ -568,6 +570,8 @@ class _Reader(SourcedReader):
             current_loop_rate=self.number(f"{drive_key}.current_loop_rate", positive=True),
             encoder_counts_per_rev=int(counts),
             control_rate=self.number(f"{drive_key}.control_rate", positive=True),
+            brake_engage_time=self.number(f"{drive_key}.brake_engage_time", positive=True),
+            brake_holding_ratio=self.number(f"{drive_key}.brake_holding_ratio", positive=True),
         )
         structure = StructureParameters(
             **{

@@ -267,3 +267,36 @@ def test_encoder_refuses_bad_settings():
         Encoder(1024, float("nan"))
     with pytest.raises(ValueError, match="finite"):
         Encoder(1024, 10.0).quantize(float("inf"))
+
+
+def test_holding_brake_engages_after_the_drive_stops_driving(params):
+    """Engaged at power-up, released by enable(), engaged again brake_engage_time s after the
+    drive stops driving (quick stop, disable or fault), holding K_T * I_max * ratio * holding ratio."""
+    engage = params.drive.brake_engage_time
+    joint = params.joint("gantry_z")
+    drive = drive_for_joint(params, "gantry_z")
+    assert drive.brake_holding_effort == pytest.approx(
+        params.drive.brake_holding_ratio
+        * joint.motor.torque_constant
+        * joint.motor.max_current
+        * joint.transmission.ratio
+    )
+    assert drive.brake_engaged  # power-up: the axis is held
+    for stop in (DriveState.QUICK_STOP, DriveState.DISABLED, DriveState.FAULT):
+        drive.reset_fault()
+        drive.enable()
+        assert not drive.brake_engaged
+        drive.advance(1.0, 0.5, 0.0)  # driving for a long time: still released
+        assert not drive.brake_engaged
+        {
+            DriveState.QUICK_STOP: drive.quick_stop,
+            DriveState.DISABLED: drive.disable,
+            DriveState.FAULT: lambda: drive.inject_fault("test"),
+        }[stop]()
+        assert drive.feedback().state is stop
+        steps = 10
+        for _ in range(steps - 1):
+            drive.advance(engage / steps, 0.5, 0.0)
+            assert not drive.brake_engaged, stop
+        drive.advance(engage / steps * 1.001, 0.5, 0.0)
+        assert drive.brake_engaged, stop

@@ -241,3 +241,42 @@ def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(param
     assert all(state is DriveState.QUICK_STOP for state in states.values())
     depth = (log.tip - task.entry) @ task.direction
     assert depth.max() <= task.depth
+
+
+def test_after_a_quick_stop_while_drilling_the_brakes_hold_the_arm(parameters, incision):
+    """The drives stop driving (zero torque); 15 ms later the holding brakes hold every joint:
+    the arm must not fall (without brakes gantry_z falls a metre in a second and the bit with it).
+    The physics runs on for a second after the fault, the controller stopped."""
+    from quirobot_control.incision import control_configuration
+    from quirobot_control.simulation import ClosedLoopSimulation, Drilling
+    from quirobot_control.trajectory import JointTrajectory
+
+    task, full = incision.task, incision.trajectory
+    feed = full.phase("feed")
+    fault_cycle = int(round(0.5 * (feed.start_time + feed.end_time) / full.dt))
+    after = 1000  # control periods of physics after the fault (1 s)
+    end = fault_cycle + after + 1
+    trajectory = JointTrajectory(
+        full.dt, full.positions[:end], full.velocities[:end], full.accelerations[:end], full.phases
+    )
+    simulation = ClosedLoopSimulation(
+        parameters,
+        control_configuration(parameters),
+        trajectory,
+        drilling=Drilling(task.entry, task.direction, task.bone),
+    )
+
+    def inject(k, sim):
+        if k == fault_cycle:
+            sim.drives["gantry_y"].inject_fault("overcurrent in phase V")
+
+    simulation.before_cycle = inject
+    log = simulation.run(stop_on_error=False)
+    assert log.stop_reason == "drive fault on gantry_y: overcurrent in phase V"
+    assert len(log.time) == end
+    assert all(drive.brake_engaged for drive in simulation.drives.values())
+    depth = (log.tip - task.entry) @ task.direction
+    assert depth.max() <= task.depth
+    # Held: from 0.1 s after the fault on, no joint moves more than 0.1 mm (or 0.1 mrad).
+    held = log.position[fault_cycle + 100 :]
+    assert np.max(np.ptp(held, axis=0)) < 1e-4
