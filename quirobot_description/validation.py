@@ -20,6 +20,7 @@ import numpy as np
 from quirobot_description.inertia import box_inertia, cylinder_inertia, inertia_problems
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
+from quirobot_kinematics.rotations import rpy_matrix
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 STAGES = ("xml", "urdf", "visual", "collision", "inertial", "kinematics", "engines", "ros2_control")
@@ -80,26 +81,13 @@ def _number(element: ET.Element, attribute: str, what: str, default: float | Non
     return float(_numbers(text, 1, f"{what} {attribute}")[0])
 
 
-def rpy_matrix(rpy: np.ndarray) -> np.ndarray:
-    """(3, 3) rotation of URDF roll-pitch-yaw: Rz(yaw) @ Ry(pitch) @ Rx(roll)."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array(
-        [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
-    )
-
-
 def origin_transform(element: ET.Element | None, what: str) -> np.ndarray:
     """(4, 4) transform of an element's <origin> child (identity when absent)."""
     transform = np.eye(4)
     origin = element.find("origin") if element is not None else None
     if origin is None:
         return transform
-    transform[:3, :3] = rpy_matrix(_numbers(origin.get("rpy", "0 0 0"), 3, f"{what} origin rpy"))
+    transform[:3, :3] = rpy_matrix(*_numbers(origin.get("rpy", "0 0 0"), 3, f"{what} origin rpy"))
     transform[:3, 3] = _numbers(origin.get("xyz", "0 0 0"), 3, f"{what} origin xyz")
     return transform
 

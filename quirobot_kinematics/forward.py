@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from quirobot_kinematics.model import KinematicModel, KinematicsError, as_feed, as_joint_vector
+from quirobot_kinematics.rotations import rpy_matrix
 
 #: Every frame of `link_frames`, root first.
 FRAME_NAMES = (
@@ -71,6 +72,10 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
     )
 
 
+#: URDF rpy (rad) of tool0 in wrist_pitch_link (xacro tool0_joint): R = [[0,0,1],[1,0,0],[0,1,0]],
+#: tool z along link 5, as the report's tool frame 5'.
+TOOL0_RPY = (math.pi / 2, 0.0, math.pi / 2)
+
 #: Poses computed per block in the batched FK: the block's output (block * 128 bytes) stays in cache
 #: while its 16 entries are written, which halves the time per pose on 200k poses.
 BATCH_BLOCK = 8192
@@ -127,6 +132,13 @@ def _translation(x: float, y: float, z: float) -> np.ndarray:
     return T
 
 
+def _homogeneous(rotation: np.ndarray) -> np.ndarray:
+    """(4, 4) of a (3, 3) rotation."""
+    T = np.eye(4)
+    T[:3, :3] = rotation
+    return T
+
+
 def _rotation(axis: str, angle: float) -> np.ndarray:
     """Homogeneous rotation by `angle` rad about the unit axis x, y or z."""
     c, s = math.cos(angle), math.sin(angle)
@@ -137,11 +149,6 @@ def _rotation(axis: str, angle: float) -> np.ndarray:
     T[i, j] = -s
     T[j, i] = s
     return T
-
-
-def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    return _rotation("z", yaw) @ _rotation("y", pitch) @ _rotation("x", roll)
 
 
 def link_frames(q: object, model: KinematicModel, feed: float = 0.0) -> dict[str, np.ndarray]:
@@ -164,7 +171,7 @@ def link_frames(q: object, model: KinematicModel, feed: float = 0.0) -> dict[str
         frames["wrist_yaw_link"] @ _translation(0.0, 0.0, -model.l4) @ _rotation("y", t5)
     )
     frames["tool0"] = (
-        frames["wrist_pitch_link"] @ _translation(model.l5, 0.0, 0.0) @ _rpy(math.pi / 2, 0.0, math.pi / 2)
+        frames["wrist_pitch_link"] @ _translation(model.l5, 0.0, 0.0) @ _homogeneous(rpy_matrix(*TOOL0_RPY))
     )
     frames["drill_tip"] = frames["tool0"] @ _translation(0.0, 0.0, feed)
     return frames
