@@ -33,6 +33,7 @@ from quirobot_control.control_config import ControlConfig
 from quirobot_control.drive import Drive, DriveError, DriveState
 from quirobot_control.pid import PID
 from quirobot_control.safety import SafetyLimits, SafetyMonitor, SafetyStopError, finite_or_nan
+from quirobot_control.trajectory import JointLimits
 from quirobot_description.parameters import RobotParameters
 
 
@@ -364,34 +365,19 @@ class QuirobotHardware:
         return CallbackReturn.ERROR
 
     def _safety_limits(self) -> SafetyLimits:
-        lower, upper, soft_lower, soft_upper, velocity, k_position, following = ([] for _ in range(7))
-        for name in self._names:
-            if name == "drill_feed":
-                drill = self.params.drill
-                lower.append(drill.feed_lower)
-                upper.append(drill.feed_upper)
-                soft_lower.append(drill.feed_lower + drill.feed_soft_margin)
-                soft_upper.append(drill.feed_upper - drill.feed_soft_margin)
-                velocity.append(drill.feed_velocity)
-                k_position.append(drill.feed_k_position)
-            else:
-                joint = self.params.joint(name)
-                lower.append(joint.lower)
-                upper.append(joint.upper)
-                soft_lower.append(joint.soft_lower)
-                soft_upper.append(joint.soft_upper)
-                velocity.append(joint.velocity)
-                k_position.append(joint.k_position)
-            following.append(self.control.joint(name).following_error)
+        """The URDF's <limit> and <safety_controller> of each joint (the planner's JointLimits,
+        from the same parameters) and the control configuration's following-error limits."""
+        limits = JointLimits.from_parameters(self.params)
+        index = [limits.names.index(name) for name in self._names]
         return SafetyLimits(
             names=self._names,
-            lower=np.array(lower),
-            upper=np.array(upper),
-            soft_lower=np.array(soft_lower),
-            soft_upper=np.array(soft_upper),
-            velocity=np.array(velocity),
-            k_position=np.array(k_position),
-            following_error=np.array(following),
+            lower=limits.lower[index],
+            upper=limits.upper[index],
+            soft_lower=limits.soft_lower[index],
+            soft_upper=limits.soft_upper[index],
+            velocity=limits.velocity[index],
+            k_position=limits.k_position[index],
+            following_error=np.array([self.control.joint(name).following_error for name in self._names]),
             watchdog_timeout=self.control.watchdog_timeout,
             stop_timeout=self.control.watchdog_stop_timeout,
         )

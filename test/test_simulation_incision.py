@@ -211,16 +211,25 @@ def test_model_feedforward_is_switchable_and_cuts_the_tracking_error(parameters,
     assert np.all(without[:3] > with_ff[:3])
 
 
-def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(parameters, incision):
-    """The gantry_y drive faults half-way through the feed: the loop stops all drives at once,
-    says why, and the bit does not go deeper than planned."""
-    from quirobot_control.drive import DriveState
+def run_with_a_drive_fault(parameters, incision, *, stop_on_error=True, after=None):
+    """The incision with the gantry_y drive faulting half-way through the feed; `after`: control
+    periods simulated past the fault (default: the whole plan). (log, simulation, fault cycle)."""
     from quirobot_control.incision import control_configuration
     from quirobot_control.simulation import ClosedLoopSimulation, Drilling
+    from quirobot_control.trajectory import JointTrajectory
 
     task, trajectory = incision.task, incision.trajectory
     feed = trajectory.phase("feed")
     fault_cycle = int(round(0.5 * (feed.start_time + feed.end_time) / trajectory.dt))
+    if after is not None:
+        end = fault_cycle + after + 1
+        trajectory = JointTrajectory(
+            trajectory.dt,
+            trajectory.positions[:end],
+            trajectory.velocities[:end],
+            trajectory.accelerations[:end],
+            trajectory.phases,
+        )
     simulation = ClosedLoopSimulation(
         parameters,
         control_configuration(parameters),
@@ -233,7 +242,16 @@ def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(param
             sim.drives["gantry_y"].inject_fault("overcurrent in phase V")
 
     simulation.before_cycle = inject
-    log = simulation.run()
+    return simulation.run(stop_on_error=stop_on_error), simulation, fault_cycle
+
+
+def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(parameters, incision):
+    """The gantry_y drive faults half-way through the feed: the loop stops all drives at once,
+    says why, and the bit does not go deeper than planned."""
+    from quirobot_control.drive import DriveState
+
+    task = incision.task
+    log, simulation, fault_cycle = run_with_a_drive_fault(parameters, incision)
     assert log.stop_reason == "drive fault on gantry_y: overcurrent in phase V"
     assert len(log.time) == fault_cycle + 1  # stopped in the cycle the fault was read
     states = {name: drive.feedback().state for name, drive in simulation.drives.items()}
@@ -247,33 +265,13 @@ def test_after_a_quick_stop_while_drilling_the_brakes_hold_the_arm(parameters, i
     """The drives stop driving (zero torque); 15 ms later the holding brakes hold every joint:
     the arm must not fall (without brakes gantry_z falls a metre in a second and the bit with it).
     The physics runs on for a second after the fault, the controller stopped."""
-    from quirobot_control.incision import control_configuration
-    from quirobot_control.simulation import ClosedLoopSimulation, Drilling
-    from quirobot_control.trajectory import JointTrajectory
-
-    task, full = incision.task, incision.trajectory
-    feed = full.phase("feed")
-    fault_cycle = int(round(0.5 * (feed.start_time + feed.end_time) / full.dt))
+    task = incision.task
     after = 1000  # control periods of physics after the fault (1 s)
-    end = fault_cycle + after + 1
-    trajectory = JointTrajectory(
-        full.dt, full.positions[:end], full.velocities[:end], full.accelerations[:end], full.phases
+    log, simulation, fault_cycle = run_with_a_drive_fault(
+        parameters, incision, stop_on_error=False, after=after
     )
-    simulation = ClosedLoopSimulation(
-        parameters,
-        control_configuration(parameters),
-        trajectory,
-        drilling=Drilling(task.entry, task.direction, task.bone),
-    )
-
-    def inject(k, sim):
-        if k == fault_cycle:
-            sim.drives["gantry_y"].inject_fault("overcurrent in phase V")
-
-    simulation.before_cycle = inject
-    log = simulation.run(stop_on_error=False)
     assert log.stop_reason == "drive fault on gantry_y: overcurrent in phase V"
-    assert len(log.time) == end
+    assert len(log.time) == fault_cycle + after + 1
     assert all(drive.brake_engaged for drive in simulation.drives.values())
     depth = (log.tip - task.entry) @ task.direction
     assert depth.max() <= task.depth
