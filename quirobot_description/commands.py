@@ -1,7 +1,7 @@
 """`quirobot` verbs of the description: urdf, export, check, render.
 
 Tool and hardware are validated in the handlers (not by argparse `choices`) so that a bad value
-gives the CLI's one-line error and exit 2.
+gives the CLI's one-line error and exit 2; argparse's own errors are one line too (verb_parser).
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from pathlib import Path
 
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import HARDWARE, TOOLS, DescriptionError, check_choice, robot_description
+from quirobot_description.verb_parser import add_verb
 
 ALL = "all"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the description verbs to the `quirobot` parser."""
-    urdf = subparsers.add_parser(
+    urdf = add_verb(
+        subparsers,
         "urdf",
         help="print the expanded URDF (package:// URIs, as ROS expects)",
         description="Expand the xacro description and print the URDF XML on stdout.",
@@ -26,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _tool_hardware(urdf)
     urdf.set_defaults(handler=_urdf)
 
-    export = subparsers.add_parser(
+    export = add_verb(
+        subparsers,
         "export",
         help="write DIR/robot.urdf, self-contained, for pinocchio, MuJoCo, PyBullet",
         description="Write DIR/robot.urdf: no package:// URIs, primitives only, a MuJoCo compiler "
@@ -36,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _tool_hardware(export)
     export.set_defaults(handler=_export)
 
-    check = subparsers.add_parser(
+    check = add_verb(
+        subparsers,
         "check",
         help="validate the description in named stages (exit 1 on failure)",
         description="Validate in stages: xml, urdf (semantics), visual, collision, inertial, "
@@ -58,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     check.set_defaults(handler=_check)
 
-    render = subparsers.add_parser(
+    render = add_verb(
+        subparsers,
         "render",
         help="draw the robot from its URDF into a PNG",
         description="Render the URDF's primitive shapes at a pose (3/4 view, no screen needed).",

@@ -9,21 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
+from quirobot_description.verb_parser import add_verb
 from quirobot_kinematics.forward import forward_kinematics
 from quirobot_kinematics.inverse import ApproachTarget, inverse_kinematics, inverse_kinematics_all
 from quirobot_kinematics.model import REVOLUTE, KinematicModel
 from quirobot_kinematics.workspace import DOWN, estimate_workspace, plot_workspace
-
-EXIT_USAGE = 2
-#: Words argparse must read as negative numbers, not options: -1, -.5, -1.5e-17, -inf, -nan.
-NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 class CommandError(ValueError):
@@ -32,7 +27,7 @@ class CommandError(ValueError):
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the kinematics verbs to the `quirobot` parser."""
-    fk = _parser(
+    fk = add_verb(
         subparsers,
         "fk",
         help="forward kinematics: tool0 (or drill tip) pose for 5 joint values",
@@ -46,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(fk)
     fk.set_defaults(handler=_fk)
 
-    ik = _parser(
+    ik = add_verb(
         subparsers,
         "ik",
         help="inverse kinematics: joint values for a tool position + approach, or a full pose",
@@ -66,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(ik)
     ik.set_defaults(handler=_ik)
 
-    workspace = _parser(
+    workspace = add_verb(
         subparsers,
         "workspace",
         help="reachable tool0 volume for an approach direction, sampled; optional PNG",
@@ -89,28 +84,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _common(workspace)
     workspace.set_defaults(handler=_workspace)
-
-
-def _parser(subparsers: argparse._SubParsersAction, name: str, **kwargs: str) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(name, **kwargs)
-
-    def one_line_error(message: str) -> None:
-        print(f"{parser.prog}: error: {' '.join(message.split())} (see --help)", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
-
-    parser.error = one_line_error  # argparse's own errors: one line too, no usage block
-    parser._negative_number_matcher = NEGATIVE_NUMBER  # argparse's own misses 1e-17 notation
-    parse_known_args = parser.parse_known_args
-
-    def parse_known_args_strictly(args=None, namespace=None):
-        """Refuse unknown words here, in one line, rather than in the top parser with its usage."""
-        namespace, extras = parse_known_args(args, namespace)
-        if extras:
-            one_line_error(f"unrecognized arguments: {' '.join(extras)}")
-        return namespace, extras
-
-    parser.parse_known_args = parse_known_args_strictly
-    return parser
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -86,6 +86,34 @@ def test_missing_parameter_file_is_one_line_exit_2(capsys, tmp_path):
     _one_line_error(capsys, ["urdf", "--parameter-file", str(tmp_path / "none.yaml")], "none.yaml")
 
 
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["check", "--samples", "many"], ("--samples", "invalid int value: 'many'")),
+        (["render", "out.png", "--q", "1", "2"], ("--q", "expected 5 arguments")),
+        (["urdf", "--tool"], ("--tool", "expected one argument")),
+        (["export", "out", "--bogus"], ("unrecognized arguments: --bogus",)),
+    ],
+)
+def test_argparse_errors_are_one_line_exit_2(capsys, argv, words):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"quirobot {argv[0]}: error:"), err
+    for word in words:
+        assert word in err, err
+
+
+def test_negative_joint_values_are_numbers_not_options(tmp_path, capsys):
+    output = tmp_path / "pose.png"
+    assert (
+        main(["render", str(output), "--tool", "none", "--q", "1", "1", "1", "0.5", "-1e-1", "--dpi", "20"])
+        == 0
+    )
+    assert output.read_bytes()[:4] == b"\x89PNG"
+
+
 def test_console_entry_point_prints_no_traceback():
     # a real process, as a user runs it
     result = subprocess.run(
