@@ -18,7 +18,7 @@ import numpy as np
 from quirobot_control.control_config import ControlConfig
 from quirobot_control.drive import drive_for_joint
 from quirobot_control.pid import PID
-from quirobot_control.trajectory import TRAJECTORY_JOINTS, JointLimits, _ruckig_profile
+from quirobot_control.trajectory import TRAJECTORY_JOINTS, JointLimits, rest_to_rest_profile
 from quirobot_description.parameters import RobotParameters
 
 
@@ -58,7 +58,7 @@ def simulate_step(
     count = int(round(duration / dt)) + 1
     if profile:
         limits = JointLimits.from_parameters(params)
-        p, v, a = _ruckig_profile(
+        p, v, a = rest_to_rest_profile(
             np.array([0.0]),
             np.array([step]),
             limits.velocity[index : index + 1],

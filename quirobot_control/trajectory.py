@@ -206,7 +206,7 @@ def hold(q: np.ndarray, duration: float, dt: float, name: str = "hold") -> Joint
     )
 
 
-def _ruckig_profile(
+def rest_to_rest_profile(
     start: np.ndarray,
     goal: np.ndarray,
     velocity: np.ndarray,
@@ -256,7 +256,7 @@ def plan_point_to_point(
     goal = np.asarray(q_goal, dtype=float)
     limits.check_position(start, f"{name}: start")
     limits.check_position(goal, f"{name}: goal")
-    positions, velocities, accelerations = _ruckig_profile(
+    positions, velocities, accelerations = rest_to_rest_profile(
         start, goal, limits.velocity, limits.acceleration, limits.jerk, dt
     )
     limits.check_envelope(positions, velocities, dt, name)
@@ -308,7 +308,7 @@ def plan_feed(
                 f"{name}: feed {label} must be in (0, {limit}] (drill_feed limit), got {value}"
             )
         bounds[label] = value
-    p, v, a = _ruckig_profile(
+    p, v, a = rest_to_rest_profile(
         start[FEED_INDEX : FEED_INDEX + 1],
         goal[FEED_INDEX : FEED_INDEX + 1],
         np.array([feed_rate]),
@@ -422,7 +422,7 @@ def plan_line(
     with np.errstate(divide="ignore"):
         speed = min(speed, float(np.min(limits.velocity[arm] / peak_prime)))
     for _ in range(max_refinements):
-        s_t, sd_t, sdd_t = _ruckig_profile(
+        s_t, sd_t, sdd_t = rest_to_rest_profile(
             np.array([0.0]),
             np.array([length]),
             np.array([speed]),
