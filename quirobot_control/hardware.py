@@ -9,7 +9,9 @@ interfaces) so that the same object runs the simulation here and, behind the top
 Interfaces per joint: states position, velocity, effort; commands position, velocity (what the
 URDF declares), plus two optional feed-forward inputs not exported to ros2_control:
 acceleration (m/s^2 or rad/s^2; default: the difference of successive velocity commands) and
-effort (N or N*m, the model-based feed-forward, e.g. inverse dynamics along the plan).
+effort (N or N*m, the model-based feed-forward, e.g. inverse dynamics along the plan). A
+non-finite command or feed-forward stops every drive (an infinite effort would otherwise be
+clamped to the full current).
 
 Currents: i = PID(position, velocity) + (effort_ff, or M_eff*a_ff without it) / K_i, with
 K_i = K_T * ratio * efficiency, saturated at the drive's current limit. `gravity` (a callable
@@ -281,6 +283,11 @@ class QuirobotHardware:
         if self.lifecycle is not LifecycleState.ACTIVE:
             return ReturnType.ERROR if self.stop_reason else ReturnType.OK
         joints = self.joints
+        for joint in joints:
+            for label, value in (("acceleration", joint.acceleration), ("effort", joint.effort_ff)):
+                if value is not None and not math.isfinite(value):
+                    self._stop_all(f"non-finite {label} feed-forward {value} for joint {joint.name}")
+                    return ReturnType.ERROR
         measured = [j.state["position"] for j in joints]
         try:
             position, velocity = self.safety.filter(

@@ -174,6 +174,21 @@ def test_nan_command_stops_every_drive(parameters, control, info):
     rig2.assert_all_stopped(r"non-finite velocity command inf for joint drill_feed")
 
 
+@pytest.mark.parametrize(
+    ("interface", "value"), [("effort", math.inf), ("acceleration", -math.inf), ("effort", math.nan)]
+)
+def test_non_finite_feed_forward_stops_every_drive(parameters, control, info, interface, value):
+    """An infinite feed-forward would saturate its drive at full current (the PID clamps it): refused."""
+    rig = Rig(parameters, control, info, Q0)
+    rig.start()
+    for _ in range(20):
+        rig.cycle(np.array(Q0))
+    rig.hardware.set_commands(rig.t, np.array(Q0), np.zeros(6))
+    rig.hardware.set_command("gantry_z", interface, value)
+    assert rig.hardware.write(rig.t, DT) is ReturnType.ERROR
+    rig.assert_all_stopped(rf"non-finite {interface} feed-forward {value} for joint gantry_z")
+
+
 def test_stale_command_holds_position_then_stops(parameters, control, info):
     rig = Rig(parameters, control, info, Q0)
     rig.start()
