@@ -89,13 +89,16 @@ class SourcedReader:
         source = leaf["source"]
         if not isinstance(source, str) or not source.strip():
             raise self.fail(key, "has no source: say where the number comes from")
+        unit = leaf["unit"]
+        if not isinstance(unit, str) or not unit.strip():
+            raise self.fail(key, f'needs a unit (an SI unit, "1" if dimensionless), got {unit!r}')
         raw_value = leaf["value"]
         values = raw_value if isinstance(raw_value, list) else [raw_value]
         for item in values:
             if not _is_finite_number(item):
                 raise self.fail(key, f"value must be a finite number, got {item!r}")
         value = tuple(float(v) for v in values) if isinstance(raw_value, list) else float(raw_value)
-        quantity = Quantity(value=value, unit=str(leaf["unit"]), source=source)
+        quantity = Quantity(value=value, unit=unit, source=source)
         if root is None:
             self.quantities[key] = quantity
         return quantity

@@ -94,6 +94,8 @@ def test_link_lengths_agree_with_the_kinematic_lengths():
         ),
         (lambda d: d["links"]["z_ram"]["mass"].update(value=-1.0), "links.z_ram.mass: must be > 0"),
         (lambda d: d["links"]["z_ram"]["mass"].update(source=""), "links.z_ram.mass: has no source"),
+        (lambda d: d["links"]["z_ram"]["mass"].update(unit=None), "links.z_ram.mass: needs a unit"),
+        (lambda d: d["kinematics"]["l4"].update(unit=" "), "kinematics.l4: needs a unit"),
         (lambda d: d["motors"]["gantry_motor"].pop("resistance"), "motors.gantry_motor.resistance: missing"),
         (lambda d: d["joints"]["wrist_yaw"].update(motor="no_such_motor"), "motors.no_such_motor: missing"),
         (lambda d: d["joints"]["wrist_yaw"].update(type="prismatic"), "must be revolute"),
