@@ -115,6 +115,34 @@ def test_plant_has_the_drives_reflected_inertia_and_the_parameter_gravity(parame
     assert names == TRAJECTORY_JOINTS
 
 
+def test_plant_dynamics_are_the_model_with_the_drives_rotor_inertia_and_friction(parameters, exported_urdf):
+    """MuJoCo's inverse dynamics of the plant as the simulation builds it (armature from the
+    drives, gravity, the joints' viscous friction) equals our RNEA with the reflected rotor
+    inertia and friction, drill feed at rest at 0: the efforts the drives apply act as modelled."""
+    from quirobot_control.drive import drive_for_joint
+    from quirobot_control.dynamics import Dynamics
+    from quirobot_control.rigid_body_model import build_model, reflected_rotor_inertia
+
+    armature = np.array([drive_for_joint(parameters, name).reflected_inertia for name in TRAJECTORY_JOINTS])
+    plant = MujocoPlant(parameters, armature, 0.00025, exported_urdf)
+    model, data = plant.model, plant.data
+    dynamics = Dynamics(build_model(parameters).with_armature(reflected_rotor_inertia(parameters)))
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        q = rng.uniform(parameters.lower_limits, parameters.upper_limits)
+        qd = rng.uniform(-1.0, 1.0, 5) * parameters.velocity_limits
+        qdd = rng.uniform(-1.0, 1.0, 5) * parameters.acceleration_limits
+        data.qpos[:] = np.append(q, 0.0)
+        data.qvel[:] = np.append(qd, 0.0)
+        data.qacc[:] = np.append(qdd, 0.0)
+        mujoco.mj_inverse(model, data)
+        # Viscous friction only: MuJoCo's dry friction is reserved for the holding brakes.
+        ours = dynamics.inverse_dynamics(q, qd, qdd, friction=True)
+        np.testing.assert_allclose(
+            data.qfrc_inverse[:FEED_INDEX], ours, rtol=1e-9, atol=1e-9 * np.abs(ours).max()
+        )
+
+
 def test_mcap_log_holds_joint_states_at_the_control_rate_and_the_plan(tmp_path, incision):
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
