@@ -208,23 +208,21 @@ def plan_feedforward(
             :, FEED_INDEX
         ] + drill.feed_damping * qd_mid[:, FEED_INDEX]
     if gravity:
-        approach_z = forward_kinematics(q[:, arm], KinematicModel.from_parameters(params))[:, 2, 2]
-        efforts[:, arm] += dynamics.gravity_torques(q[:, arm])
-        efforts[:, FEED_INDEX] += drill.bit_mass * params.gravity * approach_z
+        efforts += gravity_model(params)(q)
     return efforts
 
 
 def gravity_model(params: RobotParameters) -> Callable[[np.ndarray], np.ndarray]:
-    """q (6,) -> (6,) efforts holding the robot against gravity (arm rigid-body model, drill feed
-    carrying the bit along the tool axis)."""
+    """q (6,) or (N, 6) -> efforts of the same shape (N, N*m) holding the robot against gravity
+    (arm rigid-body model, drill feed carrying the bit along the tool axis)."""
     dynamics = Dynamics(params)
     kinematics = KinematicModel.from_parameters(params)
     bit_weight = params.drill.bit_mass * params.gravity
 
     def gravity(q: np.ndarray) -> np.ndarray:
-        q = np.asarray(q, dtype=float)
-        approach_z = forward_kinematics(q[:FEED_INDEX], kinematics)[2, 2]
-        return np.append(dynamics.gravity_torques(q[:FEED_INDEX]), bit_weight * approach_z)
+        arm = np.asarray(q, dtype=float)[..., :FEED_INDEX]
+        approach_z = forward_kinematics(arm, kinematics)[..., 2, 2]
+        return np.concatenate([dynamics.gravity_torques(arm), (bit_weight * approach_z)[..., None]], axis=-1)
 
     return gravity
 
