@@ -215,7 +215,10 @@ def _draw(axes, polygons, colours, low, high, elevation: float, azimuth: float) 
     """Shaded polygons in a 3D axes with equal scale on x, y, z between corners low and high."""
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    axes.add_collection3d(Poly3DCollection(polygons, facecolors=colours, edgecolors="none", linewidths=0))
+    # autolim=False: the limits are set just below; matplotlib's own autoscaling of a fresh 3D axes
+    # overflows (inf - -inf) from the second figure of a process on and can end in NaN limits.
+    collection = Poly3DCollection(polygons, facecolors=colours, edgecolors="none", linewidths=0)
+    axes.add_collection3d(collection, autolim=False)
     axes.set_xlim(low[0], high[0])
     axes.set_ylim(low[1], high[1])
     axes.set_zlim(low[2], high[2])
