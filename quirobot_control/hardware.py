@@ -204,11 +204,18 @@ class QuirobotHardware:
         return CallbackReturn.SUCCESS
 
     def on_deactivate(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
-        """Disable the drives (inverters off)."""
+        """Disable the drives (inverters off). A drive that fails to disable does not keep the
+        others enabled: every drive is tried, then all are quick-stopped and ERROR names it."""
+        failures = []
         for joint in self.joints:
-            joint.drive.disable()
+            try:
+                joint.drive.disable()
+            except Exception as error:  # noqa: BLE001 - every other drive must still be disabled
+                failures.append(f"disabling {joint.name} failed: {error}")
+        if failures:
+            self._stop_all("; ".join(failures))
         self.lifecycle = LifecycleState.INACTIVE
-        return CallbackReturn.SUCCESS
+        return CallbackReturn.ERROR if failures else CallbackReturn.SUCCESS
 
     def on_error(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
         """Quick-stop every drive; back to UNCONFIGURED (a reconfigure resets the faults)."""

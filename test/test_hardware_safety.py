@@ -309,3 +309,21 @@ def test_a_drive_whose_quick_stop_fails_does_not_keep_the_others_running(paramet
     assert states.pop("gantry_x") is DriveState.ENABLED  # the one that could not be reached
     assert states.pop("wrist_pitch") is DriveState.FAULT
     assert all(state is DriveState.QUICK_STOP for state in states.values()), states
+
+
+def test_a_drive_that_fails_to_disable_does_not_keep_the_others_enabled(parameters, control, info):
+    class StuckDrive(type(drive_for_joint(parameters, "gantry_y"))):
+        def disable(self):
+            raise RuntimeError("SDO timeout")
+
+    rig = Rig(parameters, control, info, Q0)
+    rig.drives["gantry_y"] = StuckDrive(parameters.joint("gantry_y"), parameters.drive)
+    rig.drives["gantry_y"].advance(0.0, Q0[1], 0.0)
+    rig.start()
+    for _ in range(20):
+        rig.cycle(np.array(Q0))
+    assert rig.hardware.on_deactivate() is CallbackReturn.ERROR
+    assert rig.hardware.stop_reason == "disabling gantry_y failed: SDO timeout"
+    assert rig.hardware.lifecycle is LifecycleState.INACTIVE
+    states = rig.states()
+    assert not any(state is DriveState.ENABLED for state in states), states
