@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from quirobot_control.incision import TaskResult
+from quirobot_control.incision import TARGETS, TaskResult
 from quirobot_control.tasks import IncisionTask
 
 
@@ -62,13 +62,15 @@ def plot_result(result: TaskResult, path: str | Path) -> Path:
         ax.plot(depth * 1e3, lateral * 1e6, color="tab:red", lw=0.6, label="actual drill tip")
         ax.axvline(0.0, color="tab:brown", lw=1, ls=":", label="bone surface (entry)")
         ax.axvline(task.depth * 1e3, color="tab:green", lw=1, ls=":", label="target depth")
+        lateral_target = TARGETS["lateral_deviation"] * 1e6  # µm
         top = max(5.0, float(lateral.max()) * 1.5e6)
-        if top > 100.0:
-            ax.axhline(100.0, color="grey", lw=1, ls="-.", label="target: 100 µm")
+        if top > lateral_target:
+            ax.axhline(lateral_target, color="grey", lw=1, ls="-.", label=f"target: {lateral_target:g} µm")
         ax.set_title(
             f"Drill tip during the feed: lateral deviation max {metrics['lateral_deviation'] * 1e6:.2f} µm "
-            f"(target 100)\nfinal depth error {metrics['final_depth_error'] * 1e6:.2f} µm, overshoot "
-            f"{metrics['depth_overshoot'] * 1e6:.2f} µm (targets 50)"
+            f"(target {lateral_target:g})\nfinal depth error {metrics['final_depth_error'] * 1e6:.2f} µm "
+            f"(target {TARGETS['final_depth_error'] * 1e6:g}), overshoot "
+            f"{metrics['depth_overshoot'] * 1e6:.2f} µm (target {TARGETS['depth_overshoot'] * 1e6:g})"
         )
         ax.set_xlabel("depth along the drilling axis (mm)")
         ax.set_ylabel("distance from the axis (µm)")
@@ -107,7 +109,8 @@ def plot_result(result: TaskResult, path: str | Path) -> Path:
         ax = axes[1, 1]
         ax.plot(t, deviation * 1e6, color="tab:red", lw=1)
         ax.set_title(
-            f"tool0 distance from the line: max {metrics['line_deviation'] * 1e6:.2f} µm (target 100)"
+            f"tool0 distance from the line: max {metrics['line_deviation'] * 1e6:.2f} µm "
+            f"(target {TARGETS['line_deviation'] * 1e6:g})"
         )
         ax.set_xlabel("time (s)")
         ax.set_ylabel("distance (µm)")
