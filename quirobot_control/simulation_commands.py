@@ -19,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Plan a task, then run it in closed loop: inverse kinematics at every sample, one PID per "
             "joint commanding the simulated brushless drives, MuJoCo physics with the bone's drilling "
             "thrust. Prints a summary (or JSON), writes a PNG and an MCAP log (ROS 2 messages) into "
-            "the output folder."
+            "the output folder. Exit status 0 when the task completed within its precision targets, "
+            "1 when it stopped early or missed one (timing is reported, not enforced)."
         ),
     )
     parser.add_argument(
@@ -48,7 +49,7 @@ def _finite_positive(value: float | None, name: str) -> None:
 def simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from quirobot_control.incision import run_task, targets_met
+    from quirobot_control.incision import TIMING_TARGETS, run_task, targets_met
     from quirobot_control.plots import plot_result
     from quirobot_control.recording import write_mcap
     from quirobot_control.tasks import IncisionTask, load_task
@@ -111,7 +112,9 @@ def simulate(args: argparse.Namespace) -> int:
         print(json.dumps(_finite_or_null(document), indent=2, default=str, allow_nan=False))
     else:
         _print_summary(result, met, log_path, plot_path)
-    return 0 if metrics["completed"] else 1
+    # Timing (real-time factor, controller p99) depends on the machine: reported, not enforced.
+    precision_met = all(ok for key, ok in met.items() if key not in TIMING_TARGETS)
+    return 0 if metrics["completed"] and precision_met else 1
 
 
 def _finite_or_null(value: object) -> object:

@@ -306,3 +306,34 @@ def test_after_a_quick_stop_while_drilling_the_brakes_hold_the_arm(parameters, i
     # Held: from 0.1 s after the fault on, no joint moves more than 0.1 mm (or 0.1 mrad).
     held = log.position[fault_cycle + 100 :]
     assert np.max(np.ptp(held, axis=0)) < 1e-4
+
+
+def test_cli_exits_1_when_the_drill_cannot_reach_its_depth(tmp_path, capsys):
+    """A bone far harder than the feed axis can push through (its peak force is K_T * I_max *
+    ratio * efficiency, about 356 N): the run must not report success."""
+    import yaml
+
+    from quirobot_control.tasks import tasks_directory
+    from quirobot_description.cli import main
+
+    raw = yaml.safe_load((tasks_directory() / "incision.yaml").read_text())
+    raw["bone"]["reference_thrust"]["value"] = 5000.0
+    task = tmp_path / "hard_bone.yaml"
+    task.write_text(yaml.safe_dump(raw))
+    code = main(
+        [
+            "simulate",
+            "--task",
+            str(task),
+            "--depth",
+            "0.001",
+            "--json",
+            "--no-progress",
+            "--output",
+            str(tmp_path),
+        ]
+    )
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    assert code == 1
+    missed = [key for key, ok in metrics["targets_met"].items() if not ok]
+    assert not metrics["completed"] or "final_depth_error" in missed
