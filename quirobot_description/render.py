@@ -52,7 +52,9 @@ def _box_faces(size: np.ndarray) -> list[np.ndarray]:
 
 
 def _cylinder_faces(radius: float, length: float) -> list[np.ndarray]:
-    """Side quads and two cap polygons of a z-axis cylinder centred at the origin."""
+    """(4, 3) quads of a z-axis cylinder centred at the origin: sides, and caps as fans of
+    triangles written as quads (last corner repeated). Every polygon has 4 corners: matplotlib
+    pads ragged polygons with masked, uninitialised values that overflow in its projection."""
     angles = np.linspace(0.0, 2 * math.pi, CYLINDER_SIDES + 1)
     ring = np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
     faces = []
@@ -64,14 +66,14 @@ def _cylinder_faces(radius: float, length: float) -> list[np.ndarray]:
             )
         )
     for z in (-length / 2, length / 2):
-        faces.append(np.column_stack([ring[:-1], np.full(CYLINDER_SIDES, z)]))
+        for i in range(CYLINDER_SIDES):
+            (x0, y0), (x1, y1) = ring[i], ring[i + 1]
+            faces.append(np.array([[0.0, 0.0, z], [x0, y0, z], [x1, y1, z], [x1, y1, z]]))
     return faces
 
 
 def _tiles(face: np.ndarray) -> list[np.ndarray]:
-    """Cut a quad into tiles no longer than TILE per side (other polygons stay whole)."""
-    if len(face) != 4:
-        return [face]
+    """Cut a quad into tiles no longer than TILE per side."""
     nu = max(1, math.ceil(np.linalg.norm(face[1] - face[0]) / TILE))
     nv = max(1, math.ceil(np.linalg.norm(face[3] - face[0]) / TILE))
     if nu == nv == 1:
