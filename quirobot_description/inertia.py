@@ -39,6 +39,13 @@ def cylinder_inertia(mass: float, radius: float, length: float, axis: str = "z")
     return np.diag(moments)
 
 
+def sphere_inertia(mass: float, radius: float) -> np.ndarray:
+    """Inertia (3, 3) of a solid sphere of `mass` kg and `radius` m about its centre: 2/5 m r^2."""
+    _check_positive("mass", mass)
+    _check_positive("radius", radius)
+    return np.eye(3) * (2.0 / 5.0) * mass * radius**2
+
+
 def cylinder_mass(density: float, radius: float, length: float) -> float:
     """Mass in kg of a solid cylinder of `density` kg/m^3."""
     _check_positive("density", density)

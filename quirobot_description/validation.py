@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quirobot_description.inertia import box_inertia, cylinder_inertia, inertia_problems
+from quirobot_description.inertia import box_inertia, cylinder_inertia, inertia_problems, sphere_inertia
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
 from quirobot_kinematics.rotations import rpy_matrix
@@ -144,7 +144,7 @@ def _shape_inertia(kind: str, dims: dict, mass: float) -> np.ndarray | None:
     if kind == "cylinder":
         return cylinder_inertia(mass, dims["radius"], dims["length"], "z")
     if kind == "sphere":
-        return np.eye(3) * 0.4 * mass * dims["radius"] ** 2
+        return sphere_inertia(mass, dims["radius"])
     return None
 
 

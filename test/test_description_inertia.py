@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass, inertia_problems
+from quirobot_description.inertia import (
+    box_inertia,
+    cylinder_inertia,
+    cylinder_mass,
+    inertia_problems,
+    sphere_inertia,
+)
 
 
 def test_one_kilogram_box_hand_values():
@@ -35,6 +41,11 @@ def test_cylinder_matches_pinocchio_along_each_axis(mass, radius, length):
     # about x: the z-axis cylinder turned by 90 deg about y
     turn = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # exact Ry(pi/2)
     assert np.allclose(cylinder_inertia(mass, radius, length, "x"), turn @ reference @ turn.T, rtol=1e-12)
+
+
+@given(positive, positive)
+def test_sphere_matches_pinocchio(mass, radius):
+    assert np.allclose(sphere_inertia(mass, radius), pin.Inertia.FromSphere(mass, radius).inertia, rtol=1e-12)
 
 
 def test_cylinder_mass_is_density_times_volume():
