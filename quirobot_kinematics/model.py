@@ -14,8 +14,6 @@ import numpy as np
 
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 
-#: Joint units for messages: metres for the gantry, radians for the wrist.
-JOINT_UNITS = ("m", "m", "m", "rad", "rad")
 #: Index of the revolute joints in q = (d1, d2, d3, theta4, theta5).
 REVOLUTE = (3, 4)
 

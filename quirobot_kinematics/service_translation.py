@@ -35,7 +35,6 @@ class MoveItErrorCodes:
     """moveit_msgs/msg/MoveItErrorCodes values used here."""
 
     SUCCESS = 1
-    FAILURE = 99999
     INVALID_ROBOT_STATE = -17
     INVALID_LINK_NAME = -18
     FRAME_TRANSFORM_FAILURE = -21

@@ -61,6 +61,19 @@ def ik_request(T, frame="world", link="tool0", robot_state=None) -> GetPositionI
     )
 
 
+def test_error_codes_are_moveit_msgs_values():
+    # moveit_msgs/msg/MoveItErrorCodes.msg: SUCCESS=1, INVALID_ROBOT_STATE=-17,
+    # INVALID_LINK_NAME=-18, FRAME_TRANSFORM_FAILURE=-21, NO_IK_SOLUTION=-31
+    codes = {name: value for name, value in vars(MoveItErrorCodes).items() if name.isupper()}
+    assert codes == {
+        "SUCCESS": 1,
+        "INVALID_ROBOT_STATE": -17,
+        "INVALID_LINK_NAME": -18,
+        "FRAME_TRANSFORM_FAILURE": -21,
+        "NO_IK_SOLUTION": -31,
+    }
+
+
 def test_quaternions_match_scipy():
     rotations = Rotation.random(2000, random_state=51)
     for rotation in rotations:
