@@ -18,15 +18,14 @@ from launch.actions import DeclareLaunchArgument, RegisterEventHandler
 from launch.conditions import IfCondition, LaunchConfigurationEquals
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import (
-    Command,
-    FindExecutable,
     LaunchConfiguration,
     PathJoinSubstitution,
     PythonExpression,
 )
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from quirobot_description.launch_description import robot_description_parameter
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -34,20 +33,7 @@ def generate_launch_description() -> LaunchDescription:
     hardware = LaunchConfiguration("hardware")
     tool = LaunchConfiguration("tool")
     drive_backend = LaunchConfiguration("drive_backend")
-    robot_description = ParameterValue(
-        Command(
-            [
-                FindExecutable(name="xacro"),
-                " ",
-                PathJoinSubstitution([share, "urdf", "quirobot.urdf.xacro"]),
-                " tool:=",
-                tool,
-                " hardware:=",
-                hardware,
-            ]
-        ),
-        value_type=str,  # without it the XML would be parsed as YAML
-    )
+    robot_description = robot_description_parameter(tool=tool, hardware=hardware)
     controllers = PathJoinSubstitution([share, "config", "controllers.yaml"])
     state_publisher = Node(
         package="robot_state_publisher",

@@ -18,7 +18,7 @@ LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 #: The module that builds robot_description for the launch files (its paths are checked too).
 DESCRIPTION_HELPER = Path(launch_description.__file__)
 #: Launch files that take robot_description from the helper rather than building it by hand.
-HELPER_USERS = ("display.launch.py", "gazebo.launch.py")
+HELPER_USERS = ("bringup.launch.py", "display.launch.py", "gazebo.launch.py")
 
 
 def test_there_are_launch_files():
