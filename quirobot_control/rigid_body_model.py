@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from quirobot_description.parameters import LINK_NAMES, RobotParameters
+from quirobot_kinematics.forward import TOOL0_RPY
+from quirobot_kinematics.rotations import rpy_matrix
 
 MODEL_NAMES = ("physical", "report")
 
@@ -86,21 +88,6 @@ class RigidBodyModel:
         if armature.shape != (self.dof,) or not np.all(np.isfinite(armature)) or np.any(armature < 0.0):
             raise ModelError(f"armature must be {self.dof} finite non-negative numbers, got {armature!r}")
         return replace(self, armature=armature)
-
-
-def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF rpy: R = Rz(yaw) @ Ry(pitch) @ Rx(roll), (3, 3)."""
-    cr, sr = np.cos(roll), np.sin(roll)
-    cp, sp = np.cos(pitch), np.sin(pitch)
-    cy, sy = np.cos(yaw), np.sin(yaw)
-    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
-    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
-    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
-    return rz @ ry @ rx
-
-
-#: Tool frame tool0 in wrist_pitch_link: at (l5, 0, 0) with this rpy; its z is the approach axis.
-TOOL0_RPY = (np.pi / 2.0, 0.0, np.pi / 2.0)
 
 
 def combine_inertia(
