@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import can
 import canopen
 import pytest
+from can_frames import sdo_downloads
 
 from quirobot_control.canopen_drive import (
     CanopenConfigurationError,
@@ -148,18 +149,6 @@ def make_rig(params, inertias):
         master.disconnect()
         slave.disconnect()
         sniffer.shutdown()
-
-
-def sdo_downloads(frames, node_id, index):
-    """Values of expedited SDO downloads to `index` (CiA 301: ccs 1, e = s = 1)."""
-    values = []
-    for frame in frames:
-        if frame.arbitration_id == 0x600 + node_id and frame.data[0] & 0xE3 == 0x23:
-            size = 4 - ((frame.data[0] >> 2) & 0x3)
-            frame_index, _ = struct.unpack_from("<HB", frame.data, 1)
-            if frame_index == index:
-                values.append(int.from_bytes(frame.data[4 : 4 + size], "little"))
-    return values
 
 
 def rpdos(frames, node_id):

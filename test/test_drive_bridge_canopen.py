@@ -17,7 +17,6 @@ that is not commanded must stay where it is.
 from __future__ import annotations
 
 import dataclasses
-import struct
 import time
 import uuid
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import can.interfaces.virtual
 import canopen
 import numpy as np
 import pytest
+from can_frames import sdo_downloads
 
 from quirobot_control.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
 from quirobot_control.canopen_drive import Cia402State
@@ -173,18 +173,6 @@ def make_bridge(parameters, control):
     yield make
     for bridge in bridges:
         bridge.close()
-
-
-def sdo_downloads(frames, node_id, index):
-    """Values of expedited SDO downloads to `index` (CiA 301: ccs 1, e = s = 1)."""
-    values = []
-    for frame in frames:
-        if frame.arbitration_id == 0x600 + node_id and frame.data[0] & 0xE3 == 0x23:
-            size = 4 - ((frame.data[0] >> 2) & 0x3)
-            frame_index, _ = struct.unpack_from("<HB", frame.data, 1)
-            if frame_index == index:
-                values.append(int.from_bytes(frame.data[4 : 4 + size], "little"))
-    return values
 
 
 def command_all(bridge, positions):
