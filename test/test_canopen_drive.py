@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import can
 import canopen
 import pytest
-from can_frames import sdo_downloads
+from virtual_can import WAIT, network, sdo_downloads, wait_until
 
 from quirobot_control.canopen_drive import (
     CanopenConfigurationError,
@@ -45,8 +45,6 @@ from quirobot_control.trajectory import TRAJECTORY_JOINTS
 from quirobot_description.parameters import CANOPEN_AXES, load_parameters
 from quirobot_description.urdf import robot_description
 
-WAIT = 2.0  # s, wall-clock bound on any single wait for a frame (never reached when it works)
-
 
 @pytest.fixture(scope="module")
 def params():
@@ -68,12 +66,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def network(channel: str) -> canopen.Network:
-    net = canopen.Network(can.Bus(interface="virtual", channel=channel))
-    net.NOTIFIER_CYCLE = 0.01  # s: lets disconnect() return at once
-    return net.connect()
 
 
 @dataclass
@@ -110,15 +102,6 @@ class Rig:
         while (message := self.sniffer.recv(timeout=0)) is not None:
             out.append(message)
         return out
-
-
-def wait_until(condition, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(1e-4)
-    return True
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ that is not commanded must stay where it is.
 from __future__ import annotations
 
 import dataclasses
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -26,7 +25,7 @@ import can.interfaces.virtual
 import canopen
 import numpy as np
 import pytest
-from can_frames import sdo_downloads
+from virtual_can import WAIT, network, sdo_downloads, wait_until
 
 from quirobot_control.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
 from quirobot_control.canopen_drive import Cia402State
@@ -48,7 +47,6 @@ from quirobot_control.simulation import gravity_model
 from quirobot_control.trajectory import TRAJECTORY_JOINTS
 from quirobot_description.parameters import CANOPEN_AXES
 
-WAIT = 2.0  # s, wall-clock bound on a wait for frames (never reached when it works)
 START = {
     "gantry_x": 0.5,
     "gantry_y": 0.6,
@@ -85,21 +83,6 @@ def loads(parameters):
     """Gravity effort on each axis at START (minus the holding effort of the rigid-body model)."""
     holding = gravity_model(parameters)(np.array([START[a] for a in TRAJECTORY_JOINTS]))
     return {axis: -float(h) for axis, h in zip(TRAJECTORY_JOINTS, holding, strict=True)}
-
-
-def network(channel: str) -> canopen.Network:
-    net = canopen.Network(can.Bus(interface="virtual", channel=channel))
-    net.NOTIFIER_CYCLE = 0.01  # s: lets disconnect() return at once
-    return net.connect()
-
-
-def wait_until(condition, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(1e-4)
-    return True
 
 
 def open_buses(channels) -> int:
