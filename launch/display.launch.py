@@ -4,7 +4,7 @@
                                            [rviz:=true|false]
 
 gui:=false runs joint_state_publisher (no window) instead of joint_state_publisher_gui;
-rviz:=false leaves RViz2 out (headless, as in test/test_launch_display.py).
+rviz:=false leaves RViz2 out (headless, as in test/ros/test_launch_display.py).
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)

@@ -263,7 +263,7 @@ def test_node_without_ros_exits_2_with_one_line():
     import sys
 
     if importlib.util.find_spec("rclpy") is not None:
-        pytest.skip("ROS 2 is present: test/test_launch_kinematics.py runs the node")
+        pytest.skip("ROS 2 is present: test/ros/test_launch_kinematics.py runs the node")
     result = subprocess.run(
         [sys.executable, "-m", "quirobot_kinematics.kinematics_node"],
         capture_output=True,

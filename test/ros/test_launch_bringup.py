@@ -24,7 +24,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 
 from launch import LaunchDescription  # noqa: E402
 
-LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "bringup.launch.py"
+LAUNCH_FILE = Path(__file__).resolve().parents[2] / "launch" / "bringup.launch.py"
 JOINTS = {"gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch", "drill_feed"}
 
 

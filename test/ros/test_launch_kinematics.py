@@ -28,7 +28,7 @@ from quirobot_kinematics.forward import forward_kinematics  # noqa: E402
 from quirobot_kinematics.model import KinematicModel  # noqa: E402
 from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix  # noqa: E402
 
-LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "kinematics.launch.py"
+LAUNCH_FILE = Path(__file__).resolve().parents[2] / "launch" / "kinematics.launch.py"
 Q = [0.7, 1.3, 0.9, 2.1, 0.4]
 SUCCESS, INVALID_LINK_NAME, NO_IK_SOLUTION = 1, -18, -31  # moveit_msgs/msg/MoveItErrorCodes
 

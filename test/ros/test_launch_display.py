@@ -24,7 +24,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "display.launch.py"
+LAUNCH_FILE = Path(__file__).resolve().parents[2] / "launch" / "display.launch.py"
 TIMEOUT = 30.0  # s, to see the first messages
 
 
