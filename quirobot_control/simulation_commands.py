@@ -8,11 +8,14 @@ import math
 import sys
 from pathlib import Path
 
+from quirobot_description.verb_parser import add_verb
+
 DEFAULT_OUTPUT = "quirobot_output"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = add_verb(
+        subparsers,
         "simulate",
         help="run a surgical task in closed loop (planner, IK, PID, brushless drives, MuJoCo)",
         description=(

@@ -12,12 +12,12 @@ import numpy as np
 from quirobot_control.rigid_body_model import MODEL_NAMES
 from quirobot_control.sizing import SizingError, SizingResult, plot_sizing, size_servos
 from quirobot_description.parameters import RobotParameters, load_parameters
-
-EXIT_USAGE = 2
+from quirobot_description.verb_parser import add_verb
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    size = subparsers.add_parser(
+    size = add_verb(
+        subparsers,
         "size",
         help="servo sizing: motor torque and speed each joint needs, checked against its motor",
         description=(

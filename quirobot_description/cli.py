@@ -4,14 +4,18 @@ Each module in VERB_MODULES exposes `register(subparsers)`, adding its verbs wit
 `set_defaults(handler=function)`; a handler takes the parsed arguments and returns the exit
 code. Expected failures (bad parameters, unreachable poses, malformed arguments) are
 ValueError or OSError: they print one line on stderr and exit 2, never a traceback
-(`--debug` shows it).
+(`--debug`, before or after the verb, shows it). `--version` prints the installed distribution's
+version (setup.py is its one source).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
+
+from quirobot_description.verb_parser import DEBUG_HELP, EXIT_USAGE, one_line_errors
 
 VERB_MODULES = (
     "quirobot_description.commands",
@@ -20,15 +24,26 @@ VERB_MODULES = (
     "quirobot_control.simulation_commands",
 )
 
-EXIT_USAGE = 2
+DISTRIBUTION = "quirobot"
+
+
+def version() -> str:
+    """The installed distribution's version (from setup.py), or a note that it is not installed."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="quirobot",
-        description="QUIROBOT surgical robot: description, kinematics, dynamics, control, simulation.",
+    parser = one_line_errors(
+        argparse.ArgumentParser(
+            prog="quirobot",
+            description="QUIROBOT surgical robot: description, kinematics, dynamics, control, simulation.",
+        )
     )
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     subparsers.required = True
     for module_name in VERB_MODULES:
