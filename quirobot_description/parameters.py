@@ -141,12 +141,14 @@ class LinkParameters:
 
 @dataclass(frozen=True)
 class StructureParameters:
-    """Fixed gantry frame, for drawing and collision only."""
+    """Fixed gantry frame: drawing, collision, and the mass simulators need (never moves)."""
 
     guide_section: float
     guide_margin: float
     ceiling_height: float
     mount_height: float  # m, guide plane (report frame 0') above the floor, for simulation worlds
+    density: float  # kg/m^3, material of the profiles
+    section_fill: float  # solid fraction of a profile's square section, in (0, 1]
 
 
 @dataclass(frozen=True)
@@ -576,9 +578,12 @@ class _Reader(SourcedReader):
         structure = StructureParameters(
             **{
                 f: self.number(f"structure.{f}", positive=True)
-                for f in ("guide_section", "guide_margin", "ceiling_height", "mount_height")
-            }
+                for f in ("guide_section", "guide_margin", "ceiling_height", "mount_height", "density")
+            },
+            section_fill=self.number("structure.section_fill", positive=True),
         )
+        if structure.section_fill > 1.0:
+            raise self.fail("structure.section_fill", f"must be in (0, 1], got {structure.section_fill}")
         motors = {name: self.motor(name) for name in (self.raw.get("motors") or {})}
         transmissions = {name: self.transmission(name) for name in (self.raw.get("transmissions") or {})}
         return RobotParameters(

@@ -148,6 +148,48 @@ def _shape_inertia(kind: str, dims: dict, mass: float) -> np.ndarray | None:
     return None
 
 
+def _shape_volume(kind: str, dims: dict) -> float | None:
+    """Volume in m^3 of a solid shape (None for a mesh)."""
+    if kind == "box":
+        return float(np.prod(dims["size"]))
+    if kind == "cylinder":
+        return math.pi * dims["radius"] ** 2 * dims["length"]
+    if kind == "sphere":
+        return 4.0 / 3.0 * math.pi * dims["radius"] ** 3
+    return None
+
+
+def _composite_problems(
+    what: str, shapes: list, mass: float, com: np.ndarray, inertia: np.ndarray
+) -> list[str]:
+    """Why a link of several solid shapes (frame (4, 4), kind, dims) does not have their mass
+    properties at one uniform density: centre of mass at their centroid, inertia their sum with
+    the parallel-axis terms (a frame's centre of mass may lie in none of its parts)."""
+    volumes = np.array([_shape_volume(kind, dims) for _, kind, dims in shapes])
+    centres = np.array([frame[:3, 3] for frame, _, _ in shapes])
+    centroid = volumes @ centres / volumes.sum()
+    if not np.allclose(com, centroid, atol=INSIDE_TOL):
+        return [
+            f"{what}: centre of mass {np.round(com, 6).tolist()} m is not the centroid "
+            f"{np.round(centroid, 6).tolist()} m of its {len(shapes)} shapes"
+        ]
+    expected = np.zeros((3, 3))
+    for volume, (frame, kind, dims) in zip(volumes, shapes, strict=True):
+        part = mass * volume / volumes.sum()
+        offset = frame[:3, 3] - centroid
+        rotation = frame[:3, :3]
+        own = rotation @ _shape_inertia(kind, dims, part) @ rotation.T
+        expected += own + part * (offset @ offset * np.eye(3) - np.outer(offset, offset))
+    worst = np.unravel_index(np.argmax(np.abs(inertia - expected)), (3, 3))
+    if np.abs(inertia - expected).max() > INERTIA_RTOL * float(np.max(np.abs(expected))):
+        element = "i" + "xyz"[worst[0]] + "xyz"[worst[1]]
+        return [
+            f"{what}: inertia {element} = {inertia[worst]:.6g} kg*m^2 differs from its "
+            f"{len(shapes)} shapes of uniform density: {expected[worst]:.6g}"
+        ]
+    return []
+
+
 def _parse(text: str) -> _Robot:
     root = ET.fromstring(text)
     if root.tag != "robot":
@@ -289,10 +331,20 @@ def _joint_axis_and_limits(name: str, kind: str, element: ET.Element) -> list[st
     return problems
 
 
+def _massless(link: ET.Element) -> bool:
+    """Whether the link's <inertial> is all zero: mass 0 and inertia 0 (export's frame links)."""
+    try:
+        mass, _, inertia = link_inertia(link, "link")
+    except ValueError:
+        return False  # malformed: the inertial stage names it
+    return mass == 0.0 and not inertia.any()
+
+
 def moving_links(robot: _Robot) -> list[str]:
     """Links a joint moves that carry a body: children of movable joints, and links with an
-    <inertial> or geometry fixed to a moving link. Pure frames (no visual, collision, inertial,
-    child of a fixed joint) such as tool0 are excluded."""
+    <inertial> or geometry fixed to a moving link. Pure frames (child of a fixed joint, no visual,
+    no collision, no <inertial> or an all-zero one, as export writes for PyBullet) such as tool0
+    are excluded."""
     moving: set[str] = set()
     children: dict[str, list[tuple[str, str]]] = {}
     for joint in robot.joints.values():
@@ -323,7 +375,9 @@ def moving_links(robot: _Robot) -> list[str]:
             j.find("child") is not None and j.find("child").get("link") == name and j.get("type") in MOVABLE
             for j in robot.joints.values()
         )
-        has_body = any(element.find(tag) is not None for tag in ("visual", "collision", "inertial"))
+        has_body = any(element.find(tag) is not None for tag in ("visual", "collision")) or (
+            element.find("inertial") is not None and not _massless(element)
+        )
         if is_child_of_movable or has_body:
             result.append(name)
     return result
@@ -420,6 +474,10 @@ def _stage_inertial(robot: _Robot) -> list[str]:
             except ValueError:
                 continue  # reported by the visual/collision stages
         if not shapes:
+            continue
+        if len(shapes) > 1 and all(_shape_volume(kind, dims) is not None for _, kind, dims in shapes):
+            if not inertia_problems(inertia):
+                problems.extend(_composite_problems(what, shapes, mass, com, inertia))
             continue
         verdicts = [
             _inside(frame[:3, :3].T @ (com - frame[:3, 3]), kind, dims) for frame, kind, dims in shapes
@@ -553,8 +611,19 @@ REQUIRED_STATES = ("position", "velocity", "effort")
 HARDWARE_PLUGINS = {
     "mock_components/GenericSystem": (),
     "gz_ros2_control/GazeboSimSystem": (),
-    "topic_based_ros2_control/TopicBasedSystem": ("joint_commands_topic", "joint_states_topic"),
+    "joint_state_topic_hardware_interface/JointStateTopicSystem": (
+        "joint_commands_topic",
+        "joint_states_topic",
+        "trigger_joint_command_threshold",
+    ),
 }
+
+
+def _is_negative(text: str) -> bool:
+    try:
+        return float(text) < 0.0
+    except ValueError:
+        return False
 
 
 def _stage_ros2_control(robot: _Robot) -> list[str]:
@@ -572,6 +641,14 @@ def _stage_ros2_control(robot: _Robot) -> list[str]:
         for required in HARDWARE_PLUGINS[plugin_name]:
             if not params.get(required):
                 problems.append(f"hardware {plugin_name}: parameter {required!r} must be set explicitly")
+        threshold = params.get("trigger_joint_command_threshold")
+        if threshold and not _is_negative(threshold):
+            # The plugin publishes only while sum |position state - command| > threshold: a robot
+            # holding still would get no commands and drive_node's watchdog would stop it.
+            problems.append(
+                f"hardware {plugin_name}: trigger_joint_command_threshold {threshold!r} must be negative "
+                f"(a command on every cycle)"
+            )
         if plugin_name.startswith("gz_ros2_control"):
             gz = robot.root.findall("gazebo/plugin")
             if not any(
