@@ -2,6 +2,7 @@
 
 Numbers are parsed here rather than by argparse so that a wrong count or a non-number gives one
 line naming the problem ("fk takes 5 joint values, got 4") and exit 2, like every other error.
+What fk prints, ik --matrix takes: `quirobot ik --matrix $(quirobot fk Q1..Q5 | tail -n 4)`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,23 @@ import numpy as np
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_description.verb_parser import add_verb
 from quirobot_kinematics.forward import forward_kinematics
-from quirobot_kinematics.inverse import ApproachTarget, inverse_kinematics, inverse_kinematics_all
+from quirobot_kinematics.inverse import (
+    DEFAULT_ORIENTATION_TOLERANCE,
+    ORTHONORMALITY_TOLERANCE,
+    ApproachTarget,
+    inverse_kinematics,
+    inverse_kinematics_all,
+)
 from quirobot_kinematics.model import REVOLUTE, KinematicModel
+from quirobot_kinematics.rotations import nearest_rotation
 from quirobot_kinematics.workspace import DOWN, estimate_workspace, plot_workspace
+
+#: Decimals fk prints: a pose printed this way is orthonormal to ~1e-10 (m: a tenth of a nanometre).
+FK_DECIMALS = 10
+#: Largest deviation of R^T R from identity that ik --matrix takes as a rounded rotation (4 printed
+#: decimals give up to ~3e-4): it solves for the nearest rotation, whose x axis may leave the
+#: horizontal plane by as much (rad, 0.06 deg). A matrix further from a rotation is refused.
+MATRIX_ROUNDING_TOLERANCE = 1e-3
 
 
 class CommandError(ValueError):
@@ -47,7 +62,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="inverse kinematics: joint values for a tool position + approach, or a full pose",
         description="Solve the closed-form IK. Target: --position X Y Z (m) with --approach AX AY AZ "
         "(tool z direction; the roll about it is left free), or --matrix with 16 numbers (a 4x4 pose, "
-        "row-major, whose x axis must be horizontal). Prints the joint values nearest the seed within "
+        "row-major, whose x axis must be horizontal; what `quirobot fk` prints). A rotation rounded to "
+        f"4 decimals or more (R^T R within {MATRIX_ROUNDING_TOLERANCE:g} of identity) is replaced by the "
+        f"nearest rotation, and its x axis may leave the horizontal plane by {MATRIX_ROUNDING_TOLERANCE:g} "
+        "rad. Prints the joint values nearest the seed within "
         'the joint limits. JSON: {"q": [5 values], "joint_names": [...]}; with --all "q" is a list of '
         "solutions. Unreachable targets exit 2 with the reason.",
     )
@@ -131,7 +149,7 @@ def _fk(args: argparse.Namespace) -> int:
         frame = "drill tip" if feed else "tool0"
         print(f"{frame} in world (rotation columns n o a, position p in m):")
         for row in T:
-            print("  " + "  ".join(f"{v: .6f}" for v in row))
+            print("  " + "  ".join(f"{v: .{FK_DECIMALS}f}" for v in row))
     return 0
 
 
@@ -142,14 +160,21 @@ def _ik(args: argparse.Namespace) -> int:
     seed = _numbers(args.seed, 5, "--seed")
     if matrix is not None and (position is not None or approach is not None):
         raise CommandError("give either --matrix or --position with --approach, not both")
+    orientation_tolerance = DEFAULT_ORIENTATION_TOLERANCE
     if matrix is not None:
-        target: object = np.array(matrix).reshape(4, 4)
+        target: object = _rounded_pose(matrix)
+        orientation_tolerance = MATRIX_ROUNDING_TOLERANCE
     elif position is not None and approach is not None:
         target = ApproachTarget(position, approach)
     else:
         raise CommandError("ik needs --position X Y Z with --approach AX AY AZ, or --matrix with 16 numbers")
     model = _model(args)
-    options = dict(seed=seed, respect_limits=not args.no_limits, feed=_feed(args))
+    options = dict(
+        seed=seed,
+        respect_limits=not args.no_limits,
+        feed=_feed(args),
+        orientation_tolerance=orientation_tolerance,
+    )
     solutions = inverse_kinematics_all(target, model, **options) if args.all else None
     best = inverse_kinematics(target, model, **options) if not args.all else solutions[0]
     if args.json:
@@ -163,6 +188,27 @@ def _ik(args: argparse.Namespace) -> int:
             unit = f"rad ({math.degrees(value):.4f} deg)" if i in REVOLUTE else "m"
             print(f"  {name:12s} {value: .9f} {unit}")
     return 0
+
+
+def _rounded_pose(values: list[float]) -> np.ndarray:
+    """(4, 4) pose of 16 row-major numbers, its rotation replaced by the nearest one when rounded.
+
+    Not finite, a wrong bottom row or a reflection: returned as given, for IK to name the problem.
+    """
+    T = np.array(values).reshape(4, 4)
+    if not np.all(np.isfinite(T)) or np.abs(T[3] - (0.0, 0.0, 0.0, 1.0)).max() > ORTHONORMALITY_TOLERANCE:
+        return T
+    R = T[:3, :3]
+    deviation = float(np.abs(R.T @ R - np.eye(3)).max())
+    if deviation > MATRIX_ROUNDING_TOLERANCE:
+        raise CommandError(
+            f"--matrix: the rotation is not orthonormal: R^T R differs from identity by {deviation:.3g} "
+            f"(a rounded rotation is accepted up to {MATRIX_ROUNDING_TOLERANCE:g})"
+        )
+    if np.linalg.det(R) < 0.0:
+        return T
+    T[:3, :3] = nearest_rotation(R)
+    return T
 
 
 def _workspace(args: argparse.Namespace) -> int:

@@ -61,3 +61,18 @@ def quaternion_from_matrix(R: np.ndarray) -> tuple[float, float, float, float]:
     norm = math.sqrt(sum(v * v for v in q))
     sign = -1.0 if q[3] < 0.0 else 1.0
     return tuple(float(sign * v / norm) for v in q)
+
+
+def nearest_rotation(R: np.ndarray) -> np.ndarray:
+    """(3, 3) rotation nearest (Frobenius norm) to a (3, 3) matrix: U @ V^T of its SVD.
+
+    For re-orthonormalising a rotation whose entries were rounded; a matrix nearer a reflection
+    (det < 0) is refused rather than turned into a rotation far from it.
+    """
+    R = np.asarray(R, dtype=float)
+    if R.shape != (3, 3) or not np.all(np.isfinite(R)):
+        raise KinematicsError(f"a rotation must be a finite 3x3 matrix, got {R.tolist()}")
+    U, _, Vt = np.linalg.svd(R)
+    if np.linalg.det(U @ Vt) < 0.0:
+        raise KinematicsError("the matrix is a reflection (det < 0), not a rotation")
+    return U @ Vt
