@@ -6,8 +6,9 @@
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
 config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
 joint_trajectory_controller, and drill_feed_controller with tool:=drill), and for
-hardware:=real the `drive_node` on the other side of topic_based_ros2_control (safety layer,
-PID per joint, brushless drives). hardware:=mock uses mock_components/GenericSystem. With
+hardware:=real the `drive_node` on the other side of joint_state_topic_hardware_interface
+(safety layer, PID per joint, brushless drives; its joints from the same robot description).
+hardware:=mock uses mock_components/GenericSystem. With
 hardware:=real, drive_backend picks the drive node's drives: simulated (MuJoCo plant) or canopen
 (the CiA 402 servo drives on can0..can2, see docs/canopen.md).
 """
@@ -68,7 +69,7 @@ def generate_launch_description() -> LaunchDescription:
     drive_node = Node(
         package="quirobot",
         executable="drive_node",
-        parameters=[{"drive_backend": drive_backend}],
+        parameters=[{"drive_backend": drive_backend, "robot_description": robot_description}],
         condition=LaunchConfigurationEquals("hardware", "real"),
         output="screen",
     )

@@ -3,10 +3,11 @@
 `CanopenBackend` is a `drive_backend.DriveBackend`. It owns one `canopen.Network` per bus of
 `params.canopen.channels` (can0, can1, can2), opened with a python-can interface and a channel
 per bus (`CanBusConfig`: socketcan and the bus names by default; tests use python-can's
-"virtual" interface), builds the drives with `canopen_drives_for_buses`, and runs them in
-lock-step with the control loop:
+"virtual" interface), builds the drives with `canopen_drives_for_buses`, keeps those of the
+commanded joints (the robot description's: no drill_feed node without the drill), and runs them
+in lock-step with the control loop:
 
-- start-up: open every bus, configure and start every node (SDO, NMT operational), one SYNC per
+- start-up: open every bus, configure and start each kept node (SDO, NMT operational), one SYNC per
   bus so that feedback flows; the drives are enabled later by the hardware component. Any
   failure (no such interface or channel, a node that does not answer, a drive whose motor data
   disagree with the parameter file, no feedback) closes what was opened and raises
@@ -28,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,8 +45,7 @@ from quirobot_control.canopen_drive import (
 from quirobot_control.control_config import ControlConfig
 from quirobot_control.drive import DriveError
 from quirobot_control.drive_backend import DriveStartupError
-from quirobot_control.trajectory import TRAJECTORY_JOINTS
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import CANOPEN_AXES, RobotParameters
 
 #: s, how long a bus's reader thread blocks in one receive: bounds how long close() waits for it.
 READER_POLL_PERIOD = 0.01
@@ -105,10 +105,12 @@ class CanopenBackend:
         control: ControlConfig,
         config: CanBusConfig | None = None,
         *,
+        joints: Sequence[str] = CANOPEN_AXES,
         feedback_wait: float | None = None,
         eds: str | Path = DEFAULT_EDS,
     ) -> None:
-        """`feedback_wait`: s (wall clock) to wait for each cycle's TPDOs; default one SYNC period."""
+        """`joints`: the commanded joints (of CANOPEN_AXES; only their nodes are started);
+        `feedback_wait`: s (wall clock) to wait for each cycle's TPDOs; default one SYNC period."""
         self.params = params
         self.config = config or CanBusConfig()
         bus = params.canopen
@@ -122,6 +124,11 @@ class CanopenBackend:
             raise DriveStartupError(
                 f"CAN channel mapping names unknown bus(es) {', '.join(unknown)}; "
                 f"the parameter file's buses are {', '.join(bus.channel_names)}"
+            )
+        missing = [name for name in joints if name not in CANOPEN_AXES]
+        if missing:
+            raise DriveStartupError(
+                f"no CANopen drive for joint(s) {', '.join(missing)}; the axes are {', '.join(CANOPEN_AXES)}"
             )
         wait = bus.sync_period if feedback_wait is None else feedback_wait
         if not math.isfinite(wait) or wait < 0.0:
@@ -137,7 +144,7 @@ class CanopenBackend:
             drives = canopen_drives_for_buses(
                 params, self.networks, start=False, clock=self._sync_clock, eds=eds
             )
-            self.drives = {name: drives[name] for name in TRAJECTORY_JOINTS}
+            self.drives = {name: drives[name] for name in joints}
             self._start_drives()
             self._first_feedback()
         except BaseException:

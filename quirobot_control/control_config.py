@@ -11,8 +11,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from quirobot_control.joint_limits import TRAJECTORY_JOINTS
 from quirobot_control.pid import PIDGains
-from quirobot_control.trajectory import TRAJECTORY_JOINTS
+from quirobot_description.parameters import FEED_JOINT, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
 
@@ -124,3 +125,12 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
         watchdog_timeout=reader.number("safety.watchdog_timeout", positive=True),
         watchdog_stop_timeout=reader.number("safety.watchdog_stop_timeout", positive=True),
     )
+
+
+def control_configuration(params: RobotParameters) -> ControlConfig:
+    """config/control.yaml with each joint's current limit from the parameter file."""
+    currents = {
+        name: params.drill.motor.max_current if name == FEED_JOINT else params.joint(name).motor.max_current
+        for name in TRAJECTORY_JOINTS
+    }
+    return load_control_config(max_currents=currents)

@@ -1,12 +1,18 @@
-"""ROS 2 node `drive_node`: the drive side of topic_based_ros2_control (thin adapter).
+"""ROS 2 node `drive_node`: the drive side of joint_state_topic_hardware_interface (thin adapter).
 
-Subscribes to the controllers' commands (sensor_msgs/msg/JointState on
-/quirobot/joint_commands: name, position, velocity) and publishes the joint states
-(/quirobot/joint_states) at the control rate, both with sensor-data QoS, as
-topic_based_ros2_control/TopicBasedSystem expects (hardware:=real in the URDF). Every behaviour
-is in `quirobot_control.drive_bridge.DriveBridge`; rclpy is imported only inside `main`.
+Subscribes to the controllers' commands (sensor_msgs/msg/JointState on /quirobot/joint_commands:
+name, position, velocity) and publishes the joint states (/quirobot/joint_states) at the
+control rate, both with sensor-data QoS, as
+joint_state_topic_hardware_interface/JointStateTopicSystem expects (hardware:=real in the
+URDF; it subscribes to the states with sensor-data QoS and publishes the commands reliable,
+depth 1). The joints and so the drives are those of the robot description's <ros2_control>
+block. Every behaviour (start-up handshake, watchdog, safety layer) is in
+`quirobot_control.drive_bridge.DriveBridge`; this node passes it the messages and a monotonic
+clock (time.monotonic(), s). rclpy is imported only inside `main`.
 
 Parameters:
+- robot_description: the URDF XML (as the launch file gives robot_state_publisher). Empty
+  (default): the node waits for the latched /robot_description topic (transient local).
 - commands_topic, states_topic: defaults as in the URDF's <ros2_control> block.
 - drive_backend: "simulated" (SimulatedDrives on the MuJoCo plant, default) or "canopen" (the
   CiA 402 servo drives on the CAN buses of the parameter file, canopen.channels).
@@ -14,57 +20,83 @@ Parameters:
 - can_channels: "bus=channel" pairs (e.g. "can0=vcan0,can1=vcan1,can2=vcan2") for buses whose
   channel is not their own name (default: none).
 
-A start-up failure (no such CAN interface, a node that does not answer, ...) is logged in one
-line and the node exits with status 1 without enabling anything. On shutdown every drive is
-stopped and the buses are released.
+A stop (a safety stop, the command watchdog, a drive fault) is logged once as an error line
+"drives stopped: <reason>". A start-up failure (no such CAN interface, a node that does not
+answer, a malformed description, ...) is logged in one line and the node exits with status 1
+without enabling anything. On shutdown every drive is stopped and the buses are released.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 
 def main(args: list[str] | None = None) -> int:
     import rclpy
+    from rclpy.executors import ExternalShutdownException
     from rclpy.node import Node
-    from rclpy.qos import qos_profile_sensor_data
+    from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
     from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
 
     from quirobot_control.canopen_backend import CanBusConfig, parse_channel_map
-    from quirobot_control.drive_bridge import BridgeError, DriveBridge, open_backend
-    from quirobot_control.incision import control_configuration
+    from quirobot_control.control_config import control_configuration
+    from quirobot_control.drive_bridge import BridgeError, open_bridge
     from quirobot_description.parameters import load_parameters
 
     rclpy.init(args=args)
     node = Node("drive_node")
+    description = node.declare_parameter("robot_description", "").value
     commands_topic = node.declare_parameter("commands_topic", "/quirobot/joint_commands").value
     states_topic = node.declare_parameter("states_topic", "/quirobot/joint_states").value
     backend_name = node.declare_parameter("drive_backend", "simulated").value
     can_interface = node.declare_parameter("can_interface", "socketcan").value
     can_channels = node.declare_parameter("can_channels", "").value
+
+    def shut_down() -> None:
+        node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+    if not description:
+        received: list[str] = []
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(String, "/robot_description", lambda m: received.append(m.data), latched)
+        node.get_logger().info("waiting for /robot_description")
+        try:
+            while rclpy.ok() and not received:
+                rclpy.spin_once(node, timeout_sec=0.5)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            shut_down()
+            return 0
+        if not received:
+            shut_down()
+            return 0
+        description = received[0]
     try:
         params = load_parameters()
         control = control_configuration(params)
         can = CanBusConfig(can_interface, parse_channel_map(can_channels))
-        bridge = DriveBridge(params, control, open_backend(backend_name, params, control, can=can))
+        bridge = open_bridge(backend_name, params, control, description, now=time.monotonic(), can=can)
     except (ValueError, OSError) as error:
         node.get_logger().fatal(f"drive start-up failed: {' '.join(str(error).split())}")
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        shut_down()
         return 1
-    node.get_logger().info(f"drives up ({backend_name} backend)")
+    node.get_logger().info(f"drives up ({backend_name} backend): {', '.join(bridge.names)}")
     publisher = node.create_publisher(JointState, states_topic, qos_profile_sensor_data)
-    reported = {"stop": None}
+    reported = {"stop": None, "events": 0}
 
     def on_command(message: JointState) -> None:
         try:
-            bridge.command(list(message.name), list(message.position), list(message.velocity))
+            bridge.command(
+                list(message.name), list(message.position), list(message.velocity), now=time.monotonic()
+            )
         except BridgeError as error:
             node.get_logger().error(f"command refused: {error}")
 
     def on_timer() -> None:
-        sample = bridge.step()
+        sample = bridge.step(time.monotonic())
         message = JointState()
         message.header.stamp = node.get_clock().now().to_msg()
         message.name = list(sample.names)
@@ -72,6 +104,9 @@ def main(args: list[str] | None = None) -> int:
         message.velocity = sample.velocity
         message.effort = sample.effort
         publisher.publish(message)
+        for event in bridge.events[reported["events"] :]:
+            node.get_logger().info(event)
+        reported["events"] = len(bridge.events)
         if sample.stop_reason and reported["stop"] != sample.stop_reason:
             reported["stop"] = sample.stop_reason
             node.get_logger().error(f"drives stopped: {sample.stop_reason}")
@@ -80,14 +115,12 @@ def main(args: list[str] | None = None) -> int:
     node.create_timer(control.dt, on_timer)
     try:
         rclpy.spin(node)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         for problem in bridge.close():
             node.get_logger().warning(f"shutdown: {problem}")
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        shut_down()
     return 0
 
 

@@ -18,10 +18,13 @@ module-level functions take the parameters explicitly: no hidden file reading.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from quirobot_control.rigid_body_model import RigidBodyModel, build_model
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import JOINT_NAMES, RobotParameters
+from quirobot_kinematics import KinematicModel, forward_kinematics
 
 
 class DynamicsInputError(ValueError):
@@ -293,3 +296,20 @@ def gravity_torques(q, *, params: RobotParameters, model: str = "physical"):
 def forward_dynamics(q, qd, tau, friction: bool = True, *, params: RobotParameters, model: str = "physical"):
     """Joint accelerations (5,) or (N, 5) under efforts tau."""
     return Dynamics(params, model).forward_dynamics(q, qd, tau, friction=friction)
+
+
+def gravity_model(params: RobotParameters) -> Callable[[np.ndarray], np.ndarray]:
+    """q (6,) or (N, 6) -> efforts of the same shape (N, N*m) holding the robot against gravity:
+    the arm's rigid-body model (JOINT_NAMES, drill tool) and the drill's feed axis (the last
+    column) carrying the bit along the tool axis."""
+    dynamics = Dynamics(params)
+    kinematics = KinematicModel.from_parameters(params)
+    bit_weight = params.drill.bit_mass * params.gravity
+    n_arm = len(JOINT_NAMES)
+
+    def gravity(q: np.ndarray) -> np.ndarray:
+        arm = np.asarray(q, dtype=float)[..., :n_arm]
+        approach_z = forward_kinematics(arm, kinematics)[..., 2, 2]
+        return np.concatenate([dynamics.gravity_torques(arm), (bit_weight * approach_z)[..., None]], axis=-1)
+
+    return gravity

@@ -33,10 +33,10 @@ import numpy as np
 
 from quirobot_control.control_config import ControlConfig
 from quirobot_control.drive import Drive, DriveError, DriveState
+from quirobot_control.joint_limits import JointLimits
 from quirobot_control.pid import PID
 from quirobot_control.safety import SafetyLimits, SafetyMonitor, SafetyStopError, finite_or_nan
-from quirobot_control.trajectory import JointLimits
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import FEED_JOINT, RobotParameters
 
 
 class CallbackReturn(enum.Enum):
@@ -270,7 +270,7 @@ class QuirobotHardware:
         self.command_received(time)
 
     def command_received(self, time: float) -> None:
-        """Tell the watchdog a fresh command arrived at `time` (s)."""
+        """Tell the watchdog a fresh command arrived at `time` (s, the clock given to write())."""
         if self.safety is not None:
             self.safety.note_command(time)
 
@@ -286,7 +286,11 @@ class QuirobotHardware:
         return ReturnType.OK
 
     def write(self, time: float, period: float) -> ReturnType:
-        """Safety filter and check, then PID + feed-forward -> current command of every drive."""
+        """Safety filter and check, then PID + feed-forward -> current command of every drive.
+
+        `time` (s) is the command watchdog's clock (see safety.SafetyMonitor: the larger of its
+        age and the `period`s counted decides); `period` (s) the control period.
+        """
         if self.lifecycle is not LifecycleState.ACTIVE:
             return ReturnType.ERROR if self.stop_reason else ReturnType.OK
         joints = self.joints
@@ -399,5 +403,5 @@ class QuirobotHardware:
 
 def _current_gain(params: RobotParameters, name: str) -> float:
     """K_T * ratio * efficiency (N/A or N*m/A) of a joint or of the drill feed."""
-    source = params.drill if name == "drill_feed" else params.joint(name)
+    source = params.drill if name == FEED_JOINT else params.joint(name)
     return source.motor.torque_constant * source.transmission.ratio * source.transmission.efficiency

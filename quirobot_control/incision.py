@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from quirobot_control.control_config import ControlConfig, load_control_config
+from quirobot_control.control_config import ControlConfig, control_configuration
 from quirobot_control.simulation import ClosedLoopSimulation, Drilling, SimulationLog
 from quirobot_control.tasks import IncisionTask, LineTask, load_task, plan_incision, plan_line_task
-from quirobot_control.trajectory import TRAJECTORY_JOINTS, JointTrajectory
+from quirobot_control.trajectory import JointTrajectory
 from quirobot_description.parameters import RobotParameters
 
 #: The issue's targets, m (controller time in s, real-time factor dimensionless).
@@ -44,17 +44,6 @@ class TaskResult:
     trajectory: JointTrajectory
     log: SimulationLog
     metrics: dict[str, float | str | list[float] | dict[str, float] | None]
-
-
-def control_configuration(params: RobotParameters) -> ControlConfig:
-    """config/control.yaml with each joint's current limit from the parameter file."""
-    currents = {
-        name: (
-            params.drill.motor.max_current if name == "drill_feed" else params.joint(name).motor.max_current
-        )
-        for name in TRAJECTORY_JOINTS
-    }
-    return load_control_config(max_currents=currents)
 
 
 def run_task(

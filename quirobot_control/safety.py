@@ -14,7 +14,11 @@ Per control cycle it filters the commands and checks the measured state:
   a push stronger than the drive) stops every drive.
 - Following error: |q_command - q_measured| above the joint's limit stops every drive.
 - Command watchdog: no fresh command for `watchdog_timeout` s: hold the measured position;
-  still none after `stop_timeout` s: stop every drive.
+  still none after `stop_timeout` s: stop every drive. The age of the last command is the larger
+  of two clocks: the caller's `time` (the adapter passes a monotonic wall clock, so a control
+  loop that runs late still sees the commands go stale in real time) and the control periods
+  counted since the command (so a clock that stops advancing cannot hide a stale stream). A
+  non-finite clock value stops every drive.
 - A drive in FAULT stops every drive.
 
 A stop is latched; `SafetyStopError.reason` says which joint, what and by how much.
@@ -61,6 +65,7 @@ class SafetyMonitor:
         self.events: list[str] = []  # non-fatal events (clamped commands, watchdog hold)
         self.stop_reason: str | None = None
         self._last_command_time: float | None = None
+        self._counted_age = 0.0  # s, control periods run since the last command
         self._holding: list[float] | None = None
         self._previous: list[float] | None = None  # last safe position command
         self._scalars = [
@@ -81,9 +86,22 @@ class SafetyMonitor:
         return SafetyStopError(self.stop_reason)
 
     def note_command(self, time: float) -> None:
-        """A fresh command arrived at `time` (s)."""
+        """A fresh command arrived at `time` (s, the clock that `filter` is given)."""
         self._last_command_time = time
+        self._counted_age = 0.0
         self._holding = None
+
+    def _command_age(self, time: float, dt: float) -> float | None:
+        """s since the last command (None before the first): the larger of the clock's age and
+        the periods counted since; one more period counted. Raise on a non-finite clock."""
+        if self._last_command_time is None:
+            return None
+        for label, value in (("clock time", time), ("command time", self._last_command_time)):
+            if not math.isfinite(value):
+                raise self.stop(f"command watchdog: {label} {value} is not finite")
+        age = max(time - self._last_command_time, self._counted_age)
+        self._counted_age += dt
+        return age
 
     # The per-cycle checks loop over the joints in plain Python: for six joints that is several
     # times faster than numpy's per-call overhead (the 1 kHz budget is 200 us for everything).
@@ -104,8 +122,8 @@ class SafetyMonitor:
             for j, value in enumerate(values):
                 if not math.isfinite(value):
                     raise self.stop(f"non-finite {label} command {value} for joint {names[j]}")
-        if self._last_command_time is not None:
-            age = time - self._last_command_time
+        age = self._command_age(time, dt)
+        if age is not None:
             if age > self.limits.stop_timeout:
                 raise self.stop(
                     f"command watchdog: no command for {age:.3f} s (limit {self.limits.stop_timeout} s)"

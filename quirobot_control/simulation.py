@@ -27,7 +27,7 @@ import numpy as np
 from quirobot_control.bone import BoneParameters, BoneThrust
 from quirobot_control.control_config import ControlConfig
 from quirobot_control.drive import SimulatedDrive, drive_for_joint
-from quirobot_control.dynamics import Dynamics
+from quirobot_control.dynamics import Dynamics, gravity_model
 from quirobot_control.hardware import CallbackReturn, QuirobotHardware, ReturnType, hardware_info_from_urdf
 from quirobot_control.rigid_body_model import build_model, reflected_rotor_inertia
 from quirobot_control.trajectory import FEED_INDEX, TRAJECTORY_JOINTS, JointTrajectory
@@ -210,21 +210,6 @@ def plan_feedforward(
     if gravity:
         efforts += gravity_model(params)(q)
     return efforts
-
-
-def gravity_model(params: RobotParameters) -> Callable[[np.ndarray], np.ndarray]:
-    """q (6,) or (N, 6) -> efforts of the same shape (N, N*m) holding the robot against gravity
-    (arm rigid-body model, drill feed carrying the bit along the tool axis)."""
-    dynamics = Dynamics(params)
-    kinematics = KinematicModel.from_parameters(params)
-    bit_weight = params.drill.bit_mass * params.gravity
-
-    def gravity(q: np.ndarray) -> np.ndarray:
-        arm = np.asarray(q, dtype=float)[..., :FEED_INDEX]
-        approach_z = forward_kinematics(arm, kinematics)[..., 2, 2]
-        return np.concatenate([dynamics.gravity_torques(arm), (bit_weight * approach_z)[..., None]], axis=-1)
-
-    return gravity
 
 
 class ClosedLoopSimulation:

@@ -26,8 +26,10 @@ DEFAULT_PARAMETER_FILE = Path(__file__).resolve().parent / "config" / "quirobot.
 JOINT_NAMES = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
 #: Moving links, each the child of the joint at the same index of JOINT_NAMES.
 LINK_NAMES = ("x_carriage", "y_carriage", "z_ram", "wrist_yaw_link", "wrist_pitch_link")
+#: The drill tool's feed axis: a prismatic joint along tool z, servo-driven like the joints.
+FEED_JOINT = "drill_feed"
 #: Axes with a servo drive on the CANopen bus: the joints, then the drill's feed axis.
-CANOPEN_AXES = (*JOINT_NAMES, "drill_feed")
+CANOPEN_AXES = (*JOINT_NAMES, FEED_JOINT)
 
 
 class ParameterError(ValueError):

@@ -134,7 +134,7 @@ def test_ros2_control_block_per_hardware():
     plugins = {
         "mock": "mock_components/GenericSystem",
         "gazebo": "gz_ros2_control/GazeboSimSystem",
-        "real": "topic_based_ros2_control/TopicBasedSystem",
+        "real": "joint_state_topic_hardware_interface/JointStateTopicSystem",
     }
     for hardware in HARDWARE:
         for tool in TOOLS:

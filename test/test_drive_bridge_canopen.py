@@ -34,6 +34,7 @@ from quirobot_control.canopen_servo_simulator import (
     JointModel,
     simulator_for_axis,
 )
+from quirobot_control.control_config import control_configuration
 from quirobot_control.drive import DriveState, SimulatedDrive, drive_for_joint
 from quirobot_control.drive_bridge import (
     DRIVE_BACKENDS,
@@ -42,10 +43,11 @@ from quirobot_control.drive_bridge import (
     DriveStartupError,
     open_backend,
 )
-from quirobot_control.incision import control_configuration
-from quirobot_control.simulation import gravity_model
-from quirobot_control.trajectory import TRAJECTORY_JOINTS
-from quirobot_description.parameters import CANOPEN_AXES
+from quirobot_control.dynamics import gravity_model
+from quirobot_control.hardware import hardware_info_from_urdf
+from quirobot_control.joint_limits import TRAJECTORY_JOINTS
+from quirobot_description.parameters import CANOPEN_AXES, JOINT_NAMES
+from quirobot_description.urdf import robot_description
 
 START = {
     "gantry_x": 0.5,
@@ -145,11 +147,13 @@ def make_buses(parameters, control, loads):
 def make_bridge(parameters, control):
     bridges = []
 
-    def make(buses: Buses, **options) -> DriveBridge:
+    def make(buses: Buses, tool: str = "drill", **options) -> DriveBridge:
         options.setdefault("feedback_wait", WAIT)
-        bridge = DriveBridge(
-            parameters, control, CanopenBackend(parameters, control, buses.config, **options)
-        )
+        info = hardware_info_from_urdf(robot_description(tool, "real"))
+        options.setdefault("joints", [j.name for j in info.joints])
+        backend = CanopenBackend(parameters, control, buses.config, **options)
+        # The clock: the control periods run (the slaves advance one SYNC period per SYNC).
+        bridge = DriveBridge(parameters, control, backend, info, now=0.0)
         bridges.append(bridge)
         return bridge
 
@@ -159,7 +163,7 @@ def make_bridge(parameters, control):
 
 
 def command_all(bridge, positions):
-    bridge.command(list(TRAJECTORY_JOINTS), [positions[a] for a in TRAJECTORY_JOINTS], [])
+    bridge.command(list(TRAJECTORY_JOINTS), [positions[a] for a in TRAJECTORY_JOINTS], [], now=bridge.time)
 
 
 # --- start-up ---------------------------------------------------------------------------------------
@@ -178,10 +182,31 @@ def test_start_up_enables_every_drive_on_its_bus(make_buses, make_bridge, parame
         # Enabled by SDO on its own bus: Shutdown, Switch on, Enable operation (CiA 402).
         node = parameters.canopen.node_ids[axis]
         assert sdo_downloads(frames[bus], node, 0x6040) == [0x06, 0x07, 0x0F], axis
-    sample = bridge.step()
+    sample = bridge.step(bridge.time)
     assert sample.stop_reason is None and sample.names == TRAJECTORY_JOINTS
     for k, axis in enumerate(TRAJECTORY_JOINTS):
         assert sample.position[k] == pytest.approx(START[axis], abs=bridge.drives[axis].encoder.resolution)
+
+
+def test_the_drives_follow_the_description_no_feed_node_without_the_drill(
+    make_buses, make_bridge, parameters
+):
+    buses = make_buses()
+    bridge = make_bridge(buses, tool="arthroscope")
+    assert bridge.names == JOINT_NAMES
+    assert list(bridge.drives) == list(JOINT_NAMES)
+    feed = buses.simulators["drill_feed"]
+    assert feed.state is not Cia402State.OPERATION_ENABLED
+    assert feed.nmt_state != "OPERATIONAL"
+    bus = parameters.canopen.channels["drill_feed"]
+    assert sdo_downloads(buses.frames(bus), parameters.canopen.node_ids["drill_feed"], 0x6040) == []
+    for axis in JOINT_NAMES:
+        assert buses.simulators[axis].state is Cia402State.OPERATION_ENABLED, axis
+    bridge.command(list(JOINT_NAMES), [START[a] for a in JOINT_NAMES], [], now=bridge.time)
+    sample = bridge.step(bridge.time)
+    assert sample.stop_reason is None and sample.names == JOINT_NAMES
+    with pytest.raises(BridgeError, match="unknown joint 'drill_feed'"):
+        bridge.command(["drill_feed"], [START["drill_feed"]], now=bridge.time)
 
 
 def test_each_control_period_sends_one_sync_per_bus(make_buses, make_bridge, parameters):
@@ -192,7 +217,7 @@ def test_each_control_period_sends_one_sync_per_bus(make_buses, make_bridge, par
     cycles = 5
     for _ in range(cycles):
         command_all(bridge, START)
-        bridge.step()
+        bridge.step(bridge.time)
     for bus in buses.sniffers:
         frames = buses.frames(bus)
         ids = {parameters.canopen.node_ids[a] for a in parameters.canopen.axes_on(bus)}
@@ -216,8 +241,8 @@ def test_a_position_command_moves_that_joint_and_the_published_state_follows(mak
     sim = buses.simulators["gantry_x"]
     published = []
     for _ in range(200):  # 0.2 s
-        bridge.command(["gantry_x"], [target], [0.0])
-        sample = bridge.step()
+        bridge.command(["gantry_x"], [target], [0.0], now=bridge.time)
+        sample = bridge.step(bridge.time)
         assert sample.stop_reason is None
         published.append(sample.position[0])
         # The state published is the slave's encoder at this period's SYNC.
@@ -238,28 +263,28 @@ def test_a_fault_in_one_slave_stops_every_drive_with_the_reason(make_buses, make
     bridge = make_bridge(buses)
     for _ in range(5):
         command_all(bridge, START)
-        assert bridge.step().stop_reason is None
+        assert bridge.step(bridge.time).stop_reason is None
     buses.simulators["wrist_yaw"].inject_fault(0x2310)
     command_all(bridge, START)
-    sample = bridge.step()
+    sample = bridge.step(bridge.time)
     assert sample.stop_reason == "drive fault on wrist_yaw: error code 0x2310: continuous over-current"
     for axis, sim in buses.simulators.items():
         expected = Cia402State.FAULT if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
         assert sim.state is expected, axis
-    assert bridge.step().stop_reason == sample.stop_reason  # latched
+    assert bridge.step(bridge.time).stop_reason == sample.stop_reason  # latched
 
 
 def test_a_silent_node_is_a_feedback_timeout_after_n_cycles(make_buses, make_bridge, parameters):
     buses = make_buses()
     bridge = make_bridge(buses, feedback_wait=0.05)  # s per cycle spent waiting for the silent node
     command_all(bridge, START)
-    bridge.step()
+    bridge.step(bridge.time)
     buses.simulators["drill_feed"].stop_feedback()
     periods = parameters.canopen.feedback_timeout_periods
     cycles, sample = 0, None
     while cycles < periods + 2 and not (sample and sample.stop_reason):
         command_all(bridge, START)
-        sample = bridge.step()
+        sample = bridge.step(bridge.time)
         cycles += 1
     # The watchdog counts SYNCs: N periods of silence are tolerated, N + 1 are not (+-1 for rounding).
     assert periods <= cycles <= periods + 1
@@ -273,7 +298,7 @@ def test_close_quick_stops_every_drive_and_disconnects(make_buses, make_bridge):
     buses = make_buses()
     bridge = make_bridge(buses)
     command_all(bridge, START)
-    bridge.step()
+    bridge.step(bridge.time)
     channels = buses.config.channels.values()
     assert open_buses(channels) == 3 * 3  # slaves, sniffer and the bridge on each channel
     assert bridge.close() == []
@@ -286,7 +311,7 @@ def test_close_quick_stops_every_drive_and_disconnects(make_buses, make_bridge):
         ids = [f.arbitration_id for f in buses.frames(bus)]
         assert ids[-1] == 0  # NMT (enter pre-operational) is the last frame
     with pytest.raises(BridgeError, match="closed"):
-        bridge.step()
+        bridge.step(bridge.time)
     assert bridge.close() == []  # idempotent
     assert all(not buses.frames(bus) for bus in buses.sniffers)
 

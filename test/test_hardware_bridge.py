@@ -1,32 +1,70 @@
-"""DriveBridge (the ROS-free core of drive_node): JointState commands in, joint states out."""
+"""DriveBridge (the ROS-free core of drive_node): JointState commands in, joint states out.
+
+The commands are what joint_state_topic_hardware_interface publishes (see drive_bridge's module
+docstring): NaN on every interface until a controller writes one, then the controller's
+commands, once per controller-manager cycle. The clock is the adapter's (`now`, s).
+"""
 
 from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
+from quirobot_control.control_config import control_configuration
 from quirobot_control.drive import DriveState
-from quirobot_control.drive_backend import SimulatedBackend
-from quirobot_control.drive_bridge import BridgeError, DriveBridge
-from quirobot_control.incision import control_configuration
-from quirobot_control.trajectory import TRAJECTORY_JOINTS
+from quirobot_control.drive_bridge import BridgeError, DriveBridge, open_bridge
+from quirobot_control.joint_limits import TRAJECTORY_JOINTS
+from quirobot_description.parameters import JOINT_NAMES
+from quirobot_description.urdf import robot_description
+from quirobot_description.validation import FAIL, check_urdf
 
 START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
+NAMES = list(TRAJECTORY_JOINTS)
+NAN = [math.nan] * len(NAMES)
+
+
+@pytest.fixture(scope="module")
+def control(parameters):
+    return control_configuration(parameters)
+
+
+@pytest.fixture(scope="module")
+def drill_real():
+    return robot_description("drill", "real")
 
 
 @pytest.fixture()
-def bridge(parameters):
-    control = control_configuration(parameters)
-    return DriveBridge(parameters, control, SimulatedBackend(parameters, control, START))
+def bridge(parameters, control, drill_real):
+    with open_bridge("simulated", parameters, control, drill_real, now=0.0, initial=START) as bridge:
+        yield bridge
+
+
+def run(bridge: DriveBridge, seconds: float, *, clock_step: float | None = None, command=None, start=0.0):
+    """Step the bridge for `seconds` of control periods; the clock advances `clock_step` s per
+    period (default: the period); `command` (list of positions) is sent before each step."""
+    clock_step = bridge.dt if clock_step is None else clock_step
+    now, sample = start, None
+    for _ in range(round(seconds / bridge.dt)):
+        if command is not None:
+            bridge.command(NAMES, command, [0.0] * len(NAMES), now=now)
+        sample = bridge.step(now)
+        now += clock_step
+    return sample, now
+
+
+def stopped(bridge: DriveBridge) -> bool:
+    return all(d.feedback().state is DriveState.QUICK_STOP for d in bridge.drives.values())
 
 
 def test_commands_are_tracked_and_states_published(bridge):
-    names = list(TRAJECTORY_JOINTS)
     target = np.array(START) + np.array([0.002, -0.002, 0.002, 0.01, -0.01, 0.001])
     for k in range(1, 301):
         s = min(k / 200.0, 1.0)  # a 0.2 s ramp
-        bridge.command(names, list(START + s * (target - START)), [])
-        sample = bridge.step()
+        bridge.command(NAMES, list(START + s * (target - START)), [], now=k * bridge.dt)
+        sample = bridge.step(k * bridge.dt)
     assert sample.names == TRAJECTORY_JOINTS
     assert sample.stop_reason is None
     np.testing.assert_allclose(sample.position, target, atol=2e-6)
@@ -35,24 +73,154 @@ def test_commands_are_tracked_and_states_published(bridge):
 
 
 def test_a_partial_command_keeps_the_other_joints(bridge):
-    for _ in range(50):
-        bridge.command(["drill_feed"], [0.0045], [0.0])
-        sample = bridge.step()
+    for k in range(50):
+        bridge.command(["drill_feed"], [0.0045], [0.0], now=k * bridge.dt)
+        sample = bridge.step(k * bridge.dt)
     np.testing.assert_allclose(sample.position[:5], START[:5], atol=2e-6)
     assert sample.position[5] == pytest.approx(0.0045, abs=5e-6)
 
 
 def test_malformed_commands_are_refused_by_name(bridge):
     with pytest.raises(BridgeError, match="unknown joint 'elbow'"):
-        bridge.command(["elbow"], [0.0])
+        bridge.command(["elbow"], [0.0], now=0.0)
     with pytest.raises(BridgeError, match="2 names, 1 positions"):
-        bridge.command(["gantry_x", "gantry_y"], [0.1])
+        bridge.command(["gantry_x", "gantry_y"], [0.1], now=0.0)
 
 
-def test_silence_from_ros2_control_stops_the_drives(bridge, parameters):
-    bridge.command(list(TRAJECTORY_JOINTS), START, [])
-    timeout = control_configuration(parameters).watchdog_stop_timeout
-    for _ in range(int(timeout / bridge.dt) + 5):
-        sample = bridge.step()
+# --- command watchdog: the adapter's clock ---------------------------------------------------------
+def test_silence_from_ros2_control_stops_the_drives(bridge, control):
+    bridge.command(NAMES, START, [], now=0.0)
+    sample, _ = run(bridge, control.watchdog_stop_timeout + 0.005)
     assert "command watchdog" in sample.stop_reason
-    assert all(d.feedback().state is DriveState.QUICK_STOP for d in bridge.drives.values())
+    assert stopped(bridge)
+
+
+def test_the_watchdog_measures_the_clock_not_the_periods_run(bridge, control):
+    # The loop runs late (5 ms of clock per 1 ms period): the commands go stale in real time,
+    # after a fifth of the periods a counting watchdog would wait for.
+    bridge.command(NAMES, START, [], now=0.0)
+    late = 5 * bridge.dt
+    sample, now = run(bridge, 0.95 * control.watchdog_stop_timeout / 5, clock_step=late)
+    assert sample.stop_reason is None
+    sample, _ = run(bridge, 0.1 * control.watchdog_stop_timeout / 5, clock_step=late, start=now)
+    assert sample.stop_reason.startswith("command watchdog: no command for")
+    assert stopped(bridge)
+
+
+def test_a_frozen_clock_does_not_disable_the_watchdog(bridge, control):
+    bridge.command(NAMES, START, [], now=7.0)
+    sample, _ = run(bridge, control.watchdog_stop_timeout + 0.005, clock_step=0.0, start=7.0)
+    assert sample.stop_reason.startswith("command watchdog: no command for")
+    assert stopped(bridge)
+
+
+def test_a_non_finite_clock_stops_the_drives(bridge):
+    bridge.command(NAMES, START, [], now=0.0)
+    sample = bridge.step(math.nan)
+    assert sample.stop_reason == "command watchdog: clock time nan is not finite"
+    assert stopped(bridge)
+
+
+def test_commands_on_every_cycle_hold_the_robot_indefinitely(bridge, control):
+    # What the plugin sends with trigger_joint_command_threshold -1 while the robot holds still.
+    sample, _ = run(bridge, 3 * control.watchdog_stop_timeout, command=START)
+    assert sample.stop_reason is None
+    np.testing.assert_allclose(sample.position, START, atol=2e-6)
+
+
+def test_the_real_description_makes_the_plugin_publish_on_every_cycle(parameters, drill_real):
+    # joint_state_topic_hardware_interface's write() publishes only while
+    # sum |position state - position command| > trigger_joint_command_threshold (default 1e-5):
+    # a robot holding still (sum ~ 0) would get no command and the watchdog would stop it.
+    root = ET.fromstring(drill_real)
+    hardware = root.find("ros2_control/hardware")
+    assert hardware.findtext("plugin").strip() == "joint_state_topic_hardware_interface/JointStateTopicSystem"
+    params = {p.get("name"): p.text.strip() for p in hardware.findall("param")}
+    assert float(params["trigger_joint_command_threshold"]) < 0.0
+    spamless = drill_real.replace(
+        '<param name="trigger_joint_command_threshold">-1</param>',
+        '<param name="trigger_joint_command_threshold">1e-5</param>',
+    )
+    results = {r.name: r for r in check_urdf(spamless, parameters, samples=10)}
+    assert results["ros2_control"].status == FAIL
+    assert any(
+        "trigger_joint_command_threshold '1e-5' must be negative" in p
+        for p in results["ros2_control"].problems
+    )
+
+
+# --- start-up handshake ----------------------------------------------------------------------------
+def test_the_plugins_initial_nan_commands_are_not_commands(bridge, control):
+    # Before a controller writes its command interfaces, the plugin publishes NaN.
+    sample, now = run(bridge, 0.2, command=NAN)
+    assert sample.stop_reason is None
+    assert not bridge.started
+    np.testing.assert_allclose(sample.position, START, atol=2e-6)
+    # Nor is the watchdog armed by them: a controller may take seconds to come up.
+    sample, _ = run(bridge, 2 * control.watchdog_stop_timeout, start=now)
+    assert sample.stop_reason is None
+    np.testing.assert_allclose(sample.position, START, atol=2e-6)
+
+
+def test_placeholder_commands_far_from_the_robot_are_ignored_and_noted(bridge):
+    # topic_based_ros2_control's initial commands: 0.0 (or the state's initial_value).
+    sample, _ = run(bridge, 0.1, command=[0.0] * len(NAMES))
+    assert sample.stop_reason is None
+    np.testing.assert_allclose(sample.position, START, atol=2e-6)
+    assert not bridge.started
+    assert bridge.events == [
+        "start-up: ignored a command of gantry_x at 0, 0.8 from its measured 0.8 "
+        "(a controller taking over commands the measured position)"
+    ]
+
+
+def test_the_first_controller_command_arms_the_watchdog(bridge, control):
+    _, now = run(bridge, 0.05, command=NAN)
+    hold = list(START)  # joint_trajectory_controller on activation: the current state
+    _, now = run(bridge, 0.05, command=hold, start=now)
+    assert bridge.started
+    assert bridge.events[-1] == "start-up: first controller command accepted, command watchdog armed"
+    sample, _ = run(bridge, control.watchdog_stop_timeout + 0.005, start=now)
+    assert sample.stop_reason.startswith("command watchdog: no command for")
+
+
+@pytest.mark.parametrize(
+    ("interface", "joint", "reason"),
+    [
+        ("position", 2, "non-finite position command nan for joint gantry_z"),
+        ("velocity", 4, "non-finite velocity command inf for joint wrist_pitch"),
+    ],
+)
+def test_after_the_handshake_a_non_finite_command_stops_every_drive_naming_it(
+    bridge, interface, joint, reason
+):
+    _, now = run(bridge, 0.05, command=START)
+    position, velocity = list(START), [0.0] * len(NAMES)
+    if interface == "position":
+        position[joint] = math.nan
+    else:
+        velocity[joint] = math.inf
+    bridge.command(NAMES, position, velocity, now=now)
+    sample = bridge.step(now)
+    assert sample.stop_reason == reason
+    assert stopped(bridge)
+
+
+# --- the joints come from the launched description ---------------------------------------------------
+def test_the_drives_follow_the_robot_description(parameters, control):
+    arthroscope = robot_description("arthroscope", "real")
+    with open_bridge("simulated", parameters, control, arthroscope, now=0.0, initial=START) as bridge:
+        assert bridge.names == JOINT_NAMES
+        assert list(bridge.drives) == list(JOINT_NAMES)
+        with pytest.raises(BridgeError, match="unknown joint 'drill_feed'"):
+            bridge.command(NAMES, START, now=0.0)
+        target = np.array(START[:5]) + [0.001, 0.0, -0.001, 0.0, 0.005]
+        for k in range(300):
+            s = min(k / 200.0, 1.0)
+            bridge.command(list(JOINT_NAMES), list(START[:5] + s * (target - START[:5])), now=k * bridge.dt)
+            sample = bridge.step(k * bridge.dt)
+        assert sample.stop_reason is None
+        assert sample.names == JOINT_NAMES
+        np.testing.assert_allclose(sample.position, target, atol=2e-6)
+        # The plant's feed axis has no drive: its brake holds it where it started.
+        assert bridge.backend.plant.position[5] == pytest.approx(START[5], abs=1e-6)

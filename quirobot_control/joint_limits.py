@@ -1,0 +1,100 @@
+"""The six commanded joints and their limits, from the parameter file (numpy only).
+
+The planner (trajectory.py) keeps its motions inside these limits and the hardware component's
+safety layer (hardware.py, safety.py) enforces them; this module needs neither the planner's
+ruckig nor the simulation, so the real robot's drive path loads only what it uses.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES, RobotParameters
+
+#: Commanded joints: the arm (report order) then the drill's feed axis.
+TRAJECTORY_JOINTS = (*JOINT_NAMES, FEED_JOINT)
+FEED_INDEX = len(JOINT_NAMES)
+
+
+class PlanningError(ValueError):
+    """The requested motion cannot be planned; the message names the joint and the amount."""
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Limits of the six commanded joints (arrays of shape (6,), SI units, TRAJECTORY_JOINTS order).
+
+    The planner keeps positions inside [soft_lower, soft_upper] (the URDF safety_controller
+    range) and velocities within the safety_controller's bound k_position * (distance to the soft
+    limit ahead), so the safety layer never has to clip a planned command.
+    """
+
+    names: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    soft_lower: np.ndarray
+    soft_upper: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+    jerk: np.ndarray
+    k_position: np.ndarray  # 1/s, safety_controller gain
+
+    @classmethod
+    def from_parameters(cls, params: RobotParameters) -> JointLimits:
+        """Arm joints from `params.joints`; the drill feed from `params.drill`."""
+        drill = params.drill
+        return cls(
+            names=TRAJECTORY_JOINTS,
+            lower=np.append(params.lower_limits, drill.feed_lower),
+            upper=np.append(params.upper_limits, drill.feed_upper),
+            soft_lower=np.array(
+                [j.soft_lower for j in params.joints] + [drill.feed_lower + drill.feed_soft_margin]
+            ),
+            soft_upper=np.array(
+                [j.soft_upper for j in params.joints] + [drill.feed_upper - drill.feed_soft_margin]
+            ),
+            velocity=np.append(params.velocity_limits, drill.feed_velocity),
+            acceleration=np.append(params.acceleration_limits, drill.feed_acceleration),
+            jerk=np.append(params.jerk_limits, drill.feed_jerk),
+            k_position=np.array([j.k_position for j in params.joints] + [drill.feed_k_position]),
+        )
+
+    def check_envelope(self, positions: np.ndarray, velocities: np.ndarray, dt: float, what: str) -> None:
+        """Refuse samples (N, 6) moving towards a soft limit faster than the safety_controller allows:
+        v <= k_position * (soft_upper - q) and v >= -k_position * (q - soft_lower)."""
+        slack = 1e-9 + 1e-6 * self.velocity
+        upper = self.k_position * (self.soft_upper - positions) + slack
+        lower = -self.k_position * (positions - self.soft_lower) - slack
+        bad = (velocities > upper) | (velocities < lower)
+        if bad.any():
+            k, j = np.argwhere(bad)[0]
+            side = "upper" if velocities[k, j] > upper[k, j] else "lower"
+            bound = upper[k, j] if side == "upper" else lower[k, j]
+            raise PlanningError(
+                f"{what}: joint {self.names[j]} runs into its soft {side} limit at t = {k * dt:.3f} s: "
+                f"{velocities[k, j]:.4g} at {positions[k, j]:.6g}, the safety controller allows {bound:.4g}"
+            )
+
+    def check_position(self, q: np.ndarray, what: str) -> None:
+        """Raise PlanningError if q (6,) leaves the soft range, naming the joint and the excess."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (len(self.names),):
+            raise PlanningError(f"{what}: expected {len(self.names)} joint values, got shape {q.shape}")
+        for i, name in enumerate(self.names):
+            if not math.isfinite(q[i]):
+                raise PlanningError(f"{what}: joint {name} is {q[i]}")
+            if q[i] < self.soft_lower[i] - 1e-12:
+                raise PlanningError(
+                    f"{what}: joint {name} at {q[i]:.6g} is below its soft limit {self.soft_lower[i]:.6g} "
+                    f"by {self.soft_lower[i] - q[i]:.3g}"
+                )
+            if q[i] > self.soft_upper[i] + 1e-12:
+                raise PlanningError(
+                    f"{what}: joint {name} at {q[i]:.6g} is above its soft limit {self.soft_upper[i]:.6g} "
+                    f"by {q[i] - self.soft_upper[i]:.3g}"
+                )
+
+

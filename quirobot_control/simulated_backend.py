@@ -1,0 +1,92 @@
+"""The drive bridge's simulated backend: SimulatedDrives on the MuJoCo rigid-body plant.
+
+A `drive_backend.DriveBackend` for drive_node's drive_backend:=simulated (tests, trying the ROS
+stack without motors). The plant is the robot with the drill tool (simulation.MujocoPlant, six
+joints); the backend drives the joints it is opened for (those of the launched robot
+description's <ros2_control> block). A plant joint without a commanded drive (the drill's feed
+axis when the description's tool has none) keeps its drive disabled, so its holding brake holds
+it where it started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from quirobot_control.control_config import ControlConfig
+from quirobot_control.drive import DriveError, SimulatedDrive, drive_for_joint
+from quirobot_control.joint_limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.simulation import MujocoPlant
+from quirobot_description.parameters import RobotParameters
+
+
+class SimulatedBackend:
+    """SimulatedDrives on the MuJoCo rigid-body plant, stepped in `control.physics_substeps`."""
+
+    def __init__(
+        self,
+        params: RobotParameters,
+        control: ControlConfig,
+        initial: Sequence[float] | None = None,
+        *,
+        joints: Sequence[str] = TRAJECTORY_JOINTS,
+    ) -> None:
+        """`initial` (6,): start pose of the plant, TRAJECTORY_JOINTS order (m, rad); default
+        mid-range with the drill feed retracted. `joints`: the commanded joints (plant joints)."""
+        unknown = [name for name in joints if name not in TRAJECTORY_JOINTS]
+        if unknown:
+            raise ValueError(
+                f"the simulated plant has no joint {', '.join(unknown)}; "
+                f"its joints are {', '.join(TRAJECTORY_JOINTS)}"
+            )
+        self.dt = control.dt
+        self._plant_drives: list[SimulatedDrive] = [
+            drive_for_joint(params, name) for name in TRAJECTORY_JOINTS
+        ]
+        self.drives: dict[str, SimulatedDrive] = {
+            name: drive
+            for name, drive in zip(TRAJECTORY_JOINTS, self._plant_drives, strict=True)
+            if name in joints
+        }
+        armature = np.array([d.reflected_inertia for d in self._plant_drives])
+        self.substeps = control.physics_substeps
+        self.plant = MujocoPlant(params, armature, self.dt / self.substeps)
+        limits = JointLimits.from_parameters(params)
+        if initial is not None:
+            q0 = np.array(initial, dtype=float)
+        else:  # mid-range, the drill retracted to its soft limit
+            q0 = 0.5 * (limits.soft_lower + limits.soft_upper)
+            q0[-1] = limits.soft_lower[-1]
+        limits.check_position(q0, "drive bridge: initial pose")
+        self.plant.reset(q0)
+        for j, drive in enumerate(self._plant_drives):
+            drive.advance(0.0, q0[j], 0.0)
+        self._efforts = np.zeros(len(TRAJECTORY_JOINTS))
+
+    def before_read(self) -> None:
+        """Latch every encoder at the plant's state."""
+        q, v = self.plant.position, self.plant.velocity
+        for j, drive in enumerate(self._plant_drives):
+            drive.advance(0.0, q[j], v[j])
+
+    def after_write(self) -> None:
+        """One control period of drive electronics and physics."""
+        drives = self._plant_drives
+        h = self.dt / self.substeps
+        for _ in range(self.substeps):
+            q, v = self.plant.position, self.plant.velocity
+            for j, drive in enumerate(drives):
+                self._efforts[j] = drive.advance(h, q[j], v[j])
+            self.plant.follow_brakes(drives)
+            self.plant.step(self._efforts)
+
+    def close(self) -> list[str]:
+        """Quick-stop every drive (the simulation needs no other release)."""
+        problems = []
+        for drive in self.drives.values():
+            try:
+                drive.quick_stop()
+            except DriveError as error:
+                problems.append(str(error))
+        return problems
