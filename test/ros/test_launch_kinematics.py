@@ -1,14 +1,13 @@
 """launch_testing: kinematics.launch.py starts kinematics_node; both services answer correctly.
 
-Skipped where ROS 2 is absent (launch_testing not importable). Run with `colcon test` or
-`launch_test test/test_launch_kinematics.py` after `colcon build`.
+Skipped where ROS 2 is absent (launch_testing not importable). Run by CI's ROS tier
+(`bash .ci/ros-tier -k kinematics`) against the colcon-installed package.
 """
 
 from __future__ import annotations
 
 import math
 import unittest
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +18,7 @@ import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
+from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 
@@ -28,7 +28,6 @@ from quirobot_kinematics.forward import forward_kinematics  # noqa: E402
 from quirobot_kinematics.model import KinematicModel  # noqa: E402
 from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix  # noqa: E402
 
-LAUNCH_FILE = Path(__file__).resolve().parents[2] / "launch" / "kinematics.launch.py"
 Q = [0.7, 1.3, 0.9, 2.1, 0.4]
 SUCCESS, INVALID_LINK_NAME, NO_IK_SOLUTION = 1, -18, -31  # moveit_msgs/msg/MoveItErrorCodes
 
@@ -38,7 +37,9 @@ def generate_test_description():
     return LaunchDescription(
         [
             IncludeLaunchDescription(
-                PythonLaunchDescriptionSource(str(LAUNCH_FILE)),
+                PythonLaunchDescriptionSource(
+                    f"{get_package_share_directory('quirobot')}/launch/kinematics.launch.py"
+                ),
                 launch_arguments={"namespace": "quirobot"}.items(),
             ),
             launch_testing.actions.ReadyToTest(),
