@@ -3,8 +3,8 @@ logs one clear line naming the bus and exits with status 1 (nothing enabled, no 
 
 The end-to-end behaviour of the canopen backend (virtual buses, simulated CiA 402 slaves) is in
 test_drive_bridge_canopen.py; this checks the node's parameters reach it. Skipped where ROS 2 is
-absent (launch_testing not importable). Run with `colcon test` or
-`launch_test test/test_launch_drive_node.py` after `colcon build`.
+absent (launch_testing not importable). Run by CI's ROS tier
+(`bash .ci/ros-tier -k drive_node`) against the colcon-installed package.
 """
 
 from __future__ import annotations
