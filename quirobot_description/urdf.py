@@ -39,9 +39,9 @@ def default_controllers_file() -> Path | None:
     """The controllers YAML for gz_ros2_control: config/ at the repository root in the source
     tree (beside package.xml), else share/quirobot/config of an installed ROS package when
     ament_index_python is there; None otherwise (the xacro's own default then names
-    ../config/controllers.yaml relative to the xacro file, right in share/quirobot/urdf)."""
+    ../config/controllers_gazebo.yaml relative to the xacro file, right in share/quirobot/urdf)."""
     root = URDF_DIRECTORY.parent.parent
-    candidate = root / "config" / "controllers.yaml"
+    candidate = root / "config" / "controllers_gazebo.yaml"
     if (root / "package.xml").is_file() and candidate.is_file():
         return candidate
     try:
@@ -49,7 +49,7 @@ def default_controllers_file() -> Path | None:
     except ImportError:
         return None
     try:
-        candidate = Path(get_package_share_directory(PACKAGE)) / "config" / "controllers.yaml"
+        candidate = Path(get_package_share_directory(PACKAGE)) / "config" / "controllers_gazebo.yaml"
     except PackageNotFoundError:
         return None
     return candidate if candidate.is_file() else None

@@ -607,6 +607,9 @@ def _stage_engines(robot: _Robot, text: str) -> list[str]:
 
 
 REQUIRED_COMMANDS = ("position", "velocity")
+#: gz_ros2_control's write() (jazzy gz_system.cpp) applies a claimed velocity command as is and
+#: ignores the position command then: in Gazebo a joint commands position only.
+GAZEBO_PLUGIN = "gz_ros2_control/GazeboSimSystem"
 REQUIRED_STATES = ("position", "velocity", "effort")
 HARDWARE_PLUGINS = {
     "mock_components/GenericSystem": (),
@@ -669,7 +672,11 @@ def _stage_ros2_control(robot: _Robot) -> list[str]:
             problems.append(f"ros2_control joint {name!r} is {robot.joints[name].get('type')}, not movable")
         commands = [c.get("name") for c in joint.findall("command_interface")]
         states = [s.get("name") for s in joint.findall("state_interface")]
-        for required in REQUIRED_COMMANDS:
+        if plugin_name == GAZEBO_PLUGIN and "velocity" in commands:
+            problems.append(
+                f"ros2_control joint {name!r}: a velocity command makes gz_ros2_control track open loop"
+            )
+        for required in REQUIRED_COMMANDS if plugin_name != GAZEBO_PLUGIN else ("position",):
             if required not in commands:
                 problems.append(f"ros2_control joint {name!r}: no {required} command interface")
         if "effort" in commands and "position" in commands:

@@ -188,4 +188,5 @@ def test_gz_ros2_control_plugin_reaches_the_model(converter, tmp_path):
     plugins = [p for p in sdf.model.findall("plugin") if p.get("filename") == "gz_ros2_control-system"]
     assert len(plugins) == 1
     assert plugins[0].get("name") == "gz_ros2_control::GazeboSimROS2ControlPlugin"
-    assert Path(plugins[0].findtext("parameters")).is_file()
+    controllers = Path(plugins[0].findtext("parameters"))
+    assert controllers.name == "controllers_gazebo.yaml" and controllers.is_file()

@@ -42,6 +42,7 @@ def test_build_installs_the_share_files(installed):
         "urdf/quirobot.urdf.xacro",
         "config/quirobot.yaml",
         "config/controllers.yaml",
+        "config/controllers_gazebo.yaml",
         "launch/display.launch.py",
         "rviz/quirobot.rviz",
     ):
@@ -67,7 +68,7 @@ def test_installed_xacro_expands_with_its_relative_paths(installed):
     root = ET.fromstring(result.stdout)
     assert {e.get("name") for e in root.findall("joint")} >= {"gantry_x", "wrist_pitch", "drill_feed"}
     controllers = Path(root.find("gazebo/plugin/parameters").text)
-    assert controllers.resolve() == (share / "config" / "controllers.yaml").resolve()
+    assert controllers.resolve() == (share / "config" / "controllers_gazebo.yaml").resolve()
 
 
 def test_colcon_test_runs_and_passes(installed):
