@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "or a path to a task YAML file (default: incision)",
     )
     parser.add_argument(
-        "--output", default=DEFAULT_OUTPUT, help=f"output folder (default: ./{DEFAULT_OUTPUT})"
+        "--output",
+        default=DEFAULT_OUTPUT,
+        help=f"output folder, created if missing; its parent must exist (default: ./{DEFAULT_OUTPUT})",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     parser.add_argument(
@@ -56,6 +58,7 @@ def simulate(args: argparse.Namespace) -> int:
     from quirobot_control.plots import plot_result
     from quirobot_control.recording import write_mcap
     from quirobot_control.tasks import IncisionTask, load_task
+    from quirobot_description.output_paths import output_file, output_folder
     from quirobot_description.parameters import load_parameters
 
     _finite_positive(args.depth, "--depth")
@@ -63,8 +66,10 @@ def simulate(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     if not isinstance(task, IncisionTask) and (args.depth is not None or args.feed_rate is not None):
         raise ValueError("--depth and --feed-rate apply to an incision task only")
-    output = Path(args.output)
-    output.mkdir(parents=True, exist_ok=True)
+    # Checked before the run: a path that cannot be written fails now, not after the simulation.
+    output = output_folder(args.output)
+    stem = task.path.stem
+    log_file, plot_file = output_file(output / f"{stem}.mcap"), output_file(output / f"{stem}.png")
     params = load_parameters()
     bar = None
 
@@ -90,9 +95,8 @@ def simulate(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.update(bar.total - bar.n)
             bar.close()
-    stem = task.path.stem
-    log_path = write_mcap(output / f"{stem}.mcap", result.log, result.trajectory)
-    plot_path = plot_result(result, output / f"{stem}.png")
+    log_path = write_mcap(log_file, result.log, result.trajectory)
+    plot_path = plot_result(result, plot_file)
     metrics = result.metrics
     met = targets_met(metrics)
     if args.json:

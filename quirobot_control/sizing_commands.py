@@ -11,6 +11,7 @@ import numpy as np
 
 from quirobot_control.rigid_body_model import MODEL_NAMES
 from quirobot_control.sizing import SizingError, SizingResult, plot_sizing, size_servos
+from quirobot_description.output_paths import output_file
 from quirobot_description.parameters import RobotParameters, load_parameters
 from quirobot_description.verb_parser import add_verb
 
@@ -40,7 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     size.add_argument("--json", action="store_true", help='print JSON {"joints": [...]} instead of a table')
     size.add_argument(
-        "--plot", metavar="FILE.png", type=Path, help="write the torque-speed envelopes to this PNG"
+        "--plot",
+        metavar="FILE.png",
+        type=Path,
+        help="write the torque-speed envelopes to this PNG (its folder must exist)",
     )
     size.add_argument(
         "--poses",
@@ -70,11 +74,12 @@ def _size(args: argparse.Namespace) -> int:
         raise SizingError(f"--poses must be at least 1, got {args.poses}")
     if args.poses is not None and args.model == "report":
         raise SizingError("--poses applies to the physical model; the report's method uses q = 0 only")
+    plot = output_file(args.plot, ".png") if args.plot is not None else None
     params = load_parameters(args.parameter_file)
     progress = _progress(args.no_progress or args.model == "report")  # the report's method: one pose
     result = size_servos(params, args.model, poses=args.poses, progress=progress)
-    if args.plot is not None:
-        plot_sizing(params, result, args.plot)
+    if plot is not None:
+        plot_sizing(params, result, plot)
     if args.json:
         print(json.dumps(result.as_json()))
     else:

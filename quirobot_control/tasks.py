@@ -89,8 +89,21 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             f"unknown task {name!r}: give one of {', '.join(TASK_NAMES)} or a path to a .yaml file"
         )
     raw = read_yaml_mapping(path, TaskError, "task file")
-    reader = _Reader(raw, path)
     kind = raw.get("task")
+    if kind is None:
+        raise TaskError(
+            f"{path} is not a task file: it has no 'task' key (task: {' or '.join(TASK_NAMES)}); "
+            "the shipped tasks are in config/tasks"
+        )
+    if not isinstance(kind, str) or kind not in TASK_KEYS:
+        raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
+    unknown = unknown_keys(raw, TASK_KEYS[kind])
+    if unknown:
+        raise TaskError(
+            f"{path.name}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+            f"(task: {kind} takes {', '.join(TASK_KEYS[kind])})"
+        )
+    reader = _Reader(raw, path)
     line = LineLimits(
         speed=reader.number("line.speed", positive=True),
         acceleration=reader.number("line.acceleration", positive=True),
@@ -126,6 +139,56 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             path=path,
         )
     raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
+
+
+#: The keys a task file may hold, by task: LEAF is a {value, unit, source} number, None a plain
+#: value, a dict a mapping of such keys, a one-item list a list of such items.
+LEAF = "leaf"
+_LEAF_KEYS = dict.fromkeys(("value", "unit", "source"))
+_LINE_KEYS = {"speed": LEAF, "acceleration": LEAF, "jerk": LEAF}
+TASK_KEYS: dict[str, dict[str, Any]] = {
+    "incision": {
+        "task": None,
+        **dict.fromkeys(("entry", "direction", "depth", "feed_rate", "feed_acceleration", "feed_jerk"), LEAF),
+        **dict.fromkeys(("standoff", "approach_distance", "dwell", "retract_rate", "park"), LEAF),
+        "line": _LINE_KEYS,
+        "bone": {
+            "layers": [{"name": None, "thickness": LEAF, "thrust_factor": LEAF}],
+            **dict.fromkeys(
+                (
+                    "reference_thrust",
+                    "reference_feed_rate",
+                    "feed_rate_exponent",
+                    "point_length",
+                    "time_constant",
+                ),
+                LEAF,
+            ),
+        },
+    },
+    "line": {"task": None, "start": LEAF, "end": LEAF, "line": _LINE_KEYS, "settle": LEAF},
+}
+
+
+def unknown_keys(node: Any, schema: Any, prefix: str = "") -> list[str]:
+    """Dotted names of the keys in `node` that `schema` (see TASK_KEYS) does not have.
+
+    A value of the wrong kind (a list where a mapping belongs) is not reported here: reading it
+    names it.
+    """
+    if schema == LEAF:
+        schema = _LEAF_KEYS
+    if isinstance(schema, dict) and isinstance(node, dict):
+        found = []
+        for key, value in node.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            found += [name] if key not in schema else unknown_keys(value, schema[key], name)
+        return found
+    if isinstance(schema, list) and isinstance(node, list):
+        return [
+            name for i, item in enumerate(node) for name in unknown_keys(item, schema[0], f"{prefix}[{i}]")
+        ]
+    return []
 
 
 class _Reader(SourcedReader):

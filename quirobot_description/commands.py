@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from quirobot_description.output_paths import output_file, output_folder
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import HARDWARE, TOOLS, DescriptionError, check_choice, robot_description
 from quirobot_description.verb_parser import add_verb
@@ -35,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write DIR/robot.urdf: no package:// URIs, primitives only, a MuJoCo compiler "
         "element keeping every link; loads directly in pinocchio, MuJoCo and PyBullet.",
     )
-    export.add_argument("directory", type=Path, help="output directory (created if missing)")
+    export.add_argument(
+        "directory", type=Path, help="output folder (created if missing; its parent must exist)"
+    )
     _tool_hardware(export)
     export.set_defaults(handler=_export)
 
@@ -68,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="draw the robot from its URDF into a PNG",
         description="Render the URDF's primitive shapes at a pose (3/4 view, no screen needed).",
     )
-    render.add_argument("output", type=Path, help="PNG file to write")
+    render.add_argument("output", type=Path, help="PNG file to write (its folder must exist)")
     _tool_hardware(render, hardware=False)
     render.add_argument(
         "--q",
@@ -101,7 +104,11 @@ def _urdf(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from quirobot_description.export import export_urdf
 
-    path = export_urdf(args.directory, args.tool, args.hardware, parameter_file=args.parameter_file)
+    check_choice("tool", args.tool, TOOLS)
+    check_choice("hardware", args.hardware, HARDWARE)
+    path = export_urdf(
+        output_folder(args.directory), args.tool, args.hardware, parameter_file=args.parameter_file
+    )
     print(path)
     return 0
 
@@ -142,10 +149,9 @@ def _check(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     from quirobot_description.render import render_png
 
-    if args.output.suffix.lower() != ".png":
-        raise DescriptionError(f"output must be a .png file, got {args.output}")
+    output = output_file(args.output, ".png")
     check_choice("tool", args.tool, TOOLS)
     text = robot_description(args.tool, "mock", parameter_file=args.parameter_file)
-    path = render_png(text, args.output, q=args.q, feed=args.feed, dpi=args.dpi)
+    path = render_png(text, output, q=args.q, feed=args.feed, dpi=args.dpi)
     print(path)
     return 0

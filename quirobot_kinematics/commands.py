@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_description.output_paths import output_file
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_description.verb_parser import add_verb
 from quirobot_kinematics.forward import forward_kinematics
@@ -98,7 +99,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     workspace.add_argument("--seed", metavar="S", default="0", help="random seed (default 0)")
     workspace.add_argument(
-        "--plot", metavar="FILE.png", type=Path, help="write top and side views to this PNG"
+        "--plot",
+        metavar="FILE.png",
+        type=Path,
+        help="write top and side views to this PNG (its folder must exist)",
     )
     _common(workspace)
     workspace.set_defaults(handler=_workspace)
@@ -219,10 +223,11 @@ def _workspace(args: argparse.Namespace) -> int:
     seed = _number(args.seed, "--seed")
     if not seed.is_integer() or seed < 0:
         raise CommandError(f"--seed must be a whole number >= 0, got {args.seed}")
+    plot = output_file(args.plot, ".png") if args.plot is not None else None
     estimate = estimate_workspace(_model(args), approach, samples=int(samples), seed=int(seed))
     summary = estimate.summary()
     if args.plot is not None:
-        summary["plot"] = str(plot_workspace(estimate, args.plot))
+        summary["plot"] = str(plot_workspace(estimate, plot))
     if args.json:
         print(json.dumps(summary))
         return 0
