@@ -19,6 +19,8 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(include=["quirobot_description*", "quirobot_kinematics*", "quirobot_control*"]),
+    # Data files: package data beside the modules (the parameter file, the xacro, the EDS) and
+    # the whole share/quirobot tree; quirobot_description/data_files.py finds them in either.
     package_data={
         "quirobot_description": ["config/*.yaml", "urdf/*.xacro"],
         "quirobot_control": ["config/*.eds"],
@@ -31,7 +33,11 @@ setup(
         (f"share/{PACKAGE}/urdf", sorted(glob("quirobot_description/urdf/*.xacro"))),
         (
             f"share/{PACKAGE}/config",
-            sorted(glob("quirobot_description/config/*.yaml") + glob("config/*.yaml")),
+            sorted(
+                glob("quirobot_description/config/*.yaml")
+                + glob("quirobot_control/config/*.eds")
+                + glob("config/*.yaml")
+            ),
         ),
         share("config/tasks", "*.yaml"),
         share("launch", "*.py"),

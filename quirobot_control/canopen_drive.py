@@ -67,6 +67,7 @@ from canopen.sdo import SdoAbortedError, SdoCommunicationError
 
 from quirobot_control.drive import DRILL_FEED_JOINT, DriveError, DriveFeedback, DriveState
 from quirobot_control.encoder import Encoder
+from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import (
     CANOPEN_AXES,
     CanopenParameters,
@@ -77,7 +78,7 @@ from quirobot_description.parameters import (
 )
 
 #: The object dictionary of the drive (CiA 306 EDS), shipped with this package.
-DEFAULT_EDS = Path(__file__).resolve().parent / "config" / "quirobot_drive.eds"
+DEFAULT_EDS = find_data_file("config/quirobot_drive.eds")
 
 # --- object dictionary indices (CiA 301, CiA 402) ------------------------------------------------
 ERROR_CODE = 0x603F

@@ -7,12 +7,12 @@ that produced the gains in the file (see its header).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from quirobot_control.joint_limits import TRAJECTORY_JOINTS
 from quirobot_control.pid import PIDGains
+from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import FEED_JOINT, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
@@ -21,16 +21,8 @@ class ControlConfigError(ValueError):
     """The control configuration is missing, malformed or holds an invalid value."""
 
 
-def config_directory() -> Path:
-    """The `config` folder: beside the packages in a source checkout, else share/quirobot/config."""
-    candidates = [
-        Path(__file__).resolve().parents[1] / "config",
-        Path(sys.prefix) / "share" / "quirobot" / "config",
-    ]
-    for candidate in candidates:
-        if (candidate / "control.yaml").is_file():
-            return candidate
-    raise ControlConfigError(f"cannot find config/control.yaml (looked in {', '.join(map(str, candidates))})")
+#: The control configuration shipped with the package (a data file name, see data_files).
+CONTROL_CONFIG_FILE = "config/control.yaml"
 
 
 @dataclass(frozen=True)
@@ -80,8 +72,12 @@ def design_gains(
 
 
 def load_control_config(path: str | Path | None = None, *, max_currents: dict[str, float]) -> ControlConfig:
-    """Read config/control.yaml; `max_currents` (A per joint) sets each PID's output limit."""
-    path = Path(path) if path is not None else config_directory() / "control.yaml"
+    """Read config/control.yaml (or `path`); `max_currents` (A per joint) sets each PID's output limit.
+
+    Raises ControlConfigError naming the key for a bad value, DataFileNotFoundError (a
+    FileNotFoundError) naming every place looked when no control.yaml is installed.
+    """
+    path = Path(path) if path is not None else find_data_file(CONTROL_CONFIG_FILE)
     raw = read_yaml_mapping(path, ControlConfigError, "control configuration")
     reader = SourcedReader(raw, path.name, ControlConfigError)
     pole = "pole_placement"

@@ -10,7 +10,6 @@ back up the axis) -> park (joint space).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from quirobot_control.trajectory import (
     plan_line,
     plan_point_to_point,
 )
+from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
@@ -40,16 +40,11 @@ class TaskError(ValueError):
     """A task file is missing, malformed or holds an invalid value (named in the message)."""
 
 
-def tasks_directory() -> Path:
-    """config/tasks beside the packages (source checkout), else share/quirobot/config/tasks."""
-    candidates = [
-        Path(__file__).resolve().parents[1] / "config" / "tasks",
-        Path(sys.prefix) / "share" / "quirobot" / "config" / "tasks",
-    ]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    raise TaskError(f"cannot find the task folder (looked in {', '.join(map(str, candidates))})")
+def task_file(name: str) -> Path:
+    """The shipped task file of a task in TASK_NAMES (config/tasks/<name>.yaml, see data_files)."""
+    if name not in TASK_NAMES:
+        raise TaskError(f"unknown task {name!r}: give one of {', '.join(TASK_NAMES)}")
+    return find_data_file(f"config/tasks/{name}.yaml")
 
 
 @dataclass(frozen=True)
@@ -83,7 +78,7 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
     """A task by name (incision, line: from config/tasks) or by path to a task YAML file."""
     path = Path(name)
     if str(name) in TASK_NAMES:
-        path = tasks_directory() / f"{name}.yaml"
+        path = task_file(str(name))
     elif path.suffix not in (".yaml", ".yml"):
         raise TaskError(
             f"unknown task {name!r}: give one of {', '.join(TASK_NAMES)} or a path to a .yaml file"

@@ -1,6 +1,6 @@
 """The robot's parameter file, read into typed, validated dataclasses.
 
-The YAML (config/quirobot.yaml beside this module) is the single source of truth for every
+The YAML (config/quirobot.yaml, see data_files.py) is the single source of truth for every
 physical number; every numeric leaf is {value, unit, source}. `load_parameters` rejects a
 malformed file with a `ParameterError` naming the offending key, so a bad file never yields a
 half-built model. Values are SI: m, rad, kg, kg*m^2, N, N*m, V, A, ohm, H.
@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from quirobot_description.data_files import find_data_file
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
 from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
 
 __all__ = ["ParameterError", "Quantity", "RobotParameters", "load_parameters"]
 
-DEFAULT_PARAMETER_FILE = Path(__file__).resolve().parent / "config" / "quirobot.yaml"
+#: Shipped with the package (package data and share/quirobot/config).
+DEFAULT_PARAMETER_FILE = find_data_file("config/quirobot.yaml")
 
 #: Joint names in the report's order: d1, d2, d3, theta4, theta5.
 JOINT_NAMES = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")

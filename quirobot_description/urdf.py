@@ -1,6 +1,6 @@
 """Expand the robot's xacro description into URDF XML, in-process (no ROS needed).
 
-The xacro files (urdf/ beside this module) read every number from the parameter file through a
+The xacro files (urdf/, see data_files.py) read every number from the parameter file through a
 path relative to themselves; `robot_description` validates the parameter file with
 `load_parameters` first, so a malformed file fails with a one-line `ParameterError` instead of
 a xacro traceback.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import xacro
 
+from quirobot_description.data_files import DataFileNotFoundError, find_data_file
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
 
 #: Tools the description can mount on tool0 (xacro arg `tool`).
@@ -21,8 +22,8 @@ TOOLS = ("drill", "arthroscope", "none")
 HARDWARE = ("mock", "gazebo", "real")
 
 PACKAGE = "quirobot"
-URDF_DIRECTORY = Path(__file__).resolve().parent / "urdf"
-XACRO_FILE = URDF_DIRECTORY / "quirobot.urdf.xacro"
+XACRO_FILE = find_data_file("urdf/quirobot.urdf.xacro")
+URDF_DIRECTORY = XACRO_FILE.parent
 
 
 class DescriptionError(ValueError):
@@ -36,23 +37,13 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 
 
 def default_controllers_file() -> Path | None:
-    """The controllers YAML for gz_ros2_control: config/ at the repository root in the source
-    tree (beside package.xml), else share/quirobot/config of an installed ROS package when
-    ament_index_python is there; None otherwise (the xacro's own default then names
-    ../config/controllers_gazebo.yaml relative to the xacro file, right in share/quirobot/urdf)."""
-    root = URDF_DIRECTORY.parent.parent
-    candidate = root / "config" / "controllers_gazebo.yaml"
-    if (root / "package.xml").is_file() and candidate.is_file():
-        return candidate
+    """The controllers YAML for gz_ros2_control (config/controllers_gazebo.yaml, see data_files);
+    None when no place holds it (the xacro's own default then names ../config/controllers_gazebo.yaml
+    relative to the xacro file, right in share/quirobot/urdf)."""
     try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-    except ImportError:
+        return find_data_file("config/controllers_gazebo.yaml")
+    except DataFileNotFoundError:
         return None
-    try:
-        candidate = Path(get_package_share_directory(PACKAGE)) / "config" / "controllers_gazebo.yaml"
-    except PackageNotFoundError:
-        return None
-    return candidate if candidate.is_file() else None
 
 
 def expand(

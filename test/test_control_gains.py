@@ -67,9 +67,10 @@ def test_gains_place_the_closed_loop_poles_as_stated(parameters, control, joint)
 
 
 def test_a_malformed_control_file_is_refused_by_key(tmp_path, parameters):
-    from quirobot_control.control_config import config_directory
+    from quirobot_control.control_config import CONTROL_CONFIG_FILE
+    from quirobot_description.data_files import find_data_file
 
-    text = (config_directory() / "control.yaml").read_text()
+    text = find_data_file(CONTROL_CONFIG_FILE).read_text()
     broken = tmp_path / "control.yaml"
     broken.write_text(text.replace("kp: {value: 182891.94,", "kp: {value: .nan,"))
     currents = {name: 1.0 for name in TRAJECTORY_JOINTS}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from quirobot_control.tasks import IncisionTask, LineTask, TaskError, load_task, tasks_directory
+from quirobot_control.tasks import IncisionTask, LineTask, TaskError, load_task, task_file
 
 
 def test_shipped_tasks_load_with_a_source_for_every_number():
@@ -29,7 +29,7 @@ def test_shipped_tasks_load_with_a_source_for_every_number():
                 yield from leaves(value, f"{path}[{index}]")
 
     for name in ("incision", "line"):
-        raw = yaml.safe_load((tasks_directory() / f"{name}.yaml").read_text())
+        raw = yaml.safe_load(task_file(name).read_text())
         found = list(leaves(raw))
         assert len(found) > 5
         for path, leaf in found:
@@ -50,7 +50,7 @@ def test_shipped_tasks_load_with_a_source_for_every_number():
     ],
 )
 def test_malformed_task_files_are_refused_by_key(tmp_path, edit, message):
-    raw = yaml.safe_load((tasks_directory() / "incision.yaml").read_text())
+    raw = yaml.safe_load(task_file("incision").read_text())
     edit(raw)
     path = tmp_path / "task.yaml"
     path.write_text(yaml.safe_dump(raw))

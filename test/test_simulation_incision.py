@@ -313,10 +313,10 @@ def test_cli_exits_1_when_the_drill_cannot_reach_its_depth(tmp_path, capsys):
     ratio * efficiency, about 356 N): the run must not report success."""
     import yaml
 
-    from quirobot_control.tasks import tasks_directory
+    from quirobot_control.tasks import task_file
     from quirobot_description.cli import main
 
-    raw = yaml.safe_load((tasks_directory() / "incision.yaml").read_text())
+    raw = yaml.safe_load(task_file("incision").read_text())
     raw["bone"]["reference_thrust"]["value"] = 5000.0
     task = tmp_path / "hard_bone.yaml"
     task.write_text(yaml.safe_dump(raw))
