@@ -16,17 +16,18 @@ hardware:=real, drive_backend picks the drive node's drives: simulated (MuJoCo p
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, RegisterEventHandler
-from launch.conditions import IfCondition, LaunchConfigurationEquals
+from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
-from launch.substitutions import (
-    LaunchConfiguration,
-    PathJoinSubstitution,
-    PythonExpression,
-)
+from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from quirobot_control.drive_bridge import DRIVE_BACKENDS
 from quirobot_description.launch_description import robot_description_parameter
+from quirobot_description.urdf import TOOLS
+
+#: The hardware bringup runs under ros2_control_node (Gazebo brings its own: gazebo.launch.py).
+HARDWARE = ("mock", "real")
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -64,13 +65,13 @@ def generate_launch_description() -> LaunchDescription:
         package="controller_manager",
         executable="spawner",
         arguments=["drill_feed_controller", "--controller-manager", "/controller_manager"],
-        condition=IfCondition(PythonExpression(["'", tool, "' == 'drill'"])),
+        condition=IfCondition(EqualsSubstitution(tool, "drill")),
     )
     drive_node = Node(
         package="quirobot",
         executable="drive_node",
         parameters=[{"drive_backend": drive_backend, "robot_description": robot_description}],
-        condition=LaunchConfigurationEquals("hardware", "real"),
+        condition=IfCondition(EqualsSubstitution(hardware, "real")),
         output="screen",
     )
     return LaunchDescription(
@@ -78,14 +79,19 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "hardware",
                 default_value="mock",
+                choices=list(HARDWARE),
                 description="ros2_control hardware: mock (GenericSystem) or real (topic bridge, drive_node)",
             ),
             DeclareLaunchArgument(
-                "tool", default_value="drill", description="tool on the wrist: drill, arthroscope or none"
+                "tool",
+                default_value="drill",
+                choices=list(TOOLS),
+                description="tool on the wrist: drill, arthroscope or none",
             ),
             DeclareLaunchArgument(
                 "drive_backend",
                 default_value="simulated",
+                choices=list(DRIVE_BACKENDS),
                 description="drives of drive_node (hardware:=real): simulated (MuJoCo plant) or canopen "
                 "(CiA 402 servo drives on the CAN buses can0..can2)",
             ),

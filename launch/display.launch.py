@@ -16,6 +16,9 @@ from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from quirobot_description.launch_description import robot_description_parameter
+from quirobot_description.urdf import TOOLS
+
+BOOLEAN = ["true", "false"]
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -27,12 +30,18 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             DeclareLaunchArgument(
-                "tool", default_value="drill", description="tool on the wrist: drill, arthroscope or none"
+                "tool",
+                default_value="drill",
+                choices=list(TOOLS),
+                description="tool on the wrist: drill, arthroscope or none",
             ),
             DeclareLaunchArgument(
-                "gui", default_value="true", description="joint sliders (joint_state_publisher_gui)"
+                "gui",
+                default_value="true",
+                choices=BOOLEAN,
+                description="joint sliders (joint_state_publisher_gui)",
             ),
-            DeclareLaunchArgument("rviz", default_value="true", description="start RViz2"),
+            DeclareLaunchArgument("rviz", default_value="true", choices=BOOLEAN, description="start RViz2"),
             Node(
                 package="robot_state_publisher",
                 executable="robot_state_publisher",

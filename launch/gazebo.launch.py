@@ -6,7 +6,8 @@ Starts Gazebo running (-r, else the spawners time out), robot_state_publisher wi
 hardware:=gazebo description, spawns the robot with its guide plane (report frame 0') at
 structure.mount_height above the floor, bridges /clock, then spawns joint_state_broadcaster and,
 once it is up, joint_trajectory_controller (and drill_feed_controller with the drill).
-Controllers: config/controllers.yaml (named by the description's <gazebo> block).
+Controllers: config/controllers_gazebo.yaml (named by the description's <gazebo> block; position
+commands only, see there). What is tested without Gazebo and how to run it: docs/gazebo.md.
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
@@ -15,12 +16,13 @@ from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, Regi
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
+from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from quirobot_description.launch_description import robot_description_parameter
 from quirobot_description.parameters import load_parameters
+from quirobot_description.urdf import TOOLS
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -67,13 +69,14 @@ def generate_launch_description() -> LaunchDescription:
 
     broadcaster = spawner("joint_state_broadcaster")
     arm = spawner("joint_trajectory_controller")
-    feed = spawner(
-        "drill_feed_controller", condition=IfCondition(PythonExpression(["'", tool, "' == 'drill'"]))
-    )
+    feed = spawner("drill_feed_controller", condition=IfCondition(EqualsSubstitution(tool, "drill")))
     return LaunchDescription(
         [
             DeclareLaunchArgument(
-                "tool", default_value="drill", description="tool on the wrist: drill, arthroscope or none"
+                "tool",
+                default_value="drill",
+                choices=list(TOOLS),
+                description="tool on the wrist: drill, arthroscope or none",
             ),
             DeclareLaunchArgument(
                 "world", default_value="empty.sdf", description="Gazebo world file (its floor at z = 0)"

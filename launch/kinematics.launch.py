@@ -13,6 +13,8 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from quirobot_kinematics.service_translation import ORIENTATION_MODES
+
 
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
@@ -23,6 +25,7 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "orientation_mode",
                 default_value="full",
+                choices=list(ORIENTATION_MODES),
                 description="full: an IK pose must be reachable as given; approach: its roll is free",
             ),
             Node(
