@@ -16,6 +16,7 @@ import yaml
 
 from quirobot_description.parameters import JOINT_NAMES
 from quirobot_description.urdf import HARDWARE, TOOLS, robot_description
+from quirobot_description.validation import FAIL, PASS, check_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
 JTC = "joint_trajectory_controller/JointTrajectoryController"
@@ -157,3 +158,21 @@ def test_every_declared_controller_is_configured(name):
     configured = set(controllers) - {"controller_manager", "gz_ros_control"}
     assert configured <= declared
     assert declared - configured <= {"joint_state_broadcaster"}
+
+
+def test_check_refuses_a_velocity_command_in_gazebo(parameters):
+    """`quirobot check` names a Gazebo joint that claims velocity (it would run open loop)."""
+    root = _urdf("gazebo")
+    joint = next(j for j in root.find("ros2_control").findall("joint") if j.get("name") == "wrist_yaw")
+    ET.SubElement(joint, "command_interface", {"name": "velocity"})
+    stage = next(
+        r
+        for r in check_urdf(ET.tostring(root, encoding="unicode"), parameters, samples=20)
+        if r.name == "ros2_control"
+    )
+    assert stage.status == FAIL
+    assert any("wrist_yaw" in problem and "open loop" in problem for problem in stage.problems), (
+        stage.problems
+    )
+    shipped = check_urdf(robot_description("drill", "gazebo"), parameters, samples=20)
+    assert next(r for r in shipped if r.name == "ros2_control").status == PASS
