@@ -1,6 +1,6 @@
 """CANopen benchmark: the hardware component's position loop over CanopenDrive, per SYNC period.
 
-    python bench/canopen_loop.py [--periods 1 2 4] [--step 0.001]
+    python bench/canopen_loop.py [--periods 1 2 4] [--step 0.001] [--save [FILE]]
 
 QuirobotHardware (1 kHz, the gains of config/control.yaml) runs on six CanopenDrives talking to
 six simulated CiA 402 drives over python-can's virtual bus. The drives get a SYNC (apply the
@@ -24,6 +24,7 @@ import uuid
 import can
 import canopen
 import numpy as np
+from bench_results import add_save_option, saved_output
 
 from quirobot_control.canopen_drive import canopen_drives_for_robot
 from quirobot_control.canopen_servo_simulator import JointModel, simulator_for_axis
@@ -162,7 +163,13 @@ def main() -> None:
     )
     parser.add_argument("--step", type=float, default=0.001, help="gantry_x position step, m")
     parser.add_argument("--duration", type=float, default=0.5, help="simulated time, s")
+    add_save_option(parser, "canopen_loop.txt")
     args = parser.parse_args()
+    with saved_output(args.save):
+        _run(args)
+
+
+def _run(args: argparse.Namespace) -> None:
     params = load_parameters()
     direct = run_direct(args.step, args.duration)
     print(
@@ -182,11 +189,14 @@ def main() -> None:
         if result.get("stop") and result.get("settling") is None and "sync_time" not in result:
             print(f"SYNC {cycles} ms: activation failed: {result['stop']}")
             continue
-        outcome = (
-            f"safety stop at {result['stop']}"
-            if result["stop"]
-            else f"settles in {result['settling'] * 1e3:.1f} ms, overshoot {100 * result['overshoot']:.1f} %"
-        )
+        if result["stop"]:
+            outcome = f"safety stop at {result['stop']}"
+        elif result["settling"] is None:
+            outcome = f"not settled within {args.duration:g} s"
+        else:
+            outcome = (
+                f"settles in {result['settling'] * 1e3:.1f} ms, overshoot {100 * result['overshoot']:.1f} %"
+            )
         print(
             f"SYNC every {cycles} ms ({args.step * 1e3:g} mm step on gantry_x): {outcome}; "
             f"one SYNC cycle of 6 nodes = {result['sync_time'] / advance_time:.1f} x one "

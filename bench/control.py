@@ -1,6 +1,6 @@
 """Control benchmark: controller cost per 1 kHz cycle, simulation speed, the report's step tests.
 
-    python bench/control.py [--cycles N] [--full]
+    python bench/control.py [--cycles N] [--full] [--save [FILE]]
 
 1. Controller computation per cycle for all six joints (QuirobotHardware read + commands +
    write: safety layer, six PIDs, feed-forward), p50/p99/max over N cycles on simulated drives;
@@ -21,6 +21,7 @@ import time
 
 import mujoco
 import numpy as np
+from bench_results import add_save_option, saved_output
 
 from quirobot_control.drive import drive_for_joint
 from quirobot_control.hardware import QuirobotHardware, hardware_info_from_urdf
@@ -81,7 +82,13 @@ def main() -> None:
     parser.add_argument(
         "--full", action="store_true", help="run the shipped incision task (about 29 s simulated)"
     )
+    add_save_option(parser, "control.txt")
     args = parser.parse_args()
+    with saved_output(args.save):
+        _run(args)
+
+
+def _run(args: argparse.Namespace) -> None:
     params = load_parameters()
     control = control_configuration(params)
 

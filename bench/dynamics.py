@@ -1,7 +1,7 @@
 """Benchmark: our RNEA / CRBA / forward dynamics against pinocchio, measured in the same run.
 
 Prints ratios (ours / pinocchio) per state, single calls and one batched call over many states,
-never absolute times as a pass/fail criterion. Run: python bench/dynamics.py [--states N]
+never absolute times as a pass/fail criterion. Run: python bench/dynamics.py [--states N] [--save [FILE]]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pinocchio as pin
+from bench_results import add_save_option, saved_output
 
 from quirobot_control.dynamics import Dynamics
 from quirobot_description.export import export_urdf
@@ -34,7 +35,13 @@ def main() -> None:
     parser.add_argument(
         "--states", type=int, default=10000, help="states in the batched call (default 10000)"
     )
+    add_save_option(parser, "dynamics.txt")
     args = parser.parse_args()
+    with saved_output(args.save):
+        _run(args)
+
+
+def _run(args: argparse.Namespace) -> None:
     params = load_parameters()
     with tempfile.TemporaryDirectory() as directory:
         full = pin.buildModelFromUrdf(str(export_urdf(directory, tool="drill")))

@@ -1,6 +1,6 @@
 """Benchmark the closed-form kinematics against pinocchio and roboticstoolbox-python, same run.
 
-    python bench/kinematics.py [--repeats 7] [--output bench/results/kinematics.json]
+    python bench/kinematics.py [--repeats 7] [--save [bench/results/kinematics.json]]
 
 Measured per call from Python, best of `--repeats` passes over the same inputs:
 - single FK of tool0: ours (`forward_kinematics`) vs pinocchio on the exported URDF
@@ -16,7 +16,7 @@ the C++ solver alone, `robot.ets().ik_LM`, is measured too, as its own row). It 
 tool^-1, so the tool is counted twice and it never converges for a robot with a tool transform
 (measured and printed as "as called"). The reference timing therefore passes the target T @ M,
 so that the solver sees exactly T; every solution is checked.
-Results are printed as a table and written to JSON and text beside the README's numbers.
+Results are printed as a table; with --save also written to JSON and text beside the README's numbers.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench_results import add_save_option  # noqa: E402
 
 from quirobot_description.export import export_urdf  # noqa: E402
 from quirobot_description.parameters import JOINT_NAMES, load_parameters  # noqa: E402
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "--samples", type=int, default=2000, help="configurations for single FK and IK (default 2000)"
     )
     parser.add_argument("--rtb-samples", type=int, default=300, help="targets for rtb ik_LM (default 300)")
-    parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "kinematics.json")
+    add_save_option(parser, "kinematics.json", what="the results as JSON, and the table beside it as .txt,")
     args = parser.parse_args(argv)
 
     import pinocchio as pin
@@ -286,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         f"with pose error up to {rtb_error:.1e} (its default tol 1e-6 is on 0.5 e^T e)"
     )
     lines.append(
-        "targets are judged against DHRobot.ik_LM (the reference named in the issue); most of its time is "
+        "targets are judged against DHRobot.ik_LM (the reference the targets name); most of its time is "
         "DHRobot.ets() rebuilding (deep-copying) the transform sequence in Python on every call; "
         "its C++ solver alone is the 'ets().ik_LM' row"
     )
@@ -298,10 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     text = "\n".join(lines)
     print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n")
-    args.output.with_suffix(".txt").write_text(text + "\n")
-    print(f"written {args.output} and {args.output.with_suffix('.txt')}")
+    if args.save is not None:
+        args.save.write_text(json.dumps(results, indent=2) + "\n")
+        args.save.with_suffix(".txt").write_text(text + "\n")
+        print(f"written {args.save} and {args.save.with_suffix('.txt')}")
     return 0
 
 

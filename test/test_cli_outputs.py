@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
 
+from quirobot_control.simulation_commands import DEFAULT_OUTPUT
 from quirobot_control.tasks import TaskError, load_task
 from quirobot_description.cli import main
 from quirobot_description.output_paths import OutputPathError, output_file, output_folder
@@ -144,3 +146,14 @@ def test_a_file_that_is_not_a_task_says_so(tmp_path, capsys):
     )
     with pytest.raises(TaskError, match="task must be one of incision, line, got"):
         load_task(_incision(tmp_path, lambda d: d.update(task=["incision"])))
+
+
+def test_the_default_output_folder_is_ignored_by_git():
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    for name in ("incision.png", "incision.mcap", "line.png"):
+        result = subprocess.run(
+            ["git", "check-ignore", "--quiet", f"{DEFAULT_OUTPUT}/{name}"], cwd=root, check=False
+        )
+        assert result.returncode == 0, f"{DEFAULT_OUTPUT}/{name} is not git-ignored (.gitignore)"
