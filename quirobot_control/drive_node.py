@@ -34,9 +34,9 @@ import time
 
 def main(args: list[str] | None = None) -> int:
     import rclpy
-    from rclpy.executors import ExternalShutdownException
     from rclpy.node import Node
     from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+    from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
@@ -45,7 +45,9 @@ def main(args: list[str] | None = None) -> int:
     from quirobot_control.drive_bridge import BridgeError, open_bridge
     from quirobot_description.parameters import load_parameters
 
-    rclpy.init(args=args)
+    # SIGINT as KeyboardInterrupt in spin, not rclpy's handler: that one shuts the context down
+    # under a spinning executor (a take_message RuntimeError and exit 1 instead of a clean stop).
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = Node("drive_node")
     description = node.declare_parameter("robot_description", "").value
     commands_topic = node.declare_parameter("commands_topic", "/quirobot/joint_commands").value
@@ -67,7 +69,7 @@ def main(args: list[str] | None = None) -> int:
         try:
             while rclpy.ok() and not received:
                 rclpy.spin_once(node, timeout_sec=0.5)
-        except (KeyboardInterrupt, ExternalShutdownException):
+        except KeyboardInterrupt:
             shut_down()
             return 0
         if not received:
@@ -115,7 +117,7 @@ def main(args: list[str] | None = None) -> int:
     node.create_timer(control.dt, on_timer)
     try:
         rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except KeyboardInterrupt:
         pass
     finally:
         for problem in bridge.close():

@@ -21,6 +21,7 @@ import launch_testing.asserts  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
+from quirobot_description.urdf import robot_description  # noqa: E402
 
 INTERFACE = "no-such-interface"
 
@@ -30,7 +31,13 @@ def generate_test_description():
     drive_node = Node(
         package="quirobot",
         executable="drive_node",
-        parameters=[{"drive_backend": "canopen", "can_interface": INTERFACE}],
+        parameters=[
+            {
+                "drive_backend": "canopen",
+                "can_interface": INTERFACE,
+                "robot_description": robot_description("drill", "real"),
+            }
+        ],
         output="screen",
     )
     return LaunchDescription([drive_node, launch_testing.actions.ReadyToTest()]), {"drive_node": drive_node}
