@@ -22,8 +22,10 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from quirobot_description.inertia import inertia_problems
 from quirobot_description.urdf import TOOLS, robot_description
 
 #: (executable, verb): Gazebo Harmonic's CLI, then the Ignition one of Debian 12's packages.
@@ -127,6 +129,19 @@ def _convert(converter: Converter, text: str, path: Path) -> Conversion:
     return Conversion(model, stderr)
 
 
+def _sdf_inertial(link: ET.Element) -> tuple[float, np.ndarray]:
+    """(mass kg, inertia (3, 3) kg*m^2 about the centre of mass) of an SDF <link>."""
+    inertial = link.find("inertial")
+    i = {
+        key: float(inertial.findtext(f"inertia/{key}", "0"))
+        for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    }
+    tensor = np.array(
+        [[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]], [i["ixz"], i["iyz"], i["izz"]]]
+    )
+    return float(inertial.findtext("mass")), tensor
+
+
 @pytest.mark.parametrize("tool", TOOLS)
 def test_gazebo_conversion_keeps_every_link_and_joint(converter, tmp_path, tool):
     text = robot_description(tool, "gazebo")
@@ -164,6 +179,13 @@ def test_gazebo_conversion_keeps_every_link_and_joint(converter, tmp_path, tool)
     assert set(joints) <= set(expected_joints), (
         f"unexpected joints {sorted(set(joints) - set(expected_joints))}"
     )
+
+    # every link Gazebo keeps has a positive mass and a physical inertia (the converter's own
+    # sums for lumped links included): positive principal moments, triangle inequality
+    for name, link in links.items():
+        mass, inertia = _sdf_inertial(link)
+        assert mass > 0.0, f"{name}: mass {mass} kg"
+        assert inertia_problems(inertia) == [], f"{name}: {inertia_problems(inertia)}"
 
     # frame-only links (tool0, drill_tip, camera frames) are lumped, never massless SDF links;
     # sdformat 13+ keeps them as //model/frame, sdformat 12 leaves them out (their TF comes from
