@@ -1,0 +1,36 @@
+"""QUIROBOT's description: the parameter file (every number with its source), the URDF, its check.
+
+`robot_parameters()` is the shipped parameter file, read and validated once; give another file's
+path to use that one instead. The other packages' conveniences (quirobot_kinematics.fk,
+quirobot_control.simulate, ...) take their numbers from it.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+__all__ = ["robot_parameters"]
+
+
+def robot_parameters(parameter_file: str | Path | None = None):
+    """RobotParameters of `parameter_file` (default: the shipped one).
+
+    Read once per version of the file (edited on disk, it is read again); the object is shared,
+    so treat it as read-only. A missing or malformed file raises ParameterError (a ValueError).
+    """
+    from quirobot_description.parameters import DEFAULT_PARAMETER_FILE
+
+    path = Path(parameter_file if parameter_file is not None else DEFAULT_PARAMETER_FILE).resolve()
+    try:
+        version = path.stat().st_mtime_ns
+    except OSError:
+        version = None  # load_parameters names the problem
+    return _load(str(path), version)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str, version: int | None):
+    from quirobot_description.parameters import load_parameters
+
+    return load_parameters(path)
