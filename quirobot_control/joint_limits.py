@@ -96,5 +96,3 @@ class JointLimits:
                     f"{what}: joint {name} at {q[i]:.6g} is above its soft limit {self.soft_upper[i]:.6g} "
                     f"by {q[i] - self.soft_upper[i]:.3g}"
                 )
-
-
