@@ -26,7 +26,7 @@ def test_urdf_prints_the_expanded_description(capsys):
     root = ET.fromstring(capsys.readouterr().out)
     names = {e.get("name") for e in root.findall("link")}
     assert {"camera_link", "camera_optical_frame"} <= names and "drill_bit" not in names
-    assert "TopicBasedSystem" in root.find("ros2_control/hardware/plugin").text
+    assert root.find("ros2_control/hardware/plugin").text.strip().endswith("/JointStateTopicSystem")
 
 
 def test_export_writes_a_loadable_file(tmp_path, capsys):
