@@ -23,11 +23,13 @@ Parameters:
 A stop (a safety stop, the command watchdog, a drive fault) is logged once as an error line
 "drives stopped: <reason>". A start-up failure (no such CAN interface, a node that does not
 answer, a malformed description, ...) is logged in one line and the node exits with status 1
-without enabling anything. On shutdown every drive is stopped and the buses are released.
+without enabling anything. On shutdown (SIGINT or SIGTERM) every drive is stopped and the buses
+are released; the node exits with status 0.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -45,9 +47,13 @@ def main(args: list[str] | None = None) -> int:
     from quirobot_control.drive_bridge import BridgeError, open_bridge
     from quirobot_description.parameters import load_parameters
 
-    # SIGINT as KeyboardInterrupt in spin, not rclpy's handler: that one shuts the context down
-    # under a spinning executor (a take_message RuntimeError and exit 1 instead of a clean stop).
+    # SIGINT and SIGTERM (launch's escalation) as KeyboardInterrupt in spin, so that the drives are
+    # stopped and the buses released on the way out. Not rclpy's handler: it shuts the context
+    # down under a spinning executor (a take_message RuntimeError, exit 1). Installed explicitly:
+    # a SIGINT ignored by the parent (a launch in a non-interactive shell) is inherited as ignored.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, _interrupt)
     node = Node("drive_node")
     description = node.declare_parameter("robot_description", "").value
     commands_topic = node.declare_parameter("commands_topic", "/quirobot/joint_commands").value
@@ -124,6 +130,10 @@ def main(args: list[str] | None = None) -> int:
             node.get_logger().warning(f"shutdown: {problem}")
         shut_down()
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 if __name__ == "__main__":

@@ -158,3 +158,7 @@ class TestRealBringup(unittest.TestCase):
 class TestShutdown(unittest.TestCase):
     def test_exit_codes(self, proc_info) -> None:
         launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
+
+    def test_drive_node_stops_the_drives_and_exits_cleanly(self, proc_info) -> None:
+        # Status 0: SIGINT (or launch's SIGTERM) reached its clean stop (bridge.close()).
+        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0], process="drive_node")
