@@ -1,17 +1,27 @@
 """Show QUIROBOT in RViz2: robot_state_publisher fed by xacro, joint sliders, RViz2.
 
     ros2 launch quirobot display.launch.py [tool:=drill|arthroscope|none] [gui:=true|false]
-                                           [rviz:=true|false]
+                                           [rviz:=true|false] [replay:=true|false]
 
 gui:=false runs joint_state_publisher (no window) instead of joint_state_publisher_gui;
 rviz:=false leaves RViz2 out (headless, as in test/ros/test_launch_display.py).
+replay:=true shows a recorded run instead: no joint publisher, and every node on the bag's clock
+(use_sim_time), since a `quirobot simulate` log is stamped in simulated time from 0 s:
+
+    ros2 launch quirobot display.launch.py replay:=true
+    ros2 bag play quirobot_output/incision.mcap --clock 100
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.conditions import IfCondition
+from launch.substitutions import (
+    AndSubstitution,
+    LaunchConfiguration,
+    NotSubstitution,
+    PathJoinSubstitution,
+)
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
@@ -26,6 +36,8 @@ def generate_launch_description() -> LaunchDescription:
     tool = LaunchConfiguration("tool")
     gui = LaunchConfiguration("gui")
     rviz = LaunchConfiguration("rviz")
+    replay = LaunchConfiguration("replay")
+    sim_time = {"use_sim_time": replay}
     robot_description = robot_description_parameter(tool=tool)
     return LaunchDescription(
         [
@@ -42,26 +54,33 @@ def generate_launch_description() -> LaunchDescription:
                 description="joint sliders (joint_state_publisher_gui)",
             ),
             DeclareLaunchArgument("rviz", default_value="true", choices=BOOLEAN, description="start RViz2"),
+            DeclareLaunchArgument(
+                "replay",
+                default_value="false",
+                choices=BOOLEAN,
+                description="show a recorded run: no joint publisher, use_sim_time (bag play --clock)",
+            ),
             Node(
                 package="robot_state_publisher",
                 executable="robot_state_publisher",
-                parameters=[{"robot_description": robot_description}],
+                parameters=[{"robot_description": robot_description, **sim_time}],
                 output="screen",
             ),
             Node(
                 package="joint_state_publisher_gui",
                 executable="joint_state_publisher_gui",
-                condition=IfCondition(gui),
+                condition=IfCondition(AndSubstitution(gui, NotSubstitution(replay))),
             ),
             Node(
                 package="joint_state_publisher",
                 executable="joint_state_publisher",
-                condition=UnlessCondition(gui),
+                condition=IfCondition(AndSubstitution(NotSubstitution(gui), NotSubstitution(replay))),
             ),
             Node(
                 package="rviz2",
                 executable="rviz2",
                 arguments=["-d", PathJoinSubstitution([share, "rviz", "quirobot.rviz"])],
+                parameters=[sim_time],
                 condition=IfCondition(rviz),
                 output="screen",
             ),

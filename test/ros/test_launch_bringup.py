@@ -70,10 +70,10 @@ class TestMockBringup(unittest.TestCase):
         start = self.graph.joint_positions()
         q0 = [start[n] for n in JOINT_NAMES]
         midway = [0.5 * (a + b) for a, b in zip(q0, ARM_GOAL, strict=True)]
-        # Slow (peak about 0.2 m/s): the mock's state lags its command by one update, and a
-        # late update on a loaded machine must stay inside the 1 mm path tolerance.
+        # Slow (peak below 0.1 m/s): the mock's state lags its command by one update, and a
+        # late update on a loaded machine (10 ms seen) must stay inside the 1 mm path tolerance.
         accepted, result, _ = self.graph.follow_trajectory(
-            "joint_trajectory_controller", JOINT_NAMES, [(3.0, midway), (6.0, ARM_GOAL)]
+            "joint_trajectory_controller", JOINT_NAMES, [(6.0, midway), (12.0, ARM_GOAL)]
         )
         self.assertTrue(accepted, "the arm goal was rejected")
         self.assertEqual(result.error_code, 0, result.error_string)  # SUCCESSFUL
