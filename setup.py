@@ -57,7 +57,7 @@ setup(
         "console_scripts": [
             "quirobot = quirobot_description.cli:main",
             "kinematics_node = quirobot_kinematics.kinematics_node:main",
-            "drive_node = quirobot_control.drive_node:main",
+            "drive_node = quirobot_control.nodes.drive_node:main",
         ],
     },
 )

@@ -26,12 +26,17 @@ import canopen
 import numpy as np
 from bench_results import add_save_option, saved_output
 
-from quirobot_control.canopen_drive import canopen_drives_for_robot
-from quirobot_control.canopen_servo_simulator import JointModel, simulator_for_axis
-from quirobot_control.drive import drive_for_joint
-from quirobot_control.hardware import CallbackReturn, QuirobotHardware, ReturnType, hardware_info_from_urdf
-from quirobot_control.incision import control_configuration
-from quirobot_control.trajectory import TRAJECTORY_JOINTS
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.drives.canopen_master import canopen_drives_for_robot
+from quirobot_control.drives.simulated import drive_for_joint
+from quirobot_control.drives.slave_simulator import JointModel, simulator_for_axis
+from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.loop.hardware import (
+    CallbackReturn,
+    QuirobotHardware,
+    ReturnType,
+    hardware_info_from_urdf,
+)
 from quirobot_description.parameters import CANOPEN_AXES, load_parameters
 from quirobot_description.urdf import robot_description
 

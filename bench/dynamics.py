@@ -14,7 +14,7 @@ import numpy as np
 import pinocchio as pin
 from bench_results import add_save_option, saved_output
 
-from quirobot_control.dynamics import Dynamics
+from quirobot_control.models.dynamics import Dynamics
 from quirobot_description.export import export_urdf
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 

@@ -22,7 +22,7 @@ from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJo
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from quirobot_control.drive_bridge import DRIVE_BACKENDS
+from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
 from quirobot_description.launch_description import robot_description_parameter
 from quirobot_description.urdf import TOOLS
 

@@ -1,4 +1,18 @@
-"""QUIROBOT's control: dynamics, drives, planner, PID, safety, the closed-loop simulation.
+"""QUIROBOT's control: models, drives, the control loop, planning, simulation, the drive bridge.
+
+Subpackages, bottom up (a module imports only from its own layer or below; .importlinter):
+
+- axes: the six commanded axes' limits (`JointLimits`);
+- models: rigid body and dynamics, motor, transmission, encoder, bone;
+- drives: the `Drive` interface, `SimulatedDrive`, the CiA 402 tables, the CANopen master
+  (`CanopenDrive`) and the simulated slave;
+- loop: the hardware component (`QuirobotHardware`), PID, safety layer, control configuration;
+  planning: jerk-limited trajectories and the surgical tasks;
+- simulation: the MuJoCo plant, the closed loop, a task run and measured, the simulated drive
+  backend; analysis: servo sizing, the single-joint step response;
+- bridge: the drive bridge under drive_node (simulated or CANopen backend); reporting: MCAP log
+  and PNG summary of a run;
+- nodes: the ROS 2 node (drive_node), a thin adapter.
 
 Conveniences with the shipped parameter file by default (`params=` takes another's
 RobotParameters, e.g. `quirobot_description.robot_parameters("other.yaml")`):
@@ -19,10 +33,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from quirobot_control.dynamics import Dynamics
-    from quirobot_control.incision import TaskResult
-    from quirobot_control.tasks import IncisionTask, LineTask
-    from quirobot_control.trajectory import JointTrajectory
+    from quirobot_control.models.dynamics import Dynamics
+    from quirobot_control.planning.tasks import IncisionTask, LineTask
+    from quirobot_control.planning.trajectory import JointTrajectory
+    from quirobot_control.simulation.incision import TaskResult
     from quirobot_description.parameters import RobotParameters
 
 __all__ = ["inverse_dynamics", "plan", "simulate"]
@@ -36,7 +50,7 @@ def _parameters(params: RobotParameters | None) -> RobotParameters:
 
 @functools.lru_cache(maxsize=1)
 def _shipped_dynamics() -> Dynamics:
-    from quirobot_control.dynamics import Dynamics
+    from quirobot_control.models.dynamics import Dynamics
 
     return Dynamics(_parameters(None))
 
@@ -46,7 +60,7 @@ def inverse_dynamics(
 ) -> np.ndarray:
     """Joint efforts (5,) or (N, 5) (N, N*m) for q, qd, qdd (5,) or (N, 5): gravity, inertia,
     Coriolis and (with `friction`) viscous friction, by recursive Newton-Euler."""
-    from quirobot_control.dynamics import Dynamics
+    from quirobot_control.models.dynamics import Dynamics
 
     dynamics = _shipped_dynamics() if params is None else Dynamics(params)
     return dynamics.inverse_dynamics(q, qd, qdd, friction=friction)
@@ -57,10 +71,10 @@ def plan(
 ) -> JointTrajectory:
     """The task's whole trajectory (6 joints, drill feed last) at the control rate of config/control.yaml.
 
-    task: incision, line, a path to a task YAML file, or a loaded task (quirobot_control.tasks).
+    task: incision, line, a path to a task YAML file, or a loaded task (quirobot_control.planning.tasks).
     """
-    from quirobot_control.incision import control_configuration
-    from quirobot_control.tasks import IncisionTask, load_task, plan_incision, plan_line_task
+    from quirobot_control.loop.control_config import control_configuration
+    from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision, plan_line_task
 
     params = _parameters(params)
     if isinstance(task, (str, Path)):
@@ -85,8 +99,8 @@ def simulate(
 
     depth, feed_rate: override an incision's (m, m/s).
     """
-    from quirobot_control.incision import run_task
-    from quirobot_control.tasks import load_task
+    from quirobot_control.planning.tasks import load_task
+    from quirobot_control.simulation.incision import run_task
 
     if isinstance(task, (str, Path)):
         task = load_task(task)

@@ -54,10 +54,10 @@ def _finite_positive(value: float | None, name: str) -> None:
 def simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from quirobot_control.incision import TIMING_TARGETS, run_task, targets_met
-    from quirobot_control.plots import plot_result
-    from quirobot_control.recording import write_mcap
-    from quirobot_control.tasks import IncisionTask, load_task
+    from quirobot_control.planning.tasks import IncisionTask, load_task
+    from quirobot_control.reporting.plots import plot_result
+    from quirobot_control.reporting.recording import write_mcap
+    from quirobot_control.simulation.incision import TIMING_TARGETS, run_task, targets_met
     from quirobot_description.output_paths import output_file, output_folder
     from quirobot_description.parameters import load_parameters
 

@@ -1,4 +1,4 @@
-"""`quirobot size`: the servo sizing study (quirobot_control.sizing) on the command line."""
+"""`quirobot size`: the servo sizing study (quirobot_control.analysis.sizing) on the command line."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from quirobot_control.rigid_body_model import MODEL_NAMES
-from quirobot_control.sizing import SizingError, SizingResult, plot_sizing, size_servos
+from quirobot_control.analysis.sizing import SizingError, SizingResult, plot_sizing, size_servos
+from quirobot_control.models.rigid_body import MODEL_NAMES
 from quirobot_description.output_paths import output_file
 from quirobot_description.parameters import RobotParameters, load_parameters
 from quirobot_description.verb_parser import add_verb

@@ -246,7 +246,7 @@ class SizingParameters:
 
 @dataclass(frozen=True)
 class CanopenParameters:
-    """The CANopen bus of the servo drives (CiA 301 / CiA 402), see quirobot_control.canopen_drive."""
+    """The CANopen bus of the servo drives (CiA 301 / CiA 402), see quirobot_control.drives.canopen_master."""
 
     node_ids: dict[str, int]  # axis name (CANOPEN_AXES) -> node id, 1..127, all different
     bitrate: int  # bit/s

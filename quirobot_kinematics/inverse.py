@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quirobot_description.parameters import JOINT_NAMES
 from quirobot_kinematics.model import (
-    JOINT_NAMES,
     KinematicModel,
     KinematicsError,
     as_feed,

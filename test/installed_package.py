@@ -24,10 +24,10 @@ from pathlib import Path
 import quirobot_control
 import quirobot_description
 import quirobot_kinematics
-from quirobot_control.canopen_drive import DEFAULT_EDS
-from quirobot_control.control_config import CONTROL_CONFIG_FILE
-from quirobot_control.incision import control_configuration
-from quirobot_control.tasks import load_task
+from quirobot_control.drives.cia402 import DEFAULT_EDS
+from quirobot_control.loop.control_config import CONTROL_CONFIG_FILE
+from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.planning.tasks import load_task
 from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import XACRO_FILE, robot_description

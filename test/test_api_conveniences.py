@@ -10,9 +10,9 @@ import pytest
 import quirobot_control
 import quirobot_description
 import quirobot_kinematics
-from quirobot_control.dynamics import Dynamics
-from quirobot_control.incision import control_configuration
-from quirobot_control.tasks import load_task, plan_line_task
+from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.models.dynamics import Dynamics
+from quirobot_control.planning.tasks import load_task, plan_line_task
 from quirobot_description import robot_parameters
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
 from quirobot_kinematics import ApproachTarget, IKError, fk, ik, jacobian, kinematic_model

@@ -22,27 +22,32 @@ import canopen
 import pytest
 from virtual_can import WAIT, network, sdo_downloads, wait_until
 
-from quirobot_control.canopen_drive import (
-    CanopenConfigurationError,
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.drives.bus_load import bus_load
+from quirobot_control.drives.canopen_master import (
     CanopenDrive,
-    Cia402State,
-    bus_load,
     canopen_drives_for_buses,
     canopen_drives_for_robot,
 )
-from quirobot_control.canopen_servo_simulator import (
+from quirobot_control.drives.canopen_units import CanopenConfigurationError
+from quirobot_control.drives.cia402 import Cia402State
+from quirobot_control.drives.interface import Drive, DriveError, DriveState
+from quirobot_control.drives.simulated import drive_for_joint
+from quirobot_control.drives.slave_simulator import (
     CanopenServoSimulator,
     JointModel,
     main,
     serve,
     simulator_for_axis,
 )
-from quirobot_control.control_config import load_control_config
-from quirobot_control.drive import DRILL_FEED_JOINT, Drive, DriveError, DriveState, drive_for_joint
-from quirobot_control.hardware import CallbackReturn, QuirobotHardware, ReturnType, hardware_info_from_urdf
-from quirobot_control.incision import control_configuration
-from quirobot_control.trajectory import TRAJECTORY_JOINTS
-from quirobot_description.parameters import CANOPEN_AXES, load_parameters
+from quirobot_control.loop.control_config import control_configuration, load_control_config
+from quirobot_control.loop.hardware import (
+    CallbackReturn,
+    QuirobotHardware,
+    ReturnType,
+    hardware_info_from_urdf,
+)
+from quirobot_description.parameters import CANOPEN_AXES, FEED_JOINT, load_parameters
 from quirobot_description.urdf import robot_description
 
 
@@ -55,7 +60,7 @@ def params():
 def inertias(params):
     """Effective inertia per axis (kg or kg*m^2) from the control configuration."""
     currents = {j.name: j.motor.max_current for j in params.joints}
-    currents[DRILL_FEED_JOINT] = params.drill.motor.max_current
+    currents[FEED_JOINT] = params.drill.motor.max_current
     control = load_control_config(max_currents=currents)
     return {axis: control.joint(axis).effective_inertia for axis in CANOPEN_AXES}
 

@@ -18,20 +18,19 @@ from canopen.profiles.p402 import State402
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quirobot_control.canopen_drive import (
+from quirobot_control.drives.bus_load import bus_load, can_frame_bits
+from quirobot_control.drives.canopen_units import TorqueScaling
+from quirobot_control.drives.cia402 import (
     DEFAULT_EDS,
     RPDO1_MAPPING,
     TPDO1_MAPPING,
     TPDO2_MAPPING,
     Cia402State,
     StatuswordError,
-    TorqueScaling,
-    bus_load,
-    can_frame_bits,
     decode_statusword,
     describe_error_code,
 )
-from quirobot_control.canopen_servo_simulator import JointModel, next_state, statusword_for
+from quirobot_control.drives.slave_simulator import JointModel, next_state, statusword_for
 from quirobot_description.parameters import (
     CANOPEN_AXES,
     DEFAULT_PARAMETER_FILE,

@@ -10,10 +10,14 @@ import mujoco
 import numpy as np
 import pytest
 
-from quirobot_control.control_config import ControlConfigError, design_gains, load_control_config
-from quirobot_control.drive import drive_for_joint
-from quirobot_control.incision import control_configuration
-from quirobot_control.trajectory import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.drives.simulated import drive_for_joint
+from quirobot_control.loop.control_config import (
+    ControlConfigError,
+    control_configuration,
+    design_gains,
+    load_control_config,
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +71,7 @@ def test_gains_place_the_closed_loop_poles_as_stated(parameters, control, joint)
 
 
 def test_a_malformed_control_file_is_refused_by_key(tmp_path, parameters):
-    from quirobot_control.control_config import CONTROL_CONFIG_FILE
+    from quirobot_control.loop.control_config import CONTROL_CONFIG_FILE
     from quirobot_description.data_files import find_data_file
 
     text = find_data_file(CONTROL_CONFIG_FILE).read_text()

@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_control.incision import control_configuration
-from quirobot_control.pid import PID, GainError, PIDGains
-from quirobot_control.step_response import simulate_step
-from quirobot_control.trajectory import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.analysis.step_response import simulate_step
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.loop.pid import PID, GainError, PIDGains
 
 #: The report's step tests (ch.7): 0.1 m / 0.08 rad and 0.5 m / 1 rad, settling 0.014-0.036 s and
 #: 0.022-0.05 s there (a continuous model without current limit).

@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from quirobot_control.incision import run_task  # noqa: E402
-from quirobot_control.plots import plot_result, result_figure  # noqa: E402
+from quirobot_control.reporting.plots import plot_result, result_figure  # noqa: E402
+from quirobot_control.simulation.incision import run_task  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["incision", "line"])

@@ -27,25 +27,17 @@ import numpy as np
 import pytest
 from virtual_can import WAIT, network, sdo_downloads, wait_until
 
-from quirobot_control.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
-from quirobot_control.canopen_drive import Cia402State
-from quirobot_control.canopen_servo_simulator import (
-    CanopenServoSimulator,
-    JointModel,
-    simulator_for_axis,
-)
-from quirobot_control.control_config import control_configuration
-from quirobot_control.drive import DriveState, SimulatedDrive, drive_for_joint
-from quirobot_control.drive_bridge import (
-    DRIVE_BACKENDS,
-    BridgeError,
-    DriveBridge,
-    DriveStartupError,
-    open_backend,
-)
-from quirobot_control.dynamics import gravity_model
-from quirobot_control.hardware import hardware_info_from_urdf
-from quirobot_control.joint_limits import TRAJECTORY_JOINTS
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.bridge.backend import DriveStartupError
+from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
+from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, BridgeError, DriveBridge, open_backend
+from quirobot_control.drives.cia402 import Cia402State
+from quirobot_control.drives.interface import DriveState
+from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
+from quirobot_control.drives.slave_simulator import CanopenServoSimulator, JointModel, simulator_for_axis
+from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.loop.hardware import hardware_info_from_urdf
+from quirobot_control.models.dynamics import gravity_model
 from quirobot_description.parameters import CANOPEN_AXES, JOINT_NAMES
 from quirobot_description.urdf import robot_description
 

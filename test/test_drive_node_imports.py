@@ -15,11 +15,12 @@ import sys
 
 SCRIPT = """
 import json, sys, time
-import quirobot_control.canopen_backend
-import quirobot_control.drive_node
-from quirobot_control.canopen_backend import CanBusConfig
-from quirobot_control.control_config import control_configuration
-from quirobot_control.drive_bridge import DriveStartupError, open_bridge
+import quirobot_control.bridge.canopen_backend
+import quirobot_control.nodes.drive_node
+from quirobot_control.bridge.canopen_backend import CanBusConfig
+from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.bridge.backend import DriveStartupError
+from quirobot_control.bridge.drive_bridge import open_bridge
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import robot_description
 

@@ -7,17 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_control.drive import (
-    DRILL_FEED_JOINT,
-    Drive,
-    DriveError,
-    DriveFeedback,
-    DriveState,
-    SimulatedDrive,
-    drive_for_joint,
-)
-from quirobot_control.encoder import Encoder
-from quirobot_description.parameters import JOINT_NAMES, load_parameters
+from quirobot_control.drives.interface import Drive, DriveError, DriveFeedback, DriveState
+from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
+from quirobot_control.models.encoder import Encoder
+from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES, load_parameters
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +18,7 @@ def params():
     return load_parameters()
 
 
-@pytest.mark.parametrize("name", (*JOINT_NAMES, DRILL_FEED_JOINT))
+@pytest.mark.parametrize("name", (*JOINT_NAMES, FEED_JOINT))
 def test_factory_builds_a_drive_for_every_joint(params, name):
     drive = drive_for_joint(params, name)
     assert isinstance(drive, Drive)
@@ -33,8 +26,8 @@ def test_factory_builds_a_drive_for_every_joint(params, name):
     fb = drive.feedback()
     assert isinstance(fb, DriveFeedback)
     assert fb.state is DriveState.DISABLED and fb.fault is None and fb.current == 0.0
-    transmission = params.drill.transmission if name == DRILL_FEED_JOINT else params.joint(name).transmission
-    motor = params.drill.motor if name == DRILL_FEED_JOINT else params.joint(name).motor
+    transmission = params.drill.transmission if name == FEED_JOINT else params.joint(name).transmission
+    motor = params.drill.motor if name == FEED_JOINT else params.joint(name).motor
     assert drive.reflected_inertia == pytest.approx(motor.rotor_inertia * transmission.ratio**2)
 
 
@@ -236,7 +229,7 @@ def test_bad_advance_inputs_are_refused(params):
 
 def test_simulated_drive_accepts_the_drill(params):
     drive = SimulatedDrive(params.drill, params.drive)
-    assert drive.name == DRILL_FEED_JOINT
+    assert drive.name == FEED_JOINT
     drive.enable()
     drive.command_current(1.0)
     effort = drive.advance(2e-3, 0.0, 0.0)
@@ -247,7 +240,7 @@ def test_simulated_drive_accepts_the_drill(params):
 
 
 def test_transmission_losses_follow_the_power_flow(params):
-    from quirobot_control.transmission import motor_speed, motor_torque
+    from quirobot_control.models.transmission import motor_speed, motor_torque
 
     tr = params.joint("wrist_pitch").transmission
     eta = tr.efficiency

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from quirobot_control.dynamics import Dynamics
+from quirobot_control.models.dynamics import Dynamics
 from quirobot_description.parameters import JOINT_NAMES
 
 pin = pytest.importorskip("pinocchio")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_control.dynamics import (
+from quirobot_control.models.dynamics import (
     Dynamics,
     DynamicsInputError,
     forward_dynamics,
@@ -15,7 +15,7 @@ from quirobot_control.dynamics import (
     inverse_dynamics,
     mass_matrix,
 )
-from quirobot_control.rigid_body_model import ModelError, build_model, reflected_rotor_inertia
+from quirobot_control.models.rigid_body import ModelError, build_model, reflected_rotor_inertia
 from quirobot_description.parameters import load_parameters
 
 

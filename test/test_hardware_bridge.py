@@ -13,10 +13,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from quirobot_control.control_config import control_configuration
-from quirobot_control.drive import DriveState
-from quirobot_control.drive_bridge import BridgeError, DriveBridge, open_bridge
-from quirobot_control.joint_limits import TRAJECTORY_JOINTS
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, open_bridge
+from quirobot_control.drives.interface import DriveState
+from quirobot_control.loop.control_config import control_configuration
 from quirobot_description.parameters import JOINT_NAMES
 from quirobot_description.urdf import robot_description
 from quirobot_description.validation import FAIL, check_urdf

@@ -12,8 +12,11 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_control.drive import DriveState, drive_for_joint
-from quirobot_control.hardware import (
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.drives.interface import DriveState
+from quirobot_control.drives.simulated import drive_for_joint
+from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.loop.hardware import (
     CallbackReturn,
     HardwareInfo,
     LifecycleState,
@@ -21,8 +24,6 @@ from quirobot_control.hardware import (
     ReturnType,
     hardware_info_from_urdf,
 )
-from quirobot_control.incision import control_configuration
-from quirobot_control.trajectory import TRAJECTORY_JOINTS
 from quirobot_description.urdf import robot_description
 
 DT = 1e-3

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from quirobot_control.motor import (
+from quirobot_control.models.motor import (
     CurrentLoop,
     MotorModelError,
     continuous_current_loop_gains,

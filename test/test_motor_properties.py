@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quirobot_control.drive import drive_for_joint
-from quirobot_control.motor import CurrentLoop, electrical_step
+from quirobot_control.drives.simulated import drive_for_joint
+from quirobot_control.models.motor import CurrentLoop, electrical_step
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 
 PARAMS = load_parameters()

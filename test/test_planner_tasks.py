@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from quirobot_control.tasks import IncisionTask, LineTask, TaskError, load_task, task_file
+from quirobot_control.planning.tasks import IncisionTask, LineTask, TaskError, load_task, task_file
 
 
 def test_shipped_tasks_load_with_a_source_for_every_number():

@@ -11,17 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_control.tasks import Kinematics, load_task, plan_incision
-from quirobot_control.trajectory import (
-    FEED_INDEX,
-    TRAJECTORY_JOINTS,
-    JointLimits,
-    LineLimits,
-    PlanningError,
-    plan_feed,
-    plan_line,
-    plan_point_to_point,
-)
+from quirobot_control.axes.limits import FEED_INDEX, TRAJECTORY_JOINTS, JointLimits, PlanningError
+from quirobot_control.planning.tasks import Kinematics, load_task, plan_incision
+from quirobot_control.planning.trajectory import LineLimits, plan_feed, plan_line, plan_point_to_point
 from quirobot_kinematics import KinematicModel
 
 DT = 1e-3

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from quirobot_control.bone import BoneLayer, BoneModelError, BoneParameters, BoneThrust
+from quirobot_control.models.bone import BoneLayer, BoneModelError, BoneParameters, BoneThrust
 
 BONE = BoneParameters(
     layers=(

@@ -15,9 +15,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from quirobot_control.incision import TARGETS, run_task
-from quirobot_control.simulation import MujocoPlant
-from quirobot_control.trajectory import FEED_INDEX, TRAJECTORY_JOINTS
+from quirobot_control.axes.limits import FEED_INDEX, TRAJECTORY_JOINTS
+from quirobot_control.simulation.incision import TARGETS, run_task
+from quirobot_control.simulation.plant import MujocoPlant
 
 CI_DEPTH = 0.003  # m
 CI_FEED_RATE = 0.002  # m/s
@@ -119,9 +119,9 @@ def test_plant_dynamics_are_the_model_with_the_drives_rotor_inertia_and_friction
     """MuJoCo's inverse dynamics of the plant as the simulation builds it (armature from the
     drives, gravity, the joints' viscous friction) equals our RNEA with the reflected rotor
     inertia and friction, drill feed at rest at 0: the efforts the drives apply act as modelled."""
-    from quirobot_control.drive import drive_for_joint
-    from quirobot_control.dynamics import Dynamics
-    from quirobot_control.rigid_body_model import build_model, reflected_rotor_inertia
+    from quirobot_control.drives.simulated import drive_for_joint
+    from quirobot_control.models.dynamics import Dynamics
+    from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 
     armature = np.array([drive_for_joint(parameters, name).reflected_inertia for name in TRAJECTORY_JOINTS])
     plant = MujocoPlant(parameters, armature, 0.00025, exported_urdf)
@@ -147,7 +147,7 @@ def test_mcap_log_holds_joint_states_at_the_control_rate_and_the_plan(tmp_path, 
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
-    from quirobot_control.recording import write_mcap
+    from quirobot_control.reporting.recording import write_mcap
 
     path = write_mcap(tmp_path / "run.mcap", incision.log, incision.trajectory)
     stamps, names, topics = [], None, {}
@@ -224,8 +224,8 @@ def test_cli_refuses_bad_requests_in_one_line(tmp_path, capsys, argv, message):
 
 def test_model_feedforward_is_switchable_and_cuts_the_tracking_error(parameters, line):
     """The same line without the model-based feed-forward: stable, but the PID alone lags."""
-    from quirobot_control.incision import control_configuration
-    from quirobot_control.simulation import ClosedLoopSimulation
+    from quirobot_control.loop.control_config import control_configuration
+    from quirobot_control.simulation.closed_loop import ClosedLoopSimulation
 
     simulation = ClosedLoopSimulation(
         parameters, control_configuration(parameters), line.trajectory, feedforward=False
@@ -242,9 +242,9 @@ def test_model_feedforward_is_switchable_and_cuts_the_tracking_error(parameters,
 def run_with_a_drive_fault(parameters, incision, *, stop_on_error=True, after=None):
     """The incision with the gantry_y drive faulting half-way through the feed; `after`: control
     periods simulated past the fault (default: the whole plan). (log, simulation, fault cycle)."""
-    from quirobot_control.incision import control_configuration
-    from quirobot_control.simulation import ClosedLoopSimulation, Drilling
-    from quirobot_control.trajectory import JointTrajectory
+    from quirobot_control.loop.control_config import control_configuration
+    from quirobot_control.planning.trajectory import JointTrajectory
+    from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
 
     task, trajectory = incision.task, incision.trajectory
     feed = trajectory.phase("feed")
@@ -276,7 +276,7 @@ def run_with_a_drive_fault(parameters, incision, *, stop_on_error=True, after=No
 def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(parameters, incision):
     """The gantry_y drive faults half-way through the feed: the loop stops all drives at once,
     says why, and the bit does not go deeper than planned."""
-    from quirobot_control.drive import DriveState
+    from quirobot_control.drives.interface import DriveState
 
     task = incision.task
     log, simulation, fault_cycle = run_with_a_drive_fault(parameters, incision)
@@ -313,7 +313,7 @@ def test_cli_exits_1_when_the_drill_cannot_reach_its_depth(tmp_path, capsys):
     ratio * efficiency, about 356 N): the run must not report success."""
     import yaml
 
-    from quirobot_control.tasks import task_file
+    from quirobot_control.planning.tasks import task_file
     from quirobot_description.cli import main
 
     raw = yaml.safe_load(task_file("incision").read_text())

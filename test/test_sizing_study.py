@@ -8,10 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
-from quirobot_control.dynamics import Dynamics
-from quirobot_control.rigid_body_model import build_model, reflected_rotor_inertia
-from quirobot_control.sizing import SizingError, size_servos, torque_speed_envelope
-from quirobot_control.transmission import motor_torque
+from quirobot_control.analysis.sizing import SizingError, size_servos, torque_speed_envelope
+from quirobot_control.models.dynamics import Dynamics
+from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
+from quirobot_control.models.transmission import motor_torque
 from quirobot_description.parameters import load_parameters
 
 

@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("launch_testing")
 pytest.importorskip("rclpy")
 
-from quirobot_control.drive_bridge import DRIVE_BACKENDS  # noqa: E402
+from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS  # noqa: E402
 from quirobot_description.parameters import load_parameters  # noqa: E402
 from quirobot_description.urdf import TOOLS  # noqa: E402
 from quirobot_kinematics.service_translation import ORIENTATION_MODES  # noqa: E402

@@ -46,9 +46,10 @@ from ros_graph import LATCHED, GraphClient
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
-from quirobot_control.recording import write_mcap
-from quirobot_control.simulation import SimulationLog
-from quirobot_control.trajectory import TRAJECTORY_JOINTS, JointTrajectory
+from quirobot_control.reporting.recording import write_mcap
+from quirobot_control.simulation.closed_loop import SimulationLog
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.planning.trajectory import JointTrajectory
 
 DURATION = 3.0  # s of simulated motion in the log
 RATE = 100.0  # Hz of the logged joint states

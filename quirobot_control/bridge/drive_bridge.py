@@ -30,7 +30,7 @@ limit of the measured position: what a controller writes when it takes over
 ignored (a finite one far from the measured pose is noted once in `events`), the drives hold
 and the command watchdog is not armed. From it on every message is a command: a non-finite
 value stops every drive with a reason naming the joint, the interface and the value, and the
-watchdog (safety.SafetyMonitor) is armed.
+watchdog (loop.safety.SafetyMonitor) is armed.
 
 Time: `command` and `step` take `now`, the adapter's clock in s (drive_node passes
 time.monotonic()): the watchdog measures the age of the last command on it, and on the control
@@ -38,9 +38,9 @@ periods counted since, whichever is larger, so neither a late loop nor a frozen 
 stale command stream; a non-finite clock stops every drive.
 
 Backends (`open_backend`, DRIVE_BACKENDS): "simulated", SimulatedDrives on the MuJoCo plant
-(simulated_backend.SimulatedBackend, imported only when asked for: the real robot's path loads
+(simulation.simulated_backend.SimulatedBackend, imported only when asked for: the real robot's path loads
 neither MuJoCo nor the planner), and "canopen", the CiA 402 servo drives on the CAN buses of the
-parameter file (canopen_backend.CanopenBackend). `close()` stops every drive and releases the
+parameter file (bridge.canopen_backend.CanopenBackend). `close()` stops every drive and releases the
 backend.
 """
 
@@ -52,19 +52,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_control.canopen_backend import CanBusConfig, CanopenBackend
-from quirobot_control.control_config import ControlConfig
-from quirobot_control.drive import Drive
-from quirobot_control.drive_backend import DriveBackend, DriveStartupError
-from quirobot_control.dynamics import gravity_model
-from quirobot_control.hardware import (
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
+from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
+from quirobot_control.drives.interface import Drive
+from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.loop.hardware import (
     CallbackReturn,
     HardwareInfo,
     QuirobotHardware,
     ReturnType,
     hardware_info_from_urdf,
 )
-from quirobot_control.joint_limits import TRAJECTORY_JOINTS
+from quirobot_control.models.dynamics import gravity_model
 from quirobot_description.parameters import RobotParameters
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
@@ -112,7 +112,7 @@ def open_backend(
     socketcan on the parameter file's bus names).
     """
     if name == "simulated":
-        from quirobot_control.simulated_backend import SimulatedBackend  # MuJoCo: simulation only
+        from quirobot_control.simulation.simulated_backend import SimulatedBackend  # MuJoCo: simulation only
 
         return SimulatedBackend(params, control, initial, joints=joints)
     if name == "canopen":

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
-from quirobot_control.joint_limits import FEED_INDEX, TRAJECTORY_JOINTS, JointLimits, PlanningError
+from quirobot_control.axes.limits import FEED_INDEX, TRAJECTORY_JOINTS, JointLimits, PlanningError
 from quirobot_description.parameters import JOINT_NAMES
 
 #: Relative slack allowed on limit checks of sampled profiles (ruckig is exact to ~1e-12).

@@ -12,7 +12,7 @@ vectorized numpy pass (the sizing study searches thousands of poses that way).
 * forward dynamics: qdd = H(q)^-1 (tau - RNEA(q, qd, 0)) (the report's Walker-Orin method 3).
 
 `Dynamics(params, model="physical" | "report")` selects the parameter file's bodies (default drill
-tool at drill_feed = 0) or the report's own model (see quirobot_control.rigid_body_model). The
+tool at drill_feed = 0) or the report's own model (see quirobot_control.models.rigid_body). The
 module-level functions take the parameters explicitly: no hidden file reading.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from quirobot_control.rigid_body_model import RigidBodyModel, build_model
+from quirobot_control.models.rigid_body import RigidBodyModel, build_model
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
 

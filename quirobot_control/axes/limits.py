@@ -1,7 +1,7 @@
 """The six commanded joints and their limits, from the parameter file (numpy only).
 
-The planner (trajectory.py) keeps its motions inside these limits and the hardware component's
-safety layer (hardware.py, safety.py) enforces them; this module needs neither the planner's
+The planner (planning.trajectory) keeps its motions inside these limits and the hardware
+component's safety layer (loop.hardware, loop.safety) enforces them; this module needs neither the planner's
 ruckig nor the simulation, so the real robot's drive path loads only what it uses.
 """
 

@@ -7,7 +7,7 @@ joint_state_topic_hardware_interface/JointStateTopicSystem expects (hardware:=re
 URDF; it subscribes to the states with sensor-data QoS and publishes the commands reliable,
 depth 1). The joints and so the drives are those of the robot description's <ros2_control>
 block. Every behaviour (start-up handshake, watchdog, safety layer) is in
-`quirobot_control.drive_bridge.DriveBridge`; this node passes it the messages and a monotonic
+`quirobot_control.bridge.drive_bridge.DriveBridge`; this node passes it the messages and a monotonic
 clock (time.monotonic(), s). rclpy is imported only inside `main`.
 
 Parameters:
@@ -42,9 +42,9 @@ def main(args: list[str] | None = None) -> int:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
-    from quirobot_control.canopen_backend import CanBusConfig, parse_channel_map
-    from quirobot_control.control_config import control_configuration
-    from quirobot_control.drive_bridge import BridgeError, open_bridge
+    from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
+    from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
+    from quirobot_control.loop.control_config import control_configuration
     from quirobot_description.parameters import load_parameters
 
     # SIGINT and SIGTERM (launch's escalation) as KeyboardInterrupt in spin, so that the drives are

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from quirobot_control.incision import TARGETS, TaskResult
-from quirobot_control.tasks import IncisionTask
-from quirobot_control.trajectory import JointTrajectory
+from quirobot_control.planning.tasks import IncisionTask
+from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.simulation.incision import TARGETS, TaskResult
 
 PLANNED = {"color": "0.72", "lw": 5.0, "solid_capstyle": "butt"}  # wide grey band under the actual
 ACTUAL = {"color": "tab:red", "lw": 0.9}

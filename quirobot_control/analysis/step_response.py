@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_control.control_config import ControlConfig
-from quirobot_control.drive import drive_for_joint
-from quirobot_control.pid import PID
-from quirobot_control.trajectory import TRAJECTORY_JOINTS, JointLimits, rest_to_rest_profile
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.drives.simulated import drive_for_joint
+from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.loop.pid import PID
+from quirobot_control.planning.trajectory import rest_to_rest_profile
 from quirobot_description.parameters import RobotParameters
 
 

@@ -28,7 +28,7 @@ integration).
 
 Friction is not modelled here: the report's joint viscous friction (params.joints[i].damping) and
 the Coulomb term (.friction) lump the motor, bearing and transmission friction at the joint, and
-the transmission efficiency (quirobot_control.transmission) covers the load-dependent losses.
+the transmission efficiency (quirobot_control.models.transmission) covers the load-dependent losses.
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quirobot_control.dynamics import Dynamics
-from quirobot_control.rigid_body_model import MODEL_NAMES, build_model, reflected_rotor_inertia
+from quirobot_control.models.dynamics import Dynamics
+from quirobot_control.models.rigid_body import MODEL_NAMES, build_model, reflected_rotor_inertia
 from quirobot_description.parameters import RobotParameters
 
 #: Samples per acceleration or braking phase for the voltage check and the plot (peak, nominal and

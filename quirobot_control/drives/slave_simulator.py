@@ -24,7 +24,7 @@ What it does, as a real drive would:
   reset (rising edge of controlword bit 7) clears it.
 - Test hooks: `stop_feedback()` silences the TPDOs (a dead node seen from the master).
 
-Bench-top demo: `python -m quirobot_control.canopen_servo_simulator --channel vcan0` serves
+Bench-top demo: `python -m quirobot_control.drives.slave_simulator --channel vcan0` serves
 every axis on a (virtual) SocketCAN bus until Ctrl-C; see docs/canopen.md.
 """
 
@@ -41,7 +41,8 @@ import can
 import canopen
 from canopen.sdo import SdoAbortedError
 
-from quirobot_control.canopen_drive import (
+from quirobot_control.drives.canopen_units import TorqueScaling
+from quirobot_control.drives.cia402 import (
     CONTROLWORD,
     CURRENT_ACTUAL,
     DEFAULT_EDS,
@@ -60,11 +61,11 @@ from quirobot_control.canopen_drive import (
     TARGET_TORQUE,
     VELOCITY_ACTUAL,
     Cia402State,
-    TorqueScaling,
     describe_error_code,
 )
-from quirobot_control.drive import DRILL_FEED_JOINT, DriveState, SimulatedDrive, drive_for_joint
-from quirobot_description.parameters import CANOPEN_AXES, RobotParameters, load_parameters
+from quirobot_control.drives.interface import DriveState
+from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
+from quirobot_description.parameters import CANOPEN_AXES, FEED_JOINT, RobotParameters, load_parameters
 
 ERROR_REGISTER = 0x1001
 #: Error code of the SimulatedDrive's own overspeed fault (CiA 402: velocity speed controller).
@@ -442,7 +443,7 @@ def simulator_for_axis(
     if axis not in params.canopen.node_ids:
         raise ValueError(f"no CANopen node id for axis {axis!r}")
     drive = drive_for_joint(params, axis)
-    damping = params.drill.feed_damping if axis == DRILL_FEED_JOINT else params.joint(axis).damping
+    damping = params.drill.feed_damping if axis == FEED_JOINT else params.joint(axis).damping
     return CanopenServoSimulator(
         params.canopen.node_ids[axis],
         drive,
@@ -472,10 +473,10 @@ def serve(
 
 def main(argv: list[str] | None = None) -> int:
     """Serve simulated CiA 402 drives on a CAN channel until interrupted (bench-top demo)."""
-    from quirobot_control.control_config import load_control_config
+    from quirobot_control.loop.control_config import load_control_config
 
     parser = argparse.ArgumentParser(
-        prog="python -m quirobot_control.canopen_servo_simulator",
+        prog="python -m quirobot_control.drives.slave_simulator",
         description="Simulated CiA 402 servo drives (one CANopen node per axis, node ids from the "
         "parameter file) on a CAN channel, for running CanopenDrive without hardware.",
     )
@@ -493,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = load_parameters(args.parameters)
         currents = {j.name: j.motor.max_current for j in params.joints}
-        currents[DRILL_FEED_JOINT] = params.drill.motor.max_current
+        currents[FEED_JOINT] = params.drill.motor.max_current
         control = load_control_config(max_currents=currents)
         inertias = {axis: control.joint(axis).effective_inertia for axis in args.axes}
         network = canopen.Network()

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from quirobot_control.control_config import ControlConfig, control_configuration
-from quirobot_control.simulation import ClosedLoopSimulation, Drilling, SimulationLog
-from quirobot_control.tasks import IncisionTask, LineTask, load_task, plan_incision, plan_line_task
-from quirobot_control.trajectory import JointTrajectory
+from quirobot_control.loop.control_config import ControlConfig, control_configuration
+from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, plan_incision, plan_line_task
+from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
 from quirobot_description.parameters import RobotParameters
 
 #: The issue's targets, m (controller time in s, real-time factor dimensionless).

@@ -1,7 +1,7 @@
 """The drive bridge's simulated backend: SimulatedDrives on the MuJoCo rigid-body plant.
 
-A `drive_backend.DriveBackend` for drive_node's drive_backend:=simulated (tests, trying the ROS
-stack without motors). The plant is the robot with the drill tool (simulation.MujocoPlant, six
+A `bridge.backend.DriveBackend` for drive_node's drive_backend:=simulated (tests, trying the ROS
+stack without motors). The plant is the robot with the drill tool (simulation.plant.MujocoPlant, six
 joints); the backend drives the joints it is opened for (those of the launched robot
 description's <ros2_control> block). A plant joint without a commanded drive (the drill's feed
 axis when the description's tool has none) keeps its drive disabled, so its holding brake holds
@@ -14,10 +14,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from quirobot_control.control_config import ControlConfig
-from quirobot_control.drive import DriveError, SimulatedDrive, drive_for_joint
-from quirobot_control.joint_limits import TRAJECTORY_JOINTS, JointLimits
-from quirobot_control.simulation import MujocoPlant
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.drives.interface import DriveError
+from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
+from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import RobotParameters
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from quirobot_control.joint_limits import TRAJECTORY_JOINTS
-from quirobot_control.pid import PIDGains
+from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_control.loop.pid import PIDGains
 from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import FEED_JOINT, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping

@@ -1,6 +1,6 @@
 """The drive bridge on real motors: CiA 402 servo drives on the CAN buses of the parameter file.
 
-`CanopenBackend` is a `drive_backend.DriveBackend`. It owns one `canopen.Network` per bus of
+`CanopenBackend` is a `bridge.backend.DriveBackend`. It owns one `canopen.Network` per bus of
 `params.canopen.channels` (can0, can1, can2), opened with a python-can interface and a channel
 per bus (`CanBusConfig`: socketcan and the bus names by default; tests use python-can's
 "virtual" interface), builds the drives with `canopen_drives_for_buses`, keeps those of the
@@ -36,15 +36,12 @@ from pathlib import Path
 import can
 import canopen
 
-from quirobot_control.canopen_drive import (
-    DEFAULT_EDS,
-    CanopenConfigurationError,
-    CanopenDrive,
-    canopen_drives_for_buses,
-)
-from quirobot_control.control_config import ControlConfig
-from quirobot_control.drive import DriveError
-from quirobot_control.drive_backend import DriveStartupError
+from quirobot_control.bridge.backend import DriveStartupError
+from quirobot_control.drives.canopen_master import CanopenDrive, canopen_drives_for_buses
+from quirobot_control.drives.canopen_units import CanopenConfigurationError
+from quirobot_control.drives.cia402 import DEFAULT_EDS
+from quirobot_control.drives.interface import DriveError
+from quirobot_control.loop.control_config import ControlConfig
 from quirobot_description.parameters import CANOPEN_AXES, RobotParameters
 
 #: s, how long a bus's reader thread blocks in one receive: bounds how long close() waits for it.

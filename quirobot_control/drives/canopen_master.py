@@ -1,31 +1,12 @@
 """A CANopen CiA 402 servo drive behind the project's `Drive` interface (one axis, one node).
 
 `CanopenDrive` is the master side: it talks to a real servo drive (or to
-`canopen_servo_simulator.CanopenServoSimulator`) on a CAN bus through the python `canopen`
-library, and offers the same protocol as `drive.SimulatedDrive` (enable, disable, quick_stop,
+`drives.slave_simulator.CanopenServoSimulator`) on a CAN bus through the python `canopen`
+library, and offers the same protocol as `drives.simulated.SimulatedDrive` (enable, disable, quick_stop,
 reset_fault, command_current, feedback), so the hardware component does not know which it has.
 
-Object dictionary (config/quirobot_drive.eds, CiA 402 units):
-
-    0x6040 controlword        UNSIGNED16  RPDO1        0x6041 statusword          UNSIGNED16  TPDO1
-    0x6071 target torque      INTEGER16   RPDO1, per-mille of the motor rated torque 0x6076
-    0x6064 position actual    INTEGER32   TPDO1, encoder increments (counts)
-    0x606C velocity actual    INTEGER32   TPDO2, increments per second
-    0x6078 current actual     INTEGER16   TPDO2, per-mille of the motor rated current 0x6075
-    0x6075 motor rated current UNSIGNED32 mA    0x6076 motor rated torque UNSIGNED32 mN*m
-    0x608F position encoder resolution: increments (sub 1) per motor revolutions (sub 2)
-    0x6060 / 0x6061 modes of operation (display): 10 = cyclic synchronous torque (CST)
-    0x605A quick stop option code: 6 = stop, then stay in Quick stop active
-    0x603F error code: the reason of a fault (CiA 301 / CiA 402 error codes)
-
-Units. The current command i (A, q-axis) becomes a torque K_T * i (N*m) and is sent as
-round(1000 * K_T * i / T_rated) per-mille (one count = T_rated / 1000 = 2.0 mN*m on the gantry
-motors, 0.042 mN*m on the wrist); the current actual comes back as I_rated / 1000 per count
-(12.9 mA on the gantry). T_rated = K_T * I_continuous and I_rated = I_continuous come from the
-parameter file, rounded to whole mN*m and mA as the drive stores them; `start()` reads them back
-and refuses a drive that disagrees. Position: an encoder of n counts per motor revolution on a
-transmission of ratio r (motor rad per joint m or rad) reports 2*pi / (n * r) m or rad per count.
-The encoder's zero is the joint's zero (homing is not done here).
+Tables (object dictionary, statusword patterns, controlwords): drives.cia402; units
+(`TorqueScaling`): drives.canopen_units.
 
 Cycle. At start-up the master configures the PDOs by SDO (pre-operational), sets CST mode and
 starts the node (NMT operational). One SYNC per cycle (`canopen.sync_period`, produced by
@@ -52,24 +33,60 @@ disabled drive (which CiA 402 leaves in Switch on disabled) still reports QUICK_
 from __future__ import annotations
 
 import contextlib
-import enum
 import math
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import can
 import canopen
-from canopen.emcy import EmcyError
 from canopen.sdo import SdoAbortedError, SdoCommunicationError
 
-from quirobot_control.drive import DRILL_FEED_JOINT, DriveError, DriveFeedback, DriveState
-from quirobot_control.encoder import Encoder
-from quirobot_description.data_files import find_data_file
+from quirobot_control.drives.canopen_units import CanopenConfigurationError, TorqueScaling
+from quirobot_control.drives.cia402 import (
+    CONTROLWORD,
+    CURRENT_ACTUAL,
+    CW_DISABLE_VOLTAGE,
+    CW_ENABLE_OPERATION,
+    CW_FAULT_RESET,
+    CW_QUICK_STOP,
+    CW_SHUTDOWN,
+    CW_SWITCH_ON,
+    DEFAULT_EDS,
+    ERROR_CODE,
+    MODE_CYCLIC_SYNCHRONOUS_TORQUE,
+    MODES_OF_OPERATION,
+    MODES_OF_OPERATION_DISPLAY,
+    MOTOR_RATED_CURRENT,
+    MOTOR_RATED_TORQUE,
+    POSITION_ACTUAL,
+    POSITION_ENCODER_RESOLUTION,
+    QUICK_STOP_AND_STAY,
+    QUICK_STOP_OPTION_CODE,
+    RPDO1_COB_BASE,
+    RPDO1_MAPPING,
+    STATUSWORD,
+    STATUSWORD_PATTERNS,
+    TARGET_TORQUE,
+    TPDO1_COB_BASE,
+    TPDO1_MAPPING,
+    TPDO2_COB_BASE,
+    TPDO2_MAPPING,
+    TRANSMISSION_EVENT,
+    TRANSMISSION_SYNCHRONOUS,
+    VELOCITY_ACTUAL,
+    Cia402State,
+    StatuswordError,
+    decode_statusword,
+    describe_error_code,
+    drive_state,
+)
+from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveState
+from quirobot_control.models.encoder import Encoder
 from quirobot_description.parameters import (
     CANOPEN_AXES,
+    FEED_JOINT,
     CanopenParameters,
     DriveParameters,
     MotorParameters,
@@ -77,250 +94,6 @@ from quirobot_description.parameters import (
     TransmissionParameters,
 )
 
-#: The object dictionary of the drive (CiA 306 EDS), shipped with this package.
-DEFAULT_EDS = find_data_file("config/quirobot_drive.eds")
-
-# --- object dictionary indices (CiA 301, CiA 402) ------------------------------------------------
-ERROR_CODE = 0x603F
-CONTROLWORD = 0x6040
-STATUSWORD = 0x6041
-QUICK_STOP_OPTION_CODE = 0x605A
-MODES_OF_OPERATION = 0x6060
-MODES_OF_OPERATION_DISPLAY = 0x6061
-POSITION_ACTUAL = 0x6064
-VELOCITY_ACTUAL = 0x606C
-TARGET_TORQUE = 0x6071
-MOTOR_RATED_CURRENT = 0x6075
-MOTOR_RATED_TORQUE = 0x6076
-CURRENT_ACTUAL = 0x6078
-POSITION_ENCODER_RESOLUTION = 0x608F
-
-#: PDO mappings: (object index, bits) in frame order; PDO COB-ID = base + node id (CiA 301).
-RPDO1_MAPPING = ((CONTROLWORD, 16), (TARGET_TORQUE, 16))
-TPDO1_MAPPING = ((STATUSWORD, 16), (POSITION_ACTUAL, 32))
-TPDO2_MAPPING = ((VELOCITY_ACTUAL, 32), (CURRENT_ACTUAL, 16))
-RPDO1_COB_BASE, TPDO1_COB_BASE, TPDO2_COB_BASE = 0x200, 0x180, 0x280
-SYNC_COB_ID = 0x80
-#: CiA 301 transmission types: 1 = on every SYNC; 255 = event-driven (applied on reception).
-TRANSMISSION_SYNCHRONOUS = 1
-TRANSMISSION_EVENT = 255
-
-#: 0x6060 value of cyclic synchronous torque mode (CiA 402).
-MODE_CYCLIC_SYNCHRONOUS_TORQUE = 10
-#: 0x605A value: stop (torque to zero in CST) and stay in Quick stop active (CiA 402 codes 5-8).
-QUICK_STOP_AND_STAY = 6
-
-# --- controlword commands (CiA 402, bits: 0 switch on, 1 enable voltage, 2 quick stop (low
-# active), 3 enable operation, 7 fault reset) -------------------------------------------------------
-CW_DISABLE_VOLTAGE = 0x0000
-CW_QUICK_STOP = 0x0002
-CW_SHUTDOWN = 0x0006
-CW_SWITCH_ON = 0x0007  # also "disable operation" from Operation enabled
-CW_ENABLE_OPERATION = 0x000F
-CW_FAULT_RESET = 0x0080  # on the rising edge of bit 7
-
-
-class Cia402State(enum.Enum):
-    """The states of the CiA 402 drive state machine."""
-
-    NOT_READY_TO_SWITCH_ON = "Not ready to switch on"
-    SWITCH_ON_DISABLED = "Switch on disabled"
-    READY_TO_SWITCH_ON = "Ready to switch on"
-    SWITCHED_ON = "Switched on"
-    OPERATION_ENABLED = "Operation enabled"
-    QUICK_STOP_ACTIVE = "Quick stop active"
-    FAULT_REACTION_ACTIVE = "Fault reaction active"
-    FAULT = "Fault"
-
-
-#: Statusword (mask, value) of each state, CiA 402 (bits 0-3 and 5-6).
-STATUSWORD_PATTERNS = {
-    Cia402State.NOT_READY_TO_SWITCH_ON: (0x4F, 0x00),
-    Cia402State.SWITCH_ON_DISABLED: (0x4F, 0x40),
-    Cia402State.READY_TO_SWITCH_ON: (0x6F, 0x21),
-    Cia402State.SWITCHED_ON: (0x6F, 0x23),
-    Cia402State.OPERATION_ENABLED: (0x6F, 0x27),
-    Cia402State.QUICK_STOP_ACTIVE: (0x6F, 0x07),
-    Cia402State.FAULT_REACTION_ACTIVE: (0x4F, 0x0F),
-    Cia402State.FAULT: (0x4F, 0x08),
-}
-
-
-class StatuswordError(ValueError):
-    """A statusword that matches no CiA 402 state."""
-
-
-def decode_statusword(statusword: int) -> Cia402State:
-    """The CiA 402 state a statusword (0x6041) reports; StatuswordError if it matches none."""
-    for state, (mask, value) in STATUSWORD_PATTERNS.items():
-        if statusword & mask == value:
-            return state
-    raise StatuswordError(f"statusword 0x{statusword:04X} matches no CiA 402 state")
-
-
-def drive_state(state: Cia402State) -> DriveState:
-    """The project's DriveState for a CiA 402 state (before the master's own latches)."""
-    if state in (Cia402State.FAULT, Cia402State.FAULT_REACTION_ACTIVE):
-        return DriveState.FAULT
-    if state is Cia402State.QUICK_STOP_ACTIVE:
-        return DriveState.QUICK_STOP
-    if state is Cia402State.OPERATION_ENABLED:
-        return DriveState.ENABLED
-    return DriveState.DISABLED
-
-
-#: Error codes (0x603F, EMCY) a servo drive reports, CiA 301 table 21 and CiA 402 annex.
-ERROR_CODES = {
-    0x0000: "no error",
-    0x1000: "generic error",
-    0x2310: "continuous over-current",
-    0x2320: "short circuit at the power stage",
-    0x3210: "DC link over-voltage",
-    0x3220: "DC link under-voltage",
-    0x4210: "excess temperature of the device",
-    0x4310: "excess temperature of the drive",
-    0x5530: "data storage (non-volatile memory) fault",
-    0x7305: "incremental sensor 1 fault (encoder)",
-    0x8130: "life guard or heartbeat error",
-    0x8400: "velocity speed controller (overspeed)",
-    0x8611: "following error",
-}
-
-
-def describe_error_code(code: int) -> str:
-    """'error code 0x2310: continuous over-current' (CiA tables; the class name if not listed)."""
-    text = ERROR_CODES.get(code)
-    if text is None:
-        text = EmcyError(code, 0, b"", 0.0).get_desc().lower() or "unknown"
-    return f"error code 0x{code:04X}: {text}"
-
-
-class CanopenConfigurationError(ValueError):
-    """A drive's configuration disagrees with the parameter file, or a setting is invalid."""
-
-
-# --- units ----------------------------------------------------------------------------------------
-MILLI = 1000.0  # mA per A, mN*m per N*m
-PER_MILLE = 1000.0
-INT16_MAX = 2**15 - 1
-
-
-@dataclass(frozen=True)
-class TorqueScaling:
-    """CiA 402 torque and current units of one drive.
-
-    `rated_current_milliamps` (0x6075, mA) and `rated_torque_millinewton_metres` (0x6076, mN*m)
-    as the drive stores them; `torque_constant` K_T in N*m/A. Target torque and current actual
-    are per-mille of them.
-    """
-
-    rated_current_milliamps: int
-    rated_torque_millinewton_metres: int
-    torque_constant: float
-
-    def __post_init__(self) -> None:
-        if self.rated_current_milliamps <= 0 or self.rated_torque_millinewton_metres <= 0:
-            raise CanopenConfigurationError(
-                f"motor rated current ({self.rated_current_milliamps} mA) and rated torque "
-                f"({self.rated_torque_millinewton_metres} mN*m) must be > 0"
-            )
-
-    @classmethod
-    def for_motor(cls, motor: MotorParameters) -> TorqueScaling:
-        """The values a drive commissioned from the parameter file holds: I_cont, K_T * I_cont."""
-        return cls(
-            rated_current_milliamps=round(motor.continuous_current * MILLI),
-            rated_torque_millinewton_metres=round(motor.continuous_torque * MILLI),
-            torque_constant=motor.torque_constant,
-        )
-
-    @property
-    def rated_current(self) -> float:
-        """A."""
-        return self.rated_current_milliamps / MILLI
-
-    @property
-    def rated_torque(self) -> float:
-        """N*m."""
-        return self.rated_torque_millinewton_metres / MILLI
-
-    def target_torque(self, current: float) -> int:
-        """0x6071 value (per-mille of rated torque, int16) for a q-axis current command in A."""
-        value = round(PER_MILLE * self.torque_constant * current / self.rated_torque)
-        return max(-INT16_MAX, min(INT16_MAX, value))
-
-    def current_for_target_torque(self, target_torque: int) -> float:
-        """q-axis current (A) that a 0x6071 value asks for: (per-mille * T_rated / 1000) / K_T."""
-        return target_torque * self.rated_torque / PER_MILLE / self.torque_constant
-
-    def current_actual(self, current: float) -> int:
-        """0x6078 value (per-mille of rated current, int16) for a current in A."""
-        value = round(PER_MILLE * current / self.rated_current)
-        return max(-INT16_MAX, min(INT16_MAX, value))
-
-    def current(self, current_actual: int) -> float:
-        """Current (A) that a 0x6078 value reports."""
-        return current_actual * self.rated_current / PER_MILLE
-
-
-# --- bus load -------------------------------------------------------------------------------------
-def can_frame_bits(data_bytes: int, *, worst_case_stuffing: bool = False) -> int:
-    """Bits on the wire of a CAN 2.0A data frame with `data_bytes` (0-8), interframe space included.
-
-    47 + 8n bits (SOF, 11-bit id, RTR, IDE, r0, DLC, data, CRC, delimiters, ACK, EOF, 3-bit
-    intermission); bit stuffing adds at most one bit per 4 after the first over the 34 + 8n bits
-    from SOF to the CRC.
-    """
-    if not 0 <= data_bytes <= 8:
-        raise ValueError(f"a CAN frame carries 0 to 8 data bytes, got {data_bytes}")
-    bits = 47 + 8 * data_bytes
-    if worst_case_stuffing:
-        bits += (34 + 8 * data_bytes - 1) // 4
-    return bits
-
-
-@dataclass(frozen=True)
-class BusLoad:
-    frames_per_cycle: int
-    bits_per_cycle: int  # nominal, no stuff bits
-    worst_bits_per_cycle: int  # worst-case bit stuffing
-    cycle_time: float  # s, the SYNC period
-    bitrate: int  # bit/s
-
-    @property
-    def load(self) -> float:
-        """Fraction of the bus busy per cycle, nominal."""
-        return self.bits_per_cycle / self.bitrate / self.cycle_time
-
-    @property
-    def worst_load(self) -> float:
-        """Fraction of the bus busy per cycle with worst-case bit stuffing."""
-        return self.worst_bits_per_cycle / self.bitrate / self.cycle_time
-
-
-def bus_load(canopen_parameters: CanopenParameters, nodes: int | None = None) -> BusLoad:
-    """Load of one cycle on one bus: SYNC + RPDO1, TPDO1, TPDO2 of `nodes` drives.
-
-    Default: the busiest bus of the parameter file (canopen.channels).
-    """
-    if nodes is None:
-        channels = canopen_parameters.channels
-        count = max(len(canopen_parameters.axes_on(c)) for c in set(channels.values()))
-    else:
-        count = nodes
-    payloads = [0] + [
-        sum(bits for _, bits in m) // 8 for m in (RPDO1_MAPPING, TPDO1_MAPPING, TPDO2_MAPPING)
-    ] * count
-    return BusLoad(
-        frames_per_cycle=len(payloads),
-        bits_per_cycle=sum(can_frame_bits(n) for n in payloads),
-        worst_bits_per_cycle=sum(can_frame_bits(n, worst_case_stuffing=True) for n in payloads),
-        cycle_time=canopen_parameters.sync_period,
-        bitrate=canopen_parameters.bitrate,
-    )
-
-
-# --- the master-side drive ------------------------------------------------------------------------
 _COMMUNICATION_ERRORS = (SdoCommunicationError, SdoAbortedError, can.CanError, OSError)
 
 
@@ -755,7 +528,7 @@ def canopen_drives_for_robot(
     for axis in axes:
         if axis not in params.canopen.node_ids:
             raise ValueError(f"no CANopen node id for axis {axis!r}: axes are {', '.join(CANOPEN_AXES)}")
-        if axis == DRILL_FEED_JOINT:
+        if axis == FEED_JOINT:
             motor, transmission = params.drill.motor, params.drill.transmission
         else:
             joint = params.joint(axis)

@@ -1,19 +1,12 @@
-"""The servo-drive interface and a simulated brushless servo drive for one joint.
+"""A simulated brushless servo drive for one joint, behind the `Drive` interface (drives.interface).
 
-`Drive` is what the ros2_control hardware component talks to; `SimulatedDrive` implements it
+`SimulatedDrive` implements the interface
 with the models of this package: brushless motor (`motor.electrical_step`, exact), the drive's
 sampled PI current loop (`motor.CurrentLoop`, bandwidth drive.current_loop_bandwidth, updated at
 drive.current_loop_rate, voltage limited to bus_voltage * voltage_headroom), the transmission
 (ratio, efficiency) and the motor-shaft encoder. A CANopen drive implements the same protocol.
 
-State machine (a simplified CiA 402):
-
-    DISABLED --enable()--> ENABLED --disable()--> DISABLED
-    any state except FAULT --quick_stop()--> QUICK_STOP --reset_fault()--> DISABLED
-    any state --inject_fault()/overspeed/non-finite command--> FAULT --reset_fault()--> DISABLED
-
-QUICK_STOP and FAULT are latched: disable() and enable() do not leave them (enable() raises
-DriveError), only reset_fault() does, and then enable() is needed to drive again.
+State machine: drives.interface (QUICK_STOP and FAULT latched).
 
 Zero current: in DISABLED and FAULT the inverter is off and the current is zero immediately
 (the winding energy returns to the bus through the free-wheeling diodes within about L/R,
@@ -36,15 +29,14 @@ delivered effort: a smooth, conservative simplification of the power-flow depend
 
 from __future__ import annotations
 
-import enum
 import math
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
-from quirobot_control.encoder import Encoder
-from quirobot_control.motor import CurrentLoop
-from quirobot_control.transmission import reflected_inertia
+from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveState
+from quirobot_control.models.encoder import Encoder
+from quirobot_control.models.motor import CurrentLoop
+from quirobot_control.models.transmission import reflected_inertia
 from quirobot_description.parameters import (
+    FEED_JOINT,
     DrillParameters,
     DriveParameters,
     JointParameters,
@@ -52,49 +44,6 @@ from quirobot_description.parameters import (
     RobotParameters,
     TransmissionParameters,
 )
-
-#: Name of the drill's feed joint (the tool's own prismatic axis along tool z).
-DRILL_FEED_JOINT = "drill_feed"
-
-
-class DriveState(enum.Enum):
-    DISABLED = "disabled"
-    ENABLED = "enabled"
-    QUICK_STOP = "quick_stop"
-    FAULT = "fault"
-
-
-@dataclass(frozen=True)
-class DriveFeedback:
-    position: float  # joint coordinate from the encoder (quantized), m or rad
-    velocity: float  # joint velocity estimate, m/s or rad/s
-    current: float  # measured q-axis current, A
-    effort: float  # joint force/torque delivered by the drive train, N or N*m
-    state: DriveState
-    fault: str | None  # why the drive is in FAULT, else None
-
-
-class DriveError(RuntimeError):
-    """A command the drive cannot accept (faulted, quick-stopped, non-finite reference)."""
-
-
-@runtime_checkable
-class Drive(Protocol):
-    """What the hardware component talks to: one joint's servo drive."""
-
-    name: str
-
-    def enable(self) -> None: ...
-
-    def disable(self) -> None: ...
-
-    def quick_stop(self) -> None: ...
-
-    def reset_fault(self) -> None: ...
-
-    def command_current(self, current: float) -> None: ...
-
-    def feedback(self) -> DriveFeedback: ...
 
 
 class SimulatedDrive:
@@ -111,9 +60,9 @@ class SimulatedDrive:
         efficiency: bool = True,
         name: str | None = None,
     ) -> None:
-        """`joint`: a joint's parameters, or the drill's (named DRILL_FEED_JOINT unless `name` says)."""
+        """`joint`: a joint's parameters, or the drill's (named FEED_JOINT unless `name` says)."""
         if isinstance(joint, DrillParameters):
-            self.name = name or DRILL_FEED_JOINT
+            self.name = name or FEED_JOINT
         else:
             self.name = name or joint.name
         self.motor: MotorParameters = joint.motor
@@ -323,14 +272,14 @@ class SimulatedDrive:
 
 
 def drive_for_joint(params: RobotParameters, joint_name: str, *, efficiency: bool = True) -> SimulatedDrive:
-    """A SimulatedDrive for one of JOINT_NAMES or DRILL_FEED_JOINT, from the parameter file."""
-    if joint_name == DRILL_FEED_JOINT:
+    """A SimulatedDrive for one of JOINT_NAMES or FEED_JOINT, from the parameter file."""
+    if joint_name == FEED_JOINT:
         return SimulatedDrive(params.drill, params.drive, efficiency=efficiency)
     try:
         joint = params.joint(joint_name)
     except KeyError as error:
         raise ValueError(
             f"no drive for joint {joint_name!r}: joints are "
-            f"{', '.join(j.name for j in params.joints)}, {DRILL_FEED_JOINT}"
+            f"{', '.join(j.name for j in params.joints)}, {FEED_JOINT}"
         ) from error
     return SimulatedDrive(joint, params.drive, efficiency=efficiency)

@@ -1,6 +1,6 @@
 """Where the drive bridge's drives come from: the `DriveBackend` interface.
 
-`DriveBridge` (drive_bridge.py) runs the hardware component on one `Drive` per joint; a backend
+`DriveBridge` (bridge.drive_bridge) runs the hardware component on one `Drive` per joint; a backend
 owns those drives and whatever makes them move, and tells the bridge's control cycle where its
 I/O happens:
 
@@ -9,8 +9,8 @@ I/O happens:
     after_write()   the period elapses (physics stepped; nothing on a real bus)
     close()         every drive stopped, resources released (idempotent)
 
-Backends: `simulated_backend.SimulatedBackend` (SimulatedDrives on the MuJoCo plant) and
-`canopen_backend.CanopenBackend` (CiA 402 drives on the CAN buses of the parameter file). This
+Backends: `simulation.simulated_backend.SimulatedBackend` (SimulatedDrives on the MuJoCo plant) and
+`bridge.canopen_backend.CanopenBackend` (CiA 402 drives on the CAN buses of the parameter file). This
 module holds only the interface, so that importing it loads neither backend's dependencies.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from quirobot_control.drive import Drive
+from quirobot_control.drives.interface import Drive
 
 
 class DriveStartupError(ValueError):

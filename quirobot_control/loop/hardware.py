@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quirobot_control.control_config import ControlConfig
-from quirobot_control.drive import Drive, DriveError, DriveState
-from quirobot_control.joint_limits import JointLimits
-from quirobot_control.pid import PID
-from quirobot_control.safety import SafetyLimits, SafetyMonitor, SafetyStopError, finite_or_nan
+from quirobot_control.axes.limits import JointLimits
+from quirobot_control.drives.interface import Drive, DriveError, DriveState
+from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.loop.pid import PID
+from quirobot_control.loop.safety import SafetyLimits, SafetyMonitor, SafetyStopError, finite_or_nan
 from quirobot_description.parameters import FEED_JOINT, RobotParameters
 
 
@@ -288,7 +288,7 @@ class QuirobotHardware:
     def write(self, time: float, period: float) -> ReturnType:
         """Safety filter and check, then PID + feed-forward -> current command of every drive.
 
-        `time` (s) is the command watchdog's clock (see safety.SafetyMonitor: the larger of its
+        `time` (s) is the command watchdog's clock (see loop.safety.SafetyMonitor: the larger of its
         age and the `period`s counted decides); `period` (s) the control period.
         """
         if self.lifecycle is not LifecycleState.ACTIVE:

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 from mcap_ros2.writer import Writer
 
-from quirobot_control.simulation import SimulationLog
-from quirobot_control.trajectory import JointTrajectory
+from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.simulation.closed_loop import SimulationLog
 
 _SEPARATOR = "=" * 80 + "\n"
 _TIME = "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n"

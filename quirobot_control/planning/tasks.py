@@ -16,13 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from quirobot_control.bone import BoneLayer, BoneParameters
-from quirobot_control.trajectory import (
-    FEED_INDEX,
-    JointLimits,
+from quirobot_control.axes.limits import FEED_INDEX, JointLimits, PlanningError
+from quirobot_control.models.bone import BoneLayer, BoneParameters
+from quirobot_control.planning.trajectory import (
     JointTrajectory,
     LineLimits,
-    PlanningError,
     hold,
     plan_feed,
     plan_line,

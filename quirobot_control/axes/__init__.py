@@ -1,0 +1,13 @@
+"""Axis limits: the bottom layer of quirobot_control (numpy only).
+
+The six commanded axes are the arm's five joints then the drill feed, in the order of
+quirobot_description.parameters; `JointLimits.from_parameters(params)` holds their hard and soft
+ranges, velocity, acceleration and jerk bounds and the safety controllers' k_position, arrays
+(6,) in SI units. The planner keeps its motions inside them, the safety layer enforces them.
+
+- limits: `JointLimits`, `PlanningError` (a refused motion, naming the joint and the amount).
+"""
+
+from quirobot_control.axes.limits import JointLimits, PlanningError
+
+__all__ = ["JointLimits", "PlanningError"]

@@ -1,0 +1,43 @@
+"""Servo drives: one interface, a simulated drive, and the CANopen CiA 402 master and slave.
+
+- interface: `Drive` (enable, disable, quick_stop, reset_fault, command_current, feedback), its
+  `DriveState` machine and `DriveFeedback`; the hardware component knows only this;
+- simulated: `SimulatedDrive` (motor, current loop, transmission, encoder, holding brake),
+  `drive_for_joint(params, name)`;
+- cia402: the CiA 402 tables (object dictionary, PDO mappings, controlwords, statusword patterns,
+  error codes), the only thing the master and the simulated slave share besides the units;
+- canopen_units: `TorqueScaling`, CiA 402 per-mille torque and current units;
+- bus_load: the CAN bus load of one SYNC cycle;
+- canopen_master: `CanopenDrive`, a real CiA 402 drive behind `Drive` (python `canopen`),
+  `canopen_drives_for_buses(params, networks)`;
+- slave_simulator: `CanopenServoSimulator`, a simulated CiA 402 drive on a CAN bus (tests, bench).
+"""
+
+from quirobot_control.drives.bus_load import bus_load
+from quirobot_control.drives.canopen_master import (
+    CanopenDrive,
+    canopen_drives_for_buses,
+    canopen_drives_for_robot,
+)
+from quirobot_control.drives.canopen_units import TorqueScaling
+from quirobot_control.drives.cia402 import Cia402State
+from quirobot_control.drives.interface import Drive, DriveError, DriveFeedback, DriveState
+from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
+from quirobot_control.drives.slave_simulator import CanopenServoSimulator, simulator_for_axis
+
+__all__ = [
+    "CanopenDrive",
+    "CanopenServoSimulator",
+    "Cia402State",
+    "Drive",
+    "DriveError",
+    "DriveFeedback",
+    "DriveState",
+    "SimulatedDrive",
+    "TorqueScaling",
+    "bus_load",
+    "canopen_drives_for_buses",
+    "canopen_drives_for_robot",
+    "drive_for_joint",
+    "simulator_for_axis",
+]

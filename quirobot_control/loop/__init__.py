@@ -1,0 +1,37 @@
+"""The control loop: the hardware component, one PID per joint, the safety layer, their configuration.
+
+- hardware: `QuirobotHardware`, ros2_control's SystemInterface lifecycle in Python (on_init from
+  the URDF's <ros2_control> block, on_configure, on_activate, read, write), running a PID per
+  joint on its `Drive`s; `hardware_info_from_urdf(xml)`;
+- pid: `PID`, `PIDGains` (position -> motor current, A);
+- safety: `SafetyMonitor` (soft limits, following error, command watchdog; one latched stop);
+- control_config: config/control.yaml as a `ControlConfig` (`control_configuration(params)`).
+
+Real-motor path: nothing here loads MuJoCo, ruckig, matplotlib or pinocchio.
+"""
+
+from quirobot_control.loop.control_config import ControlConfig, control_configuration, load_control_config
+from quirobot_control.loop.hardware import (
+    CallbackReturn,
+    HardwareInfo,
+    QuirobotHardware,
+    ReturnType,
+    hardware_info_from_urdf,
+)
+from quirobot_control.loop.pid import PID, PIDGains
+from quirobot_control.loop.safety import SafetyMonitor, SafetyStopError
+
+__all__ = [
+    "PID",
+    "CallbackReturn",
+    "ControlConfig",
+    "HardwareInfo",
+    "PIDGains",
+    "QuirobotHardware",
+    "ReturnType",
+    "SafetyMonitor",
+    "SafetyStopError",
+    "control_configuration",
+    "hardware_info_from_urdf",
+    "load_control_config",
+]

@@ -1,0 +1,25 @@
+"""Planning: jerk-limited joint trajectories (ruckig) and the surgical tasks built from them.
+
+- trajectory: `JointTrajectory` (N samples at the control period, (N, 6): arm then drill feed),
+  `plan_point_to_point`, `plan_line` (tool0 on a straight line; FK and IK passed in as
+  callables), `plan_feed`;
+- tasks: config/tasks/*.yaml (`load_task("incision")`) and their plans (`plan_incision`,
+  `plan_line_task`).
+
+`quirobot_control.plan("incision")` is the one-call version.
+"""
+
+from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, plan_incision, plan_line_task
+from quirobot_control.planning.trajectory import JointTrajectory, plan_feed, plan_line, plan_point_to_point
+
+__all__ = [
+    "IncisionTask",
+    "JointTrajectory",
+    "LineTask",
+    "load_task",
+    "plan_feed",
+    "plan_incision",
+    "plan_line",
+    "plan_line_task",
+    "plan_point_to_point",
+]

@@ -1,0 +1,30 @@
+"""Simulation: the control loop on simulated drives and the MuJoCo rigid-body plant.
+
+- plant: `MujocoPlant`, the robot's physics (the exported URDF in MuJoCo), stepped one control
+  period at a time with the drives' efforts and an optional force at the drill tip;
+- closed_loop: `ClosedLoopSimulation` of a planned trajectory (hardware component, PIDs, safety,
+  drives, plant, bone thrust while `Drilling`), recorded in a `SimulationLog`;
+- incision: `run_task(task, params)`, a task planned and run, measured against the targets
+  (`TaskResult`, `targets_met`);
+- simulated_backend: `SimulatedBackend`, the drive bridge's drives on the plant (drive_node's
+  drive_backend:=simulated).
+
+`quirobot_control.simulate("incision")` is the one-call version.
+"""
+
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
+from quirobot_control.simulation.incision import TaskResult, run_task, targets_met
+from quirobot_control.simulation.plant import MujocoPlant, SimulationError
+from quirobot_control.simulation.simulated_backend import SimulatedBackend
+
+__all__ = [
+    "ClosedLoopSimulation",
+    "Drilling",
+    "MujocoPlant",
+    "SimulatedBackend",
+    "SimulationError",
+    "SimulationLog",
+    "TaskResult",
+    "run_task",
+    "targets_met",
+]
