@@ -18,6 +18,7 @@ pytest.importorskip("launch_ros")
 
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
+import launch_testing.util  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
@@ -40,7 +41,13 @@ def generate_test_description():
         ],
         output="screen",
     )
-    return LaunchDescription([drive_node, launch_testing.actions.ReadyToTest()]), {"drive_node": drive_node}
+    # KeepAliveProc: drive_node exits at once, and a launch whose last process ended races the
+    # test runner's shutdown (a deadlock inside launch, seen in CI).
+    keep_alive = launch_testing.util.KeepAliveProc()
+    return (
+        LaunchDescription([drive_node, keep_alive, launch_testing.actions.ReadyToTest()]),
+        {"drive_node": drive_node},
+    )
 
 
 class TestCanopenStartUpFailure(unittest.TestCase):
