@@ -18,7 +18,9 @@ def share(folder: str, pattern: str = "*") -> tuple[str, list[str]]:
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(include=["quirobot_description*", "quirobot_kinematics*", "quirobot_control*"]),
+    packages=find_packages(
+        include=["quirobot_description*", "quirobot_kinematics*", "quirobot_control*", "quirobot_cli*"]
+    ),
     # Data files: package data beside the modules (the parameter file, the xacro, the EDS) and
     # the whole share/quirobot tree; quirobot_description/data_files.py finds them in either.
     package_data={
@@ -55,8 +57,8 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            "quirobot = quirobot_description.cli:main",
-            "kinematics_node = quirobot_kinematics.kinematics_node:main",
+            "quirobot = quirobot_cli.cli:main",
+            "kinematics_node = quirobot_kinematics.nodes.kinematics_node:main",
             "drive_node = quirobot_control.nodes.drive_node:main",
         ],
     },

@@ -22,6 +22,7 @@ import canopen
 import pytest
 from virtual_can import WAIT, network, sdo_downloads, wait_until
 
+from quirobot_cli.canopen_servo_simulator import main
 from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.drives.bus_load import bus_load
 from quirobot_control.drives.canopen_master import (
@@ -36,7 +37,6 @@ from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.drives.slave_simulator import (
     CanopenServoSimulator,
     JointModel,
-    main,
     serve,
     simulator_for_axis,
 )

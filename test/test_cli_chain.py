@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from quirobot_description.cli import main
+from quirobot_cli.cli import main
 from quirobot_description.parameters import load_parameters
 from quirobot_kinematics.forward import forward_kinematics
 from quirobot_kinematics.model import KinematicModel

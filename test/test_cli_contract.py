@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from quirobot_description.cli import build_parser, main
+from quirobot_cli.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 

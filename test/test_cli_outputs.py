@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from quirobot_cli.cli import main
+from quirobot_cli.output_paths import OutputPathError, output_file, output_folder
+from quirobot_cli.simulation_commands import DEFAULT_OUTPUT
 from quirobot_control.planning.tasks import TaskError, load_task
-from quirobot_control.simulation_commands import DEFAULT_OUTPUT
-from quirobot_description.cli import main
-from quirobot_description.output_paths import OutputPathError, output_file, output_folder
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from quirobot_description.cli import main
+from quirobot_cli.cli import main
 from quirobot_description.urdf import HARDWARE, TOOLS, robot_description
 from quirobot_description.validation import FAIL, PASS, STAGES, check_urdf
 

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pinocchio as pin
 import pytest
 
-from quirobot_description.cli import main
+from quirobot_cli.cli import main
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE
 
 
@@ -117,7 +117,7 @@ def test_negative_joint_values_are_numbers_not_options(tmp_path, capsys):
 def test_console_entry_point_prints_no_traceback():
     # a real process, as a user runs it
     result = subprocess.run(
-        [sys.executable, "-m", "quirobot_description.cli", "urdf", "--tool", "bogus"],
+        [sys.executable, "-m", "quirobot_cli.cli", "urdf", "--tool", "bogus"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -8,7 +8,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from quirobot_description.cli import main
+from quirobot_cli.cli import main
 from quirobot_description.render import link_placements, representative_pose
 from quirobot_description.urdf import robot_description
 

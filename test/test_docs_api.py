@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from quirobot_description.cli import build_parser
-from quirobot_description.cli_reference import BEGIN, END, markdown_table, option_rows, replace_table
+from quirobot_cli.cli import build_parser
+from quirobot_cli.cli_reference import BEGIN, END, markdown_table, option_rows, replace_table
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
@@ -33,7 +33,7 @@ def test_the_options_table_is_the_parsers():
     documented = text[text.index(BEGIN) : text.index(END) + len(END)]
     assert documented == markdown_table(), (
         "docs/api.md's options table differs from the parsers: run "
-        "`python -m quirobot_description.cli_reference docs/api.md`"
+        "`python -m quirobot_cli.cli_reference docs/api.md`"
     )
 
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from quirobot_description.cli import main
+from quirobot_cli.cli import main
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_kinematics.forward import forward_kinematics
 from quirobot_kinematics.model import KinematicModel
@@ -175,7 +175,7 @@ def test_help_of_every_verb(capsys):
 
 def test_real_process_error_has_no_traceback():
     result = subprocess.run(
-        [sys.executable, "-m", "quirobot_description.cli", "ik", "--matrix", *["0"] * 15],
+        [sys.executable, "-m", "quirobot_cli.cli", "ik", "--matrix", *["0"] * 15],
         capture_output=True,
         text=True,
         check=False,

@@ -249,7 +249,7 @@ def test_node_module_imports_without_ros():
     import sys
 
     code = (
-        "import sys, quirobot_kinematics.kinematics_node as node; "
+        "import sys, quirobot_kinematics.nodes.kinematics_node as node; "
         "assert 'rclpy' not in sys.modules, 'rclpy imported at module level'; "
         "assert callable(node.main) and node.DEFAULT_NAMESPACE == 'quirobot'"
     )
@@ -265,7 +265,7 @@ def test_node_without_ros_exits_2_with_one_line():
     if importlib.util.find_spec("rclpy") is not None:
         pytest.skip("ROS 2 is present: test/ros/test_launch_kinematics.py runs the node")
     result = subprocess.run(
-        [sys.executable, "-m", "quirobot_kinematics.kinematics_node"],
+        [sys.executable, "-m", "quirobot_kinematics.nodes.kinematics_node"],
         capture_output=True,
         text=True,
         check=False,

@@ -174,7 +174,7 @@ def test_mcap_log_holds_joint_states_at_the_control_rate_and_the_plan(tmp_path, 
 
 
 def test_cli_json_contract(tmp_path, capsys):
-    from quirobot_description.cli import main
+    from quirobot_cli.cli import main
 
     code = main(
         [
@@ -214,7 +214,7 @@ def test_cli_json_contract(tmp_path, capsys):
     ],
 )
 def test_cli_refuses_bad_requests_in_one_line(tmp_path, capsys, argv, message):
-    from quirobot_description.cli import main
+    from quirobot_cli.cli import main
 
     code = main([*argv, "--no-progress", "--output", str(tmp_path)])
     err = capsys.readouterr().err
@@ -313,8 +313,8 @@ def test_cli_exits_1_when_the_drill_cannot_reach_its_depth(tmp_path, capsys):
     ratio * efficiency, about 356 N): the run must not report success."""
     import yaml
 
+    from quirobot_cli.cli import main
     from quirobot_control.planning.tasks import task_file
-    from quirobot_description.cli import main
 
     raw = yaml.safe_load(task_file("incision").read_text())
     raw["bone"]["reference_thrust"]["value"] = 5000.0

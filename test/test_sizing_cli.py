@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from quirobot_description.cli import main
+from quirobot_cli.cli import main
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, JOINT_NAMES
 
 KEYS = {"name", "peak_torque", "nominal_torque", "rms_torque", "peak_speed", "motor", "ok", "margin"}

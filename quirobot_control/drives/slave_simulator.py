@@ -24,20 +24,17 @@ What it does, as a real drive would:
   reset (rising edge of controlword bit 7) clears it.
 - Test hooks: `stop_feedback()` silences the TPDOs (a dead node seen from the master).
 
-Bench-top demo: `python -m quirobot_control.drives.slave_simulator --channel vcan0` serves
-every axis on a (virtual) SocketCAN bus until Ctrl-C; see docs/canopen.md.
+Bench-top demo: `python -m quirobot_cli.canopen_servo_simulator --channel vcan0` serves every
+axis on a (virtual) SocketCAN bus until Ctrl-C (`serve`); see docs/canopen.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import can
 import canopen
 from canopen.sdo import SdoAbortedError
 
@@ -65,7 +62,7 @@ from quirobot_control.drives.cia402 import (
 )
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
-from quirobot_description.parameters import CANOPEN_AXES, FEED_JOINT, RobotParameters, load_parameters
+from quirobot_description.parameters import CANOPEN_AXES, FEED_JOINT, RobotParameters
 
 ERROR_REGISTER = 0x1001
 #: Error code of the SimulatedDrive's own overspeed fault (CiA 402: velocity speed controller).
@@ -469,50 +466,3 @@ def serve(
     for simulator in simulators:
         simulator.detach()
     return simulators
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Serve simulated CiA 402 drives on a CAN channel until interrupted (bench-top demo)."""
-    from quirobot_control.loop.control_config import load_control_config
-
-    parser = argparse.ArgumentParser(
-        prog="python -m quirobot_control.drives.slave_simulator",
-        description="Simulated CiA 402 servo drives (one CANopen node per axis, node ids from the "
-        "parameter file) on a CAN channel, for running CanopenDrive without hardware.",
-    )
-    parser.add_argument("--interface", default="socketcan", help="python-can interface (default socketcan)")
-    parser.add_argument("--channel", default="vcan0", help="CAN channel (default vcan0)")
-    parser.add_argument(
-        "--axes",
-        nargs="+",
-        choices=CANOPEN_AXES,
-        default=list(CANOPEN_AXES),
-        help="axes to simulate (default all)",
-    )
-    parser.add_argument("--parameters", help="parameter file (default: the shipped quirobot.yaml)")
-    args = parser.parse_args(argv)
-    try:
-        params = load_parameters(args.parameters)
-        currents = {j.name: j.motor.max_current for j in params.joints}
-        currents[FEED_JOINT] = params.drill.motor.max_current
-        control = load_control_config(max_currents=currents)
-        inertias = {axis: control.joint(axis).effective_inertia for axis in args.axes}
-        network = canopen.Network()
-        network.connect(interface=args.interface, channel=args.channel, bitrate=params.canopen.bitrate)
-    except (ValueError, OSError, can.CanError) as error:
-        print(f"canopen_servo_simulator: error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-    ids = ", ".join(f"{axis} {params.canopen.node_ids[axis]}" for axis in args.axes)
-    print(f"simulating CANopen nodes ({ids}) on {args.interface} {args.channel}; Ctrl-C to stop")
-    stop = threading.Event()
-    try:
-        serve(params, network, inertias, stop, axes=tuple(args.axes))
-    except KeyboardInterrupt:
-        stop.set()
-    finally:
-        network.disconnect()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_cli.output_paths import output_file
+from quirobot_cli.verb_parser import add_verb
 from quirobot_control.analysis.sizing import SizingError, SizingResult, plot_sizing, size_servos
 from quirobot_control.models.rigid_body import MODEL_NAMES
-from quirobot_description.output_paths import output_file
 from quirobot_description.parameters import RobotParameters, load_parameters
-from quirobot_description.verb_parser import add_verb
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """The `quirobot` parsers, whose own errors are one line with exit 2, like every other refusal.
 
-argparse prints a usage block and the error on its own; the CLI's contract (quirobot_description.cli)
+argparse prints a usage block and the error on its own; the CLI's contract (quirobot_cli.cli)
 is one line on stderr and exit 2 for every expected failure. `one_line_errors` gives a parser that
 keeps that contract for argparse's errors too (missing values, bad types, unknown words, a missing
 verb); `add_verb` adds a verb's sub-parser with it, `--debug` accepted after the verb as well as

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from quirobot_description.output_paths import output_file
+from quirobot_cli.output_paths import output_file
+from quirobot_cli.verb_parser import add_verb
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
-from quirobot_description.verb_parser import add_verb
 from quirobot_kinematics.forward import forward_kinematics
 from quirobot_kinematics.inverse import (
     DEFAULT_ORIENTATION_TOLERANCE,

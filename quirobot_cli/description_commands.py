@@ -10,10 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from quirobot_description.output_paths import output_file, output_folder
+from quirobot_cli.output_paths import output_file, output_folder
+from quirobot_cli.verb_parser import add_verb
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import HARDWARE, TOOLS, DescriptionError, check_choice, robot_description
-from quirobot_description.verb_parser import add_verb
 
 ALL = "all"
 

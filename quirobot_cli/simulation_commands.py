@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from quirobot_description.verb_parser import add_verb
+from quirobot_cli.verb_parser import add_verb
 
 DEFAULT_OUTPUT = "quirobot_output"
 
@@ -54,11 +54,11 @@ def _finite_positive(value: float | None, name: str) -> None:
 def simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from quirobot_cli.output_paths import output_file, output_folder
     from quirobot_control.planning.tasks import IncisionTask, load_task
     from quirobot_control.reporting.plots import plot_result
     from quirobot_control.reporting.recording import write_mcap
     from quirobot_control.simulation.incision import TIMING_TARGETS, run_task, targets_met
-    from quirobot_description.output_paths import output_file, output_folder
     from quirobot_description.parameters import load_parameters
 
     _finite_positive(args.depth, "--depth")

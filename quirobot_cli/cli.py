@@ -1,28 +1,24 @@
-"""The `quirobot` command line: one entry point, verbs contributed by each package.
+"""The `quirobot` command line: one entry point, the verbs of every package.
 
-Each module in VERB_MODULES exposes `register(subparsers)`, adding its verbs with
-`set_defaults(handler=function)`; a handler takes the parsed arguments and returns the exit
-code. Expected failures (bad parameters, unreachable poses, malformed arguments) are
-ValueError or OSError: they print one line on stderr and exit 2, never a traceback
-(`--debug`, before or after the verb, shows it). `--version` prints the installed distribution's
-version (setup.py is its one source).
+Each module in VERB_MODULES (description, kinematics, sizing, simulation commands) exposes
+`register(subparsers)`, adding its verbs with `set_defaults(handler=function)`; a handler takes
+the parsed arguments and returns the exit code. Expected failures (bad parameters, unreachable
+poses, malformed arguments) are ValueError or OSError: they print one line on stderr and exit 2,
+never a traceback (`--debug`, before or after the verb, shows it). `--version` prints the
+installed distribution's version (setup.py is its one source).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import sys
 
-from quirobot_description.verb_parser import DEBUG_HELP, EXIT_USAGE, one_line_errors
+from quirobot_cli import description_commands, kinematics_commands, simulation_commands, sizing_commands
+from quirobot_cli.verb_parser import DEBUG_HELP, EXIT_USAGE, one_line_errors
 
-VERB_MODULES = (
-    "quirobot_description.commands",
-    "quirobot_kinematics.commands",
-    "quirobot_control.sizing_commands",
-    "quirobot_control.simulation_commands",
-)
+#: The verbs' modules, in the order of `quirobot --help`.
+VERB_MODULES = (description_commands, kinematics_commands, sizing_commands, simulation_commands)
 
 DISTRIBUTION = "quirobot"
 
@@ -46,13 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     subparsers.required = True
-    for module_name in VERB_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:  # that package contributes no verbs yet
-                continue
-            raise
+    for module in VERB_MODULES:
         module.register(subparsers)
     return parser
 
