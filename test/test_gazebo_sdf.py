@@ -7,10 +7,9 @@ fixed joint (except to `world`) into its parent, re-parenting the joints below i
 must hold every URDF link that is not lumped, every joint to such a link with its parent moved
 up past lumped links, the whole mass, and nothing on stderr. Skips when no converter is found.
 
-Known converter difference (not the description's): sdformat before 13 stops below a massless
-link even when its fixed joint is lumped (tool0, a frame between the wrist and the drill's feed
-joint), so the drill's feed is lost there; sdformat 13+ (gazebosim/sdformat#1238, in Harmonic's
-sdformat 14) continues. With an older converter that loss, and only it, is an expected failure.
+sdformat before 13 also stops below a massless link even when its fixed joint is lumped; the
+description keeps every tool beside the frame-only tool0, not below it, so that every converter
+(Debian's sdformat 12 here, Harmonic's 14) keeps the drill's feed.
 """
 
 from __future__ import annotations
@@ -35,8 +34,6 @@ CONVERTERS = (("gz", "sdf"), ("ign", "sdf"))
 TOOL_NOISE = (
     "Library error: libignition-tools-backward.so not found. Improved backtrace generation will be disabled"
 )
-#: First sdformat major version that converts below a massless link whose fixed joint is lumped.
-LUMPED_MASSLESS_FIX = 13
 
 
 @dataclass(frozen=True)
@@ -80,16 +77,6 @@ class Urdf:
         while self.lumped(link):
             link = self.joints[self.parent_joint(link)][1]
         return link
-
-    def below_massless_lumped(self, link: str) -> bool:
-        """Whether a massless lumped link lies between `link` and the root (the old converter's gap)."""
-        joint = self.parent_joint(link)
-        while joint is not None:
-            parent = self.joints[joint][1]
-            if parent != "world" and self.lumped(parent) and self.masses[parent] == 0.0:
-                return True
-            joint = self.parent_joint(parent)
-        return False
 
 
 def _urdf(text: str) -> Urdf:
@@ -162,17 +149,14 @@ def test_gazebo_conversion_keeps_every_link_and_joint(converter, tmp_path, tool)
     }
     # the robot hangs from the Gazebo world (the URDF root `world` is the world itself)
     assert expected_joints["world_joint"] == ("fixed", "world", "base_link")
-    # (what is lost, the URDF links it concerns)
-    lost = [(f"link {n}", [n]) for n in kept if n not in links]
-    lost += [(f"joint {n} {j}", [j[2]]) for n, j in expected_joints.items() if joints.get(n) != j]
+    lost = [f"link {n}" for n in kept if n not in links]
+    lost += [f"joint {n} {j}" for n, j in expected_joints.items() if joints.get(n) != j]
     # every kilogram arrives, a lumped link's in the link that carries it
     for name in kept:
         parts = [link for link in urdf.masses if link != "world" and urdf.body(link) == name]
         mass = sum(urdf.masses[link] for link in parts)
         if name in links and float(links[name].findtext("inertial/mass")) != pytest.approx(mass, rel=1e-12):
-            lost.append(
-                (f"mass of {name}: {links[name].findtext('inertial/mass')} kg, URDF {mass} kg", parts)
-            )
+            lost.append(f"mass of {name}: {links[name].findtext('inertial/mass')} kg, URDF {mass} kg")
     assert set(links) <= set(kept), (
         f"links Gazebo has that the URDF does not: {sorted(set(links) - set(kept))}"
     )
@@ -196,12 +180,7 @@ def test_gazebo_conversion_keeps_every_link_and_joint(converter, tmp_path, tool)
     if frames:
         assert lumped <= frames, f"lumped links without a frame: {sorted(lumped - frames)}"
 
-    if lost:
-        what = [message for message, _ in lost]
-        old_gap = all(any(urdf.below_massless_lumped(link) for link in concerned) for _, concerned in lost)
-        if converter.major < LUMPED_MASSLESS_FIX and old_gap:
-            pytest.xfail(f"sdformat {converter.major} stops below a massless lumped frame (tool0): {what}")
-        pytest.fail(f"Gazebo's conversion lost: {what}")
+    assert not lost, f"sdformat {converter.major}'s conversion lost: {lost}"
 
 
 def test_gz_ros2_control_plugin_reaches_the_model(converter, tmp_path):
