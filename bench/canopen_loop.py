@@ -26,7 +26,6 @@ import canopen
 import numpy as np
 from bench_results import add_save_option, saved_output
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.drives.canopen_master import canopen_drives_for_robot
 from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.drives.slave_simulator import JointModel, simulator_for_axis
@@ -37,7 +36,7 @@ from quirobot_control.loop.hardware import (
     ReturnType,
     hardware_info_from_urdf,
 )
-from quirobot_description.parameters import CANOPEN_AXES, load_parameters
+from quirobot_description.parameters import AXES, load_parameters
 from quirobot_description.urdf import robot_description
 
 START = {
@@ -74,7 +73,7 @@ def run(period_cycles: int, step: float, duration: float) -> dict:
         axis: simulator_for_axis(
             params, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
         )
-        for axis in CANOPEN_AXES
+        for axis in AXES
     }
     for simulator in simulators.values():
         simulator.attach(slave)
@@ -98,7 +97,7 @@ def run(period_cycles: int, step: float, duration: float) -> dict:
         hardware.on_configure()
         if hardware.on_activate() is not CallbackReturn.SUCCESS:
             return {"stop": hardware.stop_reason}
-        target = np.array([START[a] for a in TRAJECTORY_JOINTS])
+        target = np.array([START[a] for a in AXES])
         target[0] += step
         errors, stop = [], None
         for k in range(round(duration / control.dt)):
@@ -133,9 +132,9 @@ def run_direct(step: float, duration: float) -> dict:
     """The same loop on SimulatedDrives called directly (no bus): the baseline."""
     params = load_parameters()
     control = control_configuration(params)
-    drives = {axis: drive_for_joint(params, axis) for axis in CANOPEN_AXES}
+    drives = {axis: drive_for_joint(params, axis) for axis in AXES}
     joints = {}
-    for axis in CANOPEN_AXES:
+    for axis in AXES:
         damping = params.drill.feed_damping if axis == "drill_feed" else params.joint(axis).damping
         joints[axis] = JointModel(control.joint(axis).effective_inertia, damping, position=START[axis])
         drives[axis].advance(0.0, START[axis], 0.0)
@@ -143,7 +142,7 @@ def run_direct(step: float, duration: float) -> dict:
     hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
     hardware.on_configure()
     hardware.on_activate()
-    target = np.array([START[a] for a in TRAJECTORY_JOINTS])
+    target = np.array([START[a] for a in AXES])
     target[0] += step
     errors = []
     for k in range(round(duration / control.dt)):
@@ -151,7 +150,7 @@ def run_direct(step: float, duration: float) -> dict:
         hardware.read(t, control.dt)
         hardware.set_commands(t, target, np.zeros(len(target)))
         hardware.write(t, control.dt)
-        for axis in CANOPEN_AXES:
+        for axis in AXES:
             joint = joints[axis]
             joint.step(drives[axis].advance(control.dt, joint.position, joint.velocity), control.dt)
             drives[axis].advance(0.0, joint.position, joint.velocity)

@@ -24,20 +24,19 @@ import numpy as np
 from bench_results import add_save_option, saved_output
 
 from quirobot_control.analysis.step_response import simulate_step
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.loop.control_config import control_configuration
 from quirobot_control.loop.hardware import QuirobotHardware, hardware_info_from_urdf
 from quirobot_control.simulation.incision import TARGETS, run_task, targets_met
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import load_parameters
+from quirobot_description.parameters import AXES, load_parameters
 from quirobot_description.urdf import robot_description
 
 REPORT_SETTLING = {"small": "0.014-0.036 s", "large": "0.022-0.05 s"}
 
 
 def controller_cycle(params, control, cycles: int) -> np.ndarray:
-    drives = {name: drive_for_joint(params, name) for name in TRAJECTORY_JOINTS}
+    drives = {name: drive_for_joint(params, name) for name in AXES}
     q = np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01])
     for j, drive in enumerate(drives.values()):
         drive.advance(0.0, q[j], 0.0)
@@ -59,7 +58,7 @@ def controller_cycle(params, control, cycles: int) -> np.ndarray:
 
 
 def physics_step(params, control, steps: int) -> float:
-    armature = np.array([drive_for_joint(params, n).reflected_inertia for n in TRAJECTORY_JOINTS])
+    armature = np.array([drive_for_joint(params, n).reflected_inertia for n in AXES])
     plant = MujocoPlant(params, armature, control.dt / control.physics_substeps)
     plant.reset(np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01]))
     start = time.perf_counter()

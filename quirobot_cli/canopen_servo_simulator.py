@@ -20,7 +20,7 @@ import canopen
 from quirobot_cli.verb_parser import EXIT_USAGE
 from quirobot_control.drives.slave_simulator import serve
 from quirobot_control.loop.control_config import control_configuration
-from quirobot_description.parameters import CANOPEN_AXES, load_parameters
+from quirobot_description.parameters import AXES, load_parameters
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--axes",
         nargs="+",
-        choices=CANOPEN_AXES,
-        default=list(CANOPEN_AXES),
+        choices=AXES,
+        default=list(AXES),
         help="axes to simulate (default all)",
     )
     parser.add_argument("--parameters", help="parameter file (default: the shipped quirobot.yaml)")

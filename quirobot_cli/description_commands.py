@@ -7,6 +7,7 @@ gives the CLI's one-line error and exit 2; argparse's own errors are one line to
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -115,10 +116,13 @@ def _export(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from quirobot_description.validation import check_urdf, format_results
+    from quirobot_kinematics import KinematicModel, forward_kinematics
 
     if args.samples < 1:
         raise DescriptionError(f"--samples must be at least 1, got {args.samples}")
     parameters = load_parameters(args.parameter_file)
+    # The report's closed-form T of the same parameters, for the kinematics stage.
+    reference_fk = functools.partial(forward_kinematics, model=KinematicModel.from_parameters(parameters))
     if args.urdf is not None:
         jobs = [(f"{args.urdf}", args.urdf.read_text())]
     else:
@@ -138,7 +142,7 @@ def _check(args: argparse.Namespace) -> int:
         ]
     failed = 0
     for label, text in jobs:
-        results = check_urdf(text, parameters, samples=args.samples)
+        results = check_urdf(text, parameters, reference_fk=reference_fk, samples=args.samples)
         ok = all(result.passed for result in results)
         failed += not ok
         print(format_results(results, f"{label}: {'PASS' if ok else 'FAIL'}"))

@@ -3,6 +3,18 @@
 `robot_parameters()` is the shipped parameter file, read and validated once; give another file's
 path to use that one instead. The other packages' conveniences (quirobot_kinematics.fk,
 quirobot_control.simulate, ...) take their numbers from it.
+
+Modules (the bottom package: it imports none of the others):
+
+- parameters: `load_parameters`, `RobotParameters`, the model's names (JOINT_NAMES, FEED_JOINT,
+  AXES: the five joints then the drill feed); sourced_yaml: the one {value, unit, source} reader;
+- data_files: `find_data_file`, in a source checkout, a pip install and a colcon install alike;
+- urdf: `robot_description(tool, hardware)`, the xacro expanded; export: a self-contained URDF
+  for other engines; frames, inertia: URDF roll-pitch-yaw, solid-body inertias;
+- validation: `check_urdf(text, params, reference_fk=...)`, the staged check (the reference
+  kinematics passed in); render: a PNG of the robot;
+- launch_description: the `robot_description` parameter of a launch file (a ROS adapter: launch
+  imported inside it only).
 """
 
 from __future__ import annotations

@@ -30,8 +30,11 @@ JOINT_NAMES = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
 LINK_NAMES = ("x_carriage", "y_carriage", "z_ram", "wrist_yaw_link", "wrist_pitch_link")
 #: The drill tool's feed axis: a prismatic joint along tool z, servo-driven like the joints.
 FEED_JOINT = "drill_feed"
-#: Axes with a servo drive on the CANopen bus: the joints, then the drill's feed axis.
-CANOPEN_AXES = (*JOINT_NAMES, FEED_JOINT)
+#: The six commanded axes, each with its servo drive: the joints (report order), then the drill's
+#: feed axis. One order for the planner, the hardware component, the drives and the CAN buses.
+AXES = (*JOINT_NAMES, FEED_JOINT)
+#: Where the drill feed is in AXES (and in every (6,) or (N, 6) axis vector).
+FEED_INDEX = len(JOINT_NAMES)
 
 
 class ParameterError(ValueError):
@@ -248,7 +251,7 @@ class SizingParameters:
 class CanopenParameters:
     """The CANopen bus of the servo drives (CiA 301 / CiA 402), see quirobot_control.drives.canopen_master."""
 
-    node_ids: dict[str, int]  # axis name (CANOPEN_AXES) -> node id, 1..127, all different
+    node_ids: dict[str, int]  # axis name (AXES) -> node id, 1..127, all different
     bitrate: int  # bit/s
     sync_period: float  # s, one SYNC (and one PDO exchange) per period
     feedback_timeout_periods: int  # SYNC periods without a TPDO before a "feedback timeout" fault
@@ -263,11 +266,11 @@ class CanopenParameters:
     @property
     def channel_names(self) -> tuple[str, ...]:
         """The CAN buses, in the order of their first axis."""
-        return tuple(dict.fromkeys(self.channels[axis] for axis in CANOPEN_AXES))
+        return tuple(dict.fromkeys(self.channels[axis] for axis in AXES))
 
     def axes_on(self, channel: str) -> tuple[str, ...]:
-        """The axes on one CAN bus, in CANOPEN_AXES order."""
-        return tuple(axis for axis in CANOPEN_AXES if self.channels[axis] == channel)
+        """The axes on one CAN bus, in AXES order."""
+        return tuple(axis for axis in AXES if self.channels[axis] == channel)
 
 
 @dataclass(frozen=True)
@@ -461,15 +464,15 @@ class _Reader(SourcedReader):
 
     def canopen(self) -> CanopenParameters:
         key = "canopen"
-        node_ids = {axis: self.whole(f"{key}.node_ids.{axis}", 1, 127) for axis in CANOPEN_AXES}
-        extra = set(self.node(f"{key}.node_ids")) - set(CANOPEN_AXES)
+        node_ids = {axis: self.whole(f"{key}.node_ids.{axis}", 1, 127) for axis in AXES}
+        extra = set(self.node(f"{key}.node_ids")) - set(AXES)
         if extra:
-            axes = ", ".join(CANOPEN_AXES)
+            axes = ", ".join(AXES)
             raise self.fail(f"{key}.node_ids", f"unknown axes {sorted(extra)}; axes are {axes}")
         if len(set(node_ids.values())) != len(node_ids):
             raise self.fail(f"{key}.node_ids", f"node ids must all differ, got {node_ids}")
-        channels = {axis: self.text(f"{key}.channels.{axis}") for axis in CANOPEN_AXES}
-        extra = set(self.node(f"{key}.channels")) - set(CANOPEN_AXES)
+        channels = {axis: self.text(f"{key}.channels.{axis}") for axis in AXES}
+        extra = set(self.node(f"{key}.channels")) - set(AXES)
         if extra:
             raise self.fail(f"{key}.channels", f"unknown axes {sorted(extra)}")
         for axis, channel in channels.items():

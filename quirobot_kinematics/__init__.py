@@ -12,6 +12,10 @@ tool0 + feed * a.
 
 `fk`, `ik` and `jacobian` are the same functions with the model of the shipped parameter file
 by default (`kinematic_model()`); pass `model=kinematic_model("other.yaml")` for another file.
+
+Modules: model, forward, inverse, jacobian, differential (resolved rate), rotations, workspace;
+service_translation (MoveIt's FK/IK services, ROS-free); nodes (kinematics_node, the ROS adapter).
+Built on quirobot_description only.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
+from quirobot_description.frames import rpy_matrix
 from quirobot_kinematics.model import KinematicModel, KinematicsError, as_feed, as_joint_vector
-from quirobot_kinematics.rotations import rpy_matrix
 
 #: Every frame of `link_frames`, root first.
 FRAME_NAMES = (

@@ -1,5 +1,5 @@
-"""Rotations: URDF roll-pitch-yaw, and rotation matrix <-> unit quaternion (x, y, z, w) as
-geometry_msgs/Quaternion orders them."""
+"""Rotations: rotation matrix <-> unit quaternion (x, y, z, w) as geometry_msgs/Quaternion orders
+them, the nearest rotation to a matrix. URDF roll-pitch-yaw: quirobot_description.frames."""
 
 from __future__ import annotations
 
@@ -8,20 +8,6 @@ import math
 import numpy as np
 
 from quirobot_kinematics.model import KinematicsError
-
-
-def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """(3, 3) rotation of URDF fixed-axis roll-pitch-yaw (rad): Rz(yaw) @ Ry(pitch) @ Rx(roll)."""
-    cr, sr = math.cos(roll), math.sin(roll)
-    cp, sp = math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    return np.array(
-        [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
-    )
 
 
 def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quirobot_description.parameters import JOINT_NAMES
+from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES
 from quirobot_kinematics.forward import FRAME_NAMES, link_frames
 from quirobot_kinematics.inverse import (
     DEFAULT_ORIENTATION_TOLERANCE,
@@ -28,7 +28,6 @@ REFERENCE_FRAMES = ("world", "base_link")
 #: Links whose pose IK can be asked for; "" means tool0.
 IK_LINKS = ("tool0", "drill_tip")
 ORIENTATION_MODES = ("full", "approach")
-FEED_JOINT = "drill_feed"
 
 
 class MoveItErrorCodes:

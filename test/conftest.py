@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from quirobot_description.export import export_urdf
 from quirobot_description.parameters import RobotParameters, load_parameters
+from quirobot_kinematics import KinematicModel, forward_kinematics
 
 
 @pytest.fixture(scope="session")
 def parameters() -> RobotParameters:
     """The shipped parameter file, loaded and validated."""
     return load_parameters()
+
+
+@pytest.fixture(scope="session")
+def reference_fk(parameters: RobotParameters) -> Callable[[np.ndarray], np.ndarray]:
+    """The report's closed-form T of the shipped parameters, q (5,) -> (4, 4): what `quirobot
+    check` gives the description's kinematics stage."""
+    return functools.partial(forward_kinematics, model=KinematicModel.from_parameters(parameters))
 
 
 @pytest.fixture(scope="session")

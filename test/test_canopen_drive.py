@@ -23,7 +23,6 @@ import pytest
 from virtual_can import WAIT, network, sdo_downloads, wait_until
 
 from quirobot_cli.canopen_servo_simulator import main
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.drives.bus_load import bus_load
 from quirobot_control.drives.canopen_master import (
     CanopenDrive,
@@ -47,7 +46,7 @@ from quirobot_control.loop.hardware import (
     ReturnType,
     hardware_info_from_urdf,
 )
-from quirobot_description.parameters import CANOPEN_AXES, FEED_JOINT, load_parameters
+from quirobot_description.parameters import AXES, FEED_JOINT, load_parameters
 from quirobot_description.urdf import robot_description
 
 
@@ -62,7 +61,7 @@ def inertias(params):
     currents = {j.name: j.motor.max_current for j in params.joints}
     currents[FEED_JOINT] = params.drill.motor.max_current
     control = load_control_config(max_currents=currents)
-    return {axis: control.joint(axis).effective_inertia for axis in CANOPEN_AXES}
+    return {axis: control.joint(axis).effective_inertia for axis in AXES}
 
 
 class FakeClock:
@@ -508,9 +507,9 @@ def test_a_vanished_node_faults_and_cannot_be_reset(make_rig, params):
 # --- the whole robot --------------------------------------------------------------------------------
 def test_every_axis_on_one_bus(make_rig, params):
     positions = {"gantry_x": 0.4, "gantry_y": 0.8, "gantry_z": 1.2, "wrist_yaw": 1.0, "wrist_pitch": -0.5}
-    rig = make_rig(axes=CANOPEN_AXES, positions=positions, first_step=False)
-    assert list(rig.drives) == list(CANOPEN_AXES)
-    assert [d.node_id for d in rig.drives.values()] == [params.canopen.node_ids[a] for a in CANOPEN_AXES]
+    rig = make_rig(axes=AXES, positions=positions, first_step=False)
+    assert list(rig.drives) == list(AXES)
+    assert [d.node_id for d in rig.drives.values()] == [params.canopen.node_ids[a] for a in AXES]
     rig.step()
     for axis, drive in rig.drives.items():
         fb = drive.feedback()
@@ -526,7 +525,7 @@ def test_every_axis_on_one_bus(make_rig, params):
     frames = rig.frames()
     # One cycle on the wire: SYNC + RPDO1, TPDO1, TPDO2 per node, as bus_load() counts them.
     bits = sum(47 + 8 * len(f.data) for f in frames)  # CAN 2.0A frame, 47 bits + data
-    load = bus_load(params.canopen, nodes=len(CANOPEN_AXES))
+    load = bus_load(params.canopen, nodes=len(AXES))
     assert len(frames) == load.frames_per_cycle
     assert bits == load.bits_per_cycle
     for _ in range(10):
@@ -582,7 +581,7 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
         "wrist_pitch": 0.3,
         "drill_feed": 0.02,
     }
-    rig = make_rig(axes=CANOPEN_AXES, positions=start, parameters=params)
+    rig = make_rig(axes=AXES, positions=start, parameters=params)
     hardware = QuirobotHardware(params, control, lambda name: rig.drives[name])
     assert (
         hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
@@ -591,8 +590,8 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     assert hardware.on_configure() is CallbackReturn.SUCCESS
     assert hardware.on_activate() is CallbackReturn.SUCCESS, hardware.stop_reason
     assert all(sim.state is Cia402State.OPERATION_ENABLED for sim in rig.simulators.values())
-    target = {axis: start[axis] + (0.001 if axis == "gantry_x" else 0.0) for axis in TRAJECTORY_JOINTS}
-    command = [target[axis] for axis in TRAJECTORY_JOINTS]
+    target = {axis: start[axis] + (0.001 if axis == "gantry_x" else 0.0) for axis in AXES}
+    command = [target[axis] for axis in AXES]
     for k in range(200):
         t = k * control.dt
         rig.step()
@@ -625,7 +624,7 @@ def test_drives_on_three_buses(params, inertias):
         with pytest.raises(ValueError, match="no network for CAN bus"):
             canopen_drives_for_buses(params, {"can0": networks["can0"]})
         drives = canopen_drives_for_buses(params, networks, clock=FakeClock())
-        assert list(drives) == list(CANOPEN_AXES)
+        assert list(drives) == list(AXES)
         assert sorted(slave_ids(slaves)) == sorted(params.canopen.node_ids.values())
         for channel, net in networks.items():
             for axis in params.canopen.axes_on(channel):

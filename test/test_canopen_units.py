@@ -31,12 +31,7 @@ from quirobot_control.drives.cia402 import (
     describe_error_code,
 )
 from quirobot_control.drives.slave_simulator import JointModel, next_state, statusword_for
-from quirobot_description.parameters import (
-    CANOPEN_AXES,
-    DEFAULT_PARAMETER_FILE,
-    ParameterError,
-    load_parameters,
-)
+from quirobot_description.parameters import AXES, DEFAULT_PARAMETER_FILE, ParameterError, load_parameters
 
 # canopen's p402 state names -> ours
 P402_NAMES = {state.value.upper(): state for state in Cia402State}
@@ -277,18 +272,18 @@ def test_configured_cycle_keeps_the_bus_at_half_load(params):
     # One SYNC per position-loop cycle, as the control gains assume.
     assert params.canopen.sync_period == pytest.approx(1.0 / params.drive.control_rate)
     # Six nodes on one bus would not fit in that cycle.
-    assert bus_load(params.canopen, nodes=len(CANOPEN_AXES)).worst_load > 1.0
+    assert bus_load(params.canopen, nodes=len(AXES)).worst_load > 1.0
 
 
 # --- the parameter file's canopen section -----------------------------------------------------------
 def test_canopen_parameters(params):
     bus = params.canopen
-    assert set(bus.node_ids) == set(CANOPEN_AXES)
-    assert len(set(bus.node_ids.values())) == len(CANOPEN_AXES)
+    assert set(bus.node_ids) == set(AXES)
+    assert len(set(bus.node_ids.values())) == len(AXES)
     assert bus.feedback_timeout == pytest.approx(bus.feedback_timeout_periods * bus.sync_period)
-    assert set(bus.channels) == set(CANOPEN_AXES)
+    assert set(bus.channels) == set(AXES)
     assert bus.channel_names == ("can0", "can1", "can2")
-    assert sum((bus.axes_on(c) for c in bus.channel_names), ()) == CANOPEN_AXES
+    assert sum((bus.axes_on(c) for c in bus.channel_names), ()) == AXES
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.loop.control_config import (
     ControlConfigError,
@@ -18,6 +18,7 @@ from quirobot_control.loop.control_config import (
     design_gains,
     load_control_config,
 )
+from quirobot_description.parameters import AXES
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +40,10 @@ def largest_link_inertia(exported_urdf, parameters):
         mujoco.mj_forward(model, data)
         mujoco.mj_fullM(model, data, matrix)
         largest = np.maximum(largest, np.diag(matrix))
-    return dict(zip(TRAJECTORY_JOINTS, largest, strict=True))
+    return dict(zip(AXES, largest, strict=True))
 
 
-@pytest.mark.parametrize("joint", TRAJECTORY_JOINTS)
+@pytest.mark.parametrize("joint", AXES)
 def test_effective_inertia_is_reflected_rotor_plus_largest_link_inertia(
     parameters, control, largest_link_inertia, joint
 ):
@@ -51,7 +52,7 @@ def test_effective_inertia_is_reflected_rotor_plus_largest_link_inertia(
     assert control.joint(joint).effective_inertia == pytest.approx(expected, rel=5e-3)
 
 
-@pytest.mark.parametrize("joint", TRAJECTORY_JOINTS)
+@pytest.mark.parametrize("joint", AXES)
 def test_gains_place_the_closed_loop_poles_as_stated(parameters, control, joint):
     settings = control.joint(joint)
     drive = drive_for_joint(parameters, joint)
@@ -77,7 +78,7 @@ def test_a_malformed_control_file_is_refused_by_key(tmp_path, parameters):
     text = find_data_file(CONTROL_CONFIG_FILE).read_text()
     broken = tmp_path / "control.yaml"
     broken.write_text(text.replace("kp: {value: 182891.94,", "kp: {value: .nan,"))
-    currents = {name: 1.0 for name in TRAJECTORY_JOINTS}
+    currents = {name: 1.0 for name in AXES}
     with pytest.raises(ControlConfigError, match="joints.gantry_x.kp"):
         load_control_config(broken, max_currents=currents)
     broken.write_text(text.replace("  watchdog_timeout:", "  watchdog_timeout_typo:"))

@@ -9,7 +9,7 @@ import pytest
 
 from quirobot_cli.cli import main
 from quirobot_description.urdf import HARDWARE, TOOLS, robot_description
-from quirobot_description.validation import FAIL, PASS, STAGES, check_urdf
+from quirobot_description.validation import FAIL, PASS, SKIP, STAGES, check_urdf
 
 
 @pytest.fixture(scope="module")
@@ -19,10 +19,36 @@ def drill_mock() -> str:
 
 @pytest.mark.parametrize("hardware", HARDWARE)
 @pytest.mark.parametrize("tool", TOOLS)
-def test_every_tool_and_hardware_passes(parameters, tool, hardware):
-    results = check_urdf(robot_description(tool, hardware), parameters, samples=200)
+def test_every_tool_and_hardware_passes(parameters, reference_fk, tool, hardware):
+    results = check_urdf(
+        robot_description(tool, hardware), parameters, reference_fk=reference_fk, samples=200
+    )
     assert [r.name for r in results] == list(STAGES)
     assert [(r.name, r.status, r.problems) for r in results if r.status != PASS] == []
+
+
+def test_without_a_reference_fk_the_kinematics_stage_is_skipped(parameters, drill_mock):
+    """The description does not import the kinematics: the reference T is passed in, or not."""
+    results = {r.name: r for r in check_urdf(drill_mock, parameters, samples=10)}
+    assert (results["kinematics"].status, results["kinematics"].note) == (SKIP, "no reference FK given")
+    assert all(r.status == PASS for name, r in results.items() if name != "kinematics")
+
+
+def test_the_kinematics_stage_compares_with_the_reference_it_is_given(parameters, reference_fk, drill_mock):
+    """A reference 1 mm off in x fails the stage by that amount: the given callable is the reference."""
+
+    def shifted(q):
+        pose = reference_fk(q).copy()
+        pose[0, 3] += 1e-3
+        return pose
+
+    stage = next(
+        r
+        for r in check_urdf(drill_mock, parameters, reference_fk=shifted, samples=10)
+        if r.name == "kinematics"
+    )
+    assert stage.status == FAIL
+    assert any("tool0" in problem and "0.001 m" in problem for problem in stage.problems), stage.problems
 
 
 def test_cli_check_passes_on_shipped_description(capsys):

@@ -13,16 +13,15 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, open_bridge
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.loop.control_config import control_configuration
-from quirobot_description.parameters import JOINT_NAMES
+from quirobot_description.parameters import AXES, JOINT_NAMES
 from quirobot_description.urdf import robot_description
 from quirobot_description.validation import FAIL, check_urdf
 
 START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
-NAMES = list(TRAJECTORY_JOINTS)
+NAMES = list(AXES)
 NAN = [math.nan] * len(NAMES)
 
 
@@ -65,7 +64,7 @@ def test_commands_are_tracked_and_states_published(bridge):
         s = min(k / 200.0, 1.0)  # a 0.2 s ramp
         bridge.command(NAMES, list(START + s * (target - START)), [], now=k * bridge.dt)
         sample = bridge.step(k * bridge.dt)
-    assert sample.names == TRAJECTORY_JOINTS
+    assert sample.names == AXES
     assert sample.stop_reason is None
     np.testing.assert_allclose(sample.position, target, atol=2e-6)
     np.testing.assert_allclose(bridge.backend.plant.position, target, atol=2e-6)

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from quirobot_description.frames import rpy_matrix
 from quirobot_kinematics.forward import TOOL0_RPY
 from quirobot_kinematics.model import KinematicsError
-from quirobot_kinematics.rotations import nearest_rotation, rpy_matrix
+from quirobot_kinematics.rotations import nearest_rotation
 
 
 def test_rpy_matrix_matches_scipy_extrinsic_xyz():

@@ -8,9 +8,9 @@ from pathlib import Path
 import yaml
 
 from quirobot_description.parameters import load_parameters
-from quirobot_kinematics.nodes import kinematics_node
 from quirobot_kinematics.inverse import DEFAULT_ORIENTATION_TOLERANCE
 from quirobot_kinematics.model import KinematicModel
+from quirobot_kinematics.nodes import kinematics_node
 from quirobot_kinematics.service_translation import KinematicsService
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,9 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_control.axes.limits import FEED_INDEX, TRAJECTORY_JOINTS, JointLimits, PlanningError
+from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.planning.tasks import Kinematics, load_task, plan_incision
 from quirobot_control.planning.trajectory import LineLimits, plan_feed, plan_line, plan_point_to_point
+from quirobot_description.parameters import AXES, FEED_INDEX
 from quirobot_kinematics import KinematicModel
 
 DT = 1e-3
@@ -82,12 +83,12 @@ def test_point_to_point_is_synchronized_time_optimal_and_within_limits(parameter
         time_optimal_duration(
             abs(goal[j] - start[j]), limits.velocity[j], limits.acceleration[j], limits.jerk[j]
         )
-        for j in range(len(TRAJECTORY_JOINTS))
+        for j in range(len(AXES))
     )
     assert trajectory.duration == pytest.approx(expected, abs=DT)
     # Synchronized: every joint moves during the whole motion and arrives at the same time.
     moving = np.abs(trajectory.positions - goal) > 1e-12
-    for j in range(len(TRAJECTORY_JOINTS)):
+    for j in range(len(AXES)):
         if start[j] != goal[j]:
             assert moving[:, j].nonzero()[0].max() >= len(trajectory.positions) - 3
 

@@ -15,9 +15,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from quirobot_control.axes.limits import FEED_INDEX, TRAJECTORY_JOINTS
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_description.parameters import AXES, FEED_INDEX
 
 CI_DEPTH = 0.003  # m
 CI_FEED_RATE = 0.002  # m/s
@@ -112,7 +112,7 @@ def test_plant_has_the_drives_reflected_inertia_and_the_parameter_gravity(parame
     assert plant.model.opt.timestep == 0.00025
     assert plant.model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
     names = tuple(plant.model.joint(i).name for i in range(plant.model.njnt))
-    assert names == TRAJECTORY_JOINTS
+    assert names == AXES
 
 
 def test_plant_dynamics_are_the_model_with_the_drives_rotor_inertia_and_friction(parameters, exported_urdf):
@@ -123,7 +123,7 @@ def test_plant_dynamics_are_the_model_with_the_drives_rotor_inertia_and_friction
     from quirobot_control.models.dynamics import Dynamics
     from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 
-    armature = np.array([drive_for_joint(parameters, name).reflected_inertia for name in TRAJECTORY_JOINTS])
+    armature = np.array([drive_for_joint(parameters, name).reflected_inertia for name in AXES])
     plant = MujocoPlant(parameters, armature, 0.00025, exported_urdf)
     model, data = plant.model, plant.data
     dynamics = Dynamics(build_model(parameters).with_armature(reflected_rotor_inertia(parameters)))
@@ -166,10 +166,10 @@ def test_mcap_log_holds_joint_states_at_the_control_rate_and_the_plan(tmp_path, 
         "/quirobot/planned_path": "nav_msgs/msg/Path",
         "/quirobot/tip_path": "nav_msgs/msg/Path",
     }
-    assert names == list(TRAJECTORY_JOINTS)
+    assert names == list(AXES)
     assert len(stamps) == len(incision.log.time)
     np.testing.assert_allclose(np.diff(stamps), 1e-3, atol=1e-9)  # simulated time at 1 kHz
-    assert list(plan.joint_names) == list(TRAJECTORY_JOINTS)
+    assert list(plan.joint_names) == list(AXES)
     assert plan.points[-1].positions == pytest.approx(incision.trajectory.positions[-1].tolist())
 
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.loop.pid import PID
 from quirobot_control.planning.trajectory import rest_to_rest_profile
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import AXES, RobotParameters
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def simulate_step(
 ) -> StepResponse:
     """Step of `step` (m or rad) from 0 at t = 0; optional constant `disturbance` force/torque
     (N or N*m, opposing positive motion) from `disturbance_time` s."""
-    index = TRAJECTORY_JOINTS.index(joint)
+    index = AXES.index(joint)
     settings = control.joint(joint)
     dt = control.dt
     drive = drive_for_joint(params, joint)

@@ -1,8 +1,9 @@
-"""The six commanded joints and their limits, from the parameter file (numpy only).
+"""The limits of the six commanded axes (quirobot_description.parameters.AXES), from the parameter
+file (numpy only).
 
 The planner (planning.trajectory) keeps its motions inside these limits and the hardware
-component's safety layer (loop.hardware, loop.safety) enforces them; this module needs neither the planner's
-ruckig nor the simulation, so the real robot's drive path loads only what it uses.
+component's safety layer (loop.hardware, loop.safety) enforces them; this module needs neither
+the planner's ruckig nor the simulation, so the real robot's drive path loads only what it uses.
 """
 
 from __future__ import annotations
@@ -12,11 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES, RobotParameters
-
-#: Commanded joints: the arm (report order) then the drill's feed axis.
-TRAJECTORY_JOINTS = (*JOINT_NAMES, FEED_JOINT)
-FEED_INDEX = len(JOINT_NAMES)
+from quirobot_description.parameters import AXES, RobotParameters
 
 
 class PlanningError(ValueError):
@@ -25,7 +22,7 @@ class PlanningError(ValueError):
 
 @dataclass(frozen=True)
 class JointLimits:
-    """Limits of the six commanded joints (arrays of shape (6,), SI units, TRAJECTORY_JOINTS order).
+    """Limits of the six commanded joints (arrays of shape (6,), SI units, AXES order).
 
     The planner keeps positions inside [soft_lower, soft_upper] (the URDF safety_controller
     range) and velocities within the safety_controller's bound k_position * (distance to the soft
@@ -47,7 +44,7 @@ class JointLimits:
         """Arm joints from `params.joints`; the drill feed from `params.drill`."""
         drill = params.drill
         return cls(
-            names=TRAJECTORY_JOINTS,
+            names=AXES,
             lower=np.append(params.lower_limits, drill.feed_lower),
             upper=np.append(params.upper_limits, drill.feed_upper),
             soft_lower=np.array(

@@ -42,7 +42,7 @@ from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import DEFAULT_EDS
 from quirobot_control.drives.interface import DriveError
 from quirobot_control.loop.control_config import ControlConfig
-from quirobot_description.parameters import CANOPEN_AXES, RobotParameters
+from quirobot_description.parameters import AXES, RobotParameters
 
 #: s, how long a bus's reader thread blocks in one receive: bounds how long close() waits for it.
 READER_POLL_PERIOD = 0.01
@@ -102,11 +102,11 @@ class CanopenBackend:
         control: ControlConfig,
         config: CanBusConfig | None = None,
         *,
-        joints: Sequence[str] = CANOPEN_AXES,
+        joints: Sequence[str] = AXES,
         feedback_wait: float | None = None,
         eds: str | Path = DEFAULT_EDS,
     ) -> None:
-        """`joints`: the commanded joints (of CANOPEN_AXES; only their nodes are started);
+        """`joints`: the commanded joints (of AXES; only their nodes are started);
         `feedback_wait`: s (wall clock) to wait for each cycle's TPDOs; default one SYNC period."""
         self.params = params
         self.config = config or CanBusConfig()
@@ -122,10 +122,10 @@ class CanopenBackend:
                 f"CAN channel mapping names unknown bus(es) {', '.join(unknown)}; "
                 f"the parameter file's buses are {', '.join(bus.channel_names)}"
             )
-        missing = [name for name in joints if name not in CANOPEN_AXES]
+        missing = [name for name in joints if name not in AXES]
         if missing:
             raise DriveStartupError(
-                f"no CANopen drive for joint(s) {', '.join(missing)}; the axes are {', '.join(CANOPEN_AXES)}"
+                f"no CANopen drive for joint(s) {', '.join(missing)}; the axes are {', '.join(AXES)}"
             )
         wait = bus.sync_period if feedback_wait is None else feedback_wait
         if not math.isfinite(wait) or wait < 0.0:

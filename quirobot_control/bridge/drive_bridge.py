@@ -52,7 +52,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.drives.interface import Drive
@@ -65,7 +64,7 @@ from quirobot_control.loop.hardware import (
     hardware_info_from_urdf,
 )
 from quirobot_control.models.dynamics import gravity_model
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import AXES, RobotParameters
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
@@ -100,14 +99,14 @@ def open_backend(
     name: str,
     params: RobotParameters,
     control: ControlConfig,
-    joints: Sequence[str] = TRAJECTORY_JOINTS,
+    joints: Sequence[str] = AXES,
     *,
     can: CanBusConfig | None = None,
     initial: Sequence[float] | None = None,
 ) -> DriveBackend:
     """The backend called `name` (DRIVE_BACKENDS), with a drive for each of `joints`.
 
-    simulated: `initial` (6,) start pose of the plant, TRAJECTORY_JOINTS order, m and rad
+    simulated: `initial` (6,) start pose of the plant, AXES order, m and rad
     (default mid-range); canopen: `can` (the python-can interface and channels, default
     socketcan on the parameter file's bus names).
     """
@@ -198,10 +197,10 @@ class DriveBridge:
         """q (n,) of this bridge's joints -> efforts (n,) holding them against gravity (the
         robot model's gravity_model; the feed position does not enter the arm's gravity)."""
         model = gravity_model(self.params)
-        index = [TRAJECTORY_JOINTS.index(name) for name in self.names]
+        index = [AXES.index(name) for name in self.names]
 
         def holding(q: np.ndarray) -> np.ndarray:
-            full = np.zeros(len(TRAJECTORY_JOINTS))
+            full = np.zeros(len(AXES))
             full[index] = q
             return model(full)[index]
 

@@ -85,7 +85,7 @@ from quirobot_control.drives.cia402 import (
 from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveState
 from quirobot_control.models.encoder import Encoder
 from quirobot_description.parameters import (
-    CANOPEN_AXES,
+    AXES,
     FEED_JOINT,
     CanopenParameters,
     DriveParameters,
@@ -513,7 +513,7 @@ def canopen_drives_for_robot(
     params: RobotParameters,
     network: canopen.Network,
     *,
-    axes: Iterable[str] = CANOPEN_AXES,
+    axes: Iterable[str] = AXES,
     start: bool = True,
     efficiency: bool = True,
     eds: str | Path = DEFAULT_EDS,
@@ -527,7 +527,7 @@ def canopen_drives_for_robot(
     drives: dict[str, CanopenDrive] = {}
     for axis in axes:
         if axis not in params.canopen.node_ids:
-            raise ValueError(f"no CANopen node id for axis {axis!r}: axes are {', '.join(CANOPEN_AXES)}")
+            raise ValueError(f"no CANopen node id for axis {axis!r}: axes are {', '.join(AXES)}")
         if axis == FEED_JOINT:
             motor, transmission = params.drill.motor, params.drill.transmission
         else:
@@ -573,4 +573,4 @@ def canopen_drives_for_buses(
                 params, networks[channel], axes=params.canopen.axes_on(channel), **options
             )
         )
-    return {axis: drives[axis] for axis in CANOPEN_AXES}
+    return {axis: drives[axis] for axis in AXES}

@@ -62,7 +62,7 @@ from quirobot_control.drives.cia402 import (
 )
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
-from quirobot_description.parameters import CANOPEN_AXES, FEED_JOINT, RobotParameters
+from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
 
 ERROR_REGISTER = 0x1001
 #: Error code of the SimulatedDrive's own overspeed fault (CiA 402: velocity speed controller).
@@ -456,7 +456,7 @@ def serve(
     inertias: dict[str, float],
     stop: threading.Event,
     *,
-    axes: tuple[str, ...] = CANOPEN_AXES,
+    axes: tuple[str, ...] = AXES,
 ) -> list[CanopenServoSimulator]:
     """Attach one simulator per axis to the connected `network`; return when `stop` is set."""
     simulators = [simulator_for_axis(params, axis, inertia=inertias[axis]) for axis in axes]

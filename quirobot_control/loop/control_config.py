@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.loop.pid import PIDGains
 from quirobot_description.data_files import find_data_file
-from quirobot_description.parameters import FEED_JOINT, RobotParameters
+from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
 
@@ -41,7 +40,7 @@ class ControlConfig:
     inverse_dynamics_feedforward: bool
     bandwidth: float  # rad/s
     integral_ratio: float
-    joints: tuple[JointControl, ...]  # TRAJECTORY_JOINTS order
+    joints: tuple[JointControl, ...]  # AXES order
     watchdog_timeout: float  # s
     watchdog_stop_timeout: float  # s
 
@@ -83,7 +82,7 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
     pole = "pole_placement"
     derivative_filter = reader.number(f"{pole}.derivative_filter", positive=True)
     joints = []
-    for name in TRAJECTORY_JOINTS:
+    for name in AXES:
         key = f"joints.{name}"
         if name not in max_currents:
             raise ControlConfigError(f"no current limit given for joint {name}")
@@ -127,6 +126,6 @@ def control_configuration(params: RobotParameters) -> ControlConfig:
     """config/control.yaml with each joint's current limit from the parameter file."""
     currents = {
         name: params.drill.motor.max_current if name == FEED_JOINT else params.joint(name).motor.max_current
-        for name in TRAJECTORY_JOINTS
+        for name in AXES
     }
     return load_control_config(max_currents=currents)

@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from quirobot_description.frames import rpy_matrix
 from quirobot_description.parameters import LINK_NAMES, RobotParameters
 from quirobot_kinematics.forward import TOOL0_RPY
-from quirobot_kinematics.rotations import rpy_matrix
 
 MODEL_NAMES = ("physical", "report")
 

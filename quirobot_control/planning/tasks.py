@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from quirobot_control.axes.limits import FEED_INDEX, JointLimits, PlanningError
+from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.models.bone import BoneLayer, BoneParameters
 from quirobot_control.planning.trajectory import (
     JointTrajectory,
@@ -27,7 +27,7 @@ from quirobot_control.planning.trajectory import (
     plan_point_to_point,
 )
 from quirobot_description.data_files import find_data_file
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import FEED_INDEX, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
-from quirobot_control.axes.limits import FEED_INDEX, TRAJECTORY_JOINTS, JointLimits, PlanningError
-from quirobot_description.parameters import JOINT_NAMES
+from quirobot_control.axes.limits import JointLimits, PlanningError
+from quirobot_description.parameters import AXES, FEED_INDEX, JOINT_NAMES
 
 #: Relative slack allowed on limit checks of sampled profiles (ruckig is exact to ~1e-12).
 _LIMIT_TOLERANCE = 1e-6
@@ -60,7 +60,7 @@ class JointTrajectory:
     accelerations: np.ndarray
     phases: tuple[Phase, ...] = ()
     paths: tuple[CartesianPath, ...] = field(default=())
-    names: tuple[str, ...] = TRAJECTORY_JOINTS
+    names: tuple[str, ...] = AXES
 
     @property
     def times(self) -> np.ndarray:
@@ -168,7 +168,7 @@ def plan_point_to_point(
 ) -> JointTrajectory:
     """Time-optimal jerk-limited joint-space move, all six joints synchronized to finish together.
 
-    q_start, q_goal: (6,) in TRAJECTORY_JOINTS order (m, rad). Both must lie in the soft range.
+    q_start, q_goal: (6,) in AXES order (m, rad). Both must lie in the soft range.
     """
     start = np.asarray(q_start, dtype=float)
     goal = np.asarray(q_goal, dtype=float)

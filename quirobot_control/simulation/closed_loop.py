@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from quirobot_control.axes.limits import FEED_INDEX, TRAJECTORY_JOINTS
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.loop.hardware import (
@@ -29,7 +28,7 @@ from quirobot_control.models.dynamics import Dynamics, gravity_model
 from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 from quirobot_description.urdf import robot_description
 from quirobot_kinematics import KinematicModel, forward_kinematics
 
@@ -125,16 +124,14 @@ class ClosedLoopSimulation:
         self.drilling = drilling
         self.dt = control.dt
         self.substeps = control.physics_substeps
-        self.drives: dict[str, SimulatedDrive] = {
-            name: drive_for_joint(params, name) for name in TRAJECTORY_JOINTS
-        }
-        armature = np.array([self.drives[name].reflected_inertia for name in TRAJECTORY_JOINTS])
+        self.drives: dict[str, SimulatedDrive] = {name: drive_for_joint(params, name) for name in AXES}
+        armature = np.array([self.drives[name].reflected_inertia for name in AXES])
         self.plant = MujocoPlant(params, armature, self.dt / self.substeps, urdf)
         self.hardware = QuirobotHardware(params, control, lambda name: self.drives[name])
         info = hardware_info_from_urdf(robot_description("drill", "mock"))
         if self.hardware.on_init(info) is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_init failed: {self.hardware.stop_reason}")
-        if tuple(self.hardware.joint_names) != TRAJECTORY_JOINTS:
+        if tuple(self.hardware.joint_names) != AXES:
             raise SimulationError(f"the URDF's ros2_control joints are {self.hardware.joint_names}")
         # Model-based feed-forward as configured (control.yaml feedforward.*); False: none.
         use = feedforward is not False
@@ -163,9 +160,9 @@ class ClosedLoopSimulation:
 
         trajectory = self.trajectory
         count = len(trajectory.positions)
-        n = len(TRAJECTORY_JOINTS)
+        n = len(AXES)
         log = SimulationLog(
-            names=TRAJECTORY_JOINTS,
+            names=AXES,
             time=np.arange(count) * self.dt,
             position=np.zeros((count, n)),
             velocity=np.zeros((count, n)),
@@ -182,7 +179,7 @@ class ClosedLoopSimulation:
         )
         plant = self.plant
         plant.reset(trajectory.positions[0])
-        drives = [self.drives[name] for name in TRAJECTORY_JOINTS]
+        drives = [self.drives[name] for name in AXES]
         h = self.dt / self.substeps
         for drive, q in zip(drives, trajectory.positions[0], strict=True):
             drive.advance(0.0, float(q), 0.0)

@@ -19,10 +19,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
 from quirobot_control.drives.simulated import SimulatedDrive
 from quirobot_description.export import export_urdf
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import AXES, RobotParameters
 
 TIP_BODY = "drill_tip"
 #: MuJoCo constraint settings of the dry friction that models an engaged holding brake: reference
@@ -39,7 +38,7 @@ class SimulationError(RuntimeError):
 
 
 class MujocoPlant:
-    """The robot's rigid-body physics in MuJoCo (joints in TRAJECTORY_JOINTS order)."""
+    """The robot's rigid-body physics in MuJoCo (joints in AXES order)."""
 
     def __init__(
         self, params: RobotParameters, armature: np.ndarray, timestep: float, urdf: Path | None = None
@@ -52,8 +51,8 @@ class MujocoPlant:
             spec.option.gravity = [0.0, 0.0, -params.gravity]
             spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
             for joint in spec.joints:
-                if joint.name in TRAJECTORY_JOINTS:
-                    joint.armature = float(armature[TRAJECTORY_JOINTS.index(joint.name)])
+                if joint.name in AXES:
+                    joint.armature = float(armature[AXES.index(joint.name)])
             self.model = spec.compile()
         self.model.dof_solref[:] = [BRAKE_SOLREF_STEPS * timestep, 1.0]
         self.model.dof_solimp[:, :2] = BRAKE_SOLIMP
@@ -61,10 +60,8 @@ class MujocoPlant:
         self._brakes: tuple[bool, ...] | None = None
         self.data = mujoco.MjData(self.model)
         names = [self.model.joint(i).name for i in range(self.model.njnt)]
-        if tuple(names) != TRAJECTORY_JOINTS:
-            raise SimulationError(
-                f"the exported model's joints are {names}, expected {list(TRAJECTORY_JOINTS)}"
-            )
+        if tuple(names) != AXES:
+            raise SimulationError(f"the exported model's joints are {names}, expected {list(AXES)}")
         self.tip_body = self.model.body(TIP_BODY).id
         self.tool_body = self.model.body(TOOL_BODY).id
         self.bit_body = self.model.body(BIT_BODY).id
@@ -75,7 +72,7 @@ class MujocoPlant:
         self.model.dof_frictionloss[:] = self._joint_friction + holding
 
     def follow_brakes(self, drives: list[SimulatedDrive]) -> None:
-        """Apply the holding brakes of the drives (TRAJECTORY_JOINTS order) that are engaged now."""
+        """Apply the holding brakes of the drives (AXES order) that are engaged now."""
         engaged = tuple(drive.brake_engaged for drive in drives)
         if engaged != self._brakes:
             holding = [d.brake_holding_effort if e else 0.0 for d, e in zip(drives, engaged, strict=True)]

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS, JointLimits
+from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.interface import DriveError
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import AXES, RobotParameters
 
 
 class SimulatedBackend:
@@ -31,24 +31,19 @@ class SimulatedBackend:
         control: ControlConfig,
         initial: Sequence[float] | None = None,
         *,
-        joints: Sequence[str] = TRAJECTORY_JOINTS,
+        joints: Sequence[str] = AXES,
     ) -> None:
-        """`initial` (6,): start pose of the plant, TRAJECTORY_JOINTS order (m, rad); default
+        """`initial` (6,): start pose of the plant, AXES order (m, rad); default
         mid-range with the drill feed retracted. `joints`: the commanded joints (plant joints)."""
-        unknown = [name for name in joints if name not in TRAJECTORY_JOINTS]
+        unknown = [name for name in joints if name not in AXES]
         if unknown:
             raise ValueError(
-                f"the simulated plant has no joint {', '.join(unknown)}; "
-                f"its joints are {', '.join(TRAJECTORY_JOINTS)}"
+                f"the simulated plant has no joint {', '.join(unknown)}; its joints are {', '.join(AXES)}"
             )
         self.dt = control.dt
-        self._plant_drives: list[SimulatedDrive] = [
-            drive_for_joint(params, name) for name in TRAJECTORY_JOINTS
-        ]
+        self._plant_drives: list[SimulatedDrive] = [drive_for_joint(params, name) for name in AXES]
         self.drives: dict[str, SimulatedDrive] = {
-            name: drive
-            for name, drive in zip(TRAJECTORY_JOINTS, self._plant_drives, strict=True)
-            if name in joints
+            name: drive for name, drive in zip(AXES, self._plant_drives, strict=True) if name in joints
         }
         armature = np.array([d.reflected_inertia for d in self._plant_drives])
         self.substeps = control.physics_substeps
@@ -63,7 +58,7 @@ class SimulatedBackend:
         self.plant.reset(q0)
         for j, drive in enumerate(self._plant_drives):
             drive.advance(0.0, q0[j], 0.0)
-        self._efforts = np.zeros(len(TRAJECTORY_JOINTS))
+        self._efforts = np.zeros(len(AXES))
 
     def before_read(self) -> None:
         """Latch every encoder at the plant's state."""

@@ -48,7 +48,7 @@ from tf2_msgs.msg import TFMessage
 
 from quirobot_control.reporting.recording import write_mcap
 from quirobot_control.simulation.closed_loop import SimulationLog
-from quirobot_control.axes.limits import TRAJECTORY_JOINTS
+from quirobot_description.parameters import AXES
 from quirobot_control.planning.trajectory import JointTrajectory
 
 DURATION = 3.0  # s of simulated motion in the log
@@ -66,7 +66,7 @@ def recorded_log(path: Path) -> Path:
     velocity = np.gradient(position, times, axis=0)
     zeros3 = np.zeros((len(times), 3))
     log = SimulationLog(
-        names=TRAJECTORY_JOINTS,
+        names=AXES,
         time=times,
         position=position,
         velocity=velocity,
