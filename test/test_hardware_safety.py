@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.loop.control_config import control_configuration
@@ -326,3 +327,25 @@ def test_a_drive_that_fails_to_disable_does_not_keep_the_others_enabled(paramete
     assert rig.hardware.lifecycle is LifecycleState.INACTIVE
     states = rig.states()
     assert not any(state is DriveState.ENABLED for state in states), states
+
+
+def test_the_safety_layer_takes_the_planners_limits_in_the_hardwares_joint_order(parameters):
+    """One limits type (JointLimits) for planner and safety layer: `select` reorders every array
+    to the hardware's joints and refuses an axis it has no limits for, naming it."""
+    limits = JointLimits.from_parameters(parameters)
+    chosen = limits.select(["wrist_yaw", "gantry_x"])
+    assert chosen.names == ("wrist_yaw", "gantry_x")
+    for field in (
+        "lower",
+        "upper",
+        "soft_lower",
+        "soft_upper",
+        "velocity",
+        "acceleration",
+        "jerk",
+        "k_position",
+    ):
+        full = getattr(limits, field)
+        np.testing.assert_array_equal(getattr(chosen, field), [full[3], full[0]])
+    with pytest.raises(ValueError, match="no limits for axis elbow"):
+        limits.select(["gantry_x", "elbow"])

@@ -9,7 +9,8 @@ the planner's ruckig nor the simulation, so the real robot's drive path loads on
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -58,6 +59,16 @@ class JointLimits:
             jerk=np.append(params.jerk_limits, drill.feed_jerk),
             k_position=np.array([j.k_position for j in params.joints] + [drill.feed_k_position]),
         )
+
+    def select(self, names: Sequence[str]) -> JointLimits:
+        """The limits of the axes `names`, in that order (arrays (len(names),)): e.g. the joints of a
+        hardware component's <ros2_control> block. An unknown name raises ValueError naming it."""
+        unknown = [name for name in names if name not in self.names]
+        if unknown:
+            raise ValueError(f"no limits for axis {', '.join(unknown)}; the axes are {', '.join(self.names)}")
+        index = [self.names.index(name) for name in names]
+        arrays = {f.name: getattr(self, f.name)[index] for f in fields(self) if f.name != "names"}
+        return replace(self, names=tuple(names), **arrays)
 
     def check_envelope(self, positions: np.ndarray, velocities: np.ndarray, dt: float, what: str) -> None:
         """Refuse samples (N, 6) moving towards a soft limit faster than the safety_controller allows:

@@ -35,7 +35,7 @@ from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.interface import Drive, DriveError, DriveState
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.loop.pid import PID
-from quirobot_control.loop.safety import SafetyLimits, SafetyMonitor, SafetyStopError, finite_or_nan
+from quirobot_control.loop.safety import SafetyMonitor, SafetyStopError, finite_or_nan
 from quirobot_description.parameters import FEED_JOINT, RobotParameters
 
 
@@ -176,7 +176,7 @@ class QuirobotHardware:
             drive.reset_fault()
             gain = _current_gain(self.params, name)
             self.joints.append(_Joint(name, drive, PID(settings.gains, dt), gain, settings.effective_inertia))
-        self.safety = SafetyMonitor(self._safety_limits())
+        self.safety = self._safety_monitor()
         self.stop_reason = None
         self.lifecycle = LifecycleState.INACTIVE
         return CallbackReturn.SUCCESS
@@ -198,7 +198,7 @@ class QuirobotHardware:
             joint.command = {"position": position, "velocity": 0.0}
             joint.pid.reset(position, integral=float(effort) / joint.current_gain)
             joint.last_velocity_command = 0.0
-        self.safety = SafetyMonitor(self._safety_limits())
+        self.safety = self._safety_monitor()
         self.safety.start([j.state["position"] for j in self.joints])
         self.lifecycle = LifecycleState.ACTIVE
         return CallbackReturn.SUCCESS
@@ -382,20 +382,13 @@ class QuirobotHardware:
         self.stop_reason = reason
         return CallbackReturn.ERROR
 
-    def _safety_limits(self) -> SafetyLimits:
-        """The URDF's <limit> and <safety_controller> of each joint (the planner's JointLimits,
-        from the same parameters) and the control configuration's following-error limits."""
-        limits = JointLimits.from_parameters(self.params)
-        index = [limits.names.index(name) for name in self._names]
-        return SafetyLimits(
-            names=self._names,
-            lower=limits.lower[index],
-            upper=limits.upper[index],
-            soft_lower=limits.soft_lower[index],
-            soft_upper=limits.soft_upper[index],
-            velocity=limits.velocity[index],
-            k_position=limits.k_position[index],
-            following_error=np.array([self.control.joint(name).following_error for name in self._names]),
+    def _safety_monitor(self) -> SafetyMonitor:
+        """The safety layer on the URDF's <limit> and <safety_controller> of each joint (the
+        planner's JointLimits, from the same parameters) and the control configuration's
+        following-error limits and watchdog timeouts."""
+        return SafetyMonitor(
+            JointLimits.from_parameters(self.params).select(self._names),
+            following_error=[self.control.joint(name).following_error for name in self._names],
             watchdog_timeout=self.control.watchdog_timeout,
             stop_timeout=self.control.watchdog_stop_timeout,
         )

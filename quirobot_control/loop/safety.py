@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
+from quirobot_control.axes.limits import JointLimits
 
 
 class SafetyStopError(RuntimeError):
@@ -41,27 +40,26 @@ class SafetyStopError(RuntimeError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class SafetyLimits:
-    """Per-joint arrays (n,) in the hardware's joint order; m or rad, m/s or rad/s, 1/s, s."""
-
-    names: tuple[str, ...]
-    lower: np.ndarray
-    upper: np.ndarray
-    soft_lower: np.ndarray
-    soft_upper: np.ndarray
-    velocity: np.ndarray
-    k_position: np.ndarray
-    following_error: np.ndarray
-    watchdog_timeout: float
-    stop_timeout: float
-
-
 class SafetyMonitor:
     """Stateful checks of one hardware component (see the module docstring)."""
 
-    def __init__(self, limits: SafetyLimits) -> None:
+    def __init__(
+        self,
+        limits: JointLimits,
+        following_error: Sequence[float],
+        watchdog_timeout: float,
+        stop_timeout: float,
+    ) -> None:
+        """limits: the joints' limits in the hardware's joint order (`JointLimits.select`);
+        following_error (n,): m or rad per joint; watchdog_timeout, stop_timeout: s."""
+        if len(following_error) != len(limits.names):
+            raise ValueError(
+                f"{len(following_error)} following-error limits for {len(limits.names)} joints "
+                f"({', '.join(limits.names)})"
+            )
         self.limits = limits
+        self.watchdog_timeout = float(watchdog_timeout)
+        self.stop_timeout = float(stop_timeout)
         self.events: list[str] = []  # non-fatal events (clamped commands, watchdog hold)
         self.stop_reason: str | None = None
         self._last_command_time: float | None = None
@@ -74,7 +72,7 @@ class SafetyMonitor:
                 limits.soft_lower, limits.soft_upper, limits.velocity, limits.k_position, strict=True
             )
         ]
-        self._following = [float(x) for x in limits.following_error]
+        self._following = [float(x) for x in following_error]
 
     def start(self, measured: Sequence[float]) -> None:
         """Activation: the command limiter starts from the measured positions (n,)."""
@@ -124,11 +122,9 @@ class SafetyMonitor:
                     raise self.stop(f"non-finite {label} command {value} for joint {names[j]}")
         age = self._command_age(time, dt)
         if age is not None:
-            if age > self.limits.stop_timeout:
-                raise self.stop(
-                    f"command watchdog: no command for {age:.3f} s (limit {self.limits.stop_timeout} s)"
-                )
-            if age > self.limits.watchdog_timeout:
+            if age > self.stop_timeout:
+                raise self.stop(f"command watchdog: no command for {age:.3f} s (limit {self.stop_timeout} s)")
+            if age > self.watchdog_timeout:
                 if self._holding is None:
                     self._holding = [float(x) for x in measured]
                     self.events.append(

@@ -180,18 +180,30 @@ class ClosedLoopSimulation:
         plant = self.plant
         plant.reset(trajectory.positions[0])
         drives = [self.drives[name] for name in AXES]
-        h = self.dt / self.substeps
-        for drive, q in zip(drives, trajectory.positions[0], strict=True):
-            drive.advance(0.0, float(q), 0.0)
+        plant.sense(drives)
         hardware = self.hardware
         if hardware.on_configure() is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_configure failed: {hardware.stop_reason}")
         if hardware.on_activate() is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_activate failed: {hardware.stop_reason}")
-        efforts = np.zeros(n)
         drilling = self.drilling
         depth_prev = None
         thrust = 0.0
+
+        def tip_force(h: float) -> np.ndarray | None:
+            """The bone's thrust (while drilling) plus any external force at the tip, world, N."""
+            nonlocal depth_prev, thrust
+            force = None
+            if drilling is not None:
+                depth = float(np.dot(plant.tip - drilling.entry, drilling.direction))
+                rate = 0.0 if depth_prev is None else (depth - depth_prev) / h
+                depth_prev = depth
+                thrust = self.thrust.update(h, depth, rate)
+                force = -thrust * drilling.direction
+            if self.external_tip_force is not None:
+                force = self.external_tip_force if force is None else force + self.external_tip_force
+            return force
+
         feedforward = self.feedforward
         started = clock.perf_counter()
         last = count
@@ -199,10 +211,7 @@ class ClosedLoopSimulation:
             t = k * self.dt
             if self.before_cycle is not None:
                 self.before_cycle(k, self)
-            # The drives sample their encoders at the start of the cycle (the sync instant).
-            position, velocity = plant.position, plant.velocity
-            for j, drive in enumerate(drives):
-                drive.advance(0.0, position[j], velocity[j])
+            plant.sense(drives)  # the encoders sample at the start of the cycle (the sync instant)
             # Record the state at t (before this period's physics), paired with the plan at t.
             plant.forward_kinematics()
             log.position[k] = plant.position
@@ -224,27 +233,8 @@ class ClosedLoopSimulation:
             log.controller_time[k] = clock.perf_counter() - tick
             log.measured[k] = [j.state["position"] for j in hardware.joints]
             log.current[k] = hardware.currents
-            for substep in range(self.substeps):
-                position, velocity = plant.position, plant.velocity
-                for j, drive in enumerate(drives):
-                    efforts[j] = drive.advance(h, position[j], velocity[j])
-                plant.follow_brakes(drives)
-                if substep > 0 and (drilling is not None or self.external_tip_force is not None):
-                    # mj_step leaves the body poses at the start of the step it took: bring the
-                    # tip to the current state, or the depth (and its rate) would lag one
-                    # physics step and the rate read zero on the second substep of each period.
-                    plant.forward_kinematics()
-                force = None
-                if drilling is not None:
-                    depth = float(np.dot(plant.tip - drilling.entry, drilling.direction))
-                    rate = 0.0 if depth_prev is None else (depth - depth_prev) / h
-                    depth_prev = depth
-                    thrust = self.thrust.update(h, depth, rate)
-                    force = -thrust * drilling.direction
-                if self.external_tip_force is not None:
-                    force = self.external_tip_force if force is None else force + self.external_tip_force
-                plant.step(efforts, force)
-            log.effort[k] = efforts
+            pushed = drilling is not None or self.external_tip_force is not None
+            log.effort[k] = plant.step_period(drives, self.substeps, tip_force if pushed else None)
             if progress is not None and k % 100 == 0:
                 progress(k)
             if hardware.stop_reason is not None and stop_on_error and status is ReturnType.ERROR:

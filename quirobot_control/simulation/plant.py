@@ -14,6 +14,7 @@ joint creeps by micrometres per second).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import mujoco
@@ -66,6 +67,7 @@ class MujocoPlant:
         self.tool_body = self.model.body(TOOL_BODY).id
         self.bit_body = self.model.body(BIT_BODY).id
         self._external = np.zeros(self.model.nv)
+        self._efforts = np.zeros(self.model.nv)
 
     def set_brakes(self, holding: np.ndarray) -> None:
         """Engaged holding brakes: (6,) holding effort per joint, N or N*m (0: released)."""
@@ -123,3 +125,41 @@ class MujocoPlant:
             )
             applied += self._external
         mujoco.mj_step(self.model, self.data)
+
+    def sense(self, drives: Sequence[SimulatedDrive]) -> None:
+        """Every drive (AXES order) samples its encoder at its joint's state now (advance by 0 s):
+        the sync instant at the start of a control period, or the start pose after `reset`."""
+        position, velocity = self.data.qpos, self.data.qvel
+        for j, drive in enumerate(drives):
+            drive.advance(0.0, position[j], velocity[j])
+
+    def step_period(
+        self,
+        drives: Sequence[SimulatedDrive],
+        substeps: int,
+        tip_force: Callable[[float], np.ndarray | None] | None = None,
+    ) -> np.ndarray:
+        """One control period: `substeps` physics steps of the model's timestep h.
+
+        Each step: every drive (AXES order) advances its electronics over h with its joint's
+        state and returns its joint effort, the drives' engaged holding brakes are applied, and
+        the plant steps with those efforts and, if `tip_force` is given, the world force (3,) N
+        that `tip_force(h)` returns at the drill tip (None: none), the tip's pose being current
+        when it is called. Returns the efforts (6,) of the last step, N or N*m (a buffer the
+        next call overwrites).
+        """
+        h = self.model.opt.timestep
+        efforts = self._efforts
+        for _ in range(substeps):
+            position, velocity = self.data.qpos, self.data.qvel
+            for j, drive in enumerate(drives):
+                efforts[j] = drive.advance(h, position[j], velocity[j])
+            self.follow_brakes(drives)
+            force = None
+            if tip_force is not None:
+                # mj_step leaves the body poses at the start of the step it took: bring the tip to
+                # the current state, or a depth (and its rate) would lag one physics step.
+                self.forward_kinematics()
+                force = tip_force(h)
+            self.step(efforts, force)
+        return efforts

@@ -56,26 +56,15 @@ class SimulatedBackend:
             q0[-1] = limits.soft_lower[-1]
         limits.check_position(q0, "drive bridge: initial pose")
         self.plant.reset(q0)
-        for j, drive in enumerate(self._plant_drives):
-            drive.advance(0.0, q0[j], 0.0)
-        self._efforts = np.zeros(len(AXES))
+        self.plant.sense(self._plant_drives)
 
     def before_read(self) -> None:
         """Latch every encoder at the plant's state."""
-        q, v = self.plant.position, self.plant.velocity
-        for j, drive in enumerate(self._plant_drives):
-            drive.advance(0.0, q[j], v[j])
+        self.plant.sense(self._plant_drives)
 
     def after_write(self) -> None:
-        """One control period of drive electronics and physics."""
-        drives = self._plant_drives
-        h = self.dt / self.substeps
-        for _ in range(self.substeps):
-            q, v = self.plant.position, self.plant.velocity
-            for j, drive in enumerate(drives):
-                self._efforts[j] = drive.advance(h, q[j], v[j])
-            self.plant.follow_brakes(drives)
-            self.plant.step(self._efforts)
+        """One control period of drive electronics and physics (MujocoPlant.step_period)."""
+        self.plant.step_period(self._plant_drives, self.substeps)
 
     def close(self) -> list[str]:
         """Quick-stop every drive (the simulation needs no other release)."""
