@@ -1,10 +1,12 @@
-"""drive_node's real-robot path (drive_backend:=canopen) loads neither MuJoCo nor the planner.
+"""drive_node's real-robot path (drive_backend:=canopen) loads neither MuJoCo nor the planner (ruckig),
+nor matplotlib or pinocchio.
 
 A fresh interpreter imports the node and the CANopen backend and builds the canopen path as
 drive_node does (parameters, control configuration, the robot description, the bridge) up to
 opening the first bus, which fails on an interface that does not exist; then it lists which of
-mujoco and ruckig are loaded. The simulated backend, run the same way, is the control: it must
-load MuJoCo (else the check could not fail).
+mujoco, ruckig, matplotlib and pinocchio are loaded. The simulated backend, run the same way,
+is the control: it must load MuJoCo (else the check could not fail). .importlinter's
+real-drive-path contract says the same of every import statement.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ try:
     bridge.close()
 except DriveStartupError as error:
     stopped_at = str(error)
-print(json.dumps({"stopped_at": stopped_at, "loaded": [m for m in ("mujoco", "ruckig") if m in sys.modules]}))
+engines = ("mujoco", "ruckig", "matplotlib", "pinocchio")
+print(json.dumps({"stopped_at": stopped_at, "loaded": [m for m in engines if m in sys.modules]}))
 """
 
 
