@@ -45,9 +45,9 @@ setup(
         share("launch", "*.py"),
         share("rviz", "*.rviz"),
     ],
-    # The code needs 3.10 (zip(strict=True); ruff's target-version); CI tests 3.11, and the
-    # simulation's pinned MuJoCo (requirements.txt) needs 3.11.
-    python_requires=">=3.10",
+    # The simulation's pinned MuJoCo (requirements.txt) needs 3.11 (= ruff's target-version);
+    # CI tests 3.11.
+    python_requires=">=3.11",
     install_requires=["setuptools", "numpy", "PyYAML"],
     zip_safe=True,
     maintainer="Quirobot developers",
