@@ -1,0 +1,244 @@
+"""A drill-hole request (the DrillHole action's goal) checked, planned and tracked, ROS-free.
+
+- `DrillGoal`: entry (3,) m, direction (3,) (any length, normalised here), depth m, feed_rate m/s,
+  max_thrust N, in the world frame.
+- `plan_drill_hole(goal, start, params, dt)`: validates the goal (finite values, a direction,
+  depth within the drill feed's travel, feed rate within the feed's velocity limit, thrust bound
+  within the feed's effort limit and above the bone model's predicted thrust) and plans it with
+  the incision planner (`plan_incision`: approach, align, feed, dwell, retract, withdraw, back to
+  `start`): the shipped incision task (config/tasks/incision.yaml) with the goal's entry,
+  direction, depth and feed rate and `start` as its park pose. An unreachable goal is refused
+  with the planner's reason, which names the joint. Raises `GoalRejectedError`.
+- `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
+- `phase_progress`: the phase name and the fraction done at a time of the plan.
+- `plan_cancel_retract`: the feed back out of the bone along the axis from a measured pose.
+- `CancelPolicy`: what a cancel or an error does in each state (TRANSITIONS, the whole table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+import numpy as np
+
+from quirobot_control.axes.limits import JointLimits, PlanningError
+from quirobot_control.models.bone import BoneThrust
+from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision
+from quirobot_control.planning.trajectory import JointTrajectory, plan_feed
+from quirobot_description.parameters import FEED_INDEX, RobotParameters
+
+#: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
+#: retracts along the axis instead of stopping.
+BONE_PHASES = frozenset({"feed", "dwell", "retract"})
+
+
+class GoalRejectedError(ValueError):
+    """A DrillHole goal that cannot be done; the message says why (the joint, the limit, the value)."""
+
+
+@dataclass(frozen=True)
+class DrillGoal:
+    entry: np.ndarray  # (3,) m, world frame: where the tip enters the bone
+    direction: np.ndarray  # (3,) into the bone, any non-zero length
+    depth: float  # m past the entry along the direction
+    feed_rate: float  # m/s
+    max_thrust: float  # N, the largest thrust the goal allows
+
+
+@dataclass(frozen=True)
+class DrillPlan:
+    task: IncisionTask  # the incision task the goal became (unit direction, start as park)
+    trajectory: JointTrajectory  # (N, 6) at dt, phases start .. end
+    predicted_thrust: float  # N, the bone model's quasi-static peak at the feed rate
+
+
+def _finite(name: str, value: np.ndarray | float) -> np.ndarray:
+    array = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(array)):
+        raise GoalRejectedError(f"{name} must be finite, got {array.tolist()}")
+    return array
+
+
+def plan_drill_hole(
+    goal: DrillGoal,
+    start: np.ndarray,
+    params: RobotParameters,
+    dt: float,
+    base: IncisionTask | None = None,
+) -> DrillPlan:
+    """Check `goal` and plan it from joint pose `start` (6,) (arm joints then drill_feed) back to it.
+
+    `base` (default: the shipped incision task) gives what a goal does not: standoff, approach
+    distance, dwell, retract rate, line limits and the bone model for the thrust prediction.
+    """
+    base = base or load_task("incision")
+    entry = _finite("entry", goal.entry)
+    direction = _finite("direction", goal.direction)
+    if entry.shape != (3,) or direction.shape != (3,):
+        raise GoalRejectedError("entry and direction must each have 3 components")
+    norm = float(np.linalg.norm(direction))
+    if norm < 1e-9:
+        raise GoalRejectedError("direction must be a non-zero vector (into the bone)")
+    for name in ("depth", "feed_rate", "max_thrust"):
+        value = float(_finite(name, getattr(goal, name)))
+        if value <= 0.0:
+            raise GoalRejectedError(f"{name} must be > 0, got {value}")
+    limits = JointLimits.from_parameters(params)
+    start = _finite("start pose", start)
+    try:
+        limits.check_position(start, "start pose")
+    except PlanningError as error:
+        raise GoalRejectedError(str(error)) from error
+    retracted = float(start[FEED_INDEX])
+    travel = limits.soft_upper[FEED_INDEX] - retracted - base.standoff
+    if goal.depth > travel:
+        raise GoalRejectedError(
+            f"depth {goal.depth * 1000:.2f} mm exceeds the drill_feed travel left after the "
+            f"{base.standoff * 1000:.1f} mm standoff: {travel * 1000:.2f} mm"
+        )
+    feed_velocity = float(limits.velocity[FEED_INDEX])
+    if goal.feed_rate > feed_velocity:
+        raise GoalRejectedError(
+            f"feed_rate {goal.feed_rate} m/s exceeds the drill_feed velocity limit {feed_velocity} m/s"
+        )
+    if goal.max_thrust > params.drill.feed_effort:
+        raise GoalRejectedError(
+            f"max_thrust {goal.max_thrust} N exceeds the drill_feed effort limit {params.drill.feed_effort} N"
+        )
+    predicted = predicted_peak_thrust(base, goal.depth, goal.feed_rate)
+    if predicted > goal.max_thrust:
+        raise GoalRejectedError(
+            f"the bone model predicts {predicted:.1f} N of thrust at {goal.feed_rate * 1000:.2f} mm/s, "
+            f"above max_thrust {goal.max_thrust} N: lower the feed rate"
+        )
+    task = replace(
+        base,
+        entry=entry,
+        direction=direction / norm,
+        depth=float(goal.depth),
+        feed_rate=float(goal.feed_rate),
+        park=start.copy(),
+    )
+    try:
+        trajectory = plan_incision(task, params, dt)
+    except (PlanningError, ValueError) as error:
+        raise GoalRejectedError(str(error)) from error
+    return DrillPlan(task=task, trajectory=trajectory, predicted_thrust=predicted)
+
+
+def predicted_peak_thrust(task: IncisionTask, depth: float, feed_rate: float) -> float:
+    """Largest quasi-static thrust (N) of the task's bone model over 0..depth at `feed_rate` m/s."""
+    model = BoneThrust(task.bone)
+    samples = np.linspace(0.0, depth, max(int(depth / 1e-5), 2))
+    return max(model.target(float(d), feed_rate) for d in samples)
+
+
+def tip_progress(tip: np.ndarray, entry: np.ndarray, direction: np.ndarray) -> tuple[float, float]:
+    """(depth past the entry along the unit `direction`, distance from the axis), m, of tip (3,)."""
+    offset = np.asarray(tip, dtype=float) - entry
+    depth = float(offset @ direction)
+    return depth, float(np.linalg.norm(offset - depth * direction))
+
+
+def phase_progress(trajectory: JointTrajectory, t: float) -> tuple[str, float]:
+    """The phase at time t (s from the plan's start) and the fraction of the plan done (0..1)."""
+    duration = max(trajectory.duration, 1e-12)
+    t = min(max(t, 0.0), trajectory.duration)
+    name = trajectory.phases[-1].name if trajectory.phases else ""
+    for phase in trajectory.phases:
+        if t < phase.end_time:
+            name = phase.name
+            break
+    return name, t / duration
+
+
+def plan_cancel_retract(
+    q_now: np.ndarray, task: IncisionTask, params: RobotParameters, dt: float
+) -> JointTrajectory:
+    """The feed alone back to the task's retracted feed (its park pose's), from measured q (6,):
+    the bit leaves the bone along the drilling axis and the tip stops the standoff above the entry.
+    """
+    limits = JointLimits.from_parameters(params)
+    q = np.asarray(q_now, dtype=float).copy()
+    # A measured pose a hair outside the soft range (tracking error) must not block the way out.
+    q = np.clip(q, limits.soft_lower, limits.soft_upper)
+    rate = min(task.retract_rate, float(limits.velocity[FEED_INDEX]))
+    return plan_feed(q, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract")
+
+
+class State(Enum):
+    IDLE = "idle"
+    MOVING = "moving"  # executing, the bit out of bone
+    DRILLING = "drilling"  # executing a bone phase (feed, dwell, retract)
+    RETRACTING = "retracting"  # a cancel's retract out of the bone
+    SUCCEEDED = "succeeded"
+    CANCELED = "canceled"
+    STOPPED = "stopped"  # stopped at once: an error, or a cancel outside the bone or a second one
+
+
+class Event(Enum):
+    GOAL = "goal"  # a goal accepted: start executing
+    BONE_ENTERED = "bone_entered"  # the plan enters a bone phase
+    BONE_LEFT = "bone_left"  # the plan leaves the bone phases
+    CANCEL = "cancel"
+    ERROR = "error"  # a drive fault, an aborted controller goal, lost joint states
+    MOTION_DONE = "motion_done"  # the commanded motion finished
+
+
+class Action(Enum):
+    NONE = "none"
+    EXECUTE = "execute"  # send the plan to the controllers
+    RETRACT = "retract"  # replace the motion with plan_cancel_retract
+    STOP = "stop"  # hold where the robot is, at once (cancel the controllers' goals)
+    SUCCEED = "succeed"
+    FINISH_CANCEL = "finish_cancel"  # the goal ends canceled, the bit out of the bone
+
+
+_TERMINAL = (State.IDLE, State.SUCCEEDED, State.CANCELED, State.STOPPED)
+
+#: (state, event) -> (next state, action), every pair. A cancel in bone retracts; a cancel out of
+#: bone, a second cancel or any error stops at once; a motion ending with the bit in bone is an
+#: error (the plan always retracts), so it stops.
+TRANSITIONS: dict[tuple[State, Event], tuple[State, Action]] = {
+    **{(s, Event.GOAL): (State.MOVING, Action.EXECUTE) for s in _TERMINAL},
+    **{(s, e): (s, Action.NONE) for s in _TERMINAL for e in Event if e is not Event.GOAL},
+    (State.MOVING, Event.GOAL): (State.MOVING, Action.NONE),
+    (State.MOVING, Event.BONE_ENTERED): (State.DRILLING, Action.NONE),
+    (State.MOVING, Event.BONE_LEFT): (State.MOVING, Action.NONE),
+    (State.MOVING, Event.CANCEL): (State.STOPPED, Action.STOP),
+    (State.MOVING, Event.ERROR): (State.STOPPED, Action.STOP),
+    (State.MOVING, Event.MOTION_DONE): (State.SUCCEEDED, Action.SUCCEED),
+    (State.DRILLING, Event.GOAL): (State.DRILLING, Action.NONE),
+    (State.DRILLING, Event.BONE_ENTERED): (State.DRILLING, Action.NONE),
+    (State.DRILLING, Event.BONE_LEFT): (State.MOVING, Action.NONE),
+    (State.DRILLING, Event.CANCEL): (State.RETRACTING, Action.RETRACT),
+    (State.DRILLING, Event.ERROR): (State.STOPPED, Action.STOP),
+    (State.DRILLING, Event.MOTION_DONE): (State.STOPPED, Action.STOP),
+    (State.RETRACTING, Event.GOAL): (State.RETRACTING, Action.NONE),
+    (State.RETRACTING, Event.BONE_ENTERED): (State.RETRACTING, Action.NONE),
+    (State.RETRACTING, Event.BONE_LEFT): (State.RETRACTING, Action.NONE),
+    (State.RETRACTING, Event.CANCEL): (State.STOPPED, Action.STOP),
+    (State.RETRACTING, Event.ERROR): (State.STOPPED, Action.STOP),
+    (State.RETRACTING, Event.MOTION_DONE): (State.CANCELED, Action.FINISH_CANCEL),
+}
+
+
+@dataclass
+class CancelPolicy:
+    """The goal's execution state; `handle(event)` moves it by TRANSITIONS and says what to do."""
+
+    state: State = State.IDLE
+
+    def handle(self, event: Event) -> Action:
+        self.state, action = TRANSITIONS[(self.state, event)]
+        return action
+
+    def phase_event(self, phase: str) -> Event | None:
+        """The event a plan phase implies in the current state (None: nothing changes)."""
+        in_bone = phase in BONE_PHASES
+        if in_bone and self.state is State.MOVING:
+            return Event.BONE_ENTERED
+        if not in_bone and self.state is State.DRILLING:
+            return Event.BONE_LEFT
+        return None

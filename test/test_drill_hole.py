@@ -1,0 +1,215 @@
+"""The DrillHole action's core: goal checks, the plan, progress, the cancel policy (ROS-free)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from quirobot_control.planning.drill_hole import (
+    BONE_PHASES,
+    TRANSITIONS,
+    Action,
+    CancelPolicy,
+    DrillGoal,
+    Event,
+    GoalRejectedError,
+    State,
+    phase_progress,
+    plan_cancel_retract,
+    plan_drill_hole,
+    tip_progress,
+)
+from quirobot_control.planning.tasks import Kinematics, load_task
+from quirobot_description import robot_parameters
+from quirobot_description.parameters import FEED_INDEX
+from quirobot_kinematics import KinematicModel
+
+DT = 0.002  # s: coarser than the control period, the checks do not depend on it
+
+
+@pytest.fixture(scope="module")
+def params():
+    return robot_parameters()
+
+
+@pytest.fixture(scope="module")
+def incision():
+    return load_task("incision")
+
+
+@pytest.fixture(scope="module")
+def shipped(incision):
+    return DrillGoal(incision.entry, incision.direction, incision.depth, incision.feed_rate, 60.0)
+
+
+@pytest.fixture(scope="module")
+def plan(shipped, incision, params):
+    return plan_drill_hole(shipped, incision.park, params, DT)
+
+
+def test_shipped_incision_plans_every_phase_and_reaches_depth_on_the_axis(plan, incision, params):
+    names = [phase.name for phase in plan.trajectory.phases]
+    assert names == [
+        "start",
+        "approach",
+        "align",
+        "settle",
+        "feed",
+        "dwell",
+        "retract",
+        "withdraw",
+        "park",
+        "end",
+    ]
+    kin = Kinematics(KinematicModel.from_parameters(params))
+    at_depth = plan.trajectory.sample(plan.trajectory.phase("dwell").start_time)[0]
+    depth, lateral = tip_progress(kin.tip(at_depth), incision.entry, incision.direction)
+    assert depth == pytest.approx(incision.depth, abs=1e-6)
+    assert lateral < 1e-6
+    # It starts and ends at the start pose.
+    np.testing.assert_allclose(plan.trajectory.positions[0], incision.park, atol=1e-12)
+    np.testing.assert_allclose(plan.trajectory.positions[-1], incision.park, atol=1e-9)
+
+
+def test_direction_of_any_length_is_normalised(shipped, incision, params):
+    scaled = replace(shipped, direction=3.0 * incision.direction)
+    plan = plan_drill_hole(scaled, incision.park, params, DT)
+    np.testing.assert_allclose(plan.task.direction, incision.direction, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"entry": np.array([5.0, 1.0, -1.35])}, "gantry_x"),
+        ({"entry": np.array([1.0, 1.0, 0.5])}, "gantry_z"),
+        ({"depth": 0.2}, "drill_feed travel"),
+        ({"feed_rate": 0.05}, "drill_feed velocity limit"),
+        ({"max_thrust": 1e4}, "drill_feed effort limit"),
+        ({"max_thrust": 5.0}, "predicts"),
+        ({"depth": float("nan")}, "depth must be finite"),
+        ({"entry": np.array([1.0, float("inf"), -1.35])}, "entry must be finite"),
+        ({"direction": np.zeros(3)}, "non-zero"),
+        ({"feed_rate": -0.001}, "feed_rate must be > 0"),
+    ],
+)
+def test_goal_rejected_with_the_reason(shipped, incision, params, change, words):
+    with pytest.raises(GoalRejectedError, match=words):
+        plan_drill_hole(replace(shipped, **change), incision.park, params, DT)
+
+
+def test_start_outside_the_soft_limits_is_rejected_naming_the_joint(shipped, incision, params):
+    start = incision.park.copy()
+    start[0] = -1.0
+    with pytest.raises(GoalRejectedError, match="gantry_x"):
+        plan_drill_hole(shipped, start, params, DT)
+
+
+def test_predicted_thrust_bounds_the_bone_model(plan, incision):
+    bone = incision.bone
+    rate = (incision.feed_rate / bone.reference_feed_rate) ** bone.feed_rate_exponent
+    cortical = bone.reference_thrust * rate * max(layer.thrust_factor for layer in bone.layers)
+    assert plan.predicted_thrust == pytest.approx(cortical, rel=1e-3)
+
+
+def test_tip_progress_splits_depth_and_lateral():
+    entry = np.array([1.0, 2.0, 3.0])
+    u = np.array([0.0, 0.6, -0.8])
+    side = np.array([1.0, 0.0, 0.0])
+    depth, lateral = tip_progress(entry + 0.01 * u + 0.0003 * side, entry, u)
+    assert depth == pytest.approx(0.01)
+    assert lateral == pytest.approx(0.0003)
+
+
+def test_phase_progress_walks_the_phases(plan):
+    trajectory = plan.trajectory
+    for phase in trajectory.phases:
+        if phase.end_time - phase.start_time > 2 * DT:
+            middle = 0.5 * (phase.start_time + phase.end_time)
+            name, fraction = phase_progress(trajectory, middle)
+            assert name == phase.name
+            assert fraction == pytest.approx(middle / trajectory.duration)
+    assert phase_progress(trajectory, -1.0) == (trajectory.phases[0].name, 0.0)
+    assert phase_progress(trajectory, 1e9) == (trajectory.phases[-1].name, 1.0)
+
+
+def test_cancel_retract_takes_the_tip_out_above_the_entry(plan, params):
+    trajectory, task = plan.trajectory, plan.task
+    feed = trajectory.phase("feed")
+    q_mid_feed = trajectory.sample(0.5 * (feed.start_time + feed.end_time))[0]
+    kin = Kinematics(KinematicModel.from_parameters(params))
+    assert tip_progress(kin.tip(q_mid_feed), task.entry, task.direction)[0] > 0.0  # in bone
+    retract = plan_cancel_retract(q_mid_feed, task, params, DT)
+    depths = [tip_progress(kin.tip(q), task.entry, task.direction) for q in retract.positions]
+    assert depths[-1][0] < 0.0  # out of the bone, above the entry
+    assert depths[-1][0] == pytest.approx(-task.standoff, abs=1e-9)
+    assert max(lateral for _, lateral in depths) < 1e-6  # along the axis
+    assert np.all(np.diff(retract.positions[:, FEED_INDEX]) <= 1e-15)  # only ever backwards
+    assert np.array_equal(
+        retract.positions[:, :FEED_INDEX], np.tile(q_mid_feed[:FEED_INDEX], (len(retract.positions), 1))
+    )
+
+
+def expected(state: State, event: Event) -> tuple[State, Action]:
+    """The issue's policy written independently of the table."""
+    running = state in (State.MOVING, State.DRILLING, State.RETRACTING)
+    if not running:
+        return (State.MOVING, Action.EXECUTE) if event is Event.GOAL else (state, Action.NONE)
+    if event is Event.ERROR:
+        return State.STOPPED, Action.STOP
+    if event is Event.CANCEL:
+        if state is State.DRILLING:
+            return State.RETRACTING, Action.RETRACT  # never a stop with the bit in bone
+        return State.STOPPED, Action.STOP  # out of bone, or a second cancel
+    if event is Event.MOTION_DONE:
+        return {
+            State.MOVING: (State.SUCCEEDED, Action.SUCCEED),
+            State.DRILLING: (State.STOPPED, Action.STOP),
+            State.RETRACTING: (State.CANCELED, Action.FINISH_CANCEL),
+        }[state]
+    if state is State.RETRACTING or event is Event.GOAL:
+        return state, Action.NONE
+    return (State.DRILLING if event is Event.BONE_ENTERED else State.MOVING), Action.NONE
+
+
+@pytest.mark.parametrize("state", list(State))
+@pytest.mark.parametrize("event", list(Event))
+def test_transition_table_every_pair(state, event):
+    assert TRANSITIONS[(state, event)] == expected(state, event)
+    policy = CancelPolicy(state)
+    assert policy.handle(event) is expected(state, event)[1]
+    assert policy.state is expected(state, event)[0]
+
+
+def test_table_has_exactly_every_pair():
+    assert set(TRANSITIONS) == {(s, e) for s in State for e in Event}
+
+
+def test_cancel_during_feed_then_second_cancel(plan):
+    policy = CancelPolicy()
+    assert policy.handle(Event.GOAL) is Action.EXECUTE
+    for phase in plan.trajectory.phases:
+        event = policy.phase_event(phase.name)
+        if event is not None:
+            policy.handle(event)
+        if phase.name == "feed":
+            break
+    assert policy.state is State.DRILLING
+    assert "feed" in BONE_PHASES
+    assert policy.handle(Event.CANCEL) is Action.RETRACT
+    assert policy.handle(Event.CANCEL) is Action.STOP
+    assert policy.state is State.STOPPED
+
+
+def test_whole_plan_without_events_succeeds(plan):
+    policy = CancelPolicy()
+    policy.handle(Event.GOAL)
+    seen = []
+    for phase in plan.trajectory.phases:
+        event = policy.phase_event(phase.name)
+        if event is not None:
+            seen.append(event)
+            policy.handle(event)
+    assert seen == [Event.BONE_ENTERED, Event.BONE_LEFT]
+    assert policy.handle(Event.MOTION_DONE) is Action.SUCCEED
