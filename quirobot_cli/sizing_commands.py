@@ -28,8 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "transmission efficiency and rotor inertia. Prints motor-side peak, nominal (cruise) and RMS "
             "torque (N*m) and peak speed (rad/s) per joint, checked against the motor's peak torque "
             "K_T*I_max, continuous torque K_T*I_cont and the speed it reaches at the bus voltage, with the "
-            "margin of the tightest check. --model report reproduces the report's own table (its lumped "
-            "model, g = 9.8, no efficiency, q = 0)."
+            "margin of the tightest check. --model report reproduces the report's own table as the report "
+            "computed it (its lumped model, g = 9.8, no efficiency, q = 0, every joint driven in its "
+            "positive direction at once: no search over poses or directions)."
         ),
     )
     size.add_argument(
@@ -100,8 +101,13 @@ def format_table(params: RobotParameters, result: SizingResult) -> str:
         if result.model == "report"
         else f"worst of {result.poses} poses (q = 0 and a Halton sequence over the joint limits)"
     )
+    directions = (
+        "every joint in the report's positive direction at once (joint 3 lifting)"
+        if result.model == "report"
+        else "both directions of every joint"
+    )
     lines = [
-        f"QUIROBOT servo sizing, {result.model} model, {where}, both directions of every joint",
+        f"QUIROBOT servo sizing, {result.model} model, {where}, {directions}",
         f"trapezoid {sizing.acceleration_time:g} / {sizing.cruise_time:g} / {sizing.deceleration_time:g} s "
         f"at {prismatic:g} m/s and {revolute:.4g} rad/s on every joint at once; duty cycle with "
         f"{sizing.dwell_time:g} s holds; safety factor {SF:g}; bus {params.drive.bus_voltage:g} V x "

@@ -27,9 +27,13 @@ torques are exact: the peak from the phase ends and the quadratic's vertex, the 
 tau_motor^2 in closed form, split where the effort changes sign (the efficiency switches there).
 Holding torque between moves (no power flow) is counted as driving: |G| / (ratio * efficiency).
 
-`--model report` reproduces the report: its model (m5 = 7 kg lumped, its inertia formula,
-g = 9.8, no efficiency, no rotor inertia) at q = 0 only. Its one published table entry, joint 3
-nominal 1.2385 N*m = (12*9.8 + 0.06*1)/95, comes out exactly (joint 3 moving up).
+`--model report` reproduces the report as the report computed it: its model (m5 = 7 kg lumped,
+its inertia formula, g = 9.8, no efficiency, no rotor inertia) at q = 0 only, every joint driven
+in the report's positive direction at once (REPORT_DIRECTION): no pose search, no direction
+search (those belong to the physical model). Its one published table entry, joint 3 nominal
+1.2385 N*m = (12*9.8 + 0.06*1)/95, comes out exactly: gravity and viscous friction add, so the
+report's positive joint 3 lifts the ram, which is d3 decreasing in our frames (the tool descends
+as d3 grows, report DH table). The RMS duty cycle moves out in that direction and back.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ from quirobot_description.parameters import RobotParameters
 #: Samples per acceleration or braking phase for the voltage check and the plot (peak, nominal and
 #: RMS torques are computed exactly from the phase polynomials).
 PHASE_SAMPLES = 21
+#: The report's one direction (ch.6: every joint driven "positive" at once), as joint velocity signs
+#: in our frames. Joints 1, 2, 4, 5: our positive is the report's (same DH table). Joint 3: the
+#: report's published entry (nominal (12*9.8 + 0.06*1)/95: gravity and friction add) pins its
+#: positive motion as lifting the ram, our d3 decreasing.
+REPORT_DIRECTION = np.array([1.0, 1.0, -1.0, 1.0, 1.0])
 #: Poses evaluated per vectorized batch (and per progress-bar step).
 CHUNK = 256
 
@@ -254,7 +263,9 @@ def size_servos(
     )
     velocity = params.velocity_limits
     profile = _profile(params)
-    signs = _sign_patterns(5)  # (S, 5)
+    # The report: its one direction (pattern 0) and the way back (pattern 1, for the duty cycle's RMS).
+    signs = np.array([REPORT_DIRECTION, -REPORT_DIRECTION]) if report else _sign_patterns(5)  # (S, 5)
+    considered = 1 if report else len(signs)  # patterns searched for the worst case
     opposite = np.arange(len(signs))[::-1]
     half = len(signs) // 2  # patterns 0..half-1 start with +1; C(q, -x) = C(q, x)
     sizing = params.sizing
@@ -329,12 +340,14 @@ def size_servos(
         available = (v_max - R * SF * magnitude / K_T) / K_V
         with np.errstate(divide="ignore", invalid="ignore"):
             speed_ratio = np.where(omega[None] > 0.0, available / omega[None], np.inf)
+        peak, cruise, rms = peak[:, :considered], cruise[:, :considered], rms[:, :considered]
+        speed_ratio = speed_ratio[:, :considered]
         best_nominal = np.maximum(best_nominal, np.abs(cruise).max(axis=(0, 1)))
         best_rms = np.maximum(best_rms, rms.max(axis=(0, 1)))
         best_speed_ratio = np.minimum(best_speed_ratio, speed_ratio.min(axis=(0, 1, 2)))
         for i in range(5):
             flat = int(np.argmax(peak[:, :, i]))
-            pose_index, sign_index = divmod(flat, len(signs))
+            pose_index, sign_index = divmod(flat, considered)
             if peak[pose_index, sign_index, i] > best_peak[i]:
                 best_peak[i] = peak[pose_index, sign_index, i]
                 worst_pose[i] = q[pose_index]
