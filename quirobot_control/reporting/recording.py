@@ -1,8 +1,12 @@
 """MCAP log of a simulation, readable by Foxglove and `ros2 bag` (ROS 2 message encoding).
 
 Topics (header.stamp = simulated time from 0):
-- /joint_states (sensor_msgs/msg/JointState): every joint incl. drill_feed, true positions,
-  velocities and drive efforts, at the control rate;
+- /joint_states (sensor_msgs/msg/JointState): every joint incl. drill_feed as the controller
+  measured it (encoder positions, the drives' velocity estimates) and the drive efforts, at the
+  control rate;
+- /quirobot/tip_pose_true (geometry_msgs/msg/PoseStamped): the plant's true drill-tip pose in
+  `world` (orientation's z axis = the drilling axis), at the control rate, sampled at the same
+  instants as /joint_states, so any tool can recompute the errors from the log;
 - /quirobot/planned_trajectory (trajectory_msgs/msg/JointTrajectory): the plan, once, at 100 Hz;
 - /quirobot/planned_path and /quirobot/tip_path (nav_msgs/msg/Path): the planned and the actual
   drill tip, once, at 100 Hz, in the `world` frame.
@@ -56,6 +60,16 @@ PATH = (
     "std_msgs/Header header\ngeometry_msgs/PoseStamped[] poses\n" + _SEPARATOR + _HEADER + _SEPARATOR + _TIME
 )
 PATH += _SEPARATOR + _POSE
+#: geometry_msgs/msg/PoseStamped as a top-level message (its definition, then its dependencies).
+POSE_STAMPED = (
+    "std_msgs/Header header\ngeometry_msgs/Pose pose\n"
+    + _SEPARATOR
+    + _HEADER
+    + _SEPARATOR
+    + _TIME
+    + _SEPARATOR
+    + _POSE.split(_SEPARATOR, 1)[1]
+)
 
 #: Decimation of the one-shot plan and path messages (every 10th control sample: 100 Hz).
 _PLAN_STRIDE = 10
@@ -64,6 +78,18 @@ _PLAN_STRIDE = 10
 def _stamp(t: float) -> dict[str, int]:
     ns = int(round(t * 1e9))
     return {"sec": ns // 1_000_000_000, "nanosec": ns % 1_000_000_000}
+
+
+def _pose_stamped(position: np.ndarray, quaternion: np.ndarray, t: float) -> dict:
+    """PoseStamped in `world`: position (3,) m, quaternion (4,) w x y z."""
+    w, x, y, z = (float(v) for v in quaternion)
+    return {
+        "header": {"stamp": _stamp(t), "frame_id": "world"},
+        "pose": {
+            "position": {"x": float(position[0]), "y": float(position[1]), "z": float(position[2])},
+            "orientation": {"x": x, "y": y, "z": z, "w": w},
+        },
+    }
 
 
 def _path(points: np.ndarray, times: np.ndarray) -> dict:
@@ -87,11 +113,17 @@ def write_mcap(path: str | Path, log: SimulationLog, trajectory: JointTrajectory
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     names = list(log.names)
+    count = len(log.time)
+    measured_velocity = log.velocity if log.measured_velocity is None else log.measured_velocity
+    orientation = (
+        np.tile([1.0, 0.0, 0.0, 0.0], (count, 1)) if log.tip_orientation is None else log.tip_orientation
+    )
     with path.open("wb") as stream:
         writer = Writer(stream)
         joint_state = writer.register_msgdef("sensor_msgs/msg/JointState", JOINT_STATE)
         joint_trajectory = writer.register_msgdef("trajectory_msgs/msg/JointTrajectory", JOINT_TRAJECTORY)
         nav_path = writer.register_msgdef("nav_msgs/msg/Path", PATH)
+        pose_stamped = writer.register_msgdef("geometry_msgs/msg/PoseStamped", POSE_STAMPED)
         stride = slice(None, None, _PLAN_STRIDE)
         plan = {
             "header": {"stamp": _stamp(0.0), "frame_id": "world"},
@@ -128,12 +160,20 @@ def write_mcap(path: str | Path, log: SimulationLog, trajectory: JointTrajectory
             message = {
                 "header": {"stamp": _stamp(float(t)), "frame_id": ""},
                 "name": names,
-                "position": log.position[k].tolist(),
-                "velocity": log.velocity[k].tolist(),
+                "position": log.measured[k].tolist(),
+                "velocity": measured_velocity[k].tolist(),
                 "effort": log.effort[k].tolist(),
             }
             writer.write_message(
                 "/joint_states", joint_state, message, log_time=ns, publish_time=ns, sequence=k
+            )
+            writer.write_message(
+                "/quirobot/tip_pose_true",
+                pose_stamped,
+                _pose_stamped(log.tip[k], orientation[k], float(t)),
+                log_time=ns,
+                publish_time=ns,
+                sequence=k,
             )
         end = int(round(float(log.time[-1]) * 1e9)) if len(log.time) else 0
         writer.write_message(

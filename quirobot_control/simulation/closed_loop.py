@@ -54,12 +54,14 @@ class SimulationLog:
     reference: np.ndarray  # (N, 6) planned positions
     current: np.ndarray  # (N, 6) current commands, A
     effort: np.ndarray  # (N, 6) drive efforts, N or N*m
-    tip: np.ndarray  # (N, 3) drill tip, world, m
+    tip: np.ndarray  # (N, 3) drill tip, world, m (the plant's true tip)
     planned_tip: np.ndarray  # (N, 3) planned drill tip (FK of the plan), m
     tool0: np.ndarray  # (N, 3) tool0, world, m
     planned_tool0: np.ndarray  # (N, 3) planned tool0 (FK of the plan), m
     thrust: np.ndarray  # (N,) bone thrust, N
     controller_time: np.ndarray  # (N,) wall time of read + write, s
+    tip_orientation: np.ndarray | None = None  # (N, 4) true drill-tip orientation, quaternion w x y z
+    measured_velocity: np.ndarray | None = None  # (N, 6) velocities as the drives report them
     wall_time: float = 0.0  # s for the whole run
     stop_reason: str | None = None
     events: list[str] = field(default_factory=list)
@@ -176,6 +178,8 @@ class ClosedLoopSimulation:
             planned_tool0=self.planned_tool0,
             thrust=np.zeros(count),
             controller_time=np.zeros(count),
+            tip_orientation=np.zeros((count, 4)),
+            measured_velocity=np.zeros((count, n)),
         )
         plant = self.plant
         plant.reset(trajectory.positions[0])
@@ -217,6 +221,7 @@ class ClosedLoopSimulation:
             log.position[k] = plant.position
             log.velocity[k] = plant.velocity
             log.tip[k] = plant.tip
+            log.tip_orientation[k] = plant.tip_quaternion
             log.tool0[k] = plant.tool0
             log.thrust[k] = thrust
             tick = clock.perf_counter()
@@ -232,6 +237,7 @@ class ClosedLoopSimulation:
                 status = hardware.write(t, self.dt)
             log.controller_time[k] = clock.perf_counter() - tick
             log.measured[k] = [j.state["position"] for j in hardware.joints]
+            log.measured_velocity[k] = [j.state["velocity"] for j in hardware.joints]
             log.current[k] = hardware.currents
             pushed = drilling is not None or self.external_tip_force is not None
             log.effort[k] = plant.step_period(drives, self.substeps, tip_force if pushed else None)
@@ -258,6 +264,8 @@ class ClosedLoopSimulation:
                 "planned_tool0",
                 "thrust",
                 "controller_time",
+                "tip_orientation",
+                "measured_velocity",
             ):
                 setattr(log, name, getattr(log, name)[:last])
         return log

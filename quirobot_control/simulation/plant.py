@@ -108,6 +108,11 @@ class MujocoPlant:
         """(3,) drill tip position in the world (m), after the last step."""
         return self.data.xpos[self.tip_body]
 
+    @property
+    def tip_quaternion(self) -> np.ndarray:
+        """(4,) drill tip orientation in the world, unit quaternion (w, x, y, z); its z axis is the bit's."""
+        return self.data.xquat[self.tip_body]
+
     def step(self, efforts: np.ndarray, tip_force: np.ndarray | None = None) -> None:
         """One physics step with joint efforts (6,) and a world force (3,) N at the drill tip."""
         applied = self.data.qfrc_applied
