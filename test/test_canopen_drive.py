@@ -304,8 +304,8 @@ def test_quick_stop(make_rig):
     drive.command_current(5.0)
     rig.step(3)
     assert drive.feedback().current > 4.9
-    drive.quick_stop()
-    assert sim.state is Cia402State.QUICK_STOP_ACTIVE
+    drive.quick_stop()  # by RPDO: the slave applies it on reception, no SDO round trip
+    assert wait_until(lambda: sim.state is Cia402State.QUICK_STOP_ACTIVE)
     rig.step(rig.settle)
     fb = drive.feedback()
     assert fb.state is DriveState.QUICK_STOP and fb.fault is None
@@ -398,7 +398,7 @@ def test_a_bad_command_is_refused_with_a_quick_stop(make_rig, bad):
     rig.frames()
     with pytest.raises(DriveError, match="quick stop|must be a number"):
         drive.command_current(bad)
-    assert sim.state is Cia402State.QUICK_STOP_ACTIVE
+    assert wait_until(lambda: sim.state is Cia402State.QUICK_STOP_ACTIVE)
     assert rpdos(rig.frames(), 1) == [(0x02, 0)]  # quick stop, zero torque: never the bad value
     rig.step(rig.settle)
     assert drive.feedback().state is DriveState.QUICK_STOP
@@ -427,7 +427,7 @@ def test_stop_leaves_the_node_pre_operational(make_rig):
     drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
     drive.enable()
     drive.stop()
-    assert sim.state is Cia402State.QUICK_STOP_ACTIVE
+    assert wait_until(lambda: sim.state is Cia402State.QUICK_STOP_ACTIVE)
     assert wait_until(lambda: sim.nmt_state == "PRE-OPERATIONAL")
     count = sim.sync_count
     rig.frames()
@@ -607,7 +607,7 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     assert "wrist_yaw" in hardware.stop_reason and "0x4310" in hardware.stop_reason
     for axis, sim in rig.simulators.items():
         expected = Cia402State.FAULT if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
-        assert sim.state is expected, axis
+        assert wait_until(lambda sim=sim, expected=expected: sim.state is expected), axis
 
 
 def test_drives_on_three_buses(params, inertias):

@@ -15,18 +15,22 @@ in lock-step with the control loop:
 - `before_read()`: one SYNC on every bus (sent by the loop itself, no free-running timer), then
   wait for every drive's TPDO1 + TPDO2 of that SYNC, at most `feedback_wait` s (wall clock;
   default one SYNC period). A drive that did not answer keeps its previous feedback.
-- The drives' feedback watchdog counts SYNCs, not wall-clock time: its clock is the time of the
-  latest SYNC sent (n * sync_period). A node silent for canopen.feedback_timeout_periods cycles
-  is a feedback-timeout fault (which stops every drive); a master that pauses (start-up, the OS)
-  does not fault drives whose answers are waiting. A SYNC the bus refuses to send (bus off, full
-  queue) is not retried: missing feedback ends in the same feedback timeout.
-- `close()`: quick stop of every enabled drive and NMT pre-operational (no more PDOs), then
-  every bus disconnected; best effort, problems returned as text.
+- The drives' feedback watchdog runs on the wall clock (time.monotonic), stamped per SYNC: the
+  drives' clock is the wall-clock time of the latest SYNC sent, so a TPDO answering it is 0 s
+  old, and a node that answered no SYNC of the last canopen.feedback_timeout (wall clock, however
+  many cycles that was) is a feedback-timeout fault, which stops every drive. A master that
+  pauses between cycles (start-up, enabling by SDO, the OS) sends no SYNC, so it does not age
+  the drives' answers.
+- A SYNC the bus refuses to send (bus off, interface down, full queue) is a fault at once of
+  every drive on that bus (`CanopenDrive.latch_fault`): the hardware component then quick-stops
+  every drive, on the other buses by RPDO. (Drives on the lost bus cannot be reached: their own
+  watchdog must stop them.)
+- `close()`: quick stop of every enabled drive by RPDO and NMT pre-operational (no more PDOs),
+  then every bus disconnected; best effort, problems returned as text.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -132,7 +136,8 @@ class CanopenBackend:
             raise ValueError(f"feedback wait must be a finite number of seconds >= 0, got {feedback_wait!r}")
         self.feedback_wait = wait
         self.sync_period = bus.sync_period
-        self.syncs = 0  # SYNCs sent on every bus since start-up
+        self.syncs = 0  # SYNC cycles since start-up
+        self._sync_time = time.monotonic()  # s, wall clock of the latest SYNC sent
         self.networks: dict[str, canopen.Network] = {}
         self.drives: dict[str, CanopenDrive] = {}
         self._closed = False
@@ -176,19 +181,29 @@ class CanopenBackend:
 
     # --- internals ----------------------------------------------------------------------------
     def _sync_clock(self) -> float:
-        """The drives' watchdog clock: time of the latest SYNC sent, s."""
-        return self.syncs * self.sync_period
+        """The drives' watchdog clock: wall-clock time (monotonic, s) of the latest SYNC sent."""
+        return self._sync_time
 
     def _sync(self, wait: float) -> None:
-        """One SYNC on every bus; wait up to `wait` s (wall clock) for every drive's TPDO1 + TPDO2."""
-        targets = [(drive, drive.feedback_count + 1) for drive in self.drives.values()]
-        self.syncs += 1  # before sending: the answers are stamped with this SYNC's time
-        for network in self.networks.values():
-            with contextlib.suppress(can.CanError, OSError):  # missing feedback: the watchdog decides
+        """One SYNC on every bus; wait up to `wait` s (wall clock) for every drive's TPDO1 + TPDO2.
+
+        A bus that refuses the SYNC faults its drives at once; nobody waits for their answers.
+        """
+        targets = {name: drive.feedback_count + 1 for name, drive in self.drives.items()}
+        self.syncs += 1
+        self._sync_time = time.monotonic()  # before sending: the answers are stamped with it
+        channels = self.params.canopen.channels
+        for bus, network in self.networks.items():
+            try:
                 network.sync.transmit()
+            except (can.CanError, OSError, AttributeError) as error:  # AttributeError: bus gone
+                reason = f"{self.config.describe(bus)}: SYNC not sent (bus off?): {_one_line(error)}"
+                for name in [n for n in targets if channels[n] == bus]:
+                    self.drives[name].latch_fault(reason)
+                    del targets[name]
         deadline = time.monotonic() + wait
-        for drive, target in targets:
-            drive.wait_for_feedback(target, max(0.0, deadline - time.monotonic()))
+        for name, target in targets.items():
+            self.drives[name].wait_for_feedback(target, max(0.0, deadline - time.monotonic()))
 
     def _open_buses(self) -> None:
         for name in self.params.canopen.channel_names:

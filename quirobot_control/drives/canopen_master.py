@@ -14,9 +14,23 @@ whoever owns the bus: `network.sync.start(period)` or `network.sync.transmit()` 
 with the control loop): each node answers with TPDO1 (statusword, position) and TPDO2
 (velocity, current). RPDO1 (controlword, target torque) is event-driven: `command_current`
 sends it, the drive applies the latest one at the next SYNC. State changes (enable, disable,
-quick stop, fault reset) go by SDO, which is confirmed, and then travel in RPDO1 too.
+fault reset) go by SDO, which is confirmed, and then travel in RPDO1 too.
 
-Feedback timeout. Every TPDO is time-stamped with `clock` (time.monotonic unless injected). The
+Stopping never waits on SDO. `quick_stop()` sends the Quick stop controlword in RPDO1 and
+returns: the drive's TPDO1 statusword confirms it; a drive still in Operation enabled
+`canopen.feedback_timeout` after the request is a fault (and the RPDO is sent again). So a
+component stopping six drives sends six RPDOs at once, even when every SDO server is dead
+(an SDO request waits canopen's 0.3 s response timeout). `feedback()` does no SDO either: the
+fault's error code comes from the drive's EMCY frame (CiA 301: a drive sends one when it
+faults); without one the reason says so, and `read_error_code()` reads 0x603F by SDO later.
+
+Events that are faults at once: an EMCY with a non-zero error code (logged, its code is the
+fault's reason); a boot-up frame (NMT heartbeat state 0) from a started node (it restarted and
+lost its configuration: power loss, reset); `latch_fault()` by the owner of the bus (a SYNC the
+bus refused to send: bus off).
+
+Feedback timeout. Every TPDO is time-stamped with `clock` (time.monotonic unless injected: wall
+clock, so a node that vanished is caught by elapsed time, whatever the master's cycle count). The
 watchdog arms at the first TPDOs after start() (enable() waits up to canopen.transition_timeout
 for them: no drive is enabled without feedback); from then on, if either TPDO is older than
 `canopen.feedback_timeout` (N SYNC periods) when the feedback is read or a command written, the
@@ -33,6 +47,7 @@ disabled drive (which CiA 402 leaves in Switch on disabled) still reports QUICK_
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import threading
 import time
@@ -95,6 +110,10 @@ from quirobot_description.parameters import (
 )
 
 _COMMUNICATION_ERRORS = (SdoCommunicationError, SdoAbortedError, can.CanError, OSError)
+#: NMT heartbeat state of a boot-up frame (CiA 301).
+NMT_BOOT_UP = 0
+
+logger = logging.getLogger(__name__)
 
 
 class CanopenDrive:
@@ -142,7 +161,12 @@ class CanopenDrive:
         self._tpdo_counts = [0, 0]
         self._master_fault: str | None = None  # feedback timeout or lost communication
         self._quick_stop_latched = False
-        self._drive_fault_text: str | None = None  # cached 0x603F text of the current fault
+        self._quick_stop_time: float | None = None  # clock() when the quick stop was requested
+        self._drive_fault_text: str | None = None  # text of the current fault's error code
+        self._emcy_fault = False  # an EMCY with a non-zero error code arrived
+        self.emcy_log: list[tuple[float, int, int]] = []  # (clock(), error code, error register)
+        self.node.emcy.add_callback(self._on_emcy)
+        self.node.nmt.add_heartbeat_callback(self._on_heartbeat)
 
     def __repr__(self) -> str:
         return f"CanopenDrive({self.name!r}, node {self.node_id})"
@@ -239,6 +263,33 @@ class CanopenDrive:
             self._tpdo_counts[1] += 1
             self._lock.notify_all()
 
+    def _on_emcy(self, entry: canopen.emcy.EmcyError) -> None:
+        """EMCY (network thread): a non-zero error code is a fault at once, its code the reason."""
+        now = self.clock()
+        with self._lock:
+            if len(self.emcy_log) < 1000:  # bounded: a babbling node cannot fill the memory
+                self.emcy_log.append((now, entry.code, entry.register))
+            if entry.code == 0:  # "error reset / no error": the drive left its fault
+                return
+            self._drive_fault_text = describe_error_code(entry.code)
+            self._emcy_fault = True
+        logger.warning(
+            "%s: EMCY %s, error register 0x%02X", self._who(), describe_error_code(entry.code), entry.register
+        )
+
+    def _on_heartbeat(self, state: int) -> None:
+        """NMT heartbeat / boot-up (network thread): a started node that boots again is a fault."""
+        if state == NMT_BOOT_UP and self._started:
+            self._latch_fault(
+                f"node {self.node_id} sent a boot-up frame: it restarted (power loss or reset) and "
+                f"lost its configuration"
+            )
+            logger.error("%s: boot-up frame while running", self._who())
+
+    def latch_fault(self, reason: str) -> None:
+        """Latch a fault found by the owner of the bus (e.g. bus off); no bus I/O."""
+        self._latch_fault(reason)
+
     @property
     def feedback_count(self) -> int:
         """Complete feedback sets (TPDO1 and TPDO2) received since construction."""
@@ -289,7 +340,7 @@ class CanopenDrive:
             if current is Cia402State.OPERATION_ENABLED:
                 return
             if current in (Cia402State.FAULT, Cia402State.FAULT_REACTION_ACTIVE):
-                raise DriveError(f"{self._who()} faulted while enabling ({self._fault_reason()})")
+                raise DriveError(f"{self._who()} faulted while enabling ({self._fault_reason_read()})")
             if time.monotonic() > deadline:
                 raise DriveError(
                     f"{self._who()} did not reach Operation enabled within "
@@ -312,19 +363,19 @@ class CanopenDrive:
     def quick_stop(self) -> None:
         """Quick stop: torque to zero, the drive stays in Quick stop active; latched until reset_fault().
 
-        Sent at once by RPDO (best effort, also when the feedback timed out), then confirmed by
-        SDO while the bus answers. A FAULT is kept as it is.
+        Sent by RPDO only (no SDO: it returns at once, see the module doc); the TPDO statusword
+        confirms it. A RPDO the bus refuses is a fault. A FAULT is kept as it is.
         """
         self._controlword = CW_QUICK_STOP
-        self._send_rpdo(CW_QUICK_STOP, 0, best_effort=True)
+        try:
+            self._send_rpdo(CW_QUICK_STOP, 0)
+        except DriveError:
+            return  # latched as a fault by _send_rpdo
         if self._state() is DriveState.FAULT:
             return
+        if not self._quick_stop_latched:
+            self._quick_stop_time = self.clock()
         self._quick_stop_latched = True
-        try:
-            self.node.sdo[CONTROLWORD].raw = CW_QUICK_STOP
-            self._read_state()
-        except _COMMUNICATION_ERRORS as error:
-            self._latch_fault(f"quick stop not confirmed, the drive does not answer: {error}")
 
     def reset_fault(self) -> None:
         """FAULT or QUICK_STOP -> DISABLED: CiA 402 fault reset (rising edge of bit 7) or Disable voltage.
@@ -344,14 +395,17 @@ class CanopenDrive:
             if time.monotonic() > deadline:
                 raise DriveError(
                     f"{self._who()}: fault reset did not reach Switch on disabled within "
-                    f"{self.bus.transition_timeout} s: it is in {state.value} ({self._fault_reason()})"
+                    f"{self.bus.transition_timeout} s: it is in {state.value} ({self._fault_reason_read()})"
                 )
         now = self.clock()
         with self._lock:
             self._master_fault = None
             self._drive_fault_text = None
+            self._emcy_fault = False
             self._quick_stop_latched = False
+            self._quick_stop_time = None
             self._tpdo_times = [now, now]
+        logger.info("%s: fault reset", self._who())
 
     def command_current(self, current: float) -> None:
         """Send the q-axis current reference (A) as target torque 0x6071 in RPDO1.
@@ -411,7 +465,7 @@ class CanopenDrive:
 
     def _state(self) -> DriveState:
         with self._lock:
-            if self._master_fault is not None:
+            if self._master_fault is not None or self._emcy_fault:
                 return DriveState.FAULT
             try:
                 state = drive_state(decode_statusword(self._statusword))
@@ -455,20 +509,65 @@ class CanopenDrive:
         if stale:
             self._controlword = CW_QUICK_STOP
             self._send_rpdo(CW_QUICK_STOP, 0, best_effort=True)
+            return
+        self._check_quick_stop_confirmed(now)
+
+    def _check_quick_stop_confirmed(self, now: float) -> None:
+        """A drive still in Operation enabled feedback_timeout after a quick stop is a fault."""
+        with self._lock:
+            requested = self._quick_stop_time
+            if (
+                requested is None
+                or not self._quick_stop_latched
+                or now - requested <= self.bus.feedback_timeout
+            ):
+                return
+            try:
+                running = decode_statusword(self._statusword) is Cia402State.OPERATION_ENABLED
+            except StatuswordError:
+                return  # _state() latches that
+            if running and self._master_fault is None:
+                self._master_fault = (
+                    f"quick stop not confirmed: node {self.node_id} still in Operation enabled "
+                    f"{now - requested:.4f} s after the request"
+                )
+        if running:
+            self._send_rpdo(CW_QUICK_STOP, 0, best_effort=True)
 
     def _fault_reason(self) -> str:
+        """The fault's text without bus I/O (see the module doc: a stop never waits on SDO)."""
         with self._lock:
             if self._master_fault is not None:
                 return self._master_fault
             if self._drive_fault_text is not None:
                 return self._drive_fault_text
+        return "drive fault (statusword Fault, no EMCY received: error code 0x603F not read)"
+
+    def read_error_code(self) -> str:
+        """The drive's error code 0x603F by SDO (after the stop: this may wait for the SDO timeout)."""
         try:
             text = describe_error_code(self.node.sdo[ERROR_CODE].raw)
         except _COMMUNICATION_ERRORS as error:
-            return f"drive fault, error code 0x603F unreadable: {error}"
+            return f"error code 0x603F unreadable: {error}"
         with self._lock:
-            self._drive_fault_text = text
+            if self._drive_fault_text is None and self._state_is_fault():
+                self._drive_fault_text = text
         return text
+
+    def _fault_reason_read(self) -> str:
+        """The fault's text, reading 0x603F by SDO if no EMCY told it (not for the stop path)."""
+        with self._lock:
+            known = self._master_fault is not None or self._drive_fault_text is not None
+        return self._fault_reason() if known else self.read_error_code()
+
+    def _state_is_fault(self) -> bool:
+        try:
+            return decode_statusword(self._statusword) in (
+                Cia402State.FAULT,
+                Cia402State.FAULT_REACTION_ACTIVE,
+            )
+        except StatuswordError:
+            return False
 
     def _send_rpdo(self, controlword: int, target_torque: int, *, best_effort: bool = False) -> None:
         if not self._started:

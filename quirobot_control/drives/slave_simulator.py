@@ -22,7 +22,8 @@ What it does, as a real drive would:
 - Faults: `inject_fault(code)` (or the SimulatedDrive's own overspeed fault, code 0x8400) puts
   the drive in Fault, sets 0x603F and the error register 0x1001, and sends an EMCY; a fault
   reset (rising edge of controlword bit 7) clears it.
-- Test hooks: `stop_feedback()` silences the TPDOs (a dead node seen from the master).
+- Test hooks: `stop_feedback()` silences the TPDOs (a dead node seen from the master),
+  `stop_sdo_server()` leaves SDO requests unanswered (a hung SDO server).
 
 Bench-top demo: `python -m quirobot_cli.canopen_servo_simulator --channel vcan0` serves every
 axis on a (virtual) SocketCAN bus until Ctrl-C (`serve`); see docs/canopen.md.
@@ -257,6 +258,11 @@ class CanopenServoSimulator:
     def resume_feedback(self) -> None:
         with self._lock:
             self._feedback_on = True
+
+    def stop_sdo_server(self) -> None:
+        """Stop answering SDO requests (PDOs, NMT and SYNC go on): a hung SDO server."""
+        if self.network is not None:
+            self.network.unsubscribe(self.node.sdo.rx_cobid, self.node.sdo.on_request)
 
     @property
     def state(self) -> Cia402State:
