@@ -72,7 +72,9 @@ def test_commands_are_tracked_and_states_published(bridge):
 
 
 def test_a_partial_command_keeps_the_other_joints(bridge):
-    for k in range(50):
+    # A 0.5 mm step of the feed: the safety layer's command limiter takes it at the feed's
+    # acceleration limit (0.1 m/s^2: about 0.14 s), so 0.2 s.
+    for k in range(200):
         bridge.command(["drill_feed"], [0.0045], [0.0], now=k * bridge.dt)
         sample = bridge.step(k * bridge.dt)
     np.testing.assert_allclose(sample.position[:5], START[:5], atol=2e-6)

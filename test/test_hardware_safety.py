@@ -258,8 +258,12 @@ def test_on_error_quick_stops(parameters, control, info):
     assert rig.hardware.on_error() is CallbackReturn.SUCCESS
     assert all(s is DriveState.QUICK_STOP for s in rig.states())
     assert rig.hardware.lifecycle is LifecycleState.UNCONFIGURED
-    # Recovery: configure (faults reset) and activate again, holding where the joints are.
-    rig.start()
+    # Recovery: configure, acknowledge the stop (faults reset, logged), activate again, holding
+    # where the joints are.
+    assert rig.hardware.on_configure() is CallbackReturn.SUCCESS
+    assert rig.hardware.on_activate() is CallbackReturn.ERROR  # the stop is latched
+    assert rig.hardware.acknowledge_stop("test: recovery") is CallbackReturn.SUCCESS
+    assert rig.hardware.on_activate() is CallbackReturn.SUCCESS
     assert all(s is DriveState.ENABLED for s in rig.states())
     held = rig.q.copy()
     for _ in range(100):

@@ -43,6 +43,8 @@ class ControlConfig:
     joints: tuple[JointControl, ...]  # AXES order
     watchdog_timeout: float  # s
     watchdog_stop_timeout: float  # s
+    watchdog_startup_timeout: float  # s, activation to the first command
+    overspeed_ratio: float  # a measured speed above ratio * velocity limit is a fault
 
     @property
     def dt(self) -> float:
@@ -119,7 +121,17 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
         joints=tuple(joints),
         watchdog_timeout=reader.number("safety.watchdog_timeout", positive=True),
         watchdog_stop_timeout=reader.number("safety.watchdog_stop_timeout", positive=True),
+        watchdog_startup_timeout=reader.number("safety.watchdog_startup_timeout", positive=True),
+        overspeed_ratio=_overspeed_ratio(reader.number("safety.overspeed_ratio", positive=True), path.name),
     )
+
+
+def _overspeed_ratio(value: float, file: str) -> float:
+    if value < 1.0:
+        raise ControlConfigError(
+            f"{file}: safety.overspeed_ratio must be >= 1 (a fault below the velocity limit), got {value}"
+        )
+    return value
 
 
 def control_configuration(params: RobotParameters) -> ControlConfig:
