@@ -157,10 +157,15 @@ def test_the_plugins_initial_nan_commands_are_not_commands(bridge, control):
     assert sample.stop_reason is None
     assert not bridge.started
     np.testing.assert_allclose(sample.position, START, atol=2e-6)
-    # Nor is the watchdog armed by them: a controller may take seconds to come up.
-    sample, _ = run(bridge, 2 * control.watchdog_stop_timeout, start=now)
+    # Nor do they count as the first command: the hardware's watchdog, armed at activation, gives
+    # a controller watchdog_startup_timeout to come up, not the running stream's stop timeout...
+    sample, now = run(bridge, 2 * control.watchdog_stop_timeout, start=now)
     assert sample.stop_reason is None
     np.testing.assert_allclose(sample.position, START, atol=2e-6)
+    # ...and a hold that never receives a command stops after it (the adapter's clock).
+    sample = bridge.step(control.watchdog_startup_timeout + 0.01)
+    assert sample.stop_reason.startswith("command watchdog: no command since activation")
+    assert stopped(bridge)
 
 
 def test_placeholder_commands_far_from_the_robot_are_ignored_and_noted(bridge):

@@ -27,10 +27,14 @@ Those are not commands. The first command accepted is the first message whose po
 velocities are all finite and whose positions are each within the joint's following-error
 limit of the measured position: what a controller writes when it takes over
 (joint_trajectory_controller commands the current state on activation). Before it, messages are
-ignored (a finite one far from the measured pose is noted once in `events`), the drives hold
-and the command watchdog is not armed. From it on every message is a command: a non-finite
-value stops every drive with a reason naming the joint, the interface and the value, and the
-watchdog (loop.safety.SafetyMonitor) is armed.
+ignored (a finite one far from the measured pose is noted once in `events`) and the drives hold.
+The hardware's command watchdog (loop.safety.SafetyMonitor) is armed at activation, here at
+construction: it gives the first command control.yaml's safety.watchdog_startup_timeout (a
+controller manager and its spawners take seconds) and stops every drive after it ("no command
+since activation"); the handshake decides what counts as that first command. From it on every
+message is a command: a non-finite value stops every drive with a reason naming the joint, the
+interface and the value, and the running stream's timeouts (watchdog_timeout, hold;
+watchdog_stop_timeout, stop) apply.
 
 Time: `command` and `step` take `now`, the adapter's clock in s (drive_node passes
 time.monotonic()): the watchdog measures the age of the last command on it, and on the control
