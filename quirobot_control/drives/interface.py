@@ -10,7 +10,11 @@ State machine (a simplified CiA 402):
     any state --inject_fault()/overspeed/non-finite command--> FAULT --reset_fault()--> DISABLED
 
 QUICK_STOP and FAULT are latched: disable() and enable() do not leave them (enable() raises
-DriveError), only reset_fault() does, and then enable() is needed to drive again.
+DriveError), only reset_fault() does, and then enable() is needed to drive again. The same rules
+as data: DRIVE_TRANSITIONS (test_drive_simulated checks SimulatedDrive against every pair).
+
+The hardware component (loop.hardware) commands ENABLED while it is active: a drive reporting
+any other state (disabled, switched on, quick stop, fault) is a fault there, named with its state.
 """
 
 from __future__ import annotations
@@ -25,6 +29,32 @@ class DriveState(enum.Enum):
     ENABLED = "enabled"
     QUICK_STOP = "quick_stop"
     FAULT = "fault"
+
+
+#: (state, request) -> the state after it; None: the request raises DriveError (state unchanged).
+#: "fault" is a fault the drive detects itself (overspeed, a non-finite command, inject_fault).
+DRIVE_TRANSITIONS: dict[tuple[DriveState, str], DriveState | None] = {
+    (DriveState.DISABLED, "enable"): DriveState.ENABLED,
+    (DriveState.DISABLED, "disable"): DriveState.DISABLED,
+    (DriveState.DISABLED, "quick_stop"): DriveState.QUICK_STOP,
+    (DriveState.DISABLED, "reset_fault"): DriveState.DISABLED,
+    (DriveState.DISABLED, "fault"): DriveState.FAULT,
+    (DriveState.ENABLED, "enable"): DriveState.ENABLED,
+    (DriveState.ENABLED, "disable"): DriveState.DISABLED,
+    (DriveState.ENABLED, "quick_stop"): DriveState.QUICK_STOP,
+    (DriveState.ENABLED, "reset_fault"): DriveState.ENABLED,
+    (DriveState.ENABLED, "fault"): DriveState.FAULT,
+    (DriveState.QUICK_STOP, "enable"): None,
+    (DriveState.QUICK_STOP, "disable"): DriveState.QUICK_STOP,
+    (DriveState.QUICK_STOP, "quick_stop"): DriveState.QUICK_STOP,
+    (DriveState.QUICK_STOP, "reset_fault"): DriveState.DISABLED,
+    (DriveState.QUICK_STOP, "fault"): DriveState.FAULT,
+    (DriveState.FAULT, "enable"): None,
+    (DriveState.FAULT, "disable"): DriveState.FAULT,
+    (DriveState.FAULT, "quick_stop"): DriveState.FAULT,
+    (DriveState.FAULT, "reset_fault"): DriveState.DISABLED,
+    (DriveState.FAULT, "fault"): DriveState.FAULT,
+}
 
 
 @dataclass(frozen=True)
