@@ -1,4 +1,8 @@
-"""ament_python package `quirobot`: description, kinematics and control of QUIROBOT."""
+"""pip install of `quirobot` (ROS-free core, CLI): description, kinematics and control of QUIROBOT.
+
+colcon builds the ROS 2 package with CMakeLists.txt instead (package.xml: ament_cmake, the
+interfaces need rosidl); both install the same share/quirobot files and executables.
+"""
 
 from glob import glob
 
@@ -60,6 +64,7 @@ setup(
             "quirobot = quirobot_cli.cli:main",
             "kinematics_node = quirobot_kinematics.nodes.kinematics_node:main",
             "drive_node = quirobot_control.nodes.drive_node:main",
+            "task_node = quirobot_control.nodes.task_node:main",
         ],
     },
 )

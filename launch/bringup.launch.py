@@ -70,7 +70,14 @@ def generate_launch_description() -> LaunchDescription:
     drive_node = Node(
         package="quirobot",
         executable="drive_node",
-        parameters=[{"drive_backend": drive_backend, "robot_description": robot_description}],
+        parameters=[
+            {
+                "drive_backend": drive_backend,
+                "robot_description": robot_description,
+                "simulated_bone": LaunchConfiguration("simulated_bone"),
+                "test_fault_injection": LaunchConfiguration("test_fault_injection"),
+            }
+        ],
         condition=IfCondition(EqualsSubstitution(hardware, "real")),
         output="screen",
     )
@@ -94,6 +101,18 @@ def generate_launch_description() -> LaunchDescription:
                 choices=list(DRIVE_BACKENDS),
                 description="drives of drive_node (hardware:=real): simulated (MuJoCo plant) or canopen "
                 "(CiA 402 servo drives on the CAN buses can0..can2)",
+            ),
+            DeclareLaunchArgument(
+                "simulated_bone",
+                default_value="none",
+                choices=["none", "incision"],
+                description="drive_backend:=simulated: this task's bone in the plant (thrust on the tip)",
+            ),
+            DeclareLaunchArgument(
+                "test_fault_injection",
+                default_value="false",
+                choices=["false", "true"],
+                description="tests only, drive_backend:=simulated: drive_node's ~/inject_fault service",
             ),
             state_publisher,
             control_node,

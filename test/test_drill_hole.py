@@ -20,6 +20,7 @@ from quirobot_control.planning.drill_hole import (
     plan_cancel_retract,
     plan_drill_hole,
     tip_progress,
+    waypoints,
 )
 from quirobot_control.planning.tasks import Kinematics, load_task
 from quirobot_description import robot_parameters
@@ -213,3 +214,23 @@ def test_whole_plan_without_events_succeeds(plan):
             policy.handle(event)
     assert seen == [Event.BONE_ENTERED, Event.BONE_LEFT]
     assert policy.handle(Event.MOTION_DONE) is Action.SUCCEED
+
+
+def test_waypoints_keep_the_ends_and_the_period(plan):
+    indices = waypoints(plan.trajectory, 0.01)
+    assert indices[0] == 0 and indices[-1] == len(plan.trajectory.positions) - 1
+    assert set(np.diff(indices[:-1])) == {5}  # 10 ms at 2 ms samples
+    assert np.diff(indices)[-1] <= 5
+
+
+def test_feed_at_its_soft_limit_first_moves_to_the_tasks_retracted_value(shipped, incision, params):
+    """The simulated drives start with the feed at its soft lower limit: the retract back there
+    would run into the safety controller's envelope, so the plan moves out to the park value."""
+    from quirobot_control.axes.limits import JointLimits
+
+    start = incision.park.copy()
+    start[FEED_INDEX] = JointLimits.from_parameters(params).soft_lower[FEED_INDEX]
+    plan = plan_drill_hole(shipped, start, params, DT)
+    assert plan.trajectory.phases[0].name == "prepare"
+    np.testing.assert_allclose(plan.trajectory.positions[0], start, atol=1e-12)
+    assert plan.trajectory.positions[-1][FEED_INDEX] == pytest.approx(incision.park[FEED_INDEX])

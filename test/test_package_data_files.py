@@ -1,6 +1,6 @@
 """One data-file locator (quirobot_description/data_files.py) in a source checkout and a pip install.
 
-The colcon install is tested in test_package_colcon.py (it reuses that file's build).
+The colcon install is tested in CI's ROS tier (test/ros/test_package_install.py).
 """
 
 from __future__ import annotations

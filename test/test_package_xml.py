@@ -1,4 +1,4 @@
-"""package.xml: valid format 3 for catkin_pkg, ament_python, and depends on what the package uses.
+"""package.xml: valid format 3 for catkin_pkg, ament_cmake, and depends on what the package uses.
 
 Every third-party module the installed code imports (quirobot_* and launch/, scanned with ast)
 maps to a declared dependency: a rosdep key of rosdistro's rosdep/python.yaml, a Jazzy ROS
@@ -72,10 +72,14 @@ def package():
     return package
 
 
-def test_format_3_ament_python(package):
+def test_format_3_ament_cmake_with_interfaces(package):
     assert package.package_format == 3
     assert package.name == "quirobot"
-    assert package.get_build_type() == "ament_python"
+    assert package.get_build_type() == "ament_cmake"
+    buildtools = {d.name for d in package.buildtool_depends}
+    assert buildtools >= {"ament_cmake", "ament_cmake_python", "rosidl_default_generators"}
+    assert "rosidl_interface_packages" in {group.name for group in package.member_of_groups}
+    assert "rosidl_default_runtime" in {d.name for d in package.exec_depends}
     assert package.licenses and package.maintainers and package.description.strip()
 
 

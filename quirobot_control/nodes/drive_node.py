@@ -20,8 +20,15 @@ Parameters:
 - can_channels: "bus=channel" pairs (e.g. "can0=vcan0,can1=vcan1,can2=vcan2") for buses whose
   channel is not their own name (default: none).
 
+Simulated backend only: `simulated_bone` (a task name, e.g. incision; default "none") puts that
+task's bone in the plant (its thrust on the drill tip); `test_fault_injection` (default false,
+tests only) adds the service ~/inject_fault (std_srvs/Trigger) that faults the drill feed's drive.
+The simulated plant is stepped with the wall clock (up to 10 periods per timer tick): a timer
+that fires late under load must not slow the simulated robot down against the controllers.
+
 A stop (a safety stop, the command watchdog, a drive fault) is logged once as an error line
-"drives stopped: <reason>". A start-up failure (no such CAN interface, a node that does not
+"drives stopped: <reason>" and published on /quirobot/drive_stop (std_msgs/String, latched).
+A start-up failure (no such CAN interface, a node that does not
 answer, a malformed description, ...) is logged in one line and the node exits with status 1
 without enabling anything. On shutdown (SIGINT or SIGTERM) every drive is stopped and the buses
 are released; the node exits with status 0.
@@ -45,7 +52,7 @@ def main(args: list[str] | None = None) -> int:
     from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
     from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
     from quirobot_control.loop.control_config import control_configuration
-    from quirobot_description.parameters import load_parameters
+    from quirobot_description.parameters import FEED_JOINT, load_parameters
 
     # SIGINT and SIGTERM (launch's escalation) as KeyboardInterrupt in spin, so that the drives are
     # stopped and the buses released on the way out. Not rclpy's handler: it shuts the context
@@ -61,6 +68,8 @@ def main(args: list[str] | None = None) -> int:
     backend_name = node.declare_parameter("drive_backend", "simulated").value
     can_interface = node.declare_parameter("can_interface", "socketcan").value
     can_channels = node.declare_parameter("can_channels", "").value
+    simulated_bone = node.declare_parameter("simulated_bone", "").value
+    fault_injection = bool(node.declare_parameter("test_fault_injection", False).value)
 
     def shut_down() -> None:
         node.destroy_node()
@@ -87,6 +96,11 @@ def main(args: list[str] | None = None) -> int:
         control = control_configuration(params)
         can = CanBusConfig(can_interface, parse_channel_map(can_channels))
         bridge = open_bridge(backend_name, params, control, description, now=time.monotonic(), can=can)
+        simulated = backend_name == "simulated"
+        if (simulated_bone not in ("", "none") or fault_injection) and not simulated:
+            raise ValueError("simulated_bone and test_fault_injection are for the simulated backend")
+        if simulated_bone not in ("", "none"):
+            bridge.backend.place_bone(simulated_bone)
     except (ValueError, OSError) as error:
         node.get_logger().fatal(f"drive start-up failed: {' '.join(str(error).split())}")
         shut_down()
@@ -94,6 +108,9 @@ def main(args: list[str] | None = None) -> int:
     node.get_logger().info(f"drives up ({backend_name} backend): {', '.join(bridge.names)}")
     publisher = node.create_publisher(JointState, states_topic, qos_profile_sensor_data)
     reported = {"stop": None, "events": 0}
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    stop_publisher = node.create_publisher(String, "/quirobot/drive_stop", latched)
+    clock = {"start": time.monotonic(), "periods": 0}
 
     def on_command(message: JointState) -> None:
         try:
@@ -104,7 +121,13 @@ def main(args: list[str] | None = None) -> int:
             node.get_logger().error(f"command refused: {error}")
 
     def on_timer() -> None:
-        sample = bridge.step(time.monotonic())
+        now = time.monotonic()
+        due = 1
+        if simulated:  # the plant's time follows the wall clock (the controllers' time)
+            due = min(max(int((now - clock["start"]) / control.dt) - clock["periods"], 1), 10)
+        for _ in range(due):
+            sample = bridge.step(now)
+        clock["periods"] += due
         message = JointState()
         message.header.stamp = node.get_clock().now().to_msg()
         message.name = list(sample.names)
@@ -118,13 +141,28 @@ def main(args: list[str] | None = None) -> int:
         if sample.stop_reason and reported["stop"] != sample.stop_reason:
             reported["stop"] = sample.stop_reason
             node.get_logger().error(f"drives stopped: {sample.stop_reason}")
+            stop_publisher.publish(String(data=sample.stop_reason))
 
     node.create_subscription(JointState, commands_topic, on_command, qos_profile_sensor_data)
+    if fault_injection:
+        from std_srvs.srv import Trigger
+
+        def inject_fault(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+            bridge.drives[FEED_JOINT].inject_fault("injected by ~/inject_fault (test)")
+            response.success, response.message = True, f"{FEED_JOINT} drive faulted"
+            return response
+
+        node.create_service(Trigger, "~/inject_fault", inject_fault)
     node.create_timer(control.dt, on_timer)
     try:
         rclpy.spin(node)
     except KeyboardInterrupt:
         pass
+    except RuntimeError:
+        # The signal's KeyboardInterrupt raised inside rclpy's C++ take_message comes out as a
+        # pybind11 RuntimeError; a RuntimeError without a signal is a real error.
+        if not _INTERRUPTED:
+            raise
     finally:
         for problem in bridge.close():
             node.get_logger().warning(f"shutdown: {problem}")
@@ -132,7 +170,11 @@ def main(args: list[str] | None = None) -> int:
     return 0
 
 
+_INTERRUPTED: list[int] = []
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    _INTERRUPTED.append(signum)
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 

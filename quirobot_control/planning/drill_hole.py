@@ -7,10 +7,13 @@
   within the feed's effort limit and above the bone model's predicted thrust) and plans it with
   the incision planner (`plan_incision`: approach, align, feed, dwell, retract, withdraw, back to
   `start`): the shipped incision task (config/tasks/incision.yaml) with the goal's entry,
-  direction, depth and feed rate and `start` as its park pose. An unreachable goal is refused
+  direction, depth and feed rate and `start` as its park pose (a feed nearer its soft limit than
+  the task's park value first moves out to it, phase "prepare", and the plan ends there). An
+  unreachable goal is refused
   with the planner's reason, which names the joint. Raises `GoalRejectedError`.
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
+- `waypoints`: the samples sent to the trajectory controllers.
 - `plan_cancel_retract`: the feed back out of the bone along the axis from a measured pose.
 - `CancelPolicy`: what a cancel or an error does in each state (TRANSITIONS, the whole table).
 """
@@ -90,7 +93,11 @@ def plan_drill_hole(
         limits.check_position(start, "start pose")
     except PlanningError as error:
         raise GoalRejectedError(str(error)) from error
-    retracted = float(start[FEED_INDEX])
+    # The feed retracts to the task's park value (kept inside its soft limit so that the
+    # safety controller never clips the retract's stop), or stays further back if it is there.
+    retracted = max(float(start[FEED_INDEX]), float(base.park[FEED_INDEX]))
+    park = start.copy()
+    park[FEED_INDEX] = retracted
     travel = limits.soft_upper[FEED_INDEX] - retracted - base.standoff
     if goal.depth > travel:
         raise GoalRejectedError(
@@ -118,10 +125,13 @@ def plan_drill_hole(
         direction=direction / norm,
         depth=float(goal.depth),
         feed_rate=float(goal.feed_rate),
-        park=start.copy(),
+        park=park,
     )
     try:
         trajectory = plan_incision(task, params, dt)
+        if retracted > start[FEED_INDEX]:
+            rate = float(limits.velocity[FEED_INDEX])
+            trajectory = plan_feed(start, retracted, rate, limits, dt, "prepare").then(trajectory)
     except (PlanningError, ValueError) as error:
         raise GoalRejectedError(str(error)) from error
     return DrillPlan(task=task, trajectory=trajectory, predicted_thrust=predicted)
@@ -242,3 +252,14 @@ class CancelPolicy:
         if not in_bone and self.state is State.DRILLING:
             return Event.BONE_LEFT
         return None
+
+
+def waypoints(trajectory: JointTrajectory, period: float) -> np.ndarray:
+    """Indices of the samples sent to the controllers: every `period` s (rounded to samples),
+    the last sample always included. The controllers interpolate between them with the samples'
+    positions, velocities and accelerations (quintic segments), so a coarser period keeps the
+    path; shape (M,)."""
+    stride = max(int(round(period / trajectory.dt)), 1)
+    last = len(trajectory.positions) - 1
+    indices = np.arange(0, last + 1, stride)
+    return indices if indices[-1] == last else np.append(indices, last)

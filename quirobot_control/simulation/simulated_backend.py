@@ -10,7 +10,7 @@ it where it started.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -57,6 +57,21 @@ class SimulatedBackend:
         limits.check_position(q0, "drive bridge: initial pose")
         self.plant.reset(q0)
         self.plant.sense(self._plant_drives)
+        #: An optional tip force (MujocoPlant.step_period's callback), e.g. a bone's thrust
+        #: (simulation.bone_contact.BoneContact).
+        self.tip_force: Callable[[float], np.ndarray | None] | None = None
+
+    def place_bone(self, task: str) -> None:
+        """Put the bone of task `task` (a name or path, planning.tasks.load_task; an incision) in
+        the plant: its thrust acts on the drill tip from then on."""
+        from quirobot_control.planning.tasks import IncisionTask, load_task
+        from quirobot_control.simulation.bone_contact import BoneContact
+        from quirobot_control.simulation.closed_loop import Drilling
+
+        loaded = load_task(task)
+        if not isinstance(loaded, IncisionTask):
+            raise ValueError(f"task {task!r} has no bone: give an incision task")
+        self.tip_force = BoneContact(self.plant, Drilling(loaded.entry, loaded.direction, loaded.bone))
 
     def before_read(self) -> None:
         """Latch every encoder at the plant's state."""
@@ -64,7 +79,7 @@ class SimulatedBackend:
 
     def after_write(self) -> None:
         """One control period of drive electronics and physics (MujocoPlant.step_period)."""
-        self.plant.step_period(self._plant_drives, self.substeps)
+        self.plant.step_period(self._plant_drives, self.substeps, self.tip_force)
 
     def close(self) -> list[str]:
         """Quick-stop every drive (the simulation needs no other release)."""

@@ -1,0 +1,47 @@
+"""The whole stack in simulation, driven from another node through the task-level API.
+
+    ros2 launch quirobot sim.launch.py [test_fault_injection:=false|true]
+
+bringup.launch.py hardware:=real tool:=drill drive_backend:=simulated simulated_bone:=incision
+(ros2_control_node with joint_state_topic_hardware_interface, the trajectory controllers,
+robot_state_publisher, drive_node's SimulatedDrives on the MuJoCo plant with the shipped
+incision's bone thrusting on the drill tip) plus `task_node`: the /quirobot/drill_hole action,
+/quirobot/state and the enable, disable and reset_fault services
+(docs/drive_from_another_node.md).
+"""
+
+# ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+
+def generate_launch_description() -> LaunchDescription:
+    bringup = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(
+            PathJoinSubstitution([FindPackageShare("quirobot"), "launch", "bringup.launch.py"])
+        ),
+        launch_arguments={
+            "hardware": "real",
+            "tool": "drill",
+            "drive_backend": "simulated",
+            "simulated_bone": "incision",
+            "test_fault_injection": LaunchConfiguration("test_fault_injection"),
+        }.items(),
+    )
+    task_node = Node(package="quirobot", executable="task_node", output="screen")
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "test_fault_injection",
+                default_value="false",
+                choices=["false", "true"],
+                description="tests only: drive_node's ~/inject_fault service (faults the drill feed's drive)",
+            ),
+            bringup,
+            task_node,
+        ]
+    )
