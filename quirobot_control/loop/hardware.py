@@ -506,6 +506,8 @@ class QuirobotHardware:
         """values (n,) -> n floats (NaN kept for the safety layer to name); CommandError if the
         shape is not (n,) or an entry is not a number."""
         n = len(self.joints)
+        if isinstance(values, np.ndarray) and values.dtype.kind in "fiu" and values.shape == (n,):
+            return values.tolist()  # the usual case, cheaply (NaN kept)
         array = np.asarray(values, dtype=object)
         if array.shape != (n,):
             joints = ", ".join(self._names)
