@@ -13,8 +13,14 @@ from pathlib import Path
 
 from quirobot_cli.output_paths import output_file, output_folder
 from quirobot_cli.verb_parser import add_verb
+from quirobot_cli.work_limits import (
+    CHECK_SAMPLES_MAX,
+    RENDER_DPI_MAX,
+    RENDER_DPI_MIN,
+    check_count,
+)
 from quirobot_description.parameters import load_parameters
-from quirobot_description.urdf import HARDWARE, TOOLS, DescriptionError, check_choice, robot_description
+from quirobot_description.urdf import HARDWARE, TOOLS, check_choice, robot_description
 
 ALL = "all"
 
@@ -118,8 +124,7 @@ def _check(args: argparse.Namespace) -> int:
     from quirobot_description.validation import check_urdf, format_results
     from quirobot_kinematics import KinematicModel, forward_kinematics
 
-    if args.samples < 1:
-        raise DescriptionError(f"--samples must be at least 1, got {args.samples}")
+    check_count(args.samples, "--samples", CHECK_SAMPLES_MAX)
     parameters = load_parameters(args.parameter_file)
     # The report's closed-form T of the same parameters, for the kinematics stage.
     reference_fk = functools.partial(forward_kinematics, model=KinematicModel.from_parameters(parameters))
@@ -153,6 +158,7 @@ def _check(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     from quirobot_description.render import render_png
 
+    check_count(args.dpi, "--dpi", RENDER_DPI_MAX, RENDER_DPI_MIN)
     output = output_file(args.output, ".png")
     check_choice("tool", args.tool, TOOLS)
     text = robot_description(args.tool, "mock", parameter_file=args.parameter_file)

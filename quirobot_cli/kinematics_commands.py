@@ -8,14 +8,15 @@ What fk prints, ik --matrix takes: `quirobot ik --matrix $(quirobot fk Q1..Q5 | 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from quirobot_cli.json_output import print_json
 from quirobot_cli.output_paths import output_file
 from quirobot_cli.verb_parser import add_verb
+from quirobot_cli.work_limits import WORKSPACE_SAMPLES_MAX, check_count
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_kinematics.forward import forward_kinematics
 from quirobot_kinematics.inverse import (
@@ -147,8 +148,10 @@ def _fk(args: argparse.Namespace) -> int:
     q = [_number(v, "fk joint value") for v in args.joints]
     feed = _feed(args)
     T = forward_kinematics(q, _model(args), feed=feed)
+    if not np.all(np.isfinite(T)):
+        raise CommandError("fk: the pose overflows double precision (joint or feed values too large)")
     if args.json:
-        print(json.dumps({"T": T.tolist()}))
+        print_json({"T": T.tolist()}, "fk pose")
     else:
         frame = "drill tip" if feed else "tool0"
         print(f"{frame} in world (rotation columns n o a, position p in m):")
@@ -183,7 +186,7 @@ def _ik(args: argparse.Namespace) -> int:
     best = inverse_kinematics(target, model, **options) if not args.all else solutions[0]
     if args.json:
         q = solutions.tolist() if args.all else best.tolist()
-        print(json.dumps({"q": q, "joint_names": list(JOINT_NAMES)}))
+        print_json({"q": q, "joint_names": list(JOINT_NAMES)}, "ik solution")
         return 0
     for index, solution in enumerate(solutions if args.all else [best]):
         if args.all:
@@ -217,9 +220,7 @@ def _rounded_pose(values: list[float]) -> np.ndarray:
 
 def _workspace(args: argparse.Namespace) -> int:
     approach = _numbers(args.approach, 3, "--approach") if args.approach is not None else list(DOWN)
-    samples = _number(args.samples, "--samples")
-    if not samples.is_integer() or samples < 1:
-        raise CommandError(f"--samples must be a positive whole number, got {args.samples}")
+    samples = check_count(_number(args.samples, "--samples"), "--samples", WORKSPACE_SAMPLES_MAX)
     seed = _number(args.seed, "--seed")
     if not seed.is_integer() or seed < 0:
         raise CommandError(f"--seed must be a whole number >= 0, got {args.seed}")
@@ -229,7 +230,7 @@ def _workspace(args: argparse.Namespace) -> int:
     if args.plot is not None:
         summary["plot"] = str(plot_workspace(estimate, plot))
     if args.json:
-        print(json.dumps(summary))
+        print_json(summary, "workspace summary")
         return 0
     a = summary["approach"]
     print(f"approach a = ({a[0]:.6g}, {a[1]:.6g}, {a[2]:.6g})")

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from quirobot_cli.json_output import print_json
 from quirobot_cli.output_paths import output_file
 from quirobot_cli.verb_parser import add_verb
+from quirobot_cli.work_limits import SIZE_POSES_MAX, check_count
 from quirobot_control.analysis.sizing import SizingError, SizingResult, plot_sizing, size_servos
 from quirobot_control.models.rigid_body import MODEL_NAMES
 from quirobot_description.parameters import RobotParameters, load_parameters
@@ -71,8 +72,8 @@ def _progress(disabled: bool):
 
 
 def _size(args: argparse.Namespace) -> int:
-    if args.poses is not None and args.poses < 1:
-        raise SizingError(f"--poses must be at least 1, got {args.poses}")
+    if args.poses is not None:
+        check_count(args.poses, "--poses", SIZE_POSES_MAX)
     if args.poses is not None and args.model == "report":
         raise SizingError("--poses applies to the physical model; the report's method uses q = 0 only")
     plot = output_file(args.plot, ".png") if args.plot is not None else None
@@ -82,7 +83,7 @@ def _size(args: argparse.Namespace) -> int:
     if plot is not None:
         plot_sizing(params, result, plot)
     if args.json:
-        print(json.dumps(result.as_json()))
+        print_json(result.as_json(), "sizing result")
     else:
         print(format_table(params, result))
         if args.plot is not None:

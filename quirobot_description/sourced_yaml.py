@@ -4,17 +4,33 @@ The robot parameter file, the task files and the control configuration all store
 physical number as {value: <number or list>, unit: <SI unit>, source: <where it comes from>}.
 This module is the one reader of that form: a malformed file or leaf raises the caller's error
 type (a ValueError subclass) naming the file and the dotted key, never a half-read value.
+
+With a `file_schema.FileSchema` (every shipped kind of file has one) the reader also refuses a
+missing or other schema_version and unknown keys, checks each number's unit (converted to the
+expected SI unit where the schema allows, e.g. mm -> m, else refused by name) and its plausible
+range. The file itself must be a regular file of at most MAX_FILE_BYTES of UTF-8 YAML, nested at
+most MAX_DEPTH deep, without duplicate keys: anything else is refused in one line, never a
+crash or a hang (a FIFO or /dev/zero would block or never end).
 """
 
 from __future__ import annotations
 
 import math
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
+
+from quirobot_description.file_schema import FileSchema
+
+#: bytes: the largest file read (the parameter file is about 40 kB).
+MAX_FILE_BYTES = 1_000_000
+#: nesting depth of mappings and lists (the parameter file needs 4).
+MAX_DEPTH = 20
 
 
 @dataclass(frozen=True)
@@ -31,23 +47,153 @@ def one_line(error: Exception) -> str:
     return " ".join(str(error).split())
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: SafeLoader's own error names it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _depth(node: yaml.Node, limit: int) -> int:
+    """Nesting depth of a composed YAML node, stopping (iteratively) once above `limit`."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, yaml.MappingNode):
+            stack.extend((child, level + 1) for pair in item.value for child in pair)
+        elif isinstance(item, yaml.SequenceNode):
+            stack.extend((child, level + 1) for child in item.value)
+    return deepest
+
+
 def read_yaml_mapping(path: Path, error: type[ValueError], what: str) -> dict[str, Any]:
     """Parse `path` as YAML holding a mapping; failures raise `error` naming `what` and the path."""
     try:
-        text = path.read_text()
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{what} {path} is not a regular file")
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        raise error(f"cannot read {what} {path}: {exc.strerror}") from exc
+        raise error(f"cannot read {what} {path}: {exc.strerror or one_line(exc)}") from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise error(f"{what} {path} is larger than {MAX_FILE_BYTES} bytes")
     try:
-        raw = yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {path} is not UTF-8 text: byte {exc.start} is 0x{data[exc.start]:02X}") from exc
+    try:
+        loader = _UniqueKeyLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None and _depth(node, MAX_DEPTH) > MAX_DEPTH:
+                raise error(f"{what} {path} is nested deeper than {MAX_DEPTH} levels")
+            raw = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         raise error(f"{what} {path} is not valid YAML: {one_line(exc)}") from exc
+    except RecursionError as exc:  # deeper than the composer's recursion can go
+        raise error(f"{what} {path} is nested deeper than {MAX_DEPTH} levels") from exc
+    except (ValueError, OverflowError) as exc:  # e.g. an integer of 5000 digits
+        if isinstance(exc, error):
+            raise
+        raise error(f"{what} {path} cannot be read: {one_line(exc)}") from exc
     if not isinstance(raw, dict):
         raise error(f"{what} {path} must hold a mapping at the top level")
     return raw
 
 
+#: Units that convert to an SI unit: name -> (SI base units with exponents, factor to SI).
+_UNIT_FACTORS: dict[str, tuple[dict[str, int], float]] = {
+    "mm": ({"m": 1}, 1e-3),
+    "cm": ({"m": 1}, 1e-2),
+    "um": ({"m": 1}, 1e-6),
+    "km": ({"m": 1}, 1e3),
+    "deg": ({"rad": 1}, math.pi / 180.0),
+    "ms": ({"s": 1}, 1e-3),
+    "us": ({"s": 1}, 1e-6),
+    "min": ({"s": 1}, 60.0),
+    "g": ({"kg": 1}, 1e-3),
+    "kHz": ({"Hz": 1}, 1e3),
+    "MHz": ({"Hz": 1}, 1e6),
+    "kN": ({"N": 1}, 1e3),
+    "mN": ({"N": 1}, 1e-3),
+    "mA": ({"A": 1}, 1e-3),
+    "mH": ({"H": 1}, 1e-3),
+    "mohm": ({"ohm": 1}, 1e-3),
+    "kbit": ({"bit": 1}, 1e3),
+    "Mbit": ({"bit": 1}, 1e6),
+    "rpm": ({"rad": 1, "s": -1}, 2.0 * math.pi / 60.0),
+}
+_UNIT_TOKEN = re.compile(r"^([A-Za-z]+)(?:\^(-?\d+))?$")
+
+
+def parse_unit(unit: str) -> tuple[dict[str, int], float] | None:
+    """'mm/s^2' -> ({'m': 1, 's': -2}, 1e-3): base units with exponents and the factor to them.
+
+    Products with '*', one '/' (the rest is the denominator, parentheses allowed), '^n'
+    exponents, '1' for dimensionless; None if the text is not of that form.
+    """
+    numerator, _, denominator = unit.replace(" ", "").partition("/")
+    dims: dict[str, int] = {}
+    factor = 1.0
+    for text, sign in ((numerator, 1), (denominator.strip("()"), -1)):
+        for token in text.split("*") if text else []:
+            if token == "1":
+                continue
+            match = _UNIT_TOKEN.match(token)
+            if match is None:
+                return None
+            name, power = match.group(1), int(match.group(2) or 1) * sign
+            base, scale = _UNIT_FACTORS.get(name, ({name: 1}, 1.0))
+            factor *= scale**power
+            for base_name, exponent in base.items():
+                dims[base_name] = dims.get(base_name, 0) + exponent * power
+    return {k: v for k, v in dims.items() if v != 0}, factor
+
+
+def unit_factor(given: str, expected: str) -> float | None:
+    """Factor turning a value in unit `given` into unit `expected`; None if they differ in kind."""
+    if given == expected:
+        return 1.0
+    parsed_given, parsed_expected = parse_unit(given), parse_unit(expected)
+    if parsed_given is None or parsed_expected is None or parsed_given[0] != parsed_expected[0]:
+        return None
+    return parsed_given[1] / parsed_expected[1]
+
+
+def _leaf_keys(node: Any, prefix: str = "") -> list[str]:
+    """Dotted keys of every leaf of a parsed file ({value, unit, source} mappings are leaves)."""
+    if isinstance(node, dict) and not {"value", "unit", "source"} <= set(node):
+        return [key for k, v in node.items() for key in _leaf_keys(v, f"{prefix}.{k}" if prefix else str(k))]
+    if isinstance(node, list) and node and all(isinstance(item, dict) for item in node):
+        return [key for i, item in enumerate(node) for key in _leaf_keys(item, f"{prefix}.{i}")]
+    return [prefix]
+
+
 def _is_finite_number(item: Any) -> bool:
-    return not isinstance(item, bool) and isinstance(item, (int, float)) and math.isfinite(item)
+    if isinstance(item, bool) or not isinstance(item, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(item))
+    except OverflowError:  # an integer beyond float range
+        return False
 
 
 class SourcedReader:
@@ -57,21 +203,47 @@ class SourcedReader:
     number back to its source. `root=` reads relative to a sub-mapping (e.g. one list item).
     """
 
-    def __init__(self, raw: dict[str, Any], label: str, error: type[ValueError]) -> None:
+    def __init__(
+        self, raw: dict[str, Any], label: str, error: type[ValueError], schema: FileSchema | None = None
+    ) -> None:
         self.raw = raw
         self.label = label
         self.error = error
+        self.schema = schema
         self.quantities: dict[str, Quantity] = {}
+        if schema is not None:
+            self._check_schema(schema)
+
+    def _check_schema(self, schema: FileSchema) -> None:
+        """schema_version present and known; every key of the file is one of the schema's."""
+        version = self.raw.get("schema_version")
+        if version is None:
+            raise self.fail(
+                "schema_version", f"missing (this {schema.kind} format is schema_version: {schema.version})"
+            )
+        if isinstance(version, bool) or version != schema.version:
+            raise self.fail(
+                "schema_version",
+                f"{version!r} is not known (this reader reads schema_version: {schema.version})",
+            )
+        unknown = [key for key in _leaf_keys(self.raw) if schema.expect(key) is None]
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise self.error(f"{self.label}: unknown key{'s' if len(unknown) > 1 else ''} {shown}")
 
     def fail(self, key: str, message: str) -> ValueError:
         return self.error(f"{self.label}: {key}: {message}")
 
     def node(self, key: str, root: Any = None) -> Any:
+        """The value at dotted `key` (a digit segment indexes a list)."""
         node: Any = self.raw if root is None else root
         for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
                 raise self.fail(key, "missing")
-            node = node[part]
         return node
 
     def text(self, key: str, choices: tuple[str, ...] | None = None) -> str:
@@ -97,14 +269,66 @@ class SourcedReader:
         for item in values:
             if not _is_finite_number(item):
                 raise self.fail(key, f"value must be a finite number, got {item!r}")
-        value = tuple(float(v) for v in values) if isinstance(raw_value, list) else float(raw_value)
+        numbers = [float(v) for v in values]
+        if self.schema is not None and root is None:
+            numbers, unit = self._checked(key, numbers, unit)
+        value = tuple(numbers) if isinstance(raw_value, list) else numbers[0]
         quantity = Quantity(value=value, unit=unit, source=source)
         if root is None:
             self.quantities[key] = quantity
         return quantity
 
+    def _checked(self, key: str, numbers: list[float], unit: str) -> tuple[list[float], str]:
+        """The numbers in the schema's unit (converted if allowed), each within the key's range."""
+        expect = self.schema.expect(key)
+        if expect is None or expect.unit is None:
+            raise self.fail(key, "is not a number in this file's schema")
+        expected_units = [u.strip() for u in expect.unit.split(",")]
+        given_units = [u.strip() for u in unit.split(",")]
+        if len(given_units) == 1 and len(expected_units) > 1 and given_units[0] == expect.unit:
+            given_units = expected_units
+        if len(given_units) != len(expected_units):
+            raise self.fail(key, f"unit {unit!r} is not the expected {expect.unit!r}")
+        per_item = expected_units if len(expected_units) > 1 else expected_units * len(numbers)
+        given_items = given_units if len(given_units) > 1 else given_units * len(numbers)
+        if len(per_item) != len(numbers):
+            raise self.fail(key, f"has {len(numbers)} values for the units {expect.unit!r}")
+        converted = []
+        for number, given, wanted in zip(numbers, given_items, per_item, strict=True):
+            factor = unit_factor(given, wanted)
+            if factor is None:
+                raise self.fail(key, f"unit {unit!r} is not the expected {expect.unit!r}")
+            if factor != 1.0 and not self.schema.convert_units:
+                raise self.fail(
+                    key,
+                    f"unit {unit!r} is not the expected {expect.unit!r}: give the value in {expect.unit} "
+                    f"(this {self.schema.kind} is also read raw by xacro, so it is not converted)",
+                )
+            converted.append(number * factor)
+        return converted, expect.unit
+
+    def _check_range(self, key: str, numbers: list[float]) -> None:
+        """Each number within the schema's plausible range for `key` (after the callers' sign checks)."""
+        expect = self.schema.expect(key) if self.schema is not None else None
+        if expect is None:
+            return
+        unit = "" if expect.unit == "1" else f" {expect.unit}"
+        for number in numbers:
+            if not expect.low <= number <= expect.high:
+                raise self.fail(
+                    key,
+                    f"{number:g}{unit} is outside the plausible range "
+                    f"[{expect.low:g}, {expect.high:g}]{unit}",
+                )
+
     def number(
-        self, key: str, *, positive: bool = False, non_negative: bool = False, root: Any = None
+        self,
+        key: str,
+        *,
+        positive: bool = False,
+        non_negative: bool = False,
+        root: Any = None,
+        check_range: bool = True,
     ) -> float:
         value = self.quantity(key, root).value
         if isinstance(value, tuple):
@@ -113,6 +337,8 @@ class SourcedReader:
             raise self.fail(key, f"must be > 0, got {value}")
         if non_negative and value < 0.0:
             raise self.fail(key, f"must be >= 0, got {value}")
+        if root is None and check_range:
+            self._check_range(key, [value])
         return value
 
     def vector(self, key: str, length: int, *, positive: bool = False) -> np.ndarray:
@@ -123,10 +349,12 @@ class SourcedReader:
         array = np.array(value)
         if positive and np.any(array <= 0.0):
             raise self.fail(key, f"every element must be > 0, got {list(value)}")
+        self._check_range(key, list(value))
         return array
 
     def whole(self, key: str, lowest: int, highest: int) -> int:
-        value = self.number(key)
+        value = self.number(key, check_range=False)
         if value != int(value) or not lowest <= value <= highest:
             raise self.fail(key, f"must be a whole number in [{lowest}, {highest}], got {value}")
+        self._check_range(key, [value])
         return int(value)

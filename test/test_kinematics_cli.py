@@ -119,7 +119,7 @@ def test_ik_matrix_worked_example_needs_no_limits(capsys, model):
         (["ik", "--position", "1", "1", "-1", "--approach", "0", "0", "0"], "non-zero"),
         (["ik", "--position", "1", "1", "-1", "--approach", "0", "0", "-1", "--seed", "1"], "--seed takes 5"),
         (["ik", "--matrix", *["1"] * 16], "bottom row"),
-        (["workspace", "--samples", "0"], "--samples must be a positive whole number"),
+        (["workspace", "--samples", "0"], "--samples must be a whole number from 1 to 1000000"),
         (["workspace", "--approach", "0", "0"], "--approach takes 3 numbers, got 2"),
     ],
 )

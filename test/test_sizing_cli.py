@@ -46,7 +46,7 @@ def test_no_progress_keeps_stderr_clean(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["size", "--poses", "0"], "--poses must be at least 1"),
+        (["size", "--poses", "0"], "--poses must be a whole number from 1 to 20000"),
         (["size", "--model", "report", "--poses", "5"], "--poses applies to the physical model"),
     ],
 )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from quirobot_control.loop.pid import PIDGains
 from quirobot_description.data_files import find_data_file
+from quirobot_description.file_schema import CONTROL_FILE
 from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
@@ -80,7 +81,7 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
     """
     path = Path(path) if path is not None else find_data_file(CONTROL_CONFIG_FILE)
     raw = read_yaml_mapping(path, ControlConfigError, "control configuration")
-    reader = SourcedReader(raw, path.name, ControlConfigError)
+    reader = SourcedReader(raw, path.name, ControlConfigError, CONTROL_FILE)
     pole = "pole_placement"
     derivative_filter = reader.number(f"{pole}.derivative_filter", positive=True)
     joints = []

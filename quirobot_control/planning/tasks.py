@@ -27,11 +27,28 @@ from quirobot_control.planning.trajectory import (
     plan_point_to_point,
 )
 from quirobot_description.data_files import find_data_file
+from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.parameters import FEED_INDEX, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
 
 TASK_NAMES = ("incision", "line")
+#: s: the longest task planned. The shipped incision lasts about 10 s; a slower feed than this
+#: allows is a typo or a wrong unit, and planning it would fill the memory (the trajectory holds
+#: one sample per control period: a 1e-9 m/s feed over 25 mm is 2.5e10 samples).
+MAX_TASK_DURATION = 300.0
+
+
+def check_task_duration(phases: dict[str, float], what: str) -> None:
+    """PlanningError naming the slowest phase if the phases' durations (s) add up to more than
+    MAX_TASK_DURATION; checked before planning, so nothing large is ever allocated."""
+    total = sum(phases.values())
+    if not total <= MAX_TASK_DURATION:  # also catches NaN
+        slowest = max(phases, key=lambda name: phases[name])
+        raise PlanningError(
+            f"{what}: the task would last {total:.4g} s, more than the {MAX_TASK_DURATION:g} s limit "
+            f"(MAX_TASK_DURATION; {slowest} alone takes {phases[slowest]:.4g} s)"
+        )
 
 
 class TaskError(ValueError):
@@ -145,6 +162,7 @@ TASK_KEYS: dict[str, dict[str, Any]] = {
         **dict.fromkeys(("entry", "direction", "depth", "feed_rate", "feed_acceleration", "feed_jerk"), LEAF),
         **dict.fromkeys(("standoff", "approach_distance", "dwell", "retract_rate", "park"), LEAF),
         "line": _LINE_KEYS,
+        "schema_version": None,
         "bone": {
             "layers": [{"name": None, "thickness": LEAF, "thrust_factor": LEAF}],
             **dict.fromkeys(
@@ -159,7 +177,13 @@ TASK_KEYS: dict[str, dict[str, Any]] = {
             ),
         },
     },
-    "line": {"task": None, "start": LEAF, "end": LEAF, "line": _LINE_KEYS, "settle": LEAF},
+    "line": {
+        "task": None,
+        **dict.fromkeys(("start", "end"), LEAF),
+        "line": _LINE_KEYS,
+        "settle": LEAF,
+        "schema_version": None,
+    },
 }
 
 
@@ -186,7 +210,7 @@ def unknown_keys(node: Any, schema: Any, prefix: str = "") -> list[str]:
 
 class _Reader(SourcedReader):
     def __init__(self, raw: dict[str, Any], path: Path) -> None:
-        super().__init__(raw, path.name, TaskError)
+        super().__init__(raw, path.name, TaskError, TASK_FILE)
 
     def bone(self) -> BoneParameters:
         node = self.raw.get("bone")
@@ -202,17 +226,17 @@ class _Reader(SourcedReader):
             layers.append(
                 BoneLayer(
                     name=layer["name"],
-                    thickness=self.number("thickness", positive=True, root=layer),
-                    thrust_factor=self.number("thrust_factor", non_negative=True, root=layer),
+                    thickness=self.number(f"bone.layers.{index}.thickness", positive=True),
+                    thrust_factor=self.number(f"bone.layers.{index}.thrust_factor", non_negative=True),
                 )
             )
         return BoneParameters(
             layers=tuple(layers),
-            reference_thrust=self.number("reference_thrust", positive=True, root=node),
-            reference_feed_rate=self.number("reference_feed_rate", positive=True, root=node),
-            feed_rate_exponent=self.number("feed_rate_exponent", positive=True, root=node),
-            point_length=self.number("point_length", positive=True, root=node),
-            time_constant=self.number("time_constant", positive=True, root=node),
+            reference_thrust=self.number("bone.reference_thrust", positive=True),
+            reference_feed_rate=self.number("bone.reference_feed_rate", positive=True),
+            feed_rate_exponent=self.number("bone.feed_rate_exponent", positive=True),
+            point_length=self.number("bone.point_length", positive=True),
+            time_constant=self.number("bone.time_constant", positive=True),
         )
 
 
@@ -237,6 +261,16 @@ class Kinematics:
 def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> JointTrajectory:
     """The whole incision as one trajectory (phases approach, align, feed, dwell, retract, withdraw, park)."""
     limits = JointLimits.from_parameters(params)
+    stroke = task.standoff + task.depth
+    check_task_duration(
+        {
+            "feed": stroke / task.feed_rate,
+            "dwell": task.dwell,
+            "retract": stroke / min(task.retract_rate, limits.velocity[FEED_INDEX]),
+            "align and withdraw": 2.0 * (task.approach_distance - task.standoff) / task.line.speed,
+        },
+        "incision",
+    )
     kin = Kinematics(KinematicModel.from_parameters(params))
     park = task.park.copy()
     limits.check_position(park, "incision: park pose")
@@ -300,6 +334,8 @@ def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointT
     """Hold, the straight line of tool0, hold (phases start, line, end)."""
     limits = JointLimits.from_parameters(params)
     kin = Kinematics(KinematicModel.from_parameters(params))
+    length = float(np.linalg.norm(task.end - kin.forward(task.start[:FEED_INDEX])[:3, 3]))
+    check_task_duration({"line": length / task.line.speed, "settle": 2.0 * task.settle}, "line")
     line = plan_line(
         task.start, task.end, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="line"
     )

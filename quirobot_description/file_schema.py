@@ -1,0 +1,289 @@
+"""What each key of the {value, unit, source} files may hold: its unit and its plausible range.
+
+One table per file kind (the robot parameter file, the control configuration, the task files),
+read by `sourced_yaml.SourcedReader`, the one reader of those files:
+- a key not in its file's table is refused by name (a typo is never silently ignored);
+- a number whose unit is not the expected one is converted when the file allows it (task files
+  and the control configuration: "150 mm" -> 0.15 m) or refused by name (the parameter file:
+  xacro reads its values raw, so a converted unit would disagree with the URDF);
+- every number must lie in its key's range (inclusive): a 10 s brake time, a 10 Hz control rate
+  or a mass of 5e9 kg is refused naming the key. Ranges are plausibility bounds for this robot
+  (a few metres of workspace, servo motors of tens of amperes), not design limits: a value
+  outside one is a typo or a wrong unit, never a design choice.
+
+Adding a key to a file: add one line to its table here (`Expect(unit, low, high)`, or `TEXT`
+for a word, flag or colour). Patterns: `*` matches one dotted segment (a joint, a motor, a
+list index).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+PI = math.pi
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A key's expected unit (None: not a number) and its plausible range (inclusive, SI units)."""
+
+    unit: str | None
+    low: float = -math.inf
+    high: float = math.inf
+
+
+#: A key whose value is not a {value, unit, source} number (a name, a flag, a colour, a version).
+TEXT = Expect(None)
+
+
+@dataclass(frozen=True)
+class FileSchema:
+    """The keys of one kind of file (see the module doc)."""
+
+    kind: str  # e.g. "parameter file"
+    version: int  # the schema_version the file must declare
+    keys: dict[str, Expect] = field(default_factory=dict)
+    convert_units: bool = True  # False: a unit other than the expected one is refused
+
+    def expect(self, key: str) -> Expect | None:
+        """The entry whose pattern matches dotted `key` (list indices are segments), or None."""
+        parts = key.split(".")
+        exact = self.keys.get(key)
+        if exact is not None:
+            return exact
+        for pattern, expect in self.keys.items():
+            segments = pattern.split(".")
+            if len(segments) == len(parts) and all(
+                s in ("*", p) for s, p in zip(segments, parts, strict=True)
+            ):
+                return expect
+        return None
+
+
+PRISMATIC = ("gantry_x", "gantry_y", "gantry_z")
+REVOLUTE = ("wrist_yaw", "wrist_pitch")
+LINEAR, ANGULAR = "linear", "angular"
+
+
+def _joint_keys(prefix: str, names: tuple[str, ...], kind: str, table: dict[str, tuple]) -> dict[str, Expect]:
+    """Entries prefix.<joint>.<key> for each joint of `names`: table maps key -> (linear, angular)."""
+    column = 0 if kind == LINEAR else 1
+    return {
+        f"{prefix}.{name}.{key}": entry[column] if isinstance(entry, tuple) else entry
+        for name in names
+        for key, entry in table.items()
+    }
+
+
+_JOINT = {
+    "type": TEXT,
+    "report_symbol": TEXT,
+    "motor": TEXT,
+    "transmission": TEXT,
+    "lower": (Expect("m", -5.0, 5.0), Expect("rad", -4 * PI, 4 * PI)),
+    "upper": (Expect("m", -5.0, 5.0), Expect("rad", -4 * PI, 4 * PI)),
+    "velocity": (Expect("m/s", 0.0, 5.0), Expect("rad/s", 0.0, 20.0)),
+    "acceleration": (Expect("m/s^2", 0.0, 100.0), Expect("rad/s^2", 0.0, 500.0)),
+    "jerk": (Expect("m/s^3", 0.0, 1e4), Expect("rad/s^3", 0.0, 1e5)),
+    "damping": (Expect("N*s/m", 0.0, 1e4), Expect("N*m*s/rad", 0.0, 1e3)),
+    "friction": (Expect("N", 0.0, 1e3), Expect("N*m", 0.0, 100.0)),
+    "soft_margin": (Expect("m", 0.0, 0.2), Expect("rad", 0.0, 0.5)),
+    "k_position": Expect("1/s", 0.0, 1e4),
+    "k_velocity": (Expect("N*s/m", 0.0, 1e7), Expect("N*m*s/rad", 0.0, 1e6)),
+}
+
+_DENSITY = Expect("kg/m^3", 100.0, 25000.0)
+#: A fraction the parameter reader checks to be in (0, 1] with its own message; this bound only
+#: catches a wrong scale (a percentage).
+_FRACTION = Expect("1", -10.0, 10.0)
+_MASS = Expect("kg", 0.0, 200.0)
+
+PARAMETER_FILE = FileSchema(
+    "parameter file",
+    1,
+    {
+        "schema_version": TEXT,
+        "gravity": Expect("m/s^2", 9.7, 9.9),
+        "kinematics.*": Expect("m", 0.0, 2.0),
+        **_joint_keys("joints", PRISMATIC, LINEAR, _JOINT),
+        **_joint_keys("joints", REVOLUTE, ANGULAR, _JOINT),
+        "links.*.description": TEXT,
+        "links.*.shape": TEXT,
+        "links.*.colour": TEXT,
+        "links.*.axis": TEXT,
+        "links.*.size": Expect("m", 0.0, 5.0),
+        "links.*.origin": Expect("m", -5.0, 5.0),
+        "links.*.mass": _MASS,
+        "links.*.radius": Expect("m", 0.0, 1.0),
+        "links.*.length": Expect("m", 0.0, 5.0),
+        "structure.guide_section": Expect("m", 0.0, 1.0),
+        "structure.guide_margin": Expect("m", 0.0, 2.0),
+        "structure.ceiling_height": Expect("m", 0.0, 5.0),
+        "structure.mount_height": Expect("m", 0.0, 10.0),
+        "structure.density": _DENSITY,
+        "structure.section_fill": _FRACTION,
+        "structure.colour": TEXT,
+        "motors.*.description": TEXT,
+        "motors.*.resistance": Expect("ohm", 0.0, 100.0),
+        "motors.*.inductance": Expect("H", 0.0, 1.0),
+        "motors.*.torque_constant": Expect("N*m/A", 0.0, 10.0),
+        "motors.*.back_emf_constant": Expect("V*s/rad", 0.0, 10.0),
+        "motors.*.max_current": Expect("A", 0.0, 500.0),
+        "motors.*.continuous_current": Expect("A", 0.0, 500.0),
+        "motors.*.rotor_inertia": Expect("kg*m^2", 0.0, 1.0),
+        "motors.*.max_speed": Expect("rad/s", 0.0, 5000.0),
+        "transmissions.*.type": TEXT,
+        "transmissions.gantry_x_screw.ratio": Expect("rad/m", 0.0, 1e5),
+        "transmissions.gantry_y_screw.ratio": Expect("rad/m", 0.0, 1e5),
+        "transmissions.gantry_z_screw.ratio": Expect("rad/m", 0.0, 1e5),
+        "transmissions.drill_feed_screw.ratio": Expect("rad/m", 0.0, 1e5),
+        "transmissions.wrist_yaw_gearbox.ratio": Expect("1", 0.0, 1e4),
+        "transmissions.wrist_pitch_gearbox.ratio": Expect("1", 0.0, 1e4),
+        "transmissions.*.efficiency": _FRACTION,
+        "drive.bus_voltage": Expect("V", 0.0, 1000.0),
+        "drive.voltage_headroom": _FRACTION,
+        "drive.current_loop_bandwidth": Expect("rad/s", 100.0, 1e5),
+        "drive.current_loop_rate": Expect("Hz", 1e3, 1e6),
+        "drive.encoder_counts_per_rev": Expect("counts/rev", 1.0, 2.0**32),
+        "drive.control_rate": Expect("Hz", 100.0, 1e5),
+        "drive.brake_engage_time": Expect("s", 0.0, 0.5),
+        "drive.brake_holding_ratio": Expect("1", 0.0, 10.0),
+        "canopen.bitrate": Expect("bit/s", 1e4, 1e6),
+        "canopen.sync_period": Expect("s", 1e-4, 0.1),
+        "canopen.feedback_timeout_periods": Expect("1", 1.0, 1000.0),
+        "canopen.transition_timeout": Expect("s", 0.0, 10.0),
+        "canopen.node_ids.*": Expect("1", 1.0, 127.0),
+        "canopen.channels.*": TEXT,
+        "tools.drill.feed_lower": Expect("m", -0.5, 0.5),
+        "tools.drill.feed_upper": Expect("m", -0.5, 0.5),
+        "tools.drill.feed_velocity": Expect("m/s", 0.0, 1.0),
+        "tools.drill.feed_acceleration": Expect("m/s^2", 0.0, 100.0),
+        "tools.drill.feed_jerk": Expect("m/s^3", 0.0, 1e4),
+        "tools.drill.feed_effort": Expect("N", 0.0, 1e4),
+        "tools.drill.feed_damping": Expect("N*s/m", 0.0, 1e4),
+        "tools.drill.feed_friction": Expect("N", 0.0, 1e3),
+        "tools.drill.feed_soft_margin": Expect("m", 0.0, 0.1),
+        "tools.drill.feed_k_position": Expect("1/s", 0.0, 1e4),
+        "tools.drill.feed_k_velocity": Expect("N*s/m", 0.0, 1e7),
+        "tools.drill.bit_radius": Expect("m", 0.0, 0.1),
+        "tools.drill.bit_length": Expect("m", 0.0, 1.0),
+        "tools.drill.density": _DENSITY,
+        "tools.drill.motor": TEXT,
+        "tools.drill.transmission": TEXT,
+        "tools.drill.colour": TEXT,
+        "tools.arthroscope.scope_radius": Expect("m", 0.0, 0.1),
+        "tools.arthroscope.scope_length": Expect("m", 0.0, 1.0),
+        "tools.arthroscope.density": _DENSITY,
+        "tools.arthroscope.field_of_view": Expect("rad", 0.0, PI),
+        "tools.arthroscope.colour": TEXT,
+        "report_model.gravity": Expect("m/s^2", 9.7, 9.9),
+        "report_model.carriage_mass": _MASS,
+        "report_model.link4_mass": _MASS,
+        "report_model.link5_mass": _MASS,
+        "report_model.link4_radius": Expect("m", 0.0, 1.0),
+        "report_model.link5_radius": Expect("m", 0.0, 1.0),
+        "report_model.inertia_formula": TEXT,
+        "report_model.prismatic_damping": Expect("N*s/m", 0.0, 1e4),
+        "report_model.revolute_damping": Expect("N*m*s/rad", 0.0, 1e3),
+        "report_model.transmission_efficiency": Expect("1", 0.0, 1.0),
+        "sizing.acceleration_time": Expect("s", 0.0, 100.0),
+        "sizing.cruise_time": Expect("s", 0.0, 100.0),
+        "sizing.deceleration_time": Expect("s", 0.0, 100.0),
+        "sizing.dwell_time": Expect("s", 0.0, 100.0),
+        "sizing.safety_factor": Expect("1", 0.0, 10.0),  # the reader refuses < 1 with its reason
+        "sizing.search_poses": Expect("1", 1.0, 20000.0),  # the CLI bounds --poses alike
+        # The realistic plant (quirobot_description.plant_parameters); a leaf's distribution is
+        # checked by that reader.
+        "realistic_plant.wrist_gear_stiffness": Expect("N*m/rad", 0.0, 1e8),
+        "realistic_plant.wrist_gear_backlash": Expect("rad", 0.0, 0.1),
+        "realistic_plant.wrist_gear_damping_ratio": Expect("1", 0.0, 2.0),
+        "realistic_plant.wrist_coulomb_friction": Expect("N*m", 0.0, 100.0),
+        "realistic_plant.wrist_output_friction": Expect("N*m", 0.0, 100.0),
+        "realistic_plant.wrist_viscous_friction": Expect("N*m*s/rad", 0.0, 1e3),
+        "realistic_plant.screw_axial_stiffness": Expect("N/m", 0.0, 1e11),
+        "realistic_plant.gantry_coulomb_friction": Expect("N", 0.0, 1e3),
+        "realistic_plant.gantry_viscous_friction": Expect("N*s/m", 0.0, 1e4),
+        "realistic_plant.actuation_delay": Expect("s", 0.0, 0.1),
+        "realistic_plant.encoder_noise": Expect("counts", 0.0, 1e3),
+        "realistic_plant.load_encoder_counts_per_rev": Expect("counts/rev", 1.0, 2.0**32),
+        "realistic_plant.ram_section_side": Expect("m", 0.0, 1.0),
+        "realistic_plant.ram_wall_thickness": Expect("m", 0.0, 0.5),
+        "realistic_plant.ram_free_length": Expect("m", 0.0, 5.0),
+        "realistic_plant.ram_youngs_modulus": Expect("Pa", 1e8, 1e12),
+        "realistic_plant.ram_modal_mass": _MASS,
+        "realistic_plant.ram_damping_ratio": Expect("1", 0.0, 2.0),
+        "realistic_plant.bit_diameter": Expect("m", 0.0, 0.1),
+        "realistic_plant.bit_free_length": Expect("m", 0.0, 1.0),
+        "realistic_plant.bit_youngs_modulus": Expect("Pa", 1e8, 1e12),
+        "realistic_plant.skiving_coefficient": Expect("1", 0.0, 10.0),
+        "realistic_plant.spindle_speed": Expect("rad/s", 0.0, 1e4),
+        "realistic_plant.regenerative_stiffness": Expect("N/m", 0.0, 1e11),
+    },
+    convert_units=False,
+)
+
+_GAINS = {
+    "effective_inertia": (Expect("kg", 0.0, 1e4), Expect("kg*m^2", 0.0, 100.0)),
+    "kp": (Expect("A/m", 0.0, 1e9), Expect("A/rad", 0.0, 1e9)),
+    "ki": (Expect("A/(m*s)", 0.0, 1e12), Expect("A/(rad*s)", 0.0, 1e12)),
+    "kd": (Expect("A*s/m", 0.0, 1e7), Expect("A*s/rad", 0.0, 1e7)),
+    "following_error": (Expect("m", 0.0, 0.5), Expect("rad", 0.0, 1.0)),
+}
+
+CONTROL_FILE = FileSchema(
+    "control configuration",
+    1,
+    {
+        "schema_version": TEXT,
+        "rate": Expect("Hz", 100.0, 1e5),
+        "physics_substeps": Expect("1", 1.0, 100.0),
+        "feedforward.gravity": TEXT,
+        "feedforward.inverse_dynamics": TEXT,
+        "pole_placement.bandwidth": Expect("rad/s", 0.0, 1e4),
+        "pole_placement.integral_ratio": Expect("1", 0.0, 10.0),
+        "pole_placement.derivative_filter": Expect("s", 0.0, 1.0),
+        **_joint_keys("joints", (*PRISMATIC, "drill_feed"), LINEAR, _GAINS),
+        **_joint_keys("joints", REVOLUTE, ANGULAR, _GAINS),
+        "safety.watchdog_timeout": Expect("s", 0.0, 10.0),
+        "safety.watchdog_stop_timeout": Expect("s", 0.0, 10.0),
+        "safety.watchdog_startup_timeout": Expect("s", 0.0, 600.0),
+        "safety.overspeed_ratio": Expect("1", 1.0, 10.0),
+    },
+)
+
+_POSE = Expect("m, m, m, rad, rad, m", -10.0, 10.0)
+
+TASK_FILE = FileSchema(
+    "task file",
+    1,
+    {
+        "schema_version": TEXT,
+        "task": TEXT,
+        "entry": Expect("m", -5.0, 5.0),
+        "direction": Expect("1", -10.0, 10.0),  # the reader refuses a non-unit vector
+        "depth": Expect("m", 0.0, 0.2),
+        "feed_rate": Expect("m/s", 1e-4, 0.1),
+        "feed_acceleration": Expect("m/s^2", 0.0, 10.0),
+        "feed_jerk": Expect("m/s^3", 0.0, 1e3),
+        "standoff": Expect("m", 0.0, 0.5),
+        "approach_distance": Expect("m", 0.0, 1.0),
+        "dwell": Expect("s", 0.0, 60.0),
+        "retract_rate": Expect("m/s", 1e-4, 1.0),
+        "park": _POSE,
+        "start": _POSE,
+        "end": Expect("m", -5.0, 5.0),
+        "settle": Expect("s", 0.0, 60.0),
+        "line.speed": Expect("m/s", 1e-4, 5.0),
+        "line.acceleration": Expect("m/s^2", 0.0, 100.0),
+        "line.jerk": Expect("m/s^3", 0.0, 1e4),
+        "bone.layers.*.name": TEXT,
+        "bone.layers.*.thickness": Expect("m", 0.0, 0.1),
+        "bone.layers.*.thrust_factor": Expect("1", 0.0, 100.0),
+        "bone.reference_thrust": Expect("N", 0.0, 1e4),
+        "bone.reference_feed_rate": Expect("m/s", 0.0, 1.0),
+        "bone.feed_rate_exponent": Expect("1", 0.0, 5.0),
+        "bone.point_length": Expect("m", 0.0, 0.1),
+        "bone.time_constant": Expect("s", 0.0, 10.0),
+    },
+)
