@@ -14,11 +14,23 @@ import argparse
 import importlib.metadata
 import sys
 
-from quirobot_cli import description_commands, kinematics_commands, simulation_commands, sizing_commands
+from quirobot_cli import (
+    accuracy_commands,
+    description_commands,
+    kinematics_commands,
+    simulation_commands,
+    sizing_commands,
+)
 from quirobot_cli.verb_parser import DEBUG_HELP, EXIT_USAGE, one_line_errors
 
 #: The verbs' modules, in the order of `quirobot --help`.
-VERB_MODULES = (description_commands, kinematics_commands, sizing_commands, simulation_commands)
+VERB_MODULES = (
+    description_commands,
+    kinematics_commands,
+    sizing_commands,
+    simulation_commands,
+    accuracy_commands,
+)
 
 DISTRIBUTION = "quirobot"
 

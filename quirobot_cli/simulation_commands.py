@@ -42,6 +42,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--depth", type=float, help="incision depth below the entry point, m (overrides the task)"
     )
     parser.add_argument("--feed-rate", type=float, help="incision feed rate, m/s (overrides the task)")
+    parser.add_argument(
+        "--plant",
+        choices=("ideal", "realistic"),
+        default="ideal",
+        help="ideal: MuJoCo's rigid bodies, the controller's own model (default); realistic: gearbox "
+        "stiffness and backlash, friction, delay, encoder noise, ram and bit bending, skiving, chatter "
+        "(parameter file realistic_plant)",
+    )
+    parser.add_argument(
+        "--no-compensation",
+        action="store_true",
+        help="realistic plant only: the wrist's position loop on the motor encoders (no load-side encoders)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(handler=simulate)
 
@@ -61,6 +74,8 @@ def simulate(args: argparse.Namespace) -> int:
     from quirobot_control.simulation.incision import TIMING_TARGETS, run_task, targets_met
     from quirobot_description.parameters import load_parameters
 
+    if args.no_compensation and args.plant != "realistic":
+        raise ValueError("--no-compensation applies to --plant realistic only")
     _finite_positive(args.depth, "--depth")
     _finite_positive(args.feed_rate, "--feed-rate")
     task = load_task(args.task)
@@ -89,7 +104,14 @@ def simulate(args: argparse.Namespace) -> int:
 
     try:
         result = run_task(
-            task, params, progress=progress, on_plan=on_plan, depth=args.depth, feed_rate=args.feed_rate
+            task,
+            params,
+            progress=progress,
+            on_plan=on_plan,
+            depth=args.depth,
+            feed_rate=args.feed_rate,
+            plant=args.plant,
+            compensated=not args.no_compensation,
         )
     finally:
         if bar is not None:
@@ -101,7 +123,12 @@ def simulate(args: argparse.Namespace) -> int:
     met = targets_met(metrics)
     if args.json:
         document: dict = {
-            "metrics": {**metrics, "targets_met": met},
+            "metrics": {
+                **metrics,
+                "targets_met": met,
+                "plant": args.plant,
+                "compensated": args.plant == "realistic" and not args.no_compensation,
+            },
             "log": str(log_path),
             "plot": str(plot_path),
         }

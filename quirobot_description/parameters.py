@@ -17,6 +17,7 @@ import numpy as np
 
 from quirobot_description.data_files import find_data_file
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
+from quirobot_description.plant_parameters import PlantParameters, read_plant
 from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
 
 __all__ = ["ParameterError", "Quantity", "RobotParameters", "load_parameters"]
@@ -292,6 +293,7 @@ class RobotParameters:
     report_model: ReportModelParameters
     sizing: SizingParameters
     canopen: CanopenParameters
+    plant: PlantParameters  # the realistic plant (plant_parameters.py)
     quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
 
     def joint(self, name: str) -> JointParameters:
@@ -609,5 +611,6 @@ class _Reader(SourcedReader):
             report_model=report_model,
             sizing=self.sizing(),
             canopen=self.canopen(),
+            plant=read_plant(self),
             quantities=dict(self.quantities),
         )

@@ -32,7 +32,10 @@ def _setup_py_keyword(name: str) -> str:
 
 
 def test_every_verb_is_registered():
-    assert sorted(["urdf", "export", "check", "render", "fk", "ik", "workspace", "size", "simulate"]) == VERBS
+    assert (
+        sorted(["urdf", "export", "check", "render", "fk", "ik", "workspace", "size", "simulate", "accuracy"])
+        == VERBS
+    )
 
 
 def test_version_is_the_installed_distributions_from_setup_py():

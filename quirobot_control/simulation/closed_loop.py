@@ -28,9 +28,15 @@ from quirobot_control.models.dynamics import Dynamics, gravity_model
 from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
+from quirobot_control.simulation.realistic_plant import RealisticPlant
+from quirobot_control.simulation.thrust_feedforward import thrust_feedforward
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
+from quirobot_description.plant_parameters import PlantParameters
 from quirobot_description.urdf import robot_description
 from quirobot_kinematics import KinematicModel, forward_kinematics
+
+#: The plants a closed-loop run can use (`quirobot simulate --plant`).
+PLANTS = ("ideal", "realistic")
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,16 @@ class ClosedLoopSimulation:
         drilling: Drilling | None = None,
         feedforward: bool | None = None,
         urdf: Path | None = None,
+        plant: str = "ideal",
+        compensated: bool = True,
+        plant_parameters: PlantParameters | None = None,
+        seed: int = 0,
     ) -> None:
+        """plant: "ideal" (MuJoCo's rigid bodies, the controller's own model) or "realistic"
+        (simulation.realistic_plant, `plant_parameters` or the parameter file's, noise from `seed`;
+        `compensated`: the load-side wrist encoders of the design, False: the motor encoders)."""
+        if plant not in PLANTS:
+            raise SimulationError(f"unknown plant {plant!r}; choose one of {', '.join(PLANTS)}")
         self.params = params
         self.control = control
         self.trajectory = trajectory
@@ -128,7 +143,20 @@ class ClosedLoopSimulation:
         self.substeps = control.physics_substeps
         self.drives: dict[str, SimulatedDrive] = {name: drive_for_joint(params, name) for name in AXES}
         armature = np.array([self.drives[name].reflected_inertia for name in AXES])
-        self.plant = MujocoPlant(params, armature, self.dt / self.substeps, urdf)
+        self.plant: MujocoPlant | RealisticPlant
+        if plant == "realistic":
+            self.plant = RealisticPlant(
+                params,
+                plant_parameters or params.plant,
+                [self.drives[name] for name in AXES],
+                self.dt / self.substeps,
+                compensated=compensated,
+                rng=np.random.default_rng(seed),
+                urdf=urdf,
+            )
+            self.drives = dict(zip(AXES, self.plant.drives, strict=True))
+        else:
+            self.plant = MujocoPlant(params, armature, self.dt / self.substeps, urdf)
         self.hardware = QuirobotHardware(params, control, lambda name: self.drives[name])
         info = hardware_info_from_urdf(robot_description("drill", "mock"))
         if self.hardware.on_init(info) is not CallbackReturn.SUCCESS:
@@ -144,6 +172,12 @@ class ClosedLoopSimulation:
             inverse_dynamics=use and control.inverse_dynamics_feedforward,
         )
         self.thrust = BoneThrust(drilling.bone) if drilling else None
+        if drilling and isinstance(self.plant, RealisticPlant):
+            self.plant.set_drilling(drilling.entry, drilling.direction, self.thrust)
+            if compensated and self.feedforward is not None:  # the compensation's thrust feed-forward
+                self.feedforward = self.feedforward + thrust_feedforward(
+                    params, trajectory, drilling.entry, drilling.direction, drilling.bone
+                )
         kinematics = KinematicModel.from_parameters(params)
         arm = trajectory.positions[:, :FEED_INDEX]
         poses = forward_kinematics(arm, kinematics)

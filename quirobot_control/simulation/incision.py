@@ -23,6 +23,7 @@ from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, p
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
 from quirobot_description.parameters import RobotParameters
+from quirobot_description.plant_parameters import PlantParameters
 
 #: The issue's targets, m (controller time in s, real-time factor dimensionless).
 TARGETS = {
@@ -55,8 +56,13 @@ def run_task(
     on_plan: Callable[[JointTrajectory], None] | None = None,
     depth: float | None = None,
     feed_rate: float | None = None,
+    plant: str = "ideal",
+    compensated: bool = True,
+    plant_parameters: PlantParameters | None = None,
+    seed: int = 0,
 ) -> TaskResult:
-    """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's."""
+    """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's; `plant`,
+    `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation."""
     if isinstance(task, str):
         task = load_task(task)
     control = control or control_configuration(params)
@@ -72,7 +78,16 @@ def run_task(
         drilling = None
     if on_plan is not None:
         on_plan(trajectory)
-    simulation = ClosedLoopSimulation(params, control, trajectory, drilling=drilling)
+    simulation = ClosedLoopSimulation(
+        params,
+        control,
+        trajectory,
+        drilling=drilling,
+        plant=plant,
+        compensated=compensated,
+        plant_parameters=plant_parameters,
+        seed=seed,
+    )
     log = simulation.run(progress=progress)
     metrics = common_metrics(log, trajectory)
     if isinstance(task, IncisionTask):

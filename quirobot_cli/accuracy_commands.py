@@ -1,0 +1,85 @@
+"""`quirobot accuracy`: the accuracy budget (quirobot_control.analysis.accuracy) on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from quirobot_cli.verb_parser import add_verb
+
+DEFAULT_PLOT = "quirobot_output/accuracy.png"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = add_verb(
+        subparsers,
+        "accuracy",
+        help="accuracy budget: Monte-Carlo incisions on the realistic plant (p50/p95/max errors)",
+        description=(
+            "Run N short incisions (3 mm at 2 mm/s from the standoff) in closed loop on the realistic "
+            "plant, each with its plant drawn from the parameter file's distributions and its entry point "
+            "and axis drawn over the workspace, and print p50/p95/max of the entry error, lateral "
+            "deviation, axis angle error and depth error (from the plant's true tip), with a histogram "
+            "plot. --json: {samples, entry_error, lateral_deviation, axis_angle_error, depth_error: "
+            "{p50, p95, max}} in m and rad."
+        ),
+    )
+    parser.add_argument("--samples", type=int, default=20, help="Monte-Carlo samples, 1-1000 (default 20)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--plot",
+        default=DEFAULT_PLOT,
+        help=f"histogram PNG, its folder created if missing (default {DEFAULT_PLOT})",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(handler=accuracy)
+
+
+def accuracy(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from quirobot_cli.output_paths import output_file, output_folder
+    from quirobot_control.analysis.accuracy import METRICS, check_samples, plot_accuracy, run_accuracy
+    from quirobot_description.parameters import load_parameters
+
+    check_samples(args.samples)
+    plot = Path(args.plot)
+    output_folder(plot.parent)
+    plot = output_file(plot, ".png")
+    params = load_parameters()
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.samples, unit="incision", desc="accuracy", file=sys.stderr)
+    try:
+        result = run_accuracy(
+            params,
+            args.samples,
+            seed=args.seed,
+            progress=(lambda done: bar.update(done - bar.n)) if bar else None,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    plot_accuracy(result, plot)
+    document = result.as_json()
+    if args.json:
+        print(json.dumps({**document, "plot": str(plot)}, indent=2))
+        return 0
+    print(
+        f"quirobot accuracy: {document['samples']} incisions on the realistic plant "
+        f"({document['completed']} completed)"
+    )
+    print(f"  {'metric':<20} {'p50':>10} {'p95':>10} {'max':>10}")
+    for metric in METRICS:
+        scale, unit = (1e3, "mrad") if metric == "axis_angle_error" else (1e6, "um")
+        row = " ".join(
+            f"{'-' if document[metric][k] is None else f'{document[metric][k] * scale:.1f}':>10}"
+            for k in ("p50", "p95", "max")
+        )
+        print(f"  {metric:<20} {row}  {unit}")
+    print(f"  plot: {plot}")
+    return 0

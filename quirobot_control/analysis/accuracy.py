@@ -1,0 +1,224 @@
+"""The accuracy budget: Monte-Carlo incisions on the realistic plant (`quirobot accuracy`).
+
+Each sample draws one plant from the parameter file's distributions (realistic_plant.*.
+distribution: gearbox stiffness and backlash, friction, screw stiffness, encoder noise, the ram's
+overhang, the bit's stick-out, skiving, the regenerative stiffness), an entry point over the
+workspace (ENTRY_SPREAD around the task's entry) and a drilling axis (tilted up to MAX_TILT from
+vertical, any azimuth), and runs the compensated closed loop on that plant. For time, each sample
+is a short incision (SHORT_DEPTH at SHORT_FEED_RATE into the task's bone) that starts at rest at
+the standoff point on the axis (the plan from its settle phase to the end of its dwell: the
+approach is not simulated). Metrics from the plant's true tip (simulation.incision):
+entry error, lateral deviation, axis angle error (the angle between the planned axis and the
+line fitted through the tip's positions once the drill's point is in the bone) and depth error
+(|final depth - target| at the end of the dwell). Every number in m or rad.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from quirobot_control.loop.control_config import ControlConfig, control_configuration
+from quirobot_control.planning.tasks import IncisionTask, PlanningError, load_task, plan_incision
+from quirobot_control.planning.trajectory import JointTrajectory, Phase
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
+from quirobot_control.simulation.incision import incision_metrics
+from quirobot_description.parameters import RobotParameters
+
+#: Most samples one request may ask (each is a ~3 s closed-loop simulation, ~3-5 s of wall time).
+MAX_SAMPLES = 1000
+#: The short incision of each sample: 3 mm (all in the near cortex, the largest thrust) at 2 mm/s.
+SHORT_DEPTH = 0.003  # m
+SHORT_FEED_RATE = 0.002  # m/s
+#: Entry points: uniform in a box of these half-widths (m, world x y z) around the task's entry.
+ENTRY_SPREAD = np.array([0.3, 0.3, 0.05])
+#: Drilling axes: tilted up to this angle (rad) from vertical, any azimuth.
+MAX_TILT = math.radians(35.0)
+#: Redraws of an entry point the planner cannot reach, before giving up.
+MAX_REDRAWS = 50
+#: Metrics of the budget, in JSON order.
+METRICS = ("entry_error", "lateral_deviation", "axis_angle_error", "depth_error")
+
+
+class AccuracyError(ValueError):
+    """A request the accuracy budget cannot run (named in the message)."""
+
+
+@dataclass(frozen=True)
+class AccuracySample:
+    """One Monte-Carlo incision: its entry (3,) m, axis (3,), and its metrics (m, rad)."""
+
+    entry: np.ndarray
+    direction: np.ndarray
+    completed: bool
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class AccuracyResult:
+    samples: tuple[AccuracySample, ...]
+
+    def values(self, metric: str) -> np.ndarray:
+        return np.array([sample.metrics[metric] for sample in self.samples])
+
+    def statistics(self) -> dict[str, dict[str, float]]:
+        """{metric: {p50, p95, max}} over the samples (a run that stopped counts as infinite)."""
+        stats = {}
+        for metric in METRICS:
+            values = self.values(metric)
+            p50, p95 = np.percentile(values, [50, 95])
+            stats[metric] = {"p50": float(p50), "p95": float(p95), "max": float(values.max())}
+        return stats
+
+    def as_json(self) -> dict:
+        """{"samples": N, metric: {"p50", "p95", "max"}, ...} in m and rad (non-finite: null)."""
+        document: dict = {"samples": len(self.samples)}
+        for metric, stats in self.statistics().items():
+            document[metric] = {k: (v if math.isfinite(v) else None) for k, v in stats.items()}
+        document["completed"] = sum(sample.completed for sample in self.samples)
+        return document
+
+
+def check_samples(samples: int) -> None:
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
+        raise AccuracyError(
+            f"--samples must be a whole number from 1 to {MAX_SAMPLES} (each sample is a closed-loop "
+            f"simulation of a few seconds), got {samples!r}"
+        )
+
+
+def short_incision(task: IncisionTask, params: RobotParameters, dt: float) -> JointTrajectory:
+    """The incision's plan from its settle phase (at rest at the standoff) to the end of its dwell."""
+    full = plan_incision(task, params, dt)
+    start = int(round(full.phase("settle").start_time / dt))
+    end = int(round(full.phase("dwell").end_time / dt)) + 1
+    shift = start * dt
+    phases = tuple(
+        Phase(p.name, p.start_time - shift, p.end_time - shift)
+        for p in full.phases
+        if p.start_time >= shift - 1e-9 and p.end_time <= (end - 1) * dt + 1e-9
+    )
+    return JointTrajectory(
+        dt,
+        full.positions[start:end],
+        full.velocities[start:end],
+        full.accelerations[start:end],
+        phases,
+        names=full.names,
+    )
+
+
+def axis_angle_error(task: IncisionTask, tip: np.ndarray) -> float:
+    """Angle (rad) between the planned axis and the line fitted (least squares) through the tip
+    positions (M, 3) m deeper than the drill's point length; NaN with fewer than 10 of them."""
+    depth = (tip - task.entry) @ task.direction
+    inside = tip[depth >= task.bone.point_length]
+    if len(inside) < 10:
+        return math.nan
+    centred = inside - inside.mean(axis=0)
+    axis = np.linalg.svd(centred, full_matrices=False)[2][0]
+    return float(math.acos(min(abs(float(axis @ task.direction)), 1.0)))
+
+
+def draw_incision(task: IncisionTask, rng: np.random.Generator) -> IncisionTask:
+    """The task with an entry point and axis drawn over the workspace (module docstring)."""
+    entry = task.entry + rng.uniform(-1.0, 1.0, 3) * ENTRY_SPREAD
+    tilt = math.acos(1.0 - rng.uniform() * (1.0 - math.cos(MAX_TILT)))  # uniform over the cap
+    azimuth = rng.uniform(0.0, 2.0 * math.pi)
+    direction = np.array(
+        [math.sin(tilt) * math.cos(azimuth), math.sin(tilt) * math.sin(azimuth), -math.cos(tilt)]
+    )
+    return replace(task, entry=entry, direction=direction, depth=SHORT_DEPTH, feed_rate=SHORT_FEED_RATE)
+
+
+def run_sample(
+    params: RobotParameters,
+    control: ControlConfig,
+    task: IncisionTask,
+    rng: np.random.Generator,
+) -> AccuracySample:
+    """One Monte-Carlo incision (a reachable entry drawn, a plant drawn, the closed loop run)."""
+    for _ in range(MAX_REDRAWS):
+        incision = draw_incision(task, rng)
+        try:
+            trajectory = short_incision(incision, params, control.dt)
+            break
+        except (PlanningError, ValueError):
+            continue
+    else:
+        raise AccuracyError(f"no reachable entry point in {MAX_REDRAWS} draws around {task.entry.tolist()}")
+    plant = params.plant.sample(rng)
+    simulation = ClosedLoopSimulation(
+        params,
+        control,
+        trajectory,
+        drilling=Drilling(incision.entry, incision.direction, incision.bone),
+        plant="realistic",
+        plant_parameters=plant,
+        seed=int(rng.integers(2**31)),
+    )
+    log = simulation.run()
+    completed = log.stop_reason is None and len(log.time) == len(trajectory.positions)
+    metrics = dict.fromkeys(METRICS, math.inf)
+    if completed:
+        measured = incision_metrics(incision, trajectory, log)
+        metrics = {
+            "entry_error": measured["entry_error"],
+            "lateral_deviation": measured["lateral_deviation"],
+            "axis_angle_error": axis_angle_error(incision, log.tip),
+            "depth_error": measured["final_depth_error"],
+        }
+        metrics = {k: (v if math.isfinite(v) else math.inf) for k, v in metrics.items()}
+    return AccuracySample(incision.entry, incision.direction, completed, metrics)
+
+
+def run_accuracy(
+    params: RobotParameters,
+    samples: int,
+    *,
+    seed: int = 0,
+    task: IncisionTask | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> AccuracyResult:
+    """`samples` Monte-Carlo incisions (at most MAX_SAMPLES); `progress(done)` after each."""
+    check_samples(samples)
+    task = task or load_task("incision")
+    if not isinstance(task, IncisionTask):
+        raise AccuracyError("the accuracy budget needs an incision task")
+    control = control_configuration(params)
+    rng = np.random.default_rng(seed)
+    results = []
+    for k in range(samples):
+        results.append(run_sample(params, control, task, rng))
+        if progress is not None:
+            progress(k + 1)
+    return AccuracyResult(tuple(results))
+
+
+def plot_accuracy(result: AccuracyResult, path) -> None:
+    """PNG: a histogram per metric (um or mrad) with p50 and p95 marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(1, 4, figsize=(16, 4), constrained_layout=True)
+    stats = result.statistics()
+    for ax, metric in zip(axes, METRICS, strict=True):
+        scale, unit = (1e3, "mrad") if metric == "axis_angle_error" else (1e6, "um")
+        values = result.values(metric)
+        finite = values[np.isfinite(values)] * scale
+        ax.hist(finite, bins=max(5, min(40, len(finite) // 4 or 5)), color="tab:blue", alpha=0.7)
+        for key, colour in (("p50", "tab:green"), ("p95", "tab:red")):
+            value = stats[metric][key]
+            if math.isfinite(value):
+                ax.axvline(value * scale, color=colour, lw=2, label=f"{key} {value * scale:.1f} {unit}")
+        ax.set_title(metric.replace("_", " "))
+        ax.set_xlabel(unit)
+        ax.legend(fontsize=9)
+    figure.suptitle(f"QUIROBOT accuracy budget: {len(result.samples)} Monte-Carlo incisions, realistic plant")
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,390 @@
+"""The realistic plant: the robot with the errors a real machine has and the controller's model lacks.
+
+`quirobot simulate --plant realistic` and `quirobot accuracy` run the controller (unchanged: its
+model is still the rigid robot of the parameter file) on this plant instead of `MujocoPlant`
+alone. The rigid-body physics stays MuJoCo's; the rest is modelled here, in Python, around it,
+so that nothing of it comes from the controller's model (values: parameter file section
+`realistic_plant`, quirobot_description.plant_parameters):
+
+* Wrist joints are two masses: the motor side (rotor inertia reflected through 500:1, integrated
+  here with the gearbox's Coulomb + viscous friction and the holding brake) drives the load side
+  (the MuJoCo joint, without armature, with its output bearing's dry friction) through the
+  gearbox's torsional stiffness, backlash (a dead
+  zone of the total play) and structural damping. Why in Python rather than as extra MuJoCo DOFs:
+  the motor side and the dead zone live next to the drive model that feeds it, MuJoCo keeps
+  exactly the URDF's tree (the same plant file as the ideal run), and each piece can be checked
+  on its own (the stiffness mode is 35-130 Hz: sub-stepped explicitly, it is stable).
+* Gantry and feed axes: the ball screw's axial stiffness is kept as its static deflection
+  (effort / k along the axis; the axial mode is above 500 Hz, far past the position loop), the
+  screw and rails' Coulomb + viscous friction replaces the report's 0.06 N*s/m (MuJoCo dry
+  friction and damping on the joint).
+* One control period of actuation delay (the CANopen RPDO applied at the next SYNC) and encoder
+  noise: `RealisticDrive` wraps each SimulatedDrive.
+* The ram's lateral compliance: a passive spring-damper (world x, y) at the wrist, stiffness
+  3 E I / L^3 of the ram's section, driven by the lateral part of every force at the tip.
+* Cutting: skiving (a lateral force at entry, a fraction of the thrust, while the drill's point
+  is not fully in the bone, down the inclined surface: in the plane of the axis and the
+  vertical) bends the bit (k = 3 E I / L^3) and moves the tip; once the point is in, the hole
+  holds the tip where the entry left it (conservative: the offset is kept). The regenerative
+  thrust k_r * engagement * (z(t) - z(t - T_rev)) with z the tip's axial vibration (depth less
+  its 5-revolution average) adds chatter.
+
+The true tip (`tip`, what every metric uses) is MuJoCo's tip moved by the screws' deflection,
+the ram's and the bit's. `compensated` = the design's answer (load-side encoders on the wrist,
+read by the position loop; the velocity estimate stays the motor encoder's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from quirobot_control.drives.dual_loop import DualLoopFeedback
+from quirobot_control.drives.interface import DriveFeedback, DriveState
+from quirobot_control.drives.simulated import SimulatedDrive
+from quirobot_control.models.bone import BoneThrust
+from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_description.parameters import RobotParameters
+from quirobot_description.plant_parameters import PlantParameters
+
+#: Indices (AXES order) of the two-mass wrist joints and of the gantry screws; world axis of each
+#: screw's travel (the tool descends as d3 grows, report DH table).
+WRIST = (3, 4)
+SCREWS = (0, 1, 2)
+SCREW_AXES = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0]])
+#: Motor-side sub-steps per physics step (the gearbox mode, <= 130 Hz, at 16 kHz: explicit is stable).
+MOTOR_SUBSTEPS = 4
+#: Crossover of the wrist drives' dual-loop feedback (drives.dual_loop), rad/s: 2 Hz, far below the
+#: position loop's 150 rad/s poles and the gearbox's 35 Hz mode (measured: stable and within the
+#: targets on the realistic plant; a stiff loop on the load encoder alone oscillates at ~80 Hz).
+DUAL_LOOP_CROSSOVER = 2.0 * math.pi * 2.0
+#: Revolutions over which the depth is averaged to get the axial vibration of the regenerative term.
+VIBRATION_AVERAGE_REVOLUTIONS = 5.0
+
+
+class RealisticDrive:
+    """A SimulatedDrive seen through the bus: one control period of delay on the current command,
+    noisy encoder, optionally a load-side encoder. Everything else is the wrapped drive's."""
+
+    def __init__(
+        self,
+        inner: SimulatedDrive,
+        noise: float,
+        rng: np.random.Generator,
+        delay_periods: int,
+        load_resolution: float | None = None,
+        dual_loop: DualLoopFeedback | None = None,
+    ) -> None:
+        """noise: encoder standard deviation in counts; load_resolution: m or rad per count of a
+        load-side encoder (None: the motor encoder feeds the position loop), blended with the
+        motor encoder by `dual_loop`."""
+        self.inner = inner
+        self.noise = noise
+        self.rng = rng
+        self.delay_periods = delay_periods
+        self.load_resolution = load_resolution
+        self.dual_loop = dual_loop
+        self.load_position = 0.0  # true load-side position, set by the plant
+        self._queue: list[float] = []
+        self._position = 0.0
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def command_current(self, current: float) -> None:
+        """Queued for `delay_periods` control periods (checked now: a bad command stops at once)."""
+        value = float(current) if isinstance(current, (int, float)) else math.nan
+        if not math.isfinite(value) or self.inner.state is DriveState.FAULT or self.delay_periods == 0:
+            self.inner.command_current(current)
+            return
+        self._queue.append(value)
+
+    def latch(self) -> None:
+        """The sync instant: the command written a period ago reaches the drive; the encoders sample."""
+        if self._queue and len(self._queue) >= self.delay_periods:
+            value = self._queue.pop(0)
+            if self.inner.state is not DriveState.FAULT:  # a fault refuses it; the loop reads the fault
+                self.inner.command_current(value)
+        resolution = self.inner.encoder.resolution
+        motor = self.inner.feedback().position + self.noise * resolution * self.rng.standard_normal()
+        self._position = motor
+        if self.load_resolution is not None and self.dual_loop is not None:
+            counts = self.load_position / self.load_resolution + self.noise * self.rng.standard_normal()
+            self._position = self.dual_loop.update(motor, round(counts) * self.load_resolution)
+
+    def quick_stop(self) -> None:
+        self._queue.clear()
+        self.inner.quick_stop()
+
+    def disable(self) -> None:
+        self._queue.clear()
+        self.inner.disable()
+
+    def feedback(self) -> DriveFeedback:
+        inner = self.inner.feedback()
+        return DriveFeedback(
+            position=self._position,
+            velocity=inner.velocity,
+            current=inner.current,
+            effort=inner.effort,
+            state=inner.state,
+            fault=inner.fault,
+        )
+
+
+class RealisticPlant:
+    """MuJoCo's rigid bodies with the realistic plant's effects (module docstring); the same
+    interface as MujocoPlant for the closed loop (reset, sense, step_period, tip, ...)."""
+
+    def __init__(
+        self,
+        params: RobotParameters,
+        plant: PlantParameters,
+        drives: Sequence[SimulatedDrive],
+        timestep: float,
+        *,
+        compensated: bool,
+        rng: np.random.Generator,
+        urdf: Path | None = None,
+    ) -> None:
+        """drives (6,): the SimulatedDrives in AXES order (wrapped here; `self.drives`)."""
+        self.params = params
+        self.plant = plant
+        armature = np.array([d.reflected_inertia for d in drives])
+        self.motor_inertia = armature.copy()
+        armature[list(WRIST)] = 0.0  # the wrist rotors are the motor side, integrated here
+        self.rigid = MujocoPlant(params, armature, timestep, urdf)
+        model = self.rigid.model
+        for j in SCREWS:
+            model.dof_damping[j] = plant.gantry_viscous_friction
+            model.dof_frictionloss[j] = plant.gantry_coulomb_friction
+        for j in WRIST:  # the gearbox's losses act on the motor side, its output bearing's on the load
+            model.dof_damping[j] = 0.0
+            model.dof_frictionloss[j] = plant.wrist_output_friction
+        self.rigid._joint_friction = model.dof_frictionloss.copy()
+        self.model, self.data = model, self.rigid.data
+        delay = int(round(plant.actuation_delay * params.drive.control_rate))
+        load_resolution = 2.0 * math.pi / plant.load_encoder_counts_per_rev
+        self.drives = [
+            RealisticDrive(
+                drive,
+                plant.encoder_noise,
+                rng,
+                delay,
+                load_resolution if (compensated and j in WRIST) else None,
+                DualLoopFeedback(DUAL_LOOP_CROSSOVER, 1.0 / params.drive.control_rate),
+            )
+            for j, drive in enumerate(drives)
+        ]
+        k = plant.wrist_gear_stiffness
+        self.gear_damping = {
+            j: 2.0 * plant.wrist_gear_damping_ratio * math.sqrt(k * self.motor_inertia[j]) for j in WRIST
+        }
+        self.motor_angle = np.zeros(6)  # motor side of the wrist joints, in joint units (rad)
+        self.motor_speed = np.zeros(6)
+        self.ram = np.zeros(2)  # ram deflection at the wrist, world x y, m
+        self.ram_rate = np.zeros(2)
+        self.bit = np.zeros(3)  # bit bending at the tip, world, m
+        self.screw = np.zeros(3)  # world offset of the load from the screws' deflection, m
+        self.drilling = None
+        self.thrust_model: BoneThrust | None = None
+        self._last_force = np.zeros(3)
+        self._tip = np.zeros(3)
+        self._efforts = np.zeros(6)
+        self._depth_history: list[float] = []
+        self._depth_average: float | None = None
+        self._engaged_once = False
+
+    # --- the closed loop's interface --------------------------------------------------------------
+    def set_drilling(self, entry: np.ndarray, direction: np.ndarray, thrust: BoneThrust) -> None:
+        """Where the bone is (skiving, regenerative thrust): entry (3,) m, unit direction (3,)."""
+        self.drilling = (np.asarray(entry, float), np.asarray(direction, float))
+        self.thrust_model = thrust
+
+    def reset(self, q: np.ndarray) -> None:
+        self.rigid.reset(q)
+        self.motor_angle[:] = q
+        self.motor_speed[:] = 0.0
+        # The load rests on the gravity side of the play: gravity's torque on the load decides.
+        self.rigid.forward_kinematics()
+
+    def forward_kinematics(self) -> None:
+        self.rigid.forward_kinematics()
+
+    @property
+    def position(self) -> np.ndarray:
+        """(6,) MuJoCo joint positions: the gantry's motor (screw) side, the wrist's load side."""
+        return self.data.qpos
+
+    @property
+    def velocity(self) -> np.ndarray:
+        return self.data.qvel
+
+    def _offset(self) -> np.ndarray:
+        return self.screw + np.array([self.ram[0], self.ram[1], 0.0])
+
+    @property
+    def tool0(self) -> np.ndarray:
+        """(3,) true tool0 in the world (m): MuJoCo's, moved by the screws' and the ram's deflection."""
+        return self.rigid.tool0 + self._offset()
+
+    @property
+    def tip(self) -> np.ndarray:
+        """(3,) true drill tip in the world (m): also moved by the bit's bending."""
+        self._tip[:] = self.rigid.tip + self._offset() + self.bit
+        return self._tip
+
+    @property
+    def tip_quaternion(self) -> np.ndarray:
+        return self.rigid.tip_quaternion
+
+    def _encoder_positions(self) -> np.ndarray:
+        q = self.data.qpos.copy()
+        q[list(WRIST)] = self.motor_angle[list(WRIST)]
+        return q
+
+    def sense(self, drives: Sequence = ()) -> None:
+        """The sync instant: every encoder samples (motor side), the delayed commands arrive."""
+        q = self._encoder_positions()
+        speed = self.data.qvel.copy()
+        speed[list(WRIST)] = self.motor_speed[list(WRIST)]
+        for j, drive in enumerate(self.drives):
+            drive.inner.advance(0.0, q[j], speed[j])
+            drive.load_position = self.data.qpos[j]
+            drive.latch()
+
+    def follow_brakes(self) -> None:
+        holding = np.array(
+            [
+                d.brake_holding_effort if (d.brake_engaged and j not in WRIST) else 0.0
+                for j, d in enumerate(self.drives)
+            ]
+        )
+        self.rigid.set_brakes(holding)
+
+    def step_period(
+        self,
+        drives: Sequence = (),
+        substeps: int = 1,
+        tip_force: Callable[[float], np.ndarray | None] | None = None,
+    ) -> np.ndarray:
+        """One control period of `substeps` physics steps (see MujocoPlant.step_period), with the
+        two-mass wrist, the compliances and the cutting forces of this plant."""
+        h = self.model.opt.timestep
+        efforts = self._efforts
+        applied = np.zeros(6)
+        for _ in range(substeps):
+            q, qd = self.data.qpos, self.data.qvel
+            for j, drive in enumerate(self.drives):
+                if j in WRIST:
+                    efforts[j] = drive.inner.advance(h, self.motor_angle[j], self.motor_speed[j])
+                else:
+                    efforts[j] = drive.inner.advance(h, q[j], qd[j])
+            applied[:] = efforts
+            for j in WRIST:
+                applied[j] = self._step_wrist(j, h, efforts[j])
+            self.follow_brakes()
+            for index, j in enumerate(SCREWS):  # static deflection: the load lags the screw by F/k
+                self.screw_deflection(index, efforts[j])
+            self.rigid.forward_kinematics()
+            force = tip_force(h) if tip_force is not None else None
+            force = self._cutting(h, force)
+            self._step_ram(h, force)
+            self.rigid.step(applied, force)
+        return efforts
+
+    # --- the pieces -------------------------------------------------------------------------------
+    def screw_deflection(self, index: int, effort: float) -> None:
+        """The load's world offset along screw `index` for the drive's effort (N): -effort / k."""
+        self.screw += SCREW_AXES[index] * (
+            -effort / self.plant.screw_axial_stiffness - self.screw @ SCREW_AXES[index]
+        )
+
+    def gear_torque(self, j: int, motor_angle: float, motor_speed: float) -> float:
+        """Torque (N*m) the gearbox of wrist joint j transmits: stiffness over the play's dead zone
+        plus structural damping while in contact."""
+        k = self.plant.wrist_gear_stiffness
+        half_play = 0.5 * self.plant.wrist_gear_backlash
+        twist = motor_angle - self.data.qpos[j]
+        if twist > half_play:
+            windup = twist - half_play
+        elif twist < -half_play:
+            windup = twist + half_play
+        else:
+            return 0.0
+        return k * windup + self.gear_damping[j] * (motor_speed - self.data.qvel[j])
+
+    def _step_wrist(self, j: int, h: float, effort: float) -> float:
+        """Advance the motor side of wrist joint j over h; return the load's torque (N*m, mean)."""
+        J = self.motor_inertia[j]
+        dt = h / MOTOR_SUBSTEPS
+        drive = self.drives[j]
+        coulomb = self.plant.wrist_coulomb_friction
+        if drive.brake_engaged:
+            coulomb += drive.brake_holding_effort
+        viscous = self.plant.wrist_viscous_friction
+        total = 0.0
+        for _ in range(MOTOR_SUBSTEPS):
+            transmitted = self.gear_torque(j, self.motor_angle[j], self.motor_speed[j])
+            total += transmitted
+            net = effort - transmitted - viscous * self.motor_speed[j]
+            speed = self.motor_speed[j]
+            if speed == 0.0 and abs(net) <= coulomb:
+                new_speed = 0.0  # stuck: dry friction holds
+            else:
+                direction = math.copysign(1.0, speed) if speed != 0.0 else math.copysign(1.0, net)
+                new_speed = speed + dt * (net - coulomb * direction) / J
+                if speed != 0.0 and new_speed * speed < 0.0:
+                    new_speed = 0.0  # friction stops it, never reverses it
+            self.motor_speed[j] = new_speed
+            self.motor_angle[j] += dt * new_speed
+        return total / MOTOR_SUBSTEPS
+
+    def _step_ram(self, h: float, force: np.ndarray | None) -> None:
+        """Spring-damper of the ram at the wrist (semi-implicit Euler), driven by the tip force's x, y."""
+        p = self.plant
+        k, m = p.ram_stiffness, p.ram_modal_mass
+        c = 2.0 * p.ram_damping_ratio * math.sqrt(k * m)
+        lateral = np.zeros(2) if force is None else force[:2]
+        self.ram_rate += h * (lateral - k * self.ram - c * self.ram_rate) / m
+        self.ram += h * self.ram_rate
+
+    def _cutting(self, h: float, force: np.ndarray | None) -> np.ndarray | None:
+        """Add skiving and the regenerative thrust to the bone's force; bend the bit."""
+        if self.drilling is None or self.thrust_model is None:
+            return force
+        entry, direction = self.drilling
+        depth = float(np.dot(self.tip - entry, direction))
+        bone = self.thrust_model.bone
+        engagement = self.thrust_model.engagement(depth)
+        thrust = 0.0 if force is None else float(-force @ direction)
+        extra = np.zeros(3)
+        # Regenerative thrust: the axial vibration now against one revolution ago.
+        period_steps = max(int(round(self.plant.spindle_period / h)), 1)
+        if self._depth_average is None:
+            self._depth_average = depth
+        alpha = h / (VIBRATION_AVERAGE_REVOLUTIONS * self.plant.spindle_period)
+        self._depth_average += alpha * (depth - self._depth_average)
+        vibration = depth - self._depth_average
+        self._depth_history.append(vibration)
+        if len(self._depth_history) > period_steps:
+            before = self._depth_history.pop(0)
+            if engagement > 0.0 and thrust > 0.0:
+                regenerative = self.plant.regenerative_stiffness * engagement * (vibration - before)
+                extra -= max(regenerative, -thrust) * direction
+        # Skiving while the point enters: down the surface, perpendicular to the axis.
+        if 0.0 < depth < bone.point_length and not self._engaged_once:
+            downhill = np.array([0.0, 0.0, -1.0]) - direction * (-direction[2])
+            norm = np.linalg.norm(downhill)
+            downhill = downhill / norm if norm > 1e-9 else np.array([1.0, 0.0, 0.0])
+            lateral = self.plant.skiving_coefficient * thrust * downhill
+            extra += lateral
+            self.bit = lateral / self.plant.bit_stiffness
+        elif depth >= bone.point_length:
+            self._engaged_once = True  # the hole holds the tip where the entry left it
+        if force is None:
+            return extra if np.any(extra) else None
+        return force + extra

@@ -1,0 +1,63 @@
+"""`quirobot accuracy`: the Monte-Carlo accuracy budget's contract, its bounds and its pieces.
+
+The 200-sample figure (p95 lateral deviation <= 0.2 mm) is too long for CI (a few seconds of
+wall time per sample): bench/accuracy.py runs it; here two samples check the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from quirobot_control.analysis.accuracy import MAX_SAMPLES, axis_angle_error, short_incision
+from quirobot_control.planning.tasks import load_task
+
+
+def test_json_contract_with_two_samples(tmp_path, capsys):
+    from quirobot_cli.cli import main
+
+    plot = tmp_path / "accuracy.png"
+    code = main(["accuracy", "--samples", "2", "--json", "--plot", str(plot)])
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert code == 0
+    assert "accuracy" in captured.err  # the progress bar
+    assert document["samples"] == 2 and document["completed"] == 2
+    for metric in ("entry_error", "lateral_deviation", "axis_angle_error", "depth_error"):
+        stats = document[metric]
+        assert set(stats) == {"p50", "p95", "max"}
+        assert 0.0 <= stats["p50"] <= stats["p95"] <= stats["max"]
+    assert document["lateral_deviation"]["max"] < 1e-3  # m: sub-millimetre, not a unit slip
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("samples", ["0", str(MAX_SAMPLES + 1)])
+def test_absurd_sample_counts_are_refused_naming_the_limit(tmp_path, capsys, samples):
+    from quirobot_cli.cli import main
+
+    code = main(["accuracy", "--samples", samples, "--no-progress", "--plot", str(tmp_path / "a.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"from 1 to {MAX_SAMPLES}" in err and err.count("\n") == 1
+
+
+def test_axis_angle_error_of_a_tilted_line():
+    task = load_task("incision")
+    tilt = 2e-3  # rad
+    side = np.cross(task.direction, [1.0, 0.0, 0.0])
+    side /= np.linalg.norm(side)
+    axis = math.cos(tilt) * task.direction + math.sin(tilt) * side
+    s = np.linspace(0.0, 0.003, 200)[:, None]
+    assert axis_angle_error(task, task.entry + s * axis) == pytest.approx(tilt, rel=1e-9)
+    assert math.isnan(axis_angle_error(task, task.entry - s * axis))  # never in the bone
+
+
+def test_short_incision_starts_at_rest_at_the_standoff_and_keeps_the_feed(parameters):
+    task = load_task("incision")
+    trajectory = short_incision(task, parameters, 1e-3)
+    assert np.all(trajectory.velocities[0] == 0.0)
+    names = [phase.name for phase in trajectory.phases]
+    assert names == ["settle", "feed", "dwell"]
+    assert trajectory.phase("dwell").end_time == pytest.approx(trajectory.duration)
