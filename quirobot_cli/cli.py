@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError, RuntimeError, ArithmeticError) as error:
+        # RuntimeError: the simulation's and the drives' own errors (SimulationError, DriveError);
+        # --debug shows the traceback of any of them.
         if args.debug:
             raise
         message = " ".join(str(error).split()) or type(error).__name__

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from quirobot_description.data_files import find_data_file
+from quirobot_description.file_schema import PARAMETER_FILE
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
 from quirobot_description.plant_parameters import PlantParameters, read_plant
 from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
@@ -351,7 +352,7 @@ class _Reader(SourcedReader):
     """Walks the raw YAML, building the dataclasses; every leaf is recorded with its dotted key."""
 
     def __init__(self, raw: dict[str, Any], path: Path) -> None:
-        super().__init__(raw, path.name, ParameterError)
+        super().__init__(raw, path.name, ParameterError, PARAMETER_FILE)
         self.path = path
 
     def motor(self, name: str) -> MotorParameters:

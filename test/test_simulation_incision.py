@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from quirobot_control.simulation.closed_loop import POST_STOP_TIME
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import AXES, FEED_INDEX
@@ -266,6 +267,10 @@ def test_model_feedforward_is_switchable_and_cuts_the_tracking_error(parameters,
     assert np.all(without[:3] > with_ff[:3])
 
 
+def trajectory_dt(incision) -> float:
+    return incision.trajectory.dt
+
+
 def run_with_a_drive_fault(parameters, incision, *, stop_on_error=True, after=None):
     """The incision with the gantry_y drive faulting half-way through the feed; `after`: control
     periods simulated past the fault (default: the whole plan). (log, simulation, fault cycle)."""
@@ -308,7 +313,9 @@ def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(param
     task = incision.task
     log, simulation, fault_cycle = run_with_a_drive_fault(parameters, incision)
     assert log.stop_reason == "drive fault on gantry_y: overcurrent in phase V"
-    assert len(log.time) == fault_cycle + 1  # stopped in the cycle the fault was read
+    assert log.stop_time == pytest.approx(fault_cycle * trajectory_dt(incision))  # the cycle it was read
+    # The physics runs on after the stop (POST_STOP_TIME), so the report keeps what happened.
+    assert len(log.time) == fault_cycle + 1 + round(POST_STOP_TIME / trajectory_dt(incision))
     states = {name: drive.feedback().state for name, drive in simulation.drives.items()}
     assert states.pop("gantry_y") is DriveState.FAULT
     assert all(state is DriveState.QUICK_STOP for state in states.values())

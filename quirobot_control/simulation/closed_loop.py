@@ -39,6 +39,12 @@ from quirobot_kinematics import KinematicModel, forward_kinematics
 PLANTS = ("ideal", "realistic")
 
 
+#: s of physics simulated after a stop (controller stopped, drives quick-stopped, brakes engaging):
+#: what the robot does after a stop is part of the run (it coasts, sags or is held), so the log
+#: and the metrics keep it. Half a second covers the brakes' 15 ms and the arm coming to rest.
+POST_STOP_TIME = 0.5
+
+
 @dataclass(frozen=True)
 class Drilling:
     """Where the bone is: entry point (3,) m on its surface, unit drilling direction (3,)."""
@@ -71,6 +77,7 @@ class SimulationLog:
     wall_time: float = 0.0  # s for the whole run
     stop_reason: str | None = None
     events: list[str] = field(default_factory=list)
+    stop_time: float | None = None  # s, when the controller stopped; the physics ran on after it
 
     @property
     def simulated_time(self) -> float:
@@ -191,7 +198,10 @@ class ClosedLoopSimulation:
         self.external_tip_force: np.ndarray | None = None
 
     def run(self, progress: Callable[[int], None] | None = None, stop_on_error: bool = True) -> SimulationLog:
-        """Run the whole trajectory; `progress(cycles_done)` is called every 100 cycles."""
+        """Run the whole trajectory; `progress(cycles_done)` is called every 100 cycles.
+
+        After a stop the physics runs on for POST_STOP_TIME (to the end with stop_on_error=False),
+        recorded like the rest; log.stop_time says when the controller stopped."""
         import time as clock
 
         trajectory = self.trajectory
@@ -245,6 +255,8 @@ class ClosedLoopSimulation:
         feedforward = self.feedforward
         started = clock.perf_counter()
         last = count
+        stopped_at: int | None = None
+        post_stop_cycles = int(round(POST_STOP_TIME / self.dt))
         for k in range(count):
             t = k * self.dt
             if self.before_cycle is not None:
@@ -277,11 +289,14 @@ class ClosedLoopSimulation:
             log.effort[k] = plant.step_period(drives, self.substeps, tip_force if pushed else None)
             if progress is not None and k % 100 == 0:
                 progress(k)
-            if hardware.stop_reason is not None and stop_on_error and status is ReturnType.ERROR:
+            if stopped_at is None and hardware.stop_reason is not None and status is ReturnType.ERROR:
+                stopped_at = k
+            if stop_on_error and stopped_at is not None and k - stopped_at >= post_stop_cycles:
                 last = k + 1
                 break
         log.wall_time = clock.perf_counter() - started
         log.stop_reason = hardware.stop_reason
+        log.stop_time = None if stopped_at is None else stopped_at * self.dt
         log.events = list(hardware.events)
         if last < count:
             for name in (

@@ -119,8 +119,20 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
     dwell = trajectory.phase("dwell")
     t = log.time
     window = (t >= feed.start_time - 1e-9) & (t <= dwell.end_time + 1e-9)
-    if not window.any():
-        raise ValueError("the simulation stopped before the feed phase")
+    # Past the target is unsafe whenever it happens (a lunge as the feed reverses, or the coasting
+    # after a stop, included): over the whole physics run.
+    deepest = float(np.max((log.tip - task.entry) @ task.direction))
+    if not window.any():  # stopped before the feed: nothing drilled, the report still says so
+        return {
+            "entry_error": float("nan"),
+            "lateral_deviation": float("nan"),
+            "depth_overshoot": max(deepest - task.depth, 0.0),
+            "final_depth_error": float("nan"),
+            "max_depth": deepest,
+            "peak_thrust": float(log.thrust.max()),
+            "feed_start_time": feed.start_time,
+            "feed_end_time": feed.end_time,
+        }
     offset = log.tip[window] - task.entry
     depth = offset @ task.direction
     lateral = np.linalg.norm(offset - depth[:, None] * task.direction, axis=1)
@@ -134,8 +146,6 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
     else:
         entry_error = float("nan")
     end_of_dwell = np.nonzero(t[window] <= dwell.end_time + 1e-9)[0][-1]
-    # Past the target is unsafe whenever it happens (a lunge as the feed reverses included).
-    deepest = float(np.max((log.tip - task.entry) @ task.direction))
     return {
         "entry_error": entry_error,
         "lateral_deviation": float(lateral[in_bone].max()) if in_bone.any() else float("nan"),
