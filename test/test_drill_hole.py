@@ -16,9 +16,11 @@ from quirobot_control.planning.drill_hole import (
     Event,
     GoalRejectedError,
     State,
+    path_tolerances,
     phase_progress,
     plan_cancel_retract,
     plan_drill_hole,
+    slowed_for_lag,
     tip_progress,
     waypoints,
 )
@@ -61,17 +63,17 @@ def test_shipped_incision_plans_every_phase_and_reaches_depth_on_the_axis(plan, 
         "dwell",
         "retract",
         "withdraw",
-        "park",
-        "end",
     ]
     kin = Kinematics(KinematicModel.from_parameters(params))
     at_depth = plan.trajectory.sample(plan.trajectory.phase("dwell").start_time)[0]
     depth, lateral = tip_progress(kin.tip(at_depth), incision.entry, incision.direction)
     assert depth == pytest.approx(incision.depth, abs=1e-6)
     assert lateral < 1e-6
-    # It starts and ends at the start pose.
+    # It starts at the start pose and ends at rest with the tip up the axis, out of the bone.
     np.testing.assert_allclose(plan.trajectory.positions[0], incision.park, atol=1e-12)
-    np.testing.assert_allclose(plan.trajectory.positions[-1], incision.park, atol=1e-9)
+    assert np.all(plan.trajectory.velocities[-1] == 0.0)
+    depth, lateral = tip_progress(kin.tip(plan.trajectory.positions[-1]), incision.entry, incision.direction)
+    assert depth < -incision.standoff and lateral < 1e-6
 
 
 def test_direction_of_any_length_is_normalised(shipped, incision, params):
@@ -234,3 +236,43 @@ def test_feed_at_its_soft_limit_first_moves_to_the_tasks_retracted_value(shipped
     assert plan.trajectory.phases[0].name == "prepare"
     np.testing.assert_allclose(plan.trajectory.positions[0], start, atol=1e-12)
     assert plan.trajectory.positions[-1][FEED_INDEX] == pytest.approx(incision.park[FEED_INDEX])
+    assert plan.trajectory.phases[-1].name == "withdraw"
+
+
+def test_path_tolerances_come_from_the_shipped_controllers():
+    import yaml
+
+    from quirobot_description.data_files import find_data_file
+
+    controllers = yaml.safe_load(find_data_file("config/controllers.yaml").read_text())
+    tolerance = path_tolerances(controllers)
+    assert tolerance.shape == (6,)
+    assert (
+        tolerance[FEED_INDEX]
+        == controllers["drill_feed_controller"]["ros__parameters"]["constraints"]["drill_feed"]["trajectory"]
+    )
+    with pytest.raises(ValueError, match="drill_feed"):
+        path_tolerances({"joint_trajectory_controller": controllers["joint_trajectory_controller"]})
+
+
+def test_slowed_for_lag_keeps_the_path_and_the_feed_and_bounds_the_lag_error(plan):
+    tolerance = np.array([1e-3, 1e-3, 1e-3, 0.01, 0.01, 2e-4])
+    lag = 0.02
+    slow = slowed_for_lag(plan.trajectory, lag, tolerance)
+    assert [p.name for p in slow.phases] == [p.name for p in plan.trajectory.phases]
+    for old, new in zip(plan.trajectory.phases, slow.phases, strict=True):
+        a, b = round(new.start_time / DT), round(new.end_time / DT)
+        c, d = round(old.start_time / DT), round(old.end_time / DT)
+        np.testing.assert_allclose(slow.positions[a], plan.trajectory.positions[c], atol=1e-12)
+        np.testing.assert_allclose(slow.positions[b], plan.trajectory.positions[d], atol=1e-12)
+        speed = np.abs(slow.velocities[a : b + 1]).max(axis=0)
+        if old.name in ("feed", "dwell"):
+            assert new.end_time - new.start_time == pytest.approx(old.end_time - old.start_time)
+            np.testing.assert_array_equal(slow.positions[a : b + 1], plan.trajectory.positions[c : d + 1])
+        else:
+            assert np.all(speed * lag <= 0.5 * tolerance * (1 + 1e-6)), old.name
+    # The speed really was too high before (the check above can fail).
+    assert np.abs(plan.trajectory.velocities).max(axis=0)[0] * lag > 0.5 * tolerance[0]
+    # Velocities stay the derivative of the positions (finite differences).
+    derivative = np.gradient(slow.positions, DT, axis=0)
+    assert np.max(np.abs(derivative - slow.velocities)) < 0.02

@@ -8,7 +8,8 @@
   the incision planner (`plan_incision`: approach, align, feed, dwell, retract, withdraw, back to
   `start`): the shipped incision task (config/tasks/incision.yaml) with the goal's entry,
   direction, depth and feed rate and `start` as its park pose (a feed nearer its soft limit than
-  the task's park value first moves out to it, phase "prepare", and the plan ends there). An
+  the task's park value first moves out to it, phase "prepare"), up to the withdraw: the goal
+  ends with the bit up the axis at the approach point (the return to park is the client's). An
   unreachable goal is refused
   with the planner's reason, which names the joint. Raises `GoalRejectedError`.
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
@@ -28,8 +29,8 @@ import numpy as np
 from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision
-from quirobot_control.planning.trajectory import JointTrajectory, plan_feed
-from quirobot_description.parameters import FEED_INDEX, RobotParameters
+from quirobot_control.planning.trajectory import JointTrajectory, Phase, plan_feed
+from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 
 #: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
 #: retracts along the axis instead of stopping.
@@ -129,12 +130,33 @@ def plan_drill_hole(
     )
     try:
         trajectory = plan_incision(task, params, dt)
+        trajectory = until_phase(trajectory, LAST_PHASE)
         if retracted > start[FEED_INDEX]:
             rate = float(limits.velocity[FEED_INDEX])
             trajectory = plan_feed(start, retracted, rate, limits, dt, "prepare").then(trajectory)
     except (PlanningError, ValueError) as error:
         raise GoalRejectedError(str(error)) from error
     return DrillPlan(task=task, trajectory=trajectory, predicted_thrust=predicted)
+
+
+#: A DrillHole goal ends with the bit withdrawn up the axis to the approach point; where the
+#: robot goes next is the client's choice (the incision plan's return to park is left out).
+LAST_PHASE = "withdraw"
+
+
+def until_phase(trajectory: JointTrajectory, name: str) -> JointTrajectory:
+    """The trajectory up to the end of its phase `name` (which ends at rest)."""
+    phase = trajectory.phase(name)
+    end = round(phase.end_time / trajectory.dt)
+    return JointTrajectory(
+        dt=trajectory.dt,
+        positions=trajectory.positions[: end + 1],
+        velocities=trajectory.velocities[: end + 1],
+        accelerations=trajectory.accelerations[: end + 1],
+        phases=tuple(p for p in trajectory.phases if p.start_time < phase.end_time),
+        paths=tuple(p for p in trajectory.paths if p.times[-1] <= phase.end_time + 1e-9),
+        names=trajectory.names,
+    )
 
 
 def predicted_peak_thrust(task: IncisionTask, depth: float, feed_rate: float) -> float:
@@ -263,3 +285,66 @@ def waypoints(trajectory: JointTrajectory, period: float) -> np.ndarray:
     last = len(trajectory.positions) - 1
     indices = np.arange(0, last + 1, stride)
     return indices if indices[-1] == last else np.append(indices, last)
+
+
+#: Phases run at the goal's own speed: the feed at the goal's feed rate and the dwell.
+GOAL_SPEED_PHASES = frozenset({"feed", "dwell"})
+
+
+def slowed_for_lag(trajectory: JointTrajectory, lag: float, tolerance: np.ndarray) -> JointTrajectory:
+    """The trajectory with every phase but the feed and the dwell slowed down (same path, time
+    stretched) so that a measurement `lag` s old stays within half the path `tolerance` (6,) of
+    each joint (m or rad): a phase whose peak speed v has v * lag > tolerance / 2 is stretched by
+    that ratio. Each phase starts and ends at rest, so stretching one keeps the whole continuous.
+
+    Why: the trajectory controllers check their path tolerance against joint states that come
+    back through the hardware's topics; the round trip's lag shows as a following error v * lag.
+    """
+    tolerance = np.asarray(tolerance, dtype=float)
+    dt = trajectory.dt
+    pieces: list[JointTrajectory] = []
+    for phase in trajectory.phases:
+        first, last = round(phase.start_time / dt), round(phase.end_time / dt)
+        q = trajectory.positions[first : last + 1]
+        v = trajectory.velocities[first : last + 1]
+        a = trajectory.accelerations[first : last + 1]
+        factor = 1.0
+        if phase.name not in GOAL_SPEED_PHASES and len(q) > 1:
+            factor = max(1.0, float(np.max(np.abs(v).max(axis=0) * lag / (0.5 * tolerance))))
+        if factor > 1.0:
+            duration = (len(q) - 1) * dt
+            count = int(np.ceil(duration * factor / dt)) + 1
+            original = np.minimum(np.arange(count) * dt / factor, duration)
+            times = np.arange(len(q)) * dt
+            q = np.column_stack([np.interp(original, times, q[:, j]) for j in range(q.shape[1])])
+            v = np.column_stack([np.interp(original, times, v[:, j]) for j in range(v.shape[1])]) / factor
+            a = np.column_stack([np.interp(original, times, a[:, j]) for j in range(a.shape[1])]) / factor**2
+        piece = JointTrajectory(
+            dt=dt,
+            positions=q,
+            velocities=v,
+            accelerations=a,
+            phases=(Phase(phase.name, 0.0, (len(q) - 1) * dt),),
+            names=trajectory.names,
+        )
+        pieces.append(piece)
+    result = pieces[0]
+    for piece in pieces[1:]:
+        result = result.then(piece)
+    return result
+
+
+def path_tolerances(controllers: dict, names: tuple[str, ...] = AXES) -> np.ndarray:
+    """(len(names),) path tolerances (m or rad) of the joints from a ros2_control controllers
+    configuration (config/controllers.yaml as a mapping): each controller's
+    constraints.<joint>.trajectory. A joint no controller constrains raises ValueError."""
+    found: dict[str, float] = {}
+    for section in controllers.values():
+        parameters = section.get("ros__parameters", {}) if isinstance(section, dict) else {}
+        for joint, constraint in parameters.get("constraints", {}).items():
+            if isinstance(constraint, dict) and "trajectory" in constraint:
+                found[joint] = float(constraint["trajectory"])
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise ValueError(f"no path tolerance for {', '.join(missing)} in the controllers configuration")
+    return np.array([found[name] for name in names])
