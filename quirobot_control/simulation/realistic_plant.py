@@ -9,8 +9,8 @@ so that nothing of it comes from the controller's model (values: parameter file 
 * Wrist joints are two masses: the motor side (rotor inertia reflected through 500:1, integrated
   here with the gearbox's Coulomb + viscous friction and the holding brake) drives the load side
   (the MuJoCo joint, without armature, with its output bearing's dry friction) through the
-  gearbox's torsional stiffness, backlash (a dead
-  zone of the total play) and structural damping. Why in Python rather than as extra MuJoCo DOFs:
+  gearbox's torsional stiffness, backlash (a dead zone of the total play) and structural
+  damping. Why in Python rather than as extra MuJoCo DOFs:
   the motor side and the dead zone live next to the drive model that feeds it, MuJoCo keeps
   exactly the URDF's tree (the same plant file as the ideal run), and each piece can be checked
   on its own (the stiffness mode is 35-130 Hz: sub-stepped explicitly, it is stable).
