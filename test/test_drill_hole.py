@@ -276,3 +276,16 @@ def test_slowed_for_lag_keeps_the_path_and_the_feed_and_bounds_the_lag_error(pla
     # Velocities stay the derivative of the positions (finite differences).
     derivative = np.gradient(slow.positions, DT, axis=0)
     assert np.max(np.abs(derivative - slow.velocities)) < 0.02
+
+
+def test_feed_left_out_retracts_before_the_arm_moves(shipped, incision, params):
+    """After an aborted goal the bit may still be out (in bone): it comes back first."""
+    start = incision.park.copy()
+    start[FEED_INDEX] += 0.01
+    plan = plan_drill_hole(shipped, start, params, DT)
+    prepare = plan.trajectory.phase("prepare")
+    end = round(prepare.end_time / DT)
+    assert plan.trajectory.positions[end][FEED_INDEX] == pytest.approx(incision.park[FEED_INDEX])
+    assert np.array_equal(
+        plan.trajectory.positions[: end + 1, :FEED_INDEX], np.tile(start[:FEED_INDEX], (end + 1, 1))
+    )

@@ -7,8 +7,8 @@
   within the feed's effort limit and above the bone model's predicted thrust) and plans it with
   the incision planner (`plan_incision`: approach, align, feed, dwell, retract, withdraw, back to
   `start`): the shipped incision task (config/tasks/incision.yaml) with the goal's entry,
-  direction, depth and feed rate and `start` as its park pose (a feed nearer its soft limit than
-  the task's park value first moves out to it, phase "prepare"), up to the withdraw: the goal
+  direction, depth and feed rate and `start` as its park pose (a feed elsewhere than the task's
+  park value first moves there along the tool axis, phase "prepare"), up to the withdraw: the goal
   ends with the bit up the axis at the approach point (the return to park is the client's). An
   unreachable goal is refused
   with the planner's reason, which names the joint. Raises `GoalRejectedError`.
@@ -95,8 +95,9 @@ def plan_drill_hole(
     except PlanningError as error:
         raise GoalRejectedError(str(error)) from error
     # The feed retracts to the task's park value (kept inside its soft limit so that the
-    # safety controller never clips the retract's stop), or stays further back if it is there.
-    retracted = max(float(start[FEED_INDEX]), float(base.park[FEED_INDEX]))
+    # safety controller never clips the retract's stop) before the arm moves: a feed left out
+    # (an aborted goal) comes back along the tool axis first.
+    retracted = float(base.park[FEED_INDEX])
     park = start.copy()
     park[FEED_INDEX] = retracted
     travel = limits.soft_upper[FEED_INDEX] - retracted - base.standoff
@@ -131,7 +132,7 @@ def plan_drill_hole(
     try:
         trajectory = plan_incision(task, params, dt)
         trajectory = until_phase(trajectory, LAST_PHASE)
-        if retracted > start[FEED_INDEX]:
+        if retracted != start[FEED_INDEX]:
             rate = float(limits.velocity[FEED_INDEX])
             trajectory = plan_feed(start, retracted, rate, limits, dt, "prepare").then(trajectory)
     except (PlanningError, ValueError) as error:
