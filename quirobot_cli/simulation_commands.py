@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from quirobot_cli.verb_parser import add_verb
+from quirobot_control.simulation.closed_loop import DEFAULT_PLANT, PLANTS
 
 DEFAULT_OUTPUT = "quirobot_output"
 
@@ -44,11 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--feed-rate", type=float, help="incision feed rate, m/s (overrides the task)")
     parser.add_argument(
         "--plant",
-        choices=("ideal", "realistic"),
-        default="ideal",
-        help="ideal: MuJoCo's rigid bodies, the controller's own model (default); realistic: gearbox "
-        "stiffness and backlash, friction, delay, encoder noise, ram and bit bending, skiving, chatter "
-        "(parameter file realistic_plant)",
+        choices=PLANTS,
+        default=DEFAULT_PLANT,
+        help="realistic (default): gearbox stiffness and backlash, friction, delay, encoder noise, ram "
+        "and bit bending, skiving, chatter (parameter file realistic_plant); ideal: MuJoCo's rigid "
+        "bodies, the controller's own model",
     )
     parser.add_argument(
         "--no-compensation",

@@ -93,15 +93,18 @@ def simulate(
     params: RobotParameters | None = None,
     depth: float | None = None,
     feed_rate: float | None = None,
+    plant: str | None = None,
 ) -> TaskResult:
     """Plan the task and run it in closed loop (planner, IK, PID, drives, MuJoCo): a TaskResult
     whose `metrics` hold the errors (m) and whose `log` holds every 1 kHz sample.
 
-    depth, feed_rate: override an incision's (m, m/s).
+    depth, feed_rate: override an incision's (m, m/s). plant: "realistic" or "ideal" (default
+    simulation.closed_loop.DEFAULT_PLANT, as `quirobot simulate`).
     """
     from quirobot_control.planning.tasks import load_task
+    from quirobot_control.simulation.closed_loop import DEFAULT_PLANT
     from quirobot_control.simulation.incision import run_task
 
     if isinstance(task, (str, Path)):
         task = load_task(task)
-    return run_task(task, _parameters(params), depth=depth, feed_rate=feed_rate)
+    return run_task(task, _parameters(params), depth=depth, feed_rate=feed_rate, plant=plant or DEFAULT_PLANT)

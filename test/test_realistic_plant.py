@@ -177,6 +177,7 @@ def test_cli_simulate_realistic_json(tmp_path, capsys):
 def test_cli_no_compensation_needs_the_realistic_plant(tmp_path, capsys):
     from quirobot_cli.cli import main
 
-    code = main(["simulate", "--no-compensation", "--no-progress", "--output", str(tmp_path)])
+    argv = ["simulate", "--plant", "ideal", "--no-compensation", "--no-progress", "--output", str(tmp_path)]
+    code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and "--no-compensation applies to --plant realistic only" in err and err.count("\n") == 1

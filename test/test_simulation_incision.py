@@ -207,6 +207,8 @@ def test_cli_json_contract(tmp_path, capsys):
     code = main(
         [
             "simulate",
+            "--plant",
+            "ideal",
             "--task",
             "incision",
             "--depth",
@@ -357,6 +359,8 @@ def test_cli_exits_1_when_the_drill_cannot_reach_its_depth(tmp_path, capsys):
     code = main(
         [
             "simulate",
+            "--plant",
+            "ideal",
             "--task",
             str(task),
             "--depth",
