@@ -289,3 +289,24 @@ def test_feed_left_out_retracts_before_the_arm_moves(shipped, incision, params):
     assert np.array_equal(
         plan.trajectory.positions[: end + 1, :FEED_INDEX], np.tile(start[:FEED_INDEX], (end + 1, 1))
     )
+
+
+def test_cancel_while_feeding_stops_smoothly_then_retracts(plan, params):
+    trajectory, task = plan.trajectory, plan.task
+    feed = trajectory.phase("feed")
+    q, v, _ = trajectory.sample(0.5 * (feed.start_time + feed.end_time))
+    assert v[FEED_INDEX] == pytest.approx(task.feed_rate)
+    retract = plan_cancel_retract(q, task, params, DT, v[FEED_INDEX])
+    assert [p.name for p in retract.phases] == ["cancel_stop", "cancel_retract"]
+    assert retract.velocities[0, FEED_INDEX] == pytest.approx(task.feed_rate)  # continues the feed
+    deepest = retract.positions[:, FEED_INDEX].max() - q[FEED_INDEX]
+    assert deepest == pytest.approx(task.feed_rate**2 / (2 * task.feed_acceleration), rel=0.05)
+    kin = Kinematics(KinematicModel.from_parameters(params))
+    assert tip_progress(kin.tip(retract.positions[-1]), task.entry, task.direction)[0] == pytest.approx(
+        -task.standoff, abs=1e-9
+    )
+    # Velocity continuous: no step larger than the feed's acceleration limit over one sample.
+    from quirobot_control.axes.limits import JointLimits
+
+    steps = np.abs(np.diff(retract.velocities[:, FEED_INDEX]))
+    assert steps.max() <= JointLimits.from_parameters(params).acceleration[FEED_INDEX] * DT * 1.01

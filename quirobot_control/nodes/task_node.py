@@ -407,7 +407,7 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 if retract is None:
                     phase, progress = phase_progress(trajectory, t)
                 else:
-                    phase, progress = "cancel_retract", phase_progress(retract, t - retract_start)[1]
+                    phase, progress = phase_progress(retract, t - retract_start)
                 event = policy.phase_event(phase) if retract is None else None
                 if event is not None:
                     policy.handle(event)
@@ -450,8 +450,12 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                     why = "the motion ended with the bit in a bone phase"
                 if action is Action.RETRACT:
                     handles["arm"].cancel_goal_async()  # the arm holds where it is
+                    # From the commanded state (the plan at this instant), where the controller is.
+                    planned_q, planned_v, _ = trajectory.sample(t)
                     retract = slowed_for_lag(
-                        plan_cancel_retract(q, task, self.params, self.dt), self.tracking_lag, self.tolerance
+                        plan_cancel_retract(planned_q, task, self.params, self.dt, planned_v[FEED_INDEX]),
+                        self.tracking_lag,
+                        self.tolerance,
                     )
                     retract_start = (self.get_clock().now() - start).nanoseconds * 1e-9
                     retract_at = self.get_clock().now()

@@ -187,17 +187,42 @@ def phase_progress(trajectory: JointTrajectory, t: float) -> tuple[str, float]:
 
 
 def plan_cancel_retract(
-    q_now: np.ndarray, task: IncisionTask, params: RobotParameters, dt: float
+    q_now: np.ndarray, task: IncisionTask, params: RobotParameters, dt: float, feed_velocity: float = 0.0
 ) -> JointTrajectory:
-    """The feed alone back to the task's retracted feed (its park pose's), from measured q (6,):
-    the bit leaves the bone along the drilling axis and the tip stops the standoff above the entry.
+    """The feed alone back to the task's retracted feed (its park pose's), from q (6,) moving the
+    feed in at `feed_velocity` m/s (>= 0; the plan's commanded state at the cancel): first a stop
+    at the task's feed acceleration (phase "cancel_stop", a little deeper), then the retract
+    (phase "cancel_retract"): the bit leaves the bone along the drilling axis and the tip stops
+    the standoff above the entry. Planned from rest while the feed still moves, the drive would
+    overshoot into the bone against the new trajectory.
     """
     limits = JointLimits.from_parameters(params)
     q = np.asarray(q_now, dtype=float).copy()
-    # A measured pose a hair outside the soft range (tracking error) must not block the way out.
+    # A pose a hair outside the soft range (tracking error) must not block the way out.
     q = np.clip(q, limits.soft_lower, limits.soft_upper)
     rate = min(task.retract_rate, float(limits.velocity[FEED_INDEX]))
-    return plan_feed(q, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract")
+    v0 = max(float(feed_velocity), 0.0)
+    if v0 <= 0.0:
+        return plan_feed(q, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract")
+    deceleration = min(task.feed_acceleration, float(limits.acceleration[FEED_INDEX]))
+    count = int(np.ceil(v0 / deceleration / dt)) + 1
+    t = np.minimum(np.arange(count) * dt, v0 / deceleration)
+    positions = np.tile(q, (count, 1))
+    velocities = np.zeros((count, q.size))
+    accelerations = np.zeros((count, q.size))
+    positions[:, FEED_INDEX] = q[FEED_INDEX] + v0 * t - 0.5 * deceleration * t**2
+    velocities[:, FEED_INDEX] = v0 - deceleration * t
+    accelerations[:-1, FEED_INDEX] = -deceleration
+    velocities[-1, FEED_INDEX] = 0.0
+    stop = JointTrajectory(
+        dt=dt,
+        positions=positions,
+        velocities=velocities,
+        accelerations=accelerations,
+        phases=(Phase("cancel_stop", 0.0, (count - 1) * dt),),
+    )
+    stopped = np.clip(positions[-1], limits.soft_lower, limits.soft_upper)
+    return stop.then(plan_feed(stopped, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract"))
 
 
 class State(Enum):
@@ -288,8 +313,9 @@ def waypoints(trajectory: JointTrajectory, period: float) -> np.ndarray:
     return indices if indices[-1] == last else np.append(indices, last)
 
 
-#: Phases run at the goal's own speed: the feed at the goal's feed rate and the dwell.
-GOAL_SPEED_PHASES = frozenset({"feed", "dwell"})
+#: Phases run at their own speed: the feed at the goal's feed rate, the dwell, and a cancel's stop
+#: (it starts at the feed rate: stretching it would make a step in velocity).
+GOAL_SPEED_PHASES = frozenset({"feed", "dwell", "cancel_stop"})
 
 
 def slowed_for_lag(trajectory: JointTrajectory, lag: float, tolerance: np.ndarray) -> JointTrajectory:
