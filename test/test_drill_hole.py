@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from quirobot_control.axes.limits import JointLimits
 from quirobot_control.planning.drill_hole import (
     BONE_PHASES,
     TRANSITIONS,
@@ -107,6 +108,27 @@ def test_start_outside_the_soft_limits_is_rejected_naming_the_joint(shipped, inc
     start[0] = -1.0
     with pytest.raises(GoalRejectedError, match="gantry_x"):
         plan_drill_hole(shipped, start, params, DT)
+
+
+def test_a_measured_start_just_outside_a_soft_limit_is_at_it(shipped, incision, params):
+    """drive_node's feed held at its soft limit read 15 nm below it and the goal was rejected (seen
+    in the ROS tier): within the controllers' goal tolerance a measured joint is at the limit."""
+    import yaml
+
+    from quirobot_description.data_files import find_data_file
+
+    controllers = yaml.safe_load(find_data_file("config/controllers.yaml").read_text())
+    goal_tolerance = path_tolerances(controllers, kind="goal")
+    soft_lower = JointLimits.from_parameters(params).soft_lower
+    start = incision.park.copy()
+    start[FEED_INDEX] = soft_lower[FEED_INDEX] - 1.53e-8
+    with pytest.raises(GoalRejectedError, match="drill_feed"):
+        plan_drill_hole(shipped, start, params, DT)
+    plan = plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance)
+    assert plan.trajectory.positions[0, FEED_INDEX] >= soft_lower[FEED_INDEX]
+    start[FEED_INDEX] = soft_lower[FEED_INDEX] - 2 * goal_tolerance[FEED_INDEX]
+    with pytest.raises(GoalRejectedError, match="drill_feed"):
+        plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance)
 
 
 def test_predicted_thrust_bounds_the_bone_model(plan, incision):
@@ -228,8 +250,6 @@ def test_waypoints_keep_the_ends_and_the_period(plan):
 def test_feed_at_its_soft_limit_first_moves_to_the_tasks_retracted_value(shipped, incision, params):
     """The simulated drives start with the feed at its soft lower limit: the retract back there
     would run into the safety controller's envelope, so the plan moves out to the park value."""
-    from quirobot_control.axes.limits import JointLimits
-
     start = incision.park.copy()
     start[FEED_INDEX] = JointLimits.from_parameters(params).soft_lower[FEED_INDEX]
     plan = plan_drill_hole(shipped, start, params, DT)
@@ -306,7 +326,5 @@ def test_cancel_while_feeding_stops_smoothly_then_retracts(plan, params):
         -task.standoff, abs=1e-9
     )
     # Velocity continuous: no step larger than the feed's acceleration limit over one sample.
-    from quirobot_control.axes.limits import JointLimits
-
     steps = np.abs(np.diff(retract.velocities[:, FEED_INDEX]))
     assert steps.max() <= JointLimits.from_parameters(params).acceleration[FEED_INDEX] * DT * 1.01

@@ -143,6 +143,7 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
             self.kinematics = Kinematics(KinematicModel.from_parameters(self.params))
             controllers = yaml.safe_load(find_data_file("config/controllers.yaml").read_text())
             self.tolerance = path_tolerances(controllers)
+            self.goal_tolerance = path_tolerances(controllers, kind="goal")
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.state_publisher = self.create_publisher(OperatingState, "/quirobot/state", latched)
             self.create_subscription(
@@ -366,7 +367,9 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 max_thrust=request.max_thrust,
             )
             try:
-                plan = plan_drill_hole(goal, q, self.params, self.dt, self.base_task)
+                plan = plan_drill_hole(
+                    goal, q, self.params, self.dt, self.base_task, start_tolerance=self.goal_tolerance
+                )
             except GoalRejectedError as error:
                 return self._finish(goal_handle, "abort", f"goal rejected: {error}", nan, nan)
             if not (self.arm.wait_for_server(timeout_sec=2.0) and self.feed.wait_for_server(timeout_sec=2.0)):

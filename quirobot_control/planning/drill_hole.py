@@ -70,11 +70,17 @@ def plan_drill_hole(
     params: RobotParameters,
     dt: float,
     base: IncisionTask | None = None,
+    *,
+    start_tolerance: np.ndarray | None = None,
 ) -> DrillPlan:
     """Check `goal` and plan it from joint pose `start` (6,) (arm joints then drill_feed) back to it.
 
     `base` (default: the shipped incision task) gives what a goal does not: standoff, approach
     distance, dwell, retract rate, line limits and the bone model for the thrust prediction.
+    `start_tolerance` (6,) (m, rad; default 0): `start` is a measurement, and a joint held at a
+    soft limit reads a little either side of it; a joint outside its soft range by at most this
+    much is taken as at the limit (task_node passes the controllers' goal tolerances: what they
+    accept as having reached a position), beyond it the goal is rejected naming the joint.
     """
     base = base or load_task("incision")
     entry = _finite("entry", goal.entry)
@@ -90,6 +96,10 @@ def plan_drill_hole(
             raise GoalRejectedError(f"{name} must be > 0, got {value}")
     limits = JointLimits.from_parameters(params)
     start = _finite("start pose", start)
+    if start_tolerance is not None and start.shape == limits.soft_lower.shape:
+        tolerance = np.asarray(start_tolerance, dtype=float)
+        inside = (start >= limits.soft_lower - tolerance) & (start <= limits.soft_upper + tolerance)
+        start = np.where(inside, np.clip(start, limits.soft_lower, limits.soft_upper), start)
     try:
         limits.check_position(start, "start pose")
     except PlanningError as error:
@@ -361,17 +371,18 @@ def slowed_for_lag(trajectory: JointTrajectory, lag: float, tolerance: np.ndarra
     return result
 
 
-def path_tolerances(controllers: dict, names: tuple[str, ...] = AXES) -> np.ndarray:
+def path_tolerances(controllers: dict, names: tuple[str, ...] = AXES, kind: str = "trajectory") -> np.ndarray:
     """(len(names),) path tolerances (m or rad) of the joints from a ros2_control controllers
     configuration (config/controllers.yaml as a mapping): each controller's
-    constraints.<joint>.trajectory. A joint no controller constrains raises ValueError."""
+    constraints.<joint>.<kind> (kind "trajectory": along the path, "goal": at the end). A joint
+    no controller constrains raises ValueError."""
     found: dict[str, float] = {}
     for section in controllers.values():
         parameters = section.get("ros__parameters", {}) if isinstance(section, dict) else {}
         for joint, constraint in parameters.get("constraints", {}).items():
-            if isinstance(constraint, dict) and "trajectory" in constraint:
-                found[joint] = float(constraint["trajectory"])
+            if isinstance(constraint, dict) and kind in constraint:
+                found[joint] = float(constraint[kind])
     missing = [name for name in names if name not in found]
     if missing:
-        raise ValueError(f"no path tolerance for {', '.join(missing)} in the controllers configuration")
+        raise ValueError(f"no {kind} tolerance for {', '.join(missing)} in the controllers configuration")
     return np.array([found[name] for name in names])
