@@ -169,7 +169,8 @@ def _tip_error_panel(ax, result: TaskResult) -> None:
         ms=6,
         label="final depth error (end of the dwell)",
     )
-    top = max(5.0, 1.3 * float(np.nanmax(np.abs(np.concatenate([lateral, depth_error])))))
+    errors = np.abs(np.concatenate([lateral, depth_error]))  # all NaN when a stop came before the feed
+    top = max(5.0, 1.3 * float(np.nanmax(errors))) if np.isfinite(errors).any() else 5.0
     targets = [TARGETS[key] * 1e6 for key in ("lateral_deviation", "final_depth_error")]
     shown = [target for target in targets if target < top]
     for target in sorted(set(shown)):
