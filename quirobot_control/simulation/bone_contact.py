@@ -1,17 +1,27 @@
 """The bone's drilling thrust at the plant's drill tip, as a `MujocoPlant.step_period` tip-force
 callback (simulation only): the bone lies at `Drilling.entry` along `Drilling.direction`.
 
-Used by the simulated drive backend (drive_node's simulated plant, drive_node's `simulated_bone`
-parameter names the task whose bone it is); the same thrust as the closed-loop simulation's.
+Used by the closed-loop simulation and by the simulated drive backend (drive_node's simulated
+plant, drive_node's `simulated_bone` parameter names the task whose bone it is).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from quirobot_control.models.bone import BoneThrust
-from quirobot_control.simulation.closed_loop import Drilling
+from quirobot_control.models.bone import BoneParameters, BoneThrust
 from quirobot_control.simulation.plant import MujocoPlant
+
+
+@dataclass(frozen=True)
+class Drilling:
+    """Where the bone is: entry point (3,) m on its surface, unit drilling direction (3,)."""
+
+    entry: np.ndarray
+    direction: np.ndarray
+    bone: BoneParameters
 
 
 class BoneContact:

@@ -23,10 +23,10 @@ from quirobot_control.loop.hardware import (
     ReturnType,
     hardware_info_from_urdf,
 )
-from quirobot_control.models.bone import BoneParameters, BoneThrust
 from quirobot_control.models.dynamics import Dynamics, gravity_model
 from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.realistic_plant import RealisticPlant
 from quirobot_control.simulation.thrust_feedforward import thrust_feedforward
@@ -47,15 +47,6 @@ DEFAULT_PLANT = "realistic"
 #: what the robot does after a stop is part of the run (it coasts, sags or is held), so the log
 #: and the metrics keep it. Half a second covers the brakes' 15 ms and the arm coming to rest.
 POST_STOP_TIME = 0.5
-
-
-@dataclass(frozen=True)
-class Drilling:
-    """Where the bone is: entry point (3,) m on its surface, unit drilling direction (3,)."""
-
-    entry: np.ndarray
-    direction: np.ndarray
-    bone: BoneParameters
 
 
 @dataclass
@@ -182,7 +173,8 @@ class ClosedLoopSimulation:
             gravity=use and control.gravity_feedforward,
             inverse_dynamics=use and control.inverse_dynamics_feedforward,
         )
-        self.thrust = BoneThrust(drilling.bone) if drilling else None
+        self.contact = BoneContact(self.plant, drilling) if drilling else None
+        self.thrust = self.contact.thrust if self.contact else None
         if drilling and isinstance(self.plant, RealisticPlant):
             self.plant.set_drilling(drilling.entry, drilling.direction, self.thrust)
             if compensated and self.feedforward is not None:  # the compensation's thrust feed-forward
@@ -239,19 +231,11 @@ class ClosedLoopSimulation:
         if hardware.on_activate() is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_activate failed: {hardware.stop_reason}")
         drilling = self.drilling
-        depth_prev = None
-        thrust = 0.0
+        contact = self.contact
 
         def tip_force(h: float) -> np.ndarray | None:
             """The bone's thrust (while drilling) plus any external force at the tip, world, N."""
-            nonlocal depth_prev, thrust
-            force = None
-            if drilling is not None:
-                depth = float(np.dot(plant.tip - drilling.entry, drilling.direction))
-                rate = 0.0 if depth_prev is None else (depth - depth_prev) / h
-                depth_prev = depth
-                thrust = self.thrust.update(h, depth, rate)
-                force = -thrust * drilling.direction
+            force = contact(h) if contact is not None else None
             if self.external_tip_force is not None:
                 force = self.external_tip_force if force is None else force + self.external_tip_force
             return force
@@ -273,7 +257,7 @@ class ClosedLoopSimulation:
             log.tip[k] = plant.tip
             log.tip_orientation[k] = plant.tip_quaternion
             log.tool0[k] = plant.tool0
-            log.thrust[k] = thrust
+            log.thrust[k] = contact.force if contact is not None else 0.0
             tick = clock.perf_counter()
             status = hardware.read(t, self.dt)
             if status is ReturnType.OK:
