@@ -13,8 +13,8 @@ import pytest
 
 from quirobot_control.analysis.step_response import simulate_step
 from quirobot_control.axes.limits import JointLimits
+from quirobot_control.drives.pid import PID, GainError, PIDGains
 from quirobot_control.loop.control_config import control_configuration
-from quirobot_control.loop.pid import PID, GainError, PIDGains
 from quirobot_description.parameters import AXES
 
 #: The report's step tests (ch.7): 0.1 m / 0.08 rad and 0.5 m / 1 rad, settling 0.014-0.036 s and

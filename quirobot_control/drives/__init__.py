@@ -2,6 +2,8 @@
 
 - interface: `Drive` (enable, disable, quick_stop, reset_fault, command_current, feedback), its
   `DriveState` machine and `DriveFeedback`; the hardware component knows only this;
+- pid: `PID`, `PIDGains` (position -> motor current, A): one joint's position loop, run by the
+  drive in CSP and by the hardware component in CST;
 - simulated: `SimulatedDrive` (motor, current loop, transmission, encoder, holding brake),
   `drive_for_joint(params, name)`;
 - cia402: the CiA 402 tables (object dictionary, PDO mappings, controlwords, statusword patterns,

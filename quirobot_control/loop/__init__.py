@@ -4,7 +4,8 @@
   the URDF's <ros2_control> block, on_configure, on_activate, read, write; LIFECYCLE_TRANSITIONS;
   one `stop(reason)`, cleared only by `acknowledge_stop(note)`), running a PID per joint on its
   `Drive`s; `hardware_info_from_urdf(xml)`;
-- pid: `PID`, `PIDGains` (position -> motor current, A);
+- `PID`, `PIDGains` are re-exported from drives.pid (the PID runs in the drive in CSP, in the
+  hardware component in CST);
 - safety: `SafetyMonitor` (command limiter braking at the acceleration limits, soft limits,
   following error, overspeed, command watchdog armed at activation; one latched stop);
 - event_log: `EventLog`, the bounded, counted log of non-fatal safety events;
@@ -13,6 +14,7 @@
 Real-motor path: nothing here loads MuJoCo, ruckig, matplotlib or pinocchio.
 """
 
+from quirobot_control.drives.pid import PID, PIDGains
 from quirobot_control.loop.control_config import ControlConfig, control_configuration, load_control_config
 from quirobot_control.loop.event_log import EventLog
 from quirobot_control.loop.hardware import (
@@ -23,7 +25,6 @@ from quirobot_control.loop.hardware import (
     ReturnType,
     hardware_info_from_urdf,
 )
-from quirobot_control.loop.pid import PID, PIDGains
 from quirobot_control.loop.safety import SafetyMonitor, SafetyStopError
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from quirobot_control.loop.pid import PIDGains
+from quirobot_control.drives.pid import PIDGains
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import CONTROL_FILE
 from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters

@@ -49,9 +49,9 @@ import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.interface import Drive, DriveState
+from quirobot_control.drives.pid import PID
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.loop.event_log import EventLog
-from quirobot_control.loop.pid import PID
 from quirobot_control.loop.safety import SafetyMonitor, SafetyStopError
 from quirobot_description.parameters import FEED_JOINT, RobotParameters
 
