@@ -93,6 +93,17 @@ _JOINT = {
     "k_velocity": (Expect("N*s/m", 0.0, 1e7), Expect("N*m*s/rad", 0.0, 1e6)),
 }
 
+#: The axes moving along a line: the gantry and the drill's feed.
+_LINEAR_AXES = (*PRISMATIC, "drill_feed")
+#: CiA 402 homing (0x6098 method, 0x6099 speeds, 0x609A acceleration, 0x607C offset) of one axis.
+_HOMING = {
+    "method": Expect("1", -4.0, 37.0),  # the reader accepts the limit-switch methods 17 and 18
+    "switch_position": (Expect("m", -5.0, 5.0), Expect("rad", -4 * PI, 4 * PI)),
+    "switch_speed": (Expect("m/s", 0.0, 1.0), Expect("rad/s", 0.0, 5.0)),
+    "zero_speed": (Expect("m/s", 0.0, 1.0), Expect("rad/s", 0.0, 5.0)),
+    "acceleration": (Expect("m/s^2", 0.0, 50.0), Expect("rad/s^2", 0.0, 100.0)),
+    "home_offset": (Expect("m", -5.0, 5.0), Expect("rad", -4 * PI, 4 * PI)),
+}
 _DENSITY = Expect("kg/m^3", 100.0, 25000.0)
 #: A fraction the parameter reader checks to be in (0, 1] with its own message; this bound only
 #: catches a wrong scale (a percentage).
@@ -149,6 +160,12 @@ PARAMETER_FILE = FileSchema(
         "drive.control_rate": Expect("Hz", 100.0, 1e5),
         "drive.brake_engage_time": Expect("s", 0.0, 0.5),
         "drive.brake_holding_ratio": Expect("1", 0.0, 10.0),
+        **{f"drive.quick_stop_deceleration.{n}": Expect("m/s^2", 0.0, 200.0) for n in _LINEAR_AXES},
+        **{f"drive.quick_stop_deceleration.{n}": Expect("rad/s^2", 0.0, 1000.0) for n in REVOLUTE},
+        "drive.master_timeout": Expect("s", 1e-4, 1.0),
+        "homing.order": TEXT,
+        **_joint_keys("homing", _LINEAR_AXES, LINEAR, _HOMING),
+        **_joint_keys("homing", REVOLUTE, ANGULAR, _HOMING),
         "canopen.bitrate": Expect("bit/s", 1e4, 1e6),
         "canopen.sync_period": Expect("s", 1e-4, 0.1),
         "canopen.feedback_timeout_periods": Expect("1", 1.0, 1000.0),

@@ -172,6 +172,32 @@ class DriveParameters:
     control_rate: float  # Hz
     brake_engage_time: float  # s from the drive ceasing to drive to the holding brake holding
     brake_holding_ratio: float  # holding-brake torque / motor peak torque K_T*I_max
+    #: axis (AXES) -> the drive's quick-stop ramp (CiA 402 0x6085), m/s^2 or rad/s^2
+    quick_stop_deceleration: dict[str, float] = field(default_factory=dict)
+    #: s without a command from the master before an enabled drive stops itself (0x1016)
+    master_timeout: float = math.inf
+
+
+#: CiA 402 homing methods (0x6098) the drives run: limit switch without index pulse, and the
+#: direction each searches in (17: negative limit switch, 18: positive limit switch).
+HOMING_METHOD_DIRECTIONS = {17: -1, 18: 1}
+
+
+@dataclass(frozen=True)
+class HomingParameters:
+    """One axis's CiA 402 homing: m, m/s, m/s^2 (prismatic, the feed) or rad, rad/s, rad/s^2."""
+
+    method: int  # 0x6098, a key of HOMING_METHOD_DIRECTIONS
+    switch_position: float  # where the limit switch becomes active (joint coordinate)
+    switch_speed: float  # 0x6099:1, speed of the search for the switch, > 0
+    zero_speed: float  # 0x6099:2, speed off the switch to its falling edge, > 0
+    acceleration: float  # 0x609A, > 0
+    home_offset: float  # 0x607C, the position the drive assigns to the switch's falling edge
+
+    @property
+    def direction(self) -> int:
+        """-1 or +1: the sign of the search motion (towards the switch)."""
+        return HOMING_METHOD_DIRECTIONS[self.method]
 
 
 @dataclass(frozen=True)
@@ -295,6 +321,8 @@ class RobotParameters:
     sizing: SizingParameters
     canopen: CanopenParameters
     plant: PlantParameters  # the realistic plant (plant_parameters.py)
+    homing: dict[str, HomingParameters]  # axis (AXES) -> its homing
+    homing_order: tuple[str, ...]  # every axis of AXES once, homed one after the other in this order
     quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
 
     def joint(self, name: str) -> JointParameters:
@@ -490,6 +518,49 @@ class _Reader(SourcedReader):
             transition_timeout=self.number(f"{key}.transition_timeout", positive=True),
         )
 
+    def homing_axis(self, axis: str, lower: float, upper: float) -> HomingParameters:
+        """One axis's homing; its switch inside the travel [lower, upper], reached without overtravel."""
+        key = f"homing.{axis}"
+        method = self.whole(f"{key}.method", 1, 35)
+        if method not in HOMING_METHOD_DIRECTIONS:
+            methods = ", ".join(str(m) for m in HOMING_METHOD_DIRECTIONS)
+            raise self.fail(
+                f"{key}.method", f"the drives run the limit-switch methods {methods}, got {method}"
+            )
+        homing = HomingParameters(
+            method=method,
+            switch_position=self.number(f"{key}.switch_position"),
+            switch_speed=self.number(f"{key}.switch_speed", positive=True),
+            zero_speed=self.number(f"{key}.zero_speed", positive=True),
+            acceleration=self.number(f"{key}.acceleration", positive=True),
+            home_offset=self.number(f"{key}.home_offset"),
+        )
+        if homing.zero_speed > homing.switch_speed:
+            raise self.fail(
+                f"{key}.zero_speed", f"{homing.zero_speed} exceeds switch_speed {homing.switch_speed}"
+            )
+        # Stopping from the search speed once the switch is hit must not reach the end of travel.
+        end = lower if homing.direction < 0 else upper
+        room = abs(end - homing.switch_position)
+        overtravel = homing.switch_speed**2 / (2.0 * homing.acceleration)
+        if not lower < homing.switch_position < upper or overtravel >= room:
+            raise self.fail(
+                f"{key}.switch_position",
+                f"{homing.switch_position} must lie inside the travel [{lower}, {upper}] with room to stop "
+                f"from switch_speed ({overtravel:.3g} needed, {room:.3g} to the end)",
+            )
+        return homing
+
+    def homing(self, joints: tuple[JointParameters, ...], drill: DrillParameters):
+        ranges = {j.name: (j.lower, j.upper) for j in joints} | {
+            FEED_JOINT: (drill.feed_lower, drill.feed_upper)
+        }
+        homing = {axis: self.homing_axis(axis, *ranges[axis]) for axis in AXES}
+        order = self.node("homing.order")
+        if not isinstance(order, list) or sorted(map(str, order)) != sorted(AXES) or len(order) != len(AXES):
+            raise self.fail("homing.order", f"must list every axis once ({', '.join(AXES)}), got {order!r}")
+        return homing, tuple(order)
+
     def robot(self) -> RobotParameters:
         joint_types = ("prismatic",) * 3 + ("revolute",) * 2
         joints = tuple(self.joint(name, kind) for name, kind in zip(JOINT_NAMES, joint_types, strict=True))
@@ -584,6 +655,11 @@ class _Reader(SourcedReader):
             control_rate=self.number(f"{drive_key}.control_rate", positive=True),
             brake_engage_time=self.number(f"{drive_key}.brake_engage_time", positive=True),
             brake_holding_ratio=self.number(f"{drive_key}.brake_holding_ratio", positive=True),
+            quick_stop_deceleration={
+                axis: self.number(f"{drive_key}.quick_stop_deceleration.{axis}", positive=True)
+                for axis in AXES
+            },
+            master_timeout=self.number(f"{drive_key}.master_timeout", positive=True),
         )
         structure = StructureParameters(
             **{
@@ -594,6 +670,7 @@ class _Reader(SourcedReader):
         )
         if structure.section_fill > 1.0:
             raise self.fail("structure.section_fill", f"must be in (0, 1], got {structure.section_fill}")
+        homing, homing_order = self.homing(joints, drill)
         motors = {name: self.motor(name) for name in (self.raw.get("motors") or {})}
         transmissions = {name: self.transmission(name) for name in (self.raw.get("transmissions") or {})}
         return RobotParameters(
@@ -613,5 +690,7 @@ class _Reader(SourcedReader):
             sizing=self.sizing(),
             canopen=self.canopen(),
             plant=read_plant(self),
+            homing=homing,
+            homing_order=homing_order,
             quantities=dict(self.quantities),
         )
