@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from quirobot_description.data_files import find_data_file
+from quirobot_description.drilling_parameters import DrillingParameters, read_drilling
 from quirobot_description.file_schema import PARAMETER_FILE
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
 from quirobot_description.plant_parameters import PlantParameters, read_plant
@@ -321,6 +322,7 @@ class RobotParameters:
     sizing: SizingParameters
     canopen: CanopenParameters
     plant: PlantParameters  # the realistic plant (plant_parameters.py)
+    drilling: DrillingParameters  # the spindle and drilling process safety (drilling_parameters.py)
     homing: dict[str, HomingParameters]  # axis (AXES) -> its homing
     homing_order: tuple[str, ...]  # every axis of AXES once, homed one after the other in this order
     quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
@@ -690,6 +692,7 @@ class _Reader(SourcedReader):
             sizing=self.sizing(),
             canopen=self.canopen(),
             plant=read_plant(self),
+            drilling=read_drilling(self),
             homing=homing,
             homing_order=homing_order,
             quantities=dict(self.quantities),
