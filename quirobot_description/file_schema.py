@@ -45,6 +45,13 @@ class FileSchema:
     version: int  # the schema_version the file must declare
     keys: dict[str, Expect] = field(default_factory=dict)
     convert_units: bool = True  # False: a unit other than the expected one is refused
+    #: The key whose value selects a variant of the file (task files: "task") and the top-level
+    #: keys each variant takes: a key of another variant is unknown in this one.
+    variant_key: str | None = None
+    variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Keys a {value, unit, source} leaf may hold besides those three; None: any (the parameter
+    #: file's realistic_plant distributions, checked by their own reader).
+    leaf_extras: tuple[str, ...] | None = None
 
     def expect(self, key: str) -> Expect | None:
         """The entry whose pattern matches dotted `key` (list indices are segments), or None."""
@@ -315,5 +322,26 @@ TASK_FILE = FileSchema(
         "bone.feed_rate_exponent": Expect("1", 0.0, 5.0),
         "bone.point_length": Expect("m", 0.0, 0.1),
         "bone.time_constant": Expect("s", 0.0, 10.0),
+        # Virtual fixtures (quirobot_control.axes.virtual_fixtures), world frame.
+        "no_go_zones.*.name": TEXT,
+        "no_go_zones.*.shape": TEXT,  # box or capsule
+        "no_go_zones.*.center": Expect("m", -5.0, 5.0),
+        "no_go_zones.*.size": Expect("m", 0.0, 10.0),
+        "no_go_zones.*.rpy": Expect("rad", -2 * PI, 2 * PI),
+        "no_go_zones.*.start": Expect("m", -5.0, 5.0),
+        "no_go_zones.*.end": Expect("m", -5.0, 5.0),
+        "no_go_zones.*.radius": Expect("m", 0.0, 5.0),
+        "entry_speed_limit.radius": Expect("m", 0.0, 1.0),
+        "entry_speed_limit.speed": Expect("m/s", 1e-4, 1.0),
     },
+    variant_key="task",
+    variants={
+        "incision": (
+            *("task", "entry", "direction", "depth", "feed_rate", "feed_acceleration", "feed_jerk"),
+            *("standoff", "approach_distance", "dwell", "retract_rate", "park", "line", "bone"),
+            *("no_go_zones", "entry_speed_limit", "schema_version"),
+        ),
+        "line": ("task", "start", "end", "line", "settle", "no_go_zones", "schema_version"),
+    },
+    leaf_extras=(),
 )

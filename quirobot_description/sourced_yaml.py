@@ -178,13 +178,26 @@ def unit_factor(given: str, expected: str) -> float | None:
     return parsed_given[1] / parsed_expected[1]
 
 
-def _leaf_keys(node: Any, prefix: str = "") -> list[str]:
-    """Dotted keys of every leaf of a parsed file ({value, unit, source} mappings are leaves)."""
+def _leaf_keys(node: Any, prefix: str = "", leaf_extras: tuple[str, ...] | None = None) -> list[str]:
+    """Dotted keys of every leaf of a parsed file ({value, unit, source} mappings are leaves);
+    with `leaf_extras` also the dotted keys of any other key inside a leaf (unknown ones)."""
     if isinstance(node, dict) and not {"value", "unit", "source"} <= set(node):
-        return [key for k, v in node.items() for key in _leaf_keys(v, f"{prefix}.{k}" if prefix else str(k))]
+        return [
+            key
+            for k, v in node.items()
+            for key in _leaf_keys(v, f"{prefix}.{k}" if prefix else str(k), leaf_extras)
+        ]
     if isinstance(node, list) and node and all(isinstance(item, dict) for item in node):
-        return [key for i, item in enumerate(node) for key in _leaf_keys(item, f"{prefix}.{i}")]
+        return [key for i, item in enumerate(node) for key in _leaf_keys(item, f"{prefix}.{i}", leaf_extras)]
+    if isinstance(node, dict) and leaf_extras is not None:
+        extras = [k for k in node if k not in ("value", "unit", "source", *leaf_extras)]
+        return [prefix, *(f"{prefix}.{k}" for k in extras)]
     return [prefix]
+
+
+def _shown(key: str) -> str:
+    """A dotted key as a message shows it: list indices in brackets (bone.layers[1].thickness)."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
 
 
 def _is_finite_number(item: Any) -> bool:
@@ -226,10 +239,25 @@ class SourcedReader:
                 "schema_version",
                 f"{version!r} is not known (this reader reads schema_version: {schema.version})",
             )
-        unknown = [key for key in _leaf_keys(self.raw) if schema.expect(key) is None]
+        takes, hint = None, ""
+        if schema.variant_key is not None:
+            variant = self.raw.get(schema.variant_key)
+            takes = schema.variants.get(variant) if isinstance(variant, str) else None
+            if takes is not None:
+                hint = f" ({schema.variant_key}: {variant} takes {', '.join(takes)})"
+        unknown: list[str] = []
+        for key in _leaf_keys(self.raw, leaf_extras=schema.leaf_extras):
+            top = key.split(".")[0]
+            if takes is not None and top not in takes:
+                key = top  # a key of another variant: named once, not leaf by leaf
+            if (schema.expect(key) is None or key == top and takes is not None and top not in takes) and (
+                key not in unknown
+            ):
+                unknown.append(key)
         if unknown:
-            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-            raise self.error(f"{self.label}: unknown key{'s' if len(unknown) > 1 else ''} {shown}")
+            names = [_shown(key) for key in unknown]
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            raise self.error(f"{self.label}: unknown key{'s' if len(names) > 1 else ''} {shown}{hint}")
 
     def fail(self, key: str, message: str) -> ValueError:
         return self.error(f"{self.label}: {key}: {message}")

@@ -5,7 +5,11 @@ quirobot_description.parameters; `JointLimits.from_parameters(params)` holds the
 ranges, velocity, acceleration and jerk bounds and the safety controllers' k_position, arrays
 (6,) in SI units. The planner keeps its motions inside them, the safety layer enforces them.
 
-- limits: `JointLimits`, `PlanningError` (a refused motion, naming the joint and the amount).
+- limits: `JointLimits`, `PlanningError` (a refused motion, naming the joint and the amount);
+- virtual_fixtures: Cartesian no-go zones (`NoGoZone` box or capsule, world frame) and the
+  tip-speed limit near the entry (`EntrySpeedLimit`) on the tool's segments (`ToolGeometry`):
+  the plan check (planning.virtual_fixtures) and the per-cycle check (`FixtureMonitor`, in the
+  hardware component) share this geometry. Built on quirobot_kinematics' closed-form FK.
 """
 
 from quirobot_control.axes.limits import JointLimits, PlanningError

@@ -17,6 +17,14 @@ from typing import Any
 import numpy as np
 
 from quirobot_control.axes.limits import JointLimits, PlanningError
+from quirobot_control.axes.virtual_fixtures import (
+    SHAPES,
+    EntrySpeedLimit,
+    FixtureError,
+    NoGoZone,
+    ToolGeometry,
+    VirtualFixtures,
+)
 from quirobot_control.models.bone import BoneLayer, BoneParameters
 from quirobot_control.planning.trajectory import (
     JointTrajectory,
@@ -26,6 +34,7 @@ from quirobot_control.planning.trajectory import (
     plan_line,
     plan_point_to_point,
 )
+from quirobot_control.planning.virtual_fixtures import check_plan
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.parameters import FEED_INDEX, RobotParameters
@@ -33,6 +42,8 @@ from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
 
 TASK_NAMES = ("incision", "line")
+#: The dimensions each no-go zone shape takes (rpy optional).
+ZONE_DIMENSIONS = {"box": ("center", "size", "rpy"), "capsule": ("start", "end", "radius")}
 #: s: the longest task planned. The shipped incision lasts about 10 s; a slower feed than this
 #: allows is a typo or a wrong unit, and planning it would fill the memory (the trajectory holds
 #: one sample per control period: a 1e-9 m/s feed over 25 mm is 2.5e10 samples).
@@ -78,6 +89,8 @@ class IncisionTask:
     line: LineLimits
     bone: BoneParameters
     path: Path
+    no_go_zones: tuple[NoGoZone, ...] = ()  # world frame (axes.virtual_fixtures)
+    entry_speed_limit: EntrySpeedLimit | None = None  # the tip near the entry point
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,7 @@ class LineTask:
     line: LineLimits
     settle: float  # s
     path: Path
+    no_go_zones: tuple[NoGoZone, ...] = ()  # world frame (axes.virtual_fixtures)
 
 
 def load_task(name: str | Path) -> IncisionTask | LineTask:
@@ -105,15 +119,9 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             f"{path} is not a task file: it has no 'task' key (task: {' or '.join(TASK_NAMES)}); "
             "the shipped tasks are in config/tasks"
         )
-    if not isinstance(kind, str) or kind not in TASK_KEYS:
+    if not isinstance(kind, str) or kind not in TASK_NAMES:
         raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
-    unknown = unknown_keys(raw, TASK_KEYS[kind])
-    if unknown:
-        raise TaskError(
-            f"{path.name}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-            f"(task: {kind} takes {', '.join(TASK_KEYS[kind])})"
-        )
-    reader = _Reader(raw, path)
+    reader = _Reader(raw, path)  # refuses unknown keys by name (file_schema.TASK_FILE, per task)
     line = LineLimits(
         speed=reader.number("line.speed", positive=True),
         acceleration=reader.number("line.acceleration", positive=True),
@@ -139,6 +147,8 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             line=line,
             bone=reader.bone(),
             path=path,
+            no_go_zones=reader.zones(),
+            entry_speed_limit=reader.entry_speed_limit(reader.vector("entry", 3), direction / norm),
         )
     if kind == "line":
         return LineTask(
@@ -147,70 +157,77 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             line=line,
             settle=reader.number("settle", non_negative=True),
             path=path,
+            no_go_zones=reader.zones(),
         )
     raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
-
-
-#: The keys a task file may hold, by task: LEAF is a {value, unit, source} number, None a plain
-#: value, a dict a mapping of such keys, a one-item list a list of such items.
-LEAF = "leaf"
-_LEAF_KEYS = dict.fromkeys(("value", "unit", "source"))
-_LINE_KEYS = {"speed": LEAF, "acceleration": LEAF, "jerk": LEAF}
-TASK_KEYS: dict[str, dict[str, Any]] = {
-    "incision": {
-        "task": None,
-        **dict.fromkeys(("entry", "direction", "depth", "feed_rate", "feed_acceleration", "feed_jerk"), LEAF),
-        **dict.fromkeys(("standoff", "approach_distance", "dwell", "retract_rate", "park"), LEAF),
-        "line": _LINE_KEYS,
-        "schema_version": None,
-        "bone": {
-            "layers": [{"name": None, "thickness": LEAF, "thrust_factor": LEAF}],
-            **dict.fromkeys(
-                (
-                    "reference_thrust",
-                    "reference_feed_rate",
-                    "feed_rate_exponent",
-                    "point_length",
-                    "time_constant",
-                ),
-                LEAF,
-            ),
-        },
-    },
-    "line": {
-        "task": None,
-        **dict.fromkeys(("start", "end"), LEAF),
-        "line": _LINE_KEYS,
-        "settle": LEAF,
-        "schema_version": None,
-    },
-}
-
-
-def unknown_keys(node: Any, schema: Any, prefix: str = "") -> list[str]:
-    """Dotted names of the keys in `node` that `schema` (see TASK_KEYS) does not have.
-
-    A value of the wrong kind (a list where a mapping belongs) is not reported here: reading it
-    names it.
-    """
-    if schema == LEAF:
-        schema = _LEAF_KEYS
-    if isinstance(schema, dict) and isinstance(node, dict):
-        found = []
-        for key, value in node.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
-            found += [name] if key not in schema else unknown_keys(value, schema[key], name)
-        return found
-    if isinstance(schema, list) and isinstance(node, list):
-        return [
-            name for i, item in enumerate(node) for name in unknown_keys(item, schema[0], f"{prefix}[{i}]")
-        ]
-    return []
 
 
 class _Reader(SourcedReader):
     def __init__(self, raw: dict[str, Any], path: Path) -> None:
         super().__init__(raw, path.name, TaskError, TASK_FILE)
+
+    def zones(self) -> tuple[NoGoZone, ...]:
+        """The task's no_go_zones (none if the key is absent): each a name, a shape and its
+        dimensions (box: center, size, optional rpy; capsule: start, end, radius)."""
+        node = self.raw.get("no_go_zones", [])
+        if not isinstance(node, list):
+            raise self.fail(
+                "no_go_zones", "must be a list of zones, each with a name, a shape and its dimensions"
+            )
+        zones: list[NoGoZone] = []
+        for index, zone in enumerate(node):
+            key = f"no_go_zones.{index}"
+            if (
+                not isinstance(zone, dict)
+                or not isinstance(zone.get("name"), str)
+                or not zone["name"].strip()
+            ):
+                raise self.fail(key, "must have a name")
+            name = zone["name"]
+            if any(other.name == name for other in zones):
+                raise self.fail(key, f"a second zone named {name!r}: give each zone its own name")
+            shape = self.text(f"{key}.shape", SHAPES)
+            takes = ZONE_DIMENSIONS[shape]
+            extra = [k for k in zone if k not in ("name", "shape", *takes)]
+            if extra:
+                raise self.fail(
+                    f"{key}.{extra[0]}",
+                    f"is not a dimension of a {shape} (a {shape} takes {', '.join(takes)})",
+                )
+            try:
+                if shape == "box":
+                    rpy = self.vector(f"{key}.rpy", 3) if "rpy" in zone else np.zeros(3)
+                    zones.append(
+                        NoGoZone.box(
+                            name,
+                            self.vector(f"{key}.center", 3),
+                            self.vector(f"{key}.size", 3, positive=True),
+                            rpy,
+                        )
+                    )
+                else:
+                    zones.append(
+                        NoGoZone.capsule(
+                            name,
+                            self.vector(f"{key}.start", 3),
+                            self.vector(f"{key}.end", 3),
+                            self.number(f"{key}.radius", positive=True),
+                        )
+                    )
+            except FixtureError as error:
+                raise self.fail(key, str(error)) from error
+        return tuple(zones)
+
+    def entry_speed_limit(self, entry: np.ndarray, direction: np.ndarray) -> EntrySpeedLimit | None:
+        """The tip-speed limit near the entry point (None if the task has none)."""
+        if "entry_speed_limit" not in self.raw:
+            return None
+        return EntrySpeedLimit(
+            entry=entry,
+            radius=self.number("entry_speed_limit.radius", positive=True),
+            speed=self.number("entry_speed_limit.speed", positive=True),
+            feed_rate=self.number("feed_rate", positive=True),
+        )
 
     def bone(self) -> BoneParameters:
         node = self.raw.get("bone")
@@ -327,7 +344,9 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
     )
     trajectory = trajectory.then(withdraw)
     trajectory = trajectory.then(plan_point_to_point(withdraw.positions[-1], park, limits, dt, "park"))
-    return trajectory.then(hold(park, 0.2, dt, "end"))
+    trajectory = trajectory.then(hold(park, 0.2, dt, "end"))
+    check_plan(trajectory, task_fixtures(task, params), "incision")
+    return trajectory
 
 
 def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointTrajectory:
@@ -340,4 +359,17 @@ def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointT
         task.start, task.end, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="line"
     )
     trajectory = hold(task.start, task.settle, dt, "start").then(line)
-    return trajectory.then(hold(line.positions[-1], task.settle, dt, "end"))
+    trajectory = trajectory.then(hold(line.positions[-1], task.settle, dt, "end"))
+    check_plan(trajectory, task_fixtures(task, params), "line")
+    return trajectory
+
+
+def task_fixtures(task: IncisionTask | LineTask, params: RobotParameters) -> VirtualFixtures:
+    """The task's virtual fixtures (no-go zones, tip-speed limit near the entry) on this robot's
+    tool: what the plan is checked against and what the hardware component enforces per cycle
+    (`QuirobotHardware.set_fixtures`)."""
+    return VirtualFixtures(
+        zones=task.no_go_zones,
+        tool=ToolGeometry.from_parameters(params),
+        speed_limit=task.entry_speed_limit if isinstance(task, IncisionTask) else None,
+    )
