@@ -7,8 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from quirobot_control.drives.interface import DRIVE_TRANSITIONS, Drive, DriveError, DriveFeedback, DriveState
+from quirobot_control.drives.interface import (
+    DRIVE_REQUESTS,
+    DRIVE_TRANSITIONS,
+    Drive,
+    DriveError,
+    DriveFeedback,
+    DriveState,
+    StopCategory,
+)
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
+from quirobot_control.loop.control_config import control_configuration
 from quirobot_control.models.encoder import Encoder
 from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES, load_parameters
 
@@ -78,6 +87,8 @@ def test_state_machine(params):
 
 def _drive_in(params, state: DriveState) -> SimulatedDrive:
     drive = drive_for_joint(params, "gantry_x")
+    config = control_configuration(params)
+    drive.configure_position_loop(config.joint("gantry_x").gains, config.dt)  # halt needs it
     drive.advance(0.0, 0.5, 0.0)
     if state is DriveState.ENABLED:
         drive.enable()
@@ -90,7 +101,7 @@ def _drive_in(params, state: DriveState) -> SimulatedDrive:
 
 
 @pytest.mark.parametrize("state", list(DriveState))
-@pytest.mark.parametrize("request_", ["enable", "disable", "quick_stop", "reset_fault", "fault"])
+@pytest.mark.parametrize("request_", DRIVE_REQUESTS)
 def test_every_drive_state_and_request_follows_the_transition_table(params, state, request_):
     """interface.DRIVE_TRANSITIONS, pair by pair, on the simulated drive."""
     drive = _drive_in(params, state)
@@ -103,7 +114,7 @@ def test_every_drive_state_and_request_follows_the_transition_table(params, stat
     else:
         act()
         assert drive.state is expected
-    assert len(DRIVE_TRANSITIONS) == len(DriveState) * 5
+    assert len(DRIVE_TRANSITIONS) == len(DriveState) * len(DRIVE_REQUESTS)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), "abc"])
@@ -118,7 +129,7 @@ def test_non_finite_command_quick_stops(params, bad):
     assert drive.current_reference == 0.0
 
 
-def test_quick_stop_decays_current_through_the_loop(params):
+def test_current_reference_step_to_zero_decays_through_the_loop(params):
     drive = drive_for_joint(params, "gantry_z")
     w_c = params.drive.current_loop_bandwidth
     period = 1.0 / params.drive.current_loop_rate
@@ -126,19 +137,36 @@ def test_quick_stop_decays_current_through_the_loop(params):
     drive.command_current(4.0)
     drive.advance(5e-3, 0.0, 0.0)
     start = drive.feedback().current
-    drive.quick_stop()
+    drive.command_current(0.0)
     for k in range(1, 20):
         drive.advance(period, 0.0, 0.0)
         assert drive.feedback().current == pytest.approx(
             start * math.exp(-w_c * k * period), rel=1e-6, abs=1e-9
         )
-    drive.command_current(4.0)  # ignored
     drive.advance(5e-3, 0.0, 0.1)  # moving: back-EMF is fed forward, the current stays zero
     assert abs(drive.feedback().current) < 1e-6
 
 
+@pytest.mark.parametrize("category", [StopCategory.TORQUE_OFF, StopCategory.RAMP_THEN_OFF])
+def test_category_0_switches_off_at_once(params, category):
+    """Category 0, asked for or the only one a drive without its position loop can do: zero current
+    at once, the brake commanded (it holds brake_engage_time later), commands ignored."""
+    drive = drive_for_joint(params, "gantry_z")  # position loop never configured
+    drive.enable()
+    drive.command_current(4.0)
+    drive.advance(5e-3, 0.0, 0.0)
+    drive.quick_stop(category)
+    fb = drive.feedback()
+    assert fb.state is DriveState.QUICK_STOP and fb.current == 0.0 and drive.current_reference == 0.0
+    drive.command_current(4.0)  # ignored
+    drive.advance(5e-3, 0.0, 0.1)
+    assert drive.feedback().current == 0.0 and not drive.brake_engaged
+    drive.advance(params.drive.brake_engage_time, 0.0, 0.0)
+    assert drive.brake_engaged
+
+
 @pytest.mark.parametrize("name", ["gantry_x", "gantry_z"])
-def test_voltage_limited_quick_stop_leaves_no_integrator_tail(params, name):
+def test_voltage_limited_step_to_zero_leaves_no_integrator_tail(params, name):
     """From a large current at speed the first samples hit the bus-voltage limit; once off it,
     the current must fall at the loop's own rate 1/w_c (a frozen integrator would hold back
     R * i_old and leave several percent of the current flowing after a millisecond)."""
@@ -149,7 +177,7 @@ def test_voltage_limited_quick_stop_leaves_no_integrator_tail(params, name):
     for _ in range(20):
         drive.advance(1e-3, 0.0, 0.5)
     start = drive.feedback().current
-    drive.quick_stop()
+    drive.command_current(0.0)
     currents = []
     for _ in range(6):
         drive.advance(2e-4, 0.0, 0.5)

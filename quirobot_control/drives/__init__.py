@@ -1,7 +1,12 @@
 """Servo drives: one interface, a simulated drive, and the CANopen CiA 402 master and slave.
 
-- interface: `Drive` (enable, disable, quick_stop, reset_fault, command_current, feedback), its
-  `DriveState` machine and `DriveFeedback`; the hardware component knows only this;
+- interface: `Drive` (enable, disable, quick_stop, reset_fault, command_current, feedback; v2:
+  set_mode, command_position, configure_position_loop, halt, resume, start_homing), its
+  `DriveState` machine, `DriveMode` (CST, CSP, HOMING), `StopCategory` and `DriveFeedback`; the
+  hardware component knows only this;
+- drive_control: `DriveController`, the drive's own control above its current loop (CSP with the
+  PID, the category 0/1/2 stop ramps, the master watchdog, homing), motor- and bus-free: the
+  simulated drive and the CiA 402 slave simulator both run it;
 - pid: `PID`, `PIDGains` (position -> motor current, A): one joint's position loop, run by the
   drive in CSP and by the hardware component in CST;
 - simulated: `SimulatedDrive` (motor, current loop, transmission, encoder, holding brake),
@@ -23,7 +28,15 @@ from quirobot_control.drives.canopen_master import (
 )
 from quirobot_control.drives.canopen_units import TorqueScaling
 from quirobot_control.drives.cia402 import Cia402State
-from quirobot_control.drives.interface import Drive, DriveError, DriveFeedback, DriveState
+from quirobot_control.drives.drive_control import DriveController
+from quirobot_control.drives.interface import (
+    Drive,
+    DriveError,
+    DriveFeedback,
+    DriveMode,
+    DriveState,
+    StopCategory,
+)
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.slave_simulator import CanopenServoSimulator, simulator_for_axis
 
@@ -32,10 +45,13 @@ __all__ = [
     "CanopenServoSimulator",
     "Cia402State",
     "Drive",
+    "DriveController",
     "DriveError",
     "DriveFeedback",
+    "DriveMode",
     "DriveState",
     "SimulatedDrive",
+    "StopCategory",
     "TorqueScaling",
     "bus_load",
     "canopen_drives_for_buses",

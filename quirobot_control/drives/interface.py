@@ -10,8 +10,28 @@ State machine (a simplified CiA 402):
     any state --inject_fault()/overspeed/non-finite command--> FAULT --reset_fault()--> DISABLED
 
 QUICK_STOP and FAULT are latched: disable() and enable() do not leave them (enable() raises
-DriveError), only reset_fault() does, and then enable() is needed to drive again. The same rules
-as data: DRIVE_TRANSITIONS (test_drive_simulated checks SimulatedDrive against every pair).
+DriveError), only reset_fault() does, and then enable() is needed to drive again. halt() and
+resume() do not change the state (an ENABLED drive stays ENABLED, holding: `DriveFeedback.halted`);
+resume() raises in QUICK_STOP and FAULT. The same rules as data: DRIVE_TRANSITIONS
+(test_drive_simulated checks SimulatedDrive against every pair). Nothing leaves QUICK_STOP or FAULT
+by itself: no automatic fault reset, ever.
+
+Modes (CiA 402 0x6060, `DriveMode`; set_mode() only while not ENABLED): CST, the host's PID sends
+a current (command_current, A); CSP, the drive's own PID (drives.pid, gains written by
+configure_position_loop) follows command_position(position, velocity, current): target 0x607A,
+velocity offset 0x60B1, torque offset 0x60B2 as a current feed-forward in A; HOMING, the drive's
+homing (start_homing(): method 0x6098, speeds 0x6099, acceleration 0x609A) until
+`DriveFeedback.homed`. A command of the other mode raises DriveError naming both modes.
+
+Stops (IEC 60204-1 categories, `StopCategory`), all run by the drive itself, with no host:
+- 0, TORQUE_OFF: inverter off and brake at once; only for a drive (power) fault;
+- 1, RAMP_THEN_OFF: quick_stop(): decelerate under power at the axis's quick-stop deceleration
+  (0x6085) tracked by the drive's PID, brake at standstill, then inverter off (0x605A = 2);
+- 2, RAMP_AND_HOLD: halt(): decelerate the same way and hold under power (halt bit 8); resume().
+- Master watchdog: an ENABLED drive with no command for longer than its master timeout (consumer
+  heartbeat 0x1016, abort-connection option 0x6007 = 3) stops itself with category 1 and reports
+  fault "master lost: no command for X s" in state QUICK_STOP.
+The law behind all of it is quirobot_control.drives.drive_control.DriveController.
 
 The hardware component (loop.hardware) commands ENABLED while it is active: a drive reporting
 any other state (disabled, switched on, quick stop, fault) is a fault there, named with its state.
@@ -22,6 +42,24 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+from quirobot_control.drives.pid import PIDGains
+
+
+class DriveMode(enum.Enum):
+    """CiA 402 modes of operation (0x6060) the drives run."""
+
+    CST = "cyclic synchronous torque"  # host PID, command_current (A); mode 10
+    CSP = "cyclic synchronous position"  # the drive's PID, command_position; mode 8
+    HOMING = "homing"  # start_homing(); mode 6
+
+
+class StopCategory(enum.IntEnum):
+    """IEC 60204-1 stop categories, as the drive runs them (see the module doc)."""
+
+    TORQUE_OFF = 0  # inverter off and brake at once (a drive power fault)
+    RAMP_THEN_OFF = 1  # quick stop: ramp at the quick-stop deceleration, brake at standstill, off
+    RAMP_AND_HOLD = 2  # halt: ramp the same way, hold under power
 
 
 class DriveState(enum.Enum):
@@ -54,7 +92,17 @@ DRIVE_TRANSITIONS: dict[tuple[DriveState, str], DriveState | None] = {
     (DriveState.FAULT, "quick_stop"): DriveState.FAULT,
     (DriveState.FAULT, "reset_fault"): DriveState.DISABLED,
     (DriveState.FAULT, "fault"): DriveState.FAULT,
+    (DriveState.DISABLED, "halt"): DriveState.DISABLED,
+    (DriveState.ENABLED, "halt"): DriveState.ENABLED,
+    (DriveState.QUICK_STOP, "halt"): DriveState.QUICK_STOP,
+    (DriveState.FAULT, "halt"): DriveState.FAULT,
+    (DriveState.DISABLED, "resume"): DriveState.DISABLED,
+    (DriveState.ENABLED, "resume"): DriveState.ENABLED,
+    (DriveState.QUICK_STOP, "resume"): None,
+    (DriveState.FAULT, "resume"): None,
 }
+#: The requests of DRIVE_TRANSITIONS, one method each ("fault": detected by the drive).
+DRIVE_REQUESTS = ("enable", "disable", "quick_stop", "reset_fault", "fault", "halt", "resume")
 
 
 @dataclass(frozen=True)
@@ -64,7 +112,12 @@ class DriveFeedback:
     current: float  # measured q-axis current, A
     effort: float  # joint force/torque delivered by the drive train, N or N*m
     state: DriveState
-    fault: str | None  # why the drive is in FAULT, else None
+    fault: str | None  # why the drive is in FAULT (or stopped itself in QUICK_STOP), else None
+    # Defaults keep the callers written before drive protocol v2 working: an absolute encoder is
+    # homed at power-up, and CST is the mode the host's PID drives.
+    homed: bool = True  # the position is referenced (homing done, or an absolute encoder)
+    mode: DriveMode = DriveMode.CST
+    halted: bool = False  # halt() in force: ramping down or holding under power (category 2)
 
 
 class DriveError(RuntimeError):
@@ -88,3 +141,15 @@ class Drive(Protocol):
     def command_current(self, current: float) -> None: ...
 
     def feedback(self) -> DriveFeedback: ...
+
+    def set_mode(self, mode: DriveMode) -> None: ...
+
+    def command_position(self, position: float, velocity: float = 0.0, current: float = 0.0) -> None: ...
+
+    def configure_position_loop(self, gains: PIDGains, period: float) -> None: ...
+
+    def halt(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def start_homing(self) -> None: ...

@@ -6,18 +6,29 @@ sampled PI current loop (`motor.CurrentLoop`, bandwidth drive.current_loop_bandw
 drive.current_loop_rate, voltage limited to bus_voltage * voltage_headroom), the transmission
 (ratio, efficiency) and the motor-shaft encoder. A CANopen drive implements the same protocol.
 
-State machine: drives.interface (QUICK_STOP and FAULT latched).
+State machine: drives.interface (QUICK_STOP and FAULT latched). Modes, stops, the master
+watchdog and homing: the drive's `DriveController` (drives.drive_control) above the current loop:
+- CST (default): the host's current reference, as before drive protocol v2;
+- CSP: the drive's own PID (configure_position_loop) on its encoder at the control rate;
+- quick_stop(): category 1, the drive's ramp at the axis's quick-stop deceleration
+  (drive.quick_stop_deceleration), brake at standstill, then off; category 0 on request
+  (quick_stop(StopCategory.TORQUE_OFF)), and for a drive whose position loop was never configured
+  (nothing to ramp with: the behaviour before v2); halt()/resume(): category 2;
+- master watchdog (`master_watchdog=True`, drive.master_timeout) checked in advance();
+- homing against a limit switch at the axis's homing.switch_position (the joint coordinate).
 
-Zero current: in DISABLED and FAULT the inverter is off and the current is zero immediately
-(the winding energy returns to the bus through the free-wheeling diodes within about L/R,
-modelled as instantaneous). In QUICK_STOP the current loop stays active with its reference forced
-to zero, so the current decays through the closed loop (time constant 1/w_c, about 0.16 ms)
-and stays zero while the motor turns (the back-EMF feed-forward cancels it): zero torque, no
-runaway current. Braking the mechanism is the holding brake's job: each motor has a
-spring-applied brake that engages drive.brake_engage_time s after the drive stops driving
-(DISABLED, QUICK_STOP, FAULT; engaged at power-up) and holds up to drive.brake_holding_ratio
-times the motor's peak torque (`brake_engaged`, `brake_holding_effort`: the simulation applies it
-as the joint's dry friction). Without it a quick stop would let the vertical axis fall.
+Zero current: in DISABLED and FAULT and after a stop's switch-off the inverter is off and the
+current is zero immediately (the winding energy returns to the bus through the free-wheeling
+diodes within about L/R, modelled as instantaneous). Each motor has a spring-applied holding
+brake that holds drive.brake_engage_time s after it is commanded on (at power-up, disable, a
+fault, a category 0 stop at once; a category 1 stop at standstill, holding under power while it
+engages) and holds up to drive.brake_holding_ratio times the motor's peak torque
+(`brake_engaged`, `brake_holding_effort`: the simulation applies it as the joint's dry friction).
+
+Encoder: absolute by default (homed at power-up; design assumption of the closed-loop
+simulation, whose drives never home). `absolute_encoder=False` models an incremental encoder:
+the raw position counts from the power-up position and the drive reports homed = False until
+its homing sets the offset (feedback position = raw + offset).
 
 Feedback: position is the encoder's quantized joint position; velocity is the backward
 difference of encoder positions over the last drive.control_rate period (updated every
@@ -31,7 +42,9 @@ from __future__ import annotations
 
 import math
 
-from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveState
+from quirobot_control.drives.drive_control import DriveController, DriveControlSettings, control_settings
+from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveMode, DriveState, StopCategory
+from quirobot_control.drives.pid import PIDGains
 from quirobot_control.models.encoder import Encoder
 from quirobot_control.models.motor import CurrentLoop
 from quirobot_control.models.transmission import reflected_inertia
@@ -59,8 +72,14 @@ class SimulatedDrive:
         *,
         efficiency: bool = True,
         name: str | None = None,
+        control: DriveControlSettings | None = None,
     ) -> None:
-        """`joint`: a joint's parameters, or the drill's (named FEED_JOINT unless `name` says)."""
+        """`joint`: a joint's parameters, or the drill's (named FEED_JOINT unless `name` says).
+
+        `control`: the drive's stop, watchdog and homing settings (drive_control.control_settings);
+        None: an absolute drive with no watchdog, whose quick stop ramps at the joint's
+        acceleration limit once its position loop is configured.
+        """
         if isinstance(joint, DrillParameters):
             self.name = name or FEED_JOINT
         else:
@@ -86,12 +105,30 @@ class SimulatedDrive:
         self._velocity_anchor: float | None = None  # quantized position at the last velocity update
         self._velocity_elapsed = 0.0  # s since the last velocity update
         self._previous_dt = 0.0  # s, dt of the previous advance()
-        self._unpowered_time = math.inf  # s since the drive last stopped driving (brake timer)
+        if control is None:
+            deceleration = (
+                joint.feed_acceleration if isinstance(joint, DrillParameters) else joint.acceleration
+            )
+            counts_per_unit = drive.encoder_counts_per_rev * joint.transmission.ratio / (2.0 * math.pi)
+            control = DriveControlSettings(
+                name=self.name,
+                max_current=joint.motor.max_current,
+                quick_stop_deceleration=deceleration,
+                standstill_velocity=2.0 * drive.control_rate / counts_per_unit,
+                brake_engage_time=drive.brake_engage_time,
+            )
+        self.control = DriveController(control)
+        self._raw_origin: float | None = None if not control.absolute else 0.0  # incremental: power-up
+        self._joint_position = 0.0  # the true joint coordinate at the last advance (the switch sees it)
 
     # --- Drive protocol -----------------------------------------------------------------------
     @property
     def state(self) -> DriveState:
         return self._state
+
+    @property
+    def mode(self) -> DriveMode:
+        return self.control.mode
 
     def enable(self) -> None:
         """DISABLED -> ENABLED (no-op if ENABLED). Raises DriveError in QUICK_STOP or FAULT."""
@@ -105,29 +142,89 @@ class SimulatedDrive:
             self._reference = 0.0
             self._until_sample = 0.0
             self._state = DriveState.ENABLED
-            self._unpowered_time = 0.0  # counts from the moment the drive stops driving
+            self.control.enable(self._raw_position)
 
     def disable(self) -> None:
         """ENABLED -> DISABLED: inverter off, current zero at once. QUICK_STOP and FAULT stay latched."""
         if self._state is DriveState.ENABLED:
             self._state = DriveState.DISABLED
+            self.control.disable()
             self._switch_off()
 
-    def quick_stop(self) -> None:
-        """Force the current reference to zero (the loop drives the current to zero); latch QUICK_STOP."""
+    def quick_stop(self, category: StopCategory = StopCategory.RAMP_THEN_OFF) -> None:
+        """Latch QUICK_STOP and stop (see the module doc): category 1 unless asked otherwise."""
         if self._state is DriveState.FAULT:
             return
-        if self._state is DriveState.DISABLED:
+        self.control.quick_stop(category)
+        if not self.control.power:
             self._switch_off()
-        self._reference = 0.0
         self._state = DriveState.QUICK_STOP
+
+    def halt(self) -> None:
+        """Category 2 pause while ENABLED: ramp down and hold under power (DriveFeedback.halted)."""
+        if self._state is DriveState.ENABLED:
+            self.control.halt()
+
+    def resume(self) -> None:
+        """Leave a halt. Raises DriveError in QUICK_STOP or FAULT (reset_fault() leaves those)."""
+        if self._state in (DriveState.QUICK_STOP, DriveState.FAULT):
+            raise DriveError(
+                f"drive {self.name} is in {self._state.name}: resume() needs reset_fault() and enable()"
+            )
+        self.control.resume()
 
     def reset_fault(self) -> None:
         """FAULT or QUICK_STOP -> DISABLED (clears the fault); no-op otherwise."""
         if self._state in (DriveState.FAULT, DriveState.QUICK_STOP):
             self._state = DriveState.DISABLED
             self._fault = None
+            self.control.reset()
             self._switch_off()
+
+    def set_mode(self, mode: DriveMode) -> None:
+        """CST, CSP or HOMING; only while not ENABLED (DriveError)."""
+        if self._state is DriveState.ENABLED:
+            raise DriveError(f"drive {self.name}: set_mode({mode!r}) only while the drive is not ENABLED")
+        self.control.set_mode(mode)
+
+    def configure_position_loop(self, gains: PIDGains, period: float) -> None:
+        """The drive's PID gains and period (s), written at start-up; only while not ENABLED."""
+        if self._state is DriveState.ENABLED:
+            raise DriveError(
+                f"drive {self.name}: configure_position_loop only while the drive is not ENABLED"
+            )
+        self.control.configure_position_loop(gains, period)
+
+    def command_position(self, position: float, velocity: float = 0.0, current: float = 0.0) -> None:
+        """CSP: target position (m or rad), velocity offset (m/s or rad/s), current feed-forward (A).
+
+        Non-finite: quick stop, then DriveError. In FAULT: DriveError. Wrong mode: DriveError.
+        Ignored (but it feeds the watchdog) unless ENABLED and running.
+        """
+        values = []
+        for label, value in (("position", position), ("velocity", velocity), ("current", current)):
+            try:
+                number = float(value)
+            except (TypeError, ValueError) as error:
+                self.quick_stop()
+                raise DriveError(
+                    f"drive {self.name}: {label} command must be a number, got {value!r}"
+                ) from error
+            if not math.isfinite(number):
+                self.quick_stop()
+                raise DriveError(f"drive {self.name}: non-finite {label} command {value!r}: quick stop")
+            values.append(number)
+        if self._state is DriveState.FAULT:
+            raise DriveError(f"drive {self.name} is in FAULT ({self._fault}): command refused")
+        self.control.command_position(*values)
+
+    def start_homing(self) -> None:
+        """Run the axis's homing (HOMING mode, ENABLED): DriveFeedback.homed when done."""
+        if self._state is not DriveState.ENABLED:
+            raise DriveError(
+                f"drive {self.name}: start_homing needs an ENABLED drive, it is {self._state.name}"
+            )
+        self.control.start_homing()
 
     def command_current(self, current: float) -> None:
         """Set the q-axis current reference (A), clipped to +-max_current.
@@ -148,18 +245,19 @@ class SimulatedDrive:
             raise DriveError(f"drive {self.name}: non-finite current command {current!r}: quick stop")
         if self._state is DriveState.FAULT:
             raise DriveError(f"drive {self.name} is in FAULT ({self._fault}): command refused")
-        if self._state is DriveState.ENABLED:
-            limit = self.motor.max_current
-            self._reference = min(max(value, -limit), limit)
+        self.control.command_current(value)
 
     def feedback(self) -> DriveFeedback:
         return DriveFeedback(
-            position=self._position,
+            position=self._raw_position + self.control.position_offset,
             velocity=self._velocity,
             current=self._current,
             effort=self._effort(),
             state=self._state,
             fault=self._fault,
+            homed=self.control.homed,
+            mode=self.control.mode,
+            halted=self.control.halted,
         )
 
     # --- simulation side ----------------------------------------------------------------------
@@ -170,13 +268,21 @@ class SimulatedDrive:
 
     @property
     def current_reference(self) -> float:
-        """The current reference in force (A): zero unless ENABLED."""
-        return self._reference
+        """The current reference in force (A): the host's (CST) or the drive's own, zero when off."""
+        return self.control.current_reference
 
     @property
     def brake_engaged(self) -> bool:
-        """The holding brake holds: not ENABLED for at least drive.brake_engage_time s."""
-        return self._state is not DriveState.ENABLED and self._unpowered_time >= self.drive.brake_engage_time
+        """The holding brake holds: commanded on for at least drive.brake_engage_time s."""
+        return self.control.brake_holding
+
+    @property
+    def home_switch(self) -> bool:
+        """The homing limit switch is active: the joint is at or beyond it, towards the end of travel."""
+        homing = self.control.settings.homing
+        if homing is None:
+            return False
+        return homing.direction * (self._joint_position - homing.switch_position) >= 0.0
 
     @property
     def brake_holding_effort(self) -> float:
@@ -187,6 +293,7 @@ class SimulatedDrive:
         """Test hook: go to FAULT with `reason`; current to zero at once."""
         self._state = DriveState.FAULT
         self._fault = str(reason)
+        self.control.quick_stop(StopCategory.TORQUE_OFF)
         self._switch_off()
 
     def advance(self, dt: float, joint_position: float, joint_velocity: float) -> float:
@@ -215,12 +322,28 @@ class SimulatedDrive:
                 f"overspeed: motor at {abs(speed):.1f} rad/s exceeds its rating "
                 f"{self.motor.max_speed:.1f} rad/s"
             )
-        if self._state in (DriveState.ENABLED, DriveState.QUICK_STOP):
-            self._integrate(dt, speed)
-        if self._state is not DriveState.ENABLED:
-            self._unpowered_time += dt
+        self._joint_position = joint_position
         self._sense(dt, joint_position)
+        output = self.control.step(dt, self._raw_position, self._velocity, self.home_switch)
+        if (
+            self._state is DriveState.ENABLED
+            and self.control.stopping is not None
+            and not self.control.halted
+        ):
+            # The drive stopped itself (master watchdog): latched like a commanded quick stop.
+            self._state = DriveState.QUICK_STOP
+            self._fault = self.control.fault
+        if output.power:
+            self._reference = output.current
+            self._integrate(dt, speed)
+        elif self._current != 0.0 or self._reference != 0.0:
+            self._switch_off()
         return self._effort()
+
+    @property
+    def _raw_position(self) -> float:
+        """The encoder's position as the drive counts it (incremental: from the power-up position)."""
+        return self._position - (self._raw_origin or 0.0)
 
     # --- internals ----------------------------------------------------------------------------
     def _switch_off(self) -> None:
@@ -256,6 +379,8 @@ class SimulatedDrive:
         # Positions are latched at the start of each advance(), so the time since the previous
         # latch is the previous call's dt.
         position = self.encoder.quantize(joint_position)
+        if self._raw_origin is None:
+            self._raw_origin = position
         if self._velocity_anchor is None:
             self._velocity_anchor = position
         else:
@@ -271,15 +396,31 @@ class SimulatedDrive:
         return self.motor.torque_constant * self._current * self.transmission.ratio * self.efficiency
 
 
-def drive_for_joint(params: RobotParameters, joint_name: str, *, efficiency: bool = True) -> SimulatedDrive:
-    """A SimulatedDrive for one of JOINT_NAMES or FEED_JOINT, from the parameter file."""
+def drive_for_joint(
+    params: RobotParameters,
+    joint_name: str,
+    *,
+    efficiency: bool = True,
+    master_watchdog: bool = False,
+    absolute_encoder: bool = True,
+) -> SimulatedDrive:
+    """A SimulatedDrive for one of JOINT_NAMES or FEED_JOINT, from the parameter file.
+
+    Quick-stop deceleration and homing from the parameter file. `master_watchdog`: stop by
+    itself after drive.master_timeout without a command (off by default: design assumption of
+    the in-process closed-loop simulation, whose host steps the drives and cannot stall apart
+    from them). `absolute_encoder=False`: homed = False until start_homing() is done (True by
+    default: design assumption of the closed-loop simulation, which never homes).
+    """
     if joint_name == FEED_JOINT:
-        return SimulatedDrive(params.drill, params.drive, efficiency=efficiency)
-    try:
-        joint = params.joint(joint_name)
-    except KeyError as error:
-        raise ValueError(
-            f"no drive for joint {joint_name!r}: joints are "
-            f"{', '.join(j.name for j in params.joints)}, {FEED_JOINT}"
-        ) from error
-    return SimulatedDrive(joint, params.drive, efficiency=efficiency)
+        joint: JointParameters | DrillParameters = params.drill
+    else:
+        try:
+            joint = params.joint(joint_name)
+        except KeyError as error:
+            raise ValueError(
+                f"no drive for joint {joint_name!r}: joints are "
+                f"{', '.join(j.name for j in params.joints)}, {FEED_JOINT}"
+            ) from error
+    control = control_settings(params, joint_name, master_watchdog=master_watchdog, absolute=absolute_encoder)
+    return SimulatedDrive(joint, params.drive, efficiency=efficiency, control=control)

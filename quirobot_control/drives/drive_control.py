@@ -1,0 +1,413 @@
+"""A servo drive's own position-side control: CSP, the stop ramps, the master watchdog, homing.
+
+One `DriveController` per axis is the part of a drive's firmware above its current loop. It knows
+no motor and no bus: the caller (drives.simulated.SimulatedDrive, the CiA 402 slave simulator)
+owns the current loop, the encoder, the brake and the CiA 402 state machine, and each drive
+sample it hands over what it measured and applies what comes back. ROS-free, numpy-free.
+
+API (positions m or rad, velocities m/s or rad/s, currents A, times s):
+
+    controller = DriveController(DriveControlSettings(...))   # or control_settings(params, axis)
+    controller.configure_position_loop(gains, period)          # the per-joint PID (drives.pid)
+    controller.set_mode(DriveMode.CSP)                         # only while powered off
+    controller.enable(position)                                # power on at the measured position
+    controller.command_position(position, velocity, current)  # CSP: 0x607A, 0x60B1, 0x60B2 (A)
+    controller.command_current(current)                        # CST: the host's current
+    output = controller.step(dt, position, velocity, switch)   # every sample: ControlOutput
+    controller.quick_stop(StopCategory.RAMP_THEN_OFF)          # or halt(), resume()
+    controller.start_homing()                                  # in HOMING
+    controller.disable() / controller.reset()                  # power off / clear a stop
+
+`step` inputs: dt, the time since the previous step (any length; the PID samples once every
+`period`, its output held in between, so dt <= period is expected); position, the drive's raw
+encoder position (not offset by homing); velocity, the drive's velocity estimate; switch, the
+homing limit switch (True while active). `ControlOutput`: current, the current loop's reference
+(A, within +-max_current); power, the inverter drives the motor (False: off, zero current);
+brake, the holding brake is commanded on (it holds brake_engage_time s later, see
+`brake_holding`). Status: `stopping` (the StopCategory in force, or None), `stop_done` (standstill
+reached: braked and off for category 1, holding for 2), `fault` (why the drive stopped itself:
+"master lost: ..."), `homed`, `position_offset` (homed position = raw + offset), `halted`.
+
+The laws:
+- CSP: the drive's PID (the project's drives.pid.PID, the same gains as the host's in CST) on its
+  own encoder at `period`, the target as setpoint, the velocity offset as the velocity
+  reference and the current offset as the feed-forward.
+- Stops: a velocity ramp to zero at the quick-stop deceleration, starting from the reference in
+  force (CSP, homing) or from the measured position and velocity (CST), the PID tracking it with
+  its integrator preloaded with the current in force (bumpless: a held load stays held). At
+  zero reference velocity the drive waits for standstill (|velocity| <= standstill_velocity);
+  category 1 then commands the brake, keeps holding under power brake_engage_time s while it
+  engages, and switches the inverter off; category 2 holds under power. Category 0 switches off
+  and commands the brake at once (the axis is free until the brake engages). A drive whose
+  position loop was never configured cannot ramp: its quick stop and halt are category 0.
+- Master watchdog: while powered in CST or CSP and not stopping, a drive without a command for
+  longer than master_timeout stops itself with category 1 and sets `fault`. Homing runs without
+  the master (it ends stopped at the home switch, away from the patient). Nothing restarts by
+  itself: only reset() (the caller's fault reset) clears a stop, and then enable() is needed.
+- Homing (CiA 402 methods 17/18, limit switch without index pulse): ramp at the homing
+  acceleration to the search speed towards the switch; once it is active, ramp to the zero speed
+  away from it; at its falling edge the raw position is latched and the offset set so that this
+  point reads home_offset; ramp to a stop and hold: homed. A switch active at the start skips
+  the search. Until homed, a drive that is not absolute reports homed = False.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from quirobot_control.drives.interface import DriveError, DriveMode, StopCategory
+from quirobot_control.drives.pid import PID, PIDGains
+from quirobot_description.parameters import FEED_JOINT, HomingParameters, RobotParameters
+
+#: Standstill: the measured speed is at most this many encoder counts per control period (the
+#: velocity estimate's resolution is one count per period; two tolerate one count of dither).
+STANDSTILL_COUNTS_PER_PERIOD = 2.0
+
+
+@dataclass(frozen=True)
+class DriveControlSettings:
+    """One drive's control settings (see `control_settings` for the parameter file's)."""
+
+    name: str
+    max_current: float  # A, the drive's current limit
+    quick_stop_deceleration: float  # m/s^2 or rad/s^2 (0x6085), > 0
+    standstill_velocity: float  # m/s or rad/s: at most this is standstill, > 0
+    brake_engage_time: float  # s from commanding the brake to its holding, >= 0
+    master_timeout: float | None = None  # s without a command before stopping; None: no watchdog
+    homing: HomingParameters | None = None  # None: start_homing() refused
+    absolute: bool = True  # an absolute encoder: homed at power-up
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("max_current", self.max_current),
+            ("quick_stop_deceleration", self.quick_stop_deceleration),
+            ("standstill_velocity", self.standstill_velocity),
+        ):
+            if not math.isfinite(value) or value <= 0.0:
+                raise ValueError(f"drive {self.name}: {label} must be a finite number > 0, got {value!r}")
+        if not math.isfinite(self.brake_engage_time) or self.brake_engage_time < 0.0:
+            raise ValueError(
+                f"drive {self.name}: brake_engage_time must be >= 0 s, got {self.brake_engage_time!r}"
+            )
+        if self.master_timeout is not None and not (
+            math.isfinite(self.master_timeout) and self.master_timeout > 0.0
+        ):
+            raise ValueError(
+                f"drive {self.name}: master_timeout must be > 0 s or None, got {self.master_timeout!r}"
+            )
+
+
+def control_settings(
+    params: RobotParameters, axis: str, *, master_watchdog: bool = True, absolute: bool = True
+) -> DriveControlSettings:
+    """The parameter file's settings of one axis (AXES): quick stop, watchdog, homing, brake."""
+    if axis == FEED_JOINT:
+        motor, transmission = params.drill.motor, params.drill.transmission
+    else:
+        joint = params.joint(axis)
+        motor, transmission = joint.motor, joint.transmission
+    counts_per_unit = params.drive.encoder_counts_per_rev * transmission.ratio / (2.0 * math.pi)
+    return DriveControlSettings(
+        name=axis,
+        max_current=motor.max_current,
+        quick_stop_deceleration=params.drive.quick_stop_deceleration[axis],
+        standstill_velocity=STANDSTILL_COUNTS_PER_PERIOD * params.drive.control_rate / counts_per_unit,
+        brake_engage_time=params.drive.brake_engage_time,
+        master_timeout=params.drive.master_timeout if master_watchdog else None,
+        homing=params.homing[axis],
+        absolute=absolute,
+    )
+
+
+@dataclass(frozen=True)
+class ControlOutput:
+    """What the drive applies until the next step (see the module doc)."""
+
+    current: float  # A, the current loop's reference; 0 when power is False
+    power: bool  # the inverter drives the motor
+    brake: bool  # the holding brake is commanded on
+
+
+class _Homing(enum.Enum):
+    SEARCH = "search"  # towards the switch at the search speed
+    LEAVE = "leave"  # switch active: away from it at the zero speed, until its falling edge
+    STOP = "stop"  # edge latched: ramp to zero
+    DONE = "done"
+
+
+class DriveController:
+    """One drive's position-side control (see the module doc). Starts powered off, brake on, CST."""
+
+    def __init__(self, settings: DriveControlSettings) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self.mode = DriveMode.CST
+        self.pid: PID | None = None
+        self.period: float | None = None
+        self.power = False
+        self.brake = True  # engaged at power-up
+        self.brake_time = math.inf  # s since the brake was commanded on
+        self.homed = settings.absolute
+        self.position_offset = 0.0  # homed position = raw + offset
+        self.stopping: StopCategory | None = None
+        self.stop_done = False
+        self.halted = False
+        self.fault: str | None = None
+        self.since_command = 0.0  # s since the last command from the master
+        self._current_command = 0.0  # A, CST
+        self._target = (0.0, 0.0, 0.0)  # CSP: raw position, velocity, current feed-forward
+        self._reference_position = 0.0  # raw, of the drive's own profile (stops, homing)
+        self._reference_velocity = 0.0
+        self._ramp_pending = False  # a stop starts its ramp at the next sample
+        self._homing: _Homing | None = None
+        self._until_sample = 0.0
+        self._output = 0.0  # A, held between samples
+        self._last_position = 0.0  # raw, the last measurement
+        self._last_velocity = 0.0
+
+    # --- configuration ------------------------------------------------------------------------
+    def configure_position_loop(self, gains: PIDGains, period: float) -> None:
+        """The drive's PID (CSP, stops, homing): gains and sample period (s). Only while off."""
+        self._refuse_while_powered("configure_position_loop")
+        self.pid = PID(gains, period)
+        self.period = period
+
+    def set_mode(self, mode: DriveMode) -> None:
+        """Select CST, CSP or HOMING (0x6060); only while powered off."""
+        if not isinstance(mode, DriveMode):
+            raise DriveError(f"drive {self.name}: mode must be a DriveMode, got {mode!r}")
+        if mode is not self.mode:
+            self._refuse_while_powered("set_mode")
+        if mode is not DriveMode.CST and self.pid is None:
+            raise DriveError(
+                f"drive {self.name}: {mode.name} needs the drive's position loop "
+                "(call configure_position_loop first)"
+            )
+        self.mode = mode
+
+    def _refuse_while_powered(self, what: str) -> None:
+        if self.power:
+            raise DriveError(f"drive {self.name}: {what} only while the drive is not enabled")
+
+    # --- power and stops ----------------------------------------------------------------------
+    def enable(self, position: float) -> None:
+        """Power on at the measured raw `position`: brake released, holding there (CSP target)."""
+        if self.power:
+            return
+        self.power = True
+        self.brake = False
+        self.brake_time = math.inf
+        self.stopping = None
+        self.stop_done = False
+        self.halted = False
+        self.fault = None
+        self.since_command = 0.0
+        self._current_command = 0.0
+        self._target = (float(position), 0.0, 0.0)
+        self._reference_position, self._reference_velocity = float(position), 0.0
+        self._homing = None
+        self._last_position, self._last_velocity = float(position), 0.0
+        self._until_sample = 0.0
+        self._output = 0.0
+        if self.pid is not None:
+            self.pid.reset(position)
+
+    def disable(self) -> None:
+        """Inverter off, brake on, at once (a commanded disable, or category 0)."""
+        self.power = False
+        self._output = 0.0
+        if not self.brake:
+            self.brake = True
+            self.brake_time = 0.0
+
+    def quick_stop(self, category: StopCategory = StopCategory.RAMP_THEN_OFF) -> None:
+        """Stop under the drive's own control (see the module doc); a harder stop overrides a softer."""
+        category = StopCategory(category)
+        if category is not StopCategory.TORQUE_OFF and (self.pid is None or not self.power):
+            category = StopCategory.TORQUE_OFF  # nothing to ramp with, or nothing powered
+        if self.stopping is not None and self.stopping <= category:
+            return
+        if category is StopCategory.TORQUE_OFF:
+            self.stopping = StopCategory.TORQUE_OFF
+            self.stop_done = True
+            self.disable()
+            return
+        if self.stopping is None:
+            self._ramp_pending = True
+        self.halted = category is StopCategory.RAMP_AND_HOLD and self.stopping is None
+        self.stopping = category
+        self.stop_done = False
+
+    def halt(self) -> None:
+        """Category 2 pause: ramp down and hold under power until resume(). Needs the position loop."""
+        if not self.power or self.stopping is not None:
+            return  # nothing moves, or a stop is already in force
+        if self.pid is None:
+            raise DriveError(
+                f"drive {self.name}: halt needs the drive's position loop (configure_position_loop)"
+            )
+        self.quick_stop(StopCategory.RAMP_AND_HOLD)
+
+    def resume(self) -> None:
+        """Leave a halt: follow the commands again (CSP: the next target should be the held position)."""
+        if self.halted and self.stopping is StopCategory.RAMP_AND_HOLD:
+            self.stopping = None
+            self.stop_done = False
+            self.halted = False
+            held = self._reference_position
+            self._target = (held, 0.0, self._output)
+            self._current_command = self._output
+            self.since_command = 0.0
+
+    def reset(self) -> None:
+        """The caller's fault reset: clear a stop and its fault; the drive stays off."""
+        self.disable()
+        self.stopping = None
+        self.stop_done = False
+        self.halted = False
+        self.fault = None
+        self._homing = None
+
+    # --- commands from the master -------------------------------------------------------------
+    def command_current(self, current: float) -> None:
+        """CST: the current reference (A), clipped to +-max_current; ignored unless running."""
+        self._check_mode(DriveMode.CST, "command_current")
+        self.since_command = 0.0
+        limit = self.settings.max_current
+        self._current_command = min(max(float(current), -limit), limit)
+
+    def command_position(self, position: float, velocity: float = 0.0, current: float = 0.0) -> None:
+        """CSP: target position (homed coordinate), velocity offset, current feed-forward (A)."""
+        self._check_mode(DriveMode.CSP, "command_position")
+        self.since_command = 0.0
+        self._target = (float(position) - self.position_offset, float(velocity), float(current))
+
+    def _check_mode(self, mode: DriveMode, command: str) -> None:
+        if self.mode is not mode:
+            raise DriveError(f"drive {self.name} is in {self.mode.name} mode: {command} needs {mode.name}")
+
+    # --- homing -------------------------------------------------------------------------------
+    def start_homing(self) -> None:
+        """Run the configured homing (HOMING mode, powered, not stopping)."""
+        self._check_mode(DriveMode.HOMING, "start_homing")
+        if self.settings.homing is None:
+            raise DriveError(f"drive {self.name}: no homing configured")
+        if not self.power or self.stopping is not None:
+            raise DriveError(f"drive {self.name}: start_homing needs an enabled drive that is not stopping")
+        self.homed = False
+        self._homing = _Homing.SEARCH
+        self._reference_position, self._reference_velocity = self._last_position, 0.0
+
+    # --- the drive's sample -------------------------------------------------------------------
+    def step(self, dt: float, position: float, velocity: float, switch: bool = False) -> ControlOutput:
+        """One step of dt s from the measured raw position and velocity (see the module doc)."""
+        self._last_position, self._last_velocity = float(position), float(velocity)
+        if self.power and (self.stopping is None or self.halted) and self.mode is not DriveMode.HOMING:
+            timeout = self.settings.master_timeout
+            if timeout is not None and self.since_command > timeout:
+                self.fault = (
+                    f"master lost: no command for {self.since_command:.4f} s (master_timeout {timeout} s)"
+                )
+                self.quick_stop(StopCategory.RAMP_THEN_OFF)
+        if self.power:
+            if self.mode is DriveMode.CST and self.stopping is None:
+                self._output = self._current_command  # the host's current, at once
+                self._until_sample = 0.0  # a stop samples at once
+            else:
+                if self._until_sample <= 1e-9 * self.period:
+                    self._output = self._sample(position, velocity, switch)
+                    self._until_sample += self.period
+                self._until_sample -= dt
+        output = ControlOutput(self._output if self.power else 0.0, self.power, self.brake)
+        self.since_command += dt
+        if self.brake:
+            self.brake_time += dt
+        return output
+
+    @property
+    def current_reference(self) -> float:
+        """The current (A) the drive applies now: the host's in CST, the PID's otherwise, 0 when off."""
+        if not self.power:
+            return 0.0
+        if self.mode is DriveMode.CST and self.stopping is None:
+            return self._current_command
+        return self._output
+
+    @property
+    def brake_holding(self) -> bool:
+        """The brake has been commanded on for at least brake_engage_time s."""
+        return self.brake and self.brake_time >= self.settings.brake_engage_time
+
+    def _sample(self, position: float, velocity: float, switch: bool) -> float:
+        period = self.period
+        if self.stopping is not None:
+            if self._ramp_pending:
+                self._start_ramp(position, velocity)
+            self._ramp(0.0, self.settings.quick_stop_deceleration, period)
+            current = self._track()
+            if self._reference_velocity == 0.0 and abs(velocity) <= self.settings.standstill_velocity:
+                self._at_standstill()
+            return current
+        if self.mode is DriveMode.CSP:
+            target, target_velocity, feedforward = self._target
+            self._reference_position, self._reference_velocity = target, target_velocity
+            return self.pid.update(target, position, target_velocity, feedforward)
+        return self._homing_sample(position, switch, period)
+
+    def _start_ramp(self, position: float, velocity: float) -> None:
+        """The stop's ramp starts from the reference in force, or (CST) from the measurement."""
+        self._ramp_pending = False
+        if self.mode is DriveMode.CST:
+            self._reference_position, self._reference_velocity = position, velocity
+            self.pid.reset(position, integral=self._output)
+        elif self.mode is DriveMode.HOMING:
+            self._homing = None
+
+    def _at_standstill(self) -> None:
+        if self.stopping is StopCategory.RAMP_AND_HOLD:
+            self.stop_done = True
+            return
+        if not self.brake:  # category 1: brake, hold while it engages, then off
+            self.brake = True
+            self.brake_time = 0.0
+        elif self.brake_holding:
+            self.stop_done = True
+            self.disable()
+
+    def _ramp(self, velocity: float, acceleration: float, period: float) -> None:
+        """Move the profile's velocity towards `velocity` at `acceleration`; integrate its position."""
+        old = self._reference_velocity
+        change = velocity - old
+        step = acceleration * period
+        new = velocity if abs(change) <= step else old + math.copysign(step, change)
+        self._reference_velocity = new
+        self._reference_position += 0.5 * (old + new) * period
+
+    def _track(self) -> float:
+        return self.pid.update(self._reference_position, self._last_position, self._reference_velocity, 0.0)
+
+    def _homing_sample(self, position: float, switch: bool, period: float) -> float:
+        homing = self.settings.homing
+        if homing is None or self._homing is None:  # HOMING mode, homing not started: hold
+            return self._track()
+        direction = homing.direction
+        if self._homing is _Homing.SEARCH:
+            if switch:
+                self._homing = _Homing.LEAVE
+            else:
+                self._ramp(direction * homing.switch_speed, homing.acceleration, period)
+        if self._homing is _Homing.LEAVE:
+            if not switch and self._reference_velocity * direction < 0.0:
+                # The falling edge: this raw position reads home_offset from now on.
+                self.position_offset = homing.home_offset - position
+                self._homing = _Homing.STOP
+            else:
+                self._ramp(-direction * homing.zero_speed, homing.acceleration, period)
+        if self._homing is _Homing.STOP:
+            self._ramp(0.0, homing.acceleration, period)
+            if self._reference_velocity == 0.0:
+                self._homing = _Homing.DONE
+                self.homed = True
+        return self._track()
