@@ -277,6 +277,8 @@ CONTROL_FILE = FileSchema(
         "physics_substeps": Expect("1", 1.0, 100.0),
         "feedforward.gravity": TEXT,
         "feedforward.inverse_dynamics": TEXT,
+        "drive_mode.*.value": TEXT,  # csp or cst (loop.control_config)
+        "drive_mode.*.source": TEXT,
         "pole_placement.bandwidth": Expect("rad/s", 0.0, 1e4),
         "pole_placement.integral_ratio": Expect("1", 0.0, 10.0),
         "pole_placement.derivative_filter": Expect("s", 0.0, 1.0),

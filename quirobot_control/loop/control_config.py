@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from quirobot_control.drives.interface import DriveMode
 from quirobot_control.drives.pid import PIDGains
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import CONTROL_FILE
@@ -46,6 +47,8 @@ class ControlConfig:
     watchdog_stop_timeout: float  # s
     watchdog_startup_timeout: float  # s, activation to the first command
     overspeed_ratio: float  # a measured speed above ratio * velocity limit is a fault
+    drive_mode: DriveMode = DriveMode.CSP  # the drives' mode on real motors (drive_mode.real)
+    simulation_drive_mode: DriveMode = DriveMode.CST  # the closed-loop simulation's (drive_mode.simulation)
 
     @property
     def dt(self) -> float:
@@ -124,7 +127,22 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
         watchdog_stop_timeout=reader.number("safety.watchdog_stop_timeout", positive=True),
         watchdog_startup_timeout=reader.number("safety.watchdog_startup_timeout", positive=True),
         overspeed_ratio=_overspeed_ratio(reader.number("safety.overspeed_ratio", positive=True), path.name),
+        drive_mode=_drive_mode(reader, "real"),
+        simulation_drive_mode=_drive_mode(reader, "simulation"),
     )
+
+
+#: control.yaml's drive_mode words -> the drives' modes of operation.
+DRIVE_MODES = {"csp": DriveMode.CSP, "cst": DriveMode.CST}
+
+
+def _drive_mode(reader: SourcedReader, use: str) -> DriveMode:
+    """drive_mode.<use>.value (csp or cst), with a source."""
+    key = f"drive_mode.{use}"
+    source = reader.node(f"{key}.source")
+    if not isinstance(source, str) or not source.strip():
+        raise reader.fail(f"{key}.source", "missing: say why this mode")
+    return DRIVE_MODES[reader.text(f"{key}.value", tuple(DRIVE_MODES))]
 
 
 def _overspeed_ratio(value: float, file: str) -> float:
