@@ -18,20 +18,24 @@ API (positions m or rad, velocities m/s or rad/s, currents A, times s):
     controller.start_homing()                                  # in HOMING
     controller.disable() / controller.reset()                  # power off / clear a stop
 
-`step` inputs: dt, the time since the previous step (any length; the PID samples once every
-`period`, its output held in between, so dt <= period is expected); position, the drive's raw
+`step` inputs: dt, the time the output will be applied for (the PID samples at the first step
+of each `period` with dt > 0, its output held in between, so dt <= period is expected; a zero
+step only latches the measurement, so a command given after it is used by the next step, as
+a drive uses the target received before the SYNC it samples at); position, the drive's raw
 encoder position (not offset by homing); velocity, the drive's velocity estimate; switch, the
 homing limit switch (True while active). `ControlOutput`: current, the current loop's reference
 (A, within +-max_current); power, the inverter drives the motor (False: off, zero current);
 brake, the holding brake is commanded on (it holds brake_engage_time s later, see
-`brake_holding`). Status: `stopping` (the StopCategory in force, or None), `stop_done` (standstill
-reached: braked and off for category 1, holding for 2), `fault` (why the drive stopped itself:
-"master lost: ..."), `homed`, `position_offset` (homed position = raw + offset), `halted`.
+`brake_holding`). Status: `reference` (the position and velocity the drive follows), `stopping`
+(the StopCategory in force, or None), `stop_done` (standstill reached: braked and off for
+category 1, holding for 2), `fault` (why the drive stopped itself: "master lost: ..."), `homed`,
+`position_offset` (homed position = raw + offset), `halted`, `current_reference`.
 
 The laws:
 - CSP: the drive's PID (the project's drives.pid.PID, the same gains as the host's in CST) on its
   own encoder at `period`, the target as setpoint, the velocity offset as the velocity
-  reference and the current offset as the feed-forward.
+  reference and the current offset as the feed-forward. A cycle without a new target
+  extrapolates the last one along its velocity offset (a lost frame does not jerk the axis).
 - Stops: a velocity ramp to zero at the quick-stop deceleration, starting from the reference in
   force (CSP, homing) or from the measured position and velocity (CST), the PID tracking it with
   its integrator preloaded with the current in force (bumpless: a held load stays held). At
@@ -158,6 +162,7 @@ class DriveController:
         self.since_command = 0.0  # s since the last command from the master
         self._current_command = 0.0  # A, CST
         self._target = (0.0, 0.0, 0.0)  # CSP: raw position, velocity, current feed-forward
+        self._fresh_target = False  # a target arrived since the last sample
         self._reference_position = 0.0  # raw, of the drive's own profile (stops, homing)
         self._reference_velocity = 0.0
         self._ramp_pending = False  # a stop starts its ramp at the next sample
@@ -283,6 +288,7 @@ class DriveController:
         self._check_mode(DriveMode.CSP, "command_position")
         self.since_command = 0.0
         self._target = (float(position) - self.position_offset, float(velocity), float(current))
+        self._fresh_target = True
 
     def _check_mode(self, mode: DriveMode, command: str) -> None:
         if self.mode is not mode:
@@ -315,7 +321,7 @@ class DriveController:
             if self.mode is DriveMode.CST and self.stopping is None:
                 self._output = self._current_command  # the host's current, at once
                 self._until_sample = 0.0  # a stop samples at once
-            else:
+            elif dt > 0.0:  # a zero step only latches the measurement (a sync instant)
                 if self._until_sample <= 1e-9 * self.period:
                     self._output = self._sample(position, velocity, switch)
                     self._until_sample += self.period
@@ -325,6 +331,11 @@ class DriveController:
         if self.brake:
             self.brake_time += dt
         return output
+
+    @property
+    def reference(self) -> tuple[float, float]:
+        """The drive's position and velocity reference in force (homed coordinate): CSP target, ramp."""
+        return self._reference_position + self.position_offset, self._reference_velocity
 
     @property
     def current_reference(self) -> float:
@@ -344,26 +355,33 @@ class DriveController:
         period = self.period
         if self.stopping is not None:
             if self._ramp_pending:
-                self._start_ramp(position, velocity)
-            self._ramp(0.0, self.settings.quick_stop_deceleration, period)
+                self._start_ramp(position, velocity, period)
+            else:
+                self._ramp(0.0, self.settings.quick_stop_deceleration, period)
             current = self._track()
             if self._reference_velocity == 0.0 and abs(velocity) <= self.settings.standstill_velocity:
                 self._at_standstill()
             return current
         if self.mode is DriveMode.CSP:
             target, target_velocity, feedforward = self._target
+            if not self._fresh_target:  # a missed cycle: extrapolate along the velocity offset
+                target += target_velocity * period
+                self._target = (target, target_velocity, feedforward)
+            self._fresh_target = False
             self._reference_position, self._reference_velocity = target, target_velocity
             return self.pid.update(target, position, target_velocity, feedforward)
         return self._homing_sample(position, switch, period)
 
-    def _start_ramp(self, position: float, velocity: float) -> None:
-        """The stop's ramp starts from the reference in force, or (CST) from the measurement."""
+    def _start_ramp(self, position: float, velocity: float, period: float) -> None:
+        """The ramp's first sample: the reference in force carried on one period (CSP, homing), or
+        (CST) the measurement; the deceleration starts from here, the stop request's sample."""
         self._ramp_pending = False
         if self.mode is DriveMode.CST:
             self._reference_position, self._reference_velocity = position, velocity
             self.pid.reset(position, integral=self._output)
-        elif self.mode is DriveMode.HOMING:
-            self._homing = None
+            return
+        self._reference_position += self._reference_velocity * period
+        self._homing = None
 
     def _at_standstill(self) -> None:
         if self.stopping is StopCategory.RAMP_AND_HOLD:
