@@ -27,6 +27,7 @@ import numpy as np
 from bench_results import add_save_option, saved_output
 
 from quirobot_control.drives.canopen_master import canopen_drives_for_robot
+from quirobot_control.drives.interface import DriveMode
 from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.drives.slave_simulator import JointModel, simulator_for_axis
 from quirobot_control.loop.control_config import control_configuration
@@ -78,7 +79,8 @@ def run(period_cycles: int, step: float, duration: float) -> dict:
     for simulator in simulators.values():
         simulator.attach(slave)
     clock = Clock()
-    drives = canopen_drives_for_robot(params, master, clock=clock)
+    # CST: the host PID of the hardware component over the bus (what this bench measures).
+    drives = canopen_drives_for_robot(params, master, clock=clock, mode=DriveMode.CST, homed=True)
     sync_times = []
 
     def sync() -> None:

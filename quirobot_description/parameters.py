@@ -286,6 +286,9 @@ class CanopenParameters:
     feedback_timeout_periods: int  # SYNC periods without a TPDO before a "feedback timeout" fault
     transition_timeout: float  # s, allowed for a CiA 402 state change (enable, fault reset)
     channels: dict[str, str]  # axis name -> CAN bus (SocketCAN interface name) it is on
+    master_node_id: int = 127  # the master's node id: its heartbeat is 0x700 + id (CiA 301)
+    heartbeat_period: float = 0.004  # s, the master's producer heartbeat (its loop sends it)
+    sync_loss_periods: int = 5  # SYNC periods without a SYNC after which a drive stops itself
 
     @property
     def feedback_timeout(self) -> float:
@@ -504,6 +507,9 @@ class _Reader(SourcedReader):
             raise self.fail(f"{key}.node_ids", f"unknown axes {sorted(extra)}; axes are {axes}")
         if len(set(node_ids.values())) != len(node_ids):
             raise self.fail(f"{key}.node_ids", f"node ids must all differ, got {node_ids}")
+        master_node_id = self.whole(f"{key}.master_node_id", 1, 127)
+        if master_node_id in node_ids.values():
+            raise self.fail(f"{key}.master_node_id", f"{master_node_id} is a drive's node id too")
         channels = {axis: self.text(f"{key}.channels.{axis}") for axis in AXES}
         extra = set(self.node(f"{key}.channels")) - set(AXES)
         if extra:
@@ -518,6 +524,9 @@ class _Reader(SourcedReader):
             sync_period=self.number(f"{key}.sync_period", positive=True),
             feedback_timeout_periods=self.whole(f"{key}.feedback_timeout_periods", 1, 1_000_000),
             transition_timeout=self.number(f"{key}.transition_timeout", positive=True),
+            master_node_id=master_node_id,
+            heartbeat_period=self.number(f"{key}.heartbeat_period", positive=True),
+            sync_loss_periods=self.whole(f"{key}.sync_loss_periods", 1, 1_000_000),
         )
 
     def homing_axis(self, axis: str, lower: float, upper: float) -> HomingParameters:

@@ -26,12 +26,13 @@ from quirobot_cli.canopen_servo_simulator import main
 from quirobot_control.drives.bus_load import bus_load
 from quirobot_control.drives.canopen_master import (
     CanopenDrive,
+    MasterHeartbeat,
     canopen_drives_for_buses,
     canopen_drives_for_robot,
 )
 from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import Cia402State
-from quirobot_control.drives.interface import Drive, DriveError, DriveState
+from quirobot_control.drives.interface import Drive, DriveError, DriveMode, DriveState
 from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.drives.slave_simulator import (
     CanopenServoSimulator,
@@ -53,6 +54,11 @@ from quirobot_description.urdf import robot_description
 @pytest.fixture(scope="module")
 def params():
     return load_parameters()
+
+
+@pytest.fixture(scope="module")
+def control(params):
+    return control_configuration(params)
 
 
 @pytest.fixture(scope="module")
@@ -81,17 +87,17 @@ class Rig:
     clock: FakeClock
     simulators: dict[str, CanopenServoSimulator]
     drives: dict[str, CanopenDrive]
-
-    @property
-    def period(self) -> float:
-        return self.params.canopen.sync_period
+    period: float  # s, simulated per SYNC
+    heartbeat: MasterHeartbeat
 
     def step(self, n: int = 1) -> None:
-        """n SYNC cycles: advance the clock one period, SYNC, wait for every drive's TPDOs."""
+        """n SYNC cycles: advance the clock one period, SYNC (and the master's heartbeat when
+        due, as a control loop does), wait for every drive's TPDOs."""
         for _ in range(n):
             targets = {name: drive.feedback_count + 1 for name, drive in self.drives.items()}
             self.clock.now += self.period
             self.master.sync.transmit()
+            self.heartbeat.tick(self.clock.now)
             for name, drive in self.drives.items():
                 assert drive.wait_for_feedback(targets[name], WAIT), f"no TPDOs from {name}"
 
@@ -112,7 +118,16 @@ class Rig:
 def make_rig(params, inertias):
     created = []
 
-    def make(axes=("gantry_x",), positions=None, start=True, clock=None, first_step=True, parameters=None):
+    def make(
+        axes=("gantry_x",),
+        positions=None,
+        start=True,
+        clock=None,
+        first_step=True,
+        parameters=None,
+        mode=DriveMode.CST,
+        sync_period=None,
+    ):
         parameters = parameters or params
         channel = f"quirobot-test-{uuid.uuid4().hex}"
         slave, master = network(channel), network(channel)
@@ -121,11 +136,19 @@ def make_rig(params, inertias):
         simulators = {}
         for axis in axes:
             position = (positions or {}).get(axis, 0.0)
-            simulators[axis] = simulator_for_axis(parameters, axis, inertia=inertias[axis], position=position)
+            simulators[axis] = simulator_for_axis(
+                parameters, axis, inertia=inertias[axis], position=position, sync_period=sync_period
+            )
             simulators[axis].attach(slave)
         clock = clock or FakeClock()
-        drives = canopen_drives_for_robot(parameters, master, axes=axes, start=start, clock=clock)
-        rig = Rig(parameters, master, slave, sniffer, clock, simulators, drives)
+        drives = canopen_drives_for_robot(
+            parameters, master, axes=axes, start=start, clock=clock, mode=mode, homed=True
+        )
+        period = parameters.canopen.sync_period if sync_period is None else sync_period
+        heartbeat = MasterHeartbeat(
+            master, parameters.canopen.master_node_id, parameters.canopen.heartbeat_period
+        )
+        rig = Rig(parameters, master, slave, sniffer, clock, simulators, drives, period, heartbeat)
         if start and first_step:
             rig.step()  # the first feedback: the watchdog arms, enable() may proceed
         return rig
@@ -140,7 +163,17 @@ def make_rig(params, inertias):
 
 def rpdos(frames, node_id):
     """(controlword, target torque) of every RPDO1 to the node."""
-    return [struct.unpack("<Hh", bytes(f.data)) for f in frames if f.arbitration_id == 0x200 + node_id]
+    return [r[:2] for r in rpdo1s(frames, node_id)]
+
+
+def rpdo1s(frames, node_id):
+    """(controlword, target torque, torque offset) of every RPDO1 to the node."""
+    return [struct.unpack("<Hhh", bytes(f.data)) for f in frames if f.arbitration_id == 0x200 + node_id]
+
+
+def rpdo2s(frames, node_id):
+    """(target position counts, velocity offset counts/s) of every RPDO2 to the node."""
+    return [struct.unpack("<ii", bytes(f.data)) for f in frames if f.arbitration_id == 0x300 + node_id]
 
 
 def tpdo1s(frames, node_id):
@@ -150,7 +183,7 @@ def tpdo1s(frames, node_id):
 
 # --- start-up ---------------------------------------------------------------------------------------
 def test_start_configures_the_node_over_the_bus(make_rig, params):
-    rig = make_rig(positions={"gantry_x": 0.5}, first_step=False)
+    rig = make_rig(positions={"gantry_x": 0.5}, first_step=False, mode=DriveMode.CSP)
     drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
     node_id = params.canopen.node_ids["gantry_x"]
     assert node_id == 1 and drive.node_id == node_id
@@ -163,11 +196,34 @@ def test_start_configures_the_node_over_the_bus(make_rig, params):
     assert struct.unpack("<I", store[0x1A01][2])[0] == 0x60780010
     assert struct.unpack("<I", store[0x1600][1])[0] == 0x60400010
     assert struct.unpack("<I", store[0x1600][2])[0] == 0x60710010
+    assert struct.unpack("<I", store[0x1600][3])[0] == 0x60B20010  # torque offset
+    assert struct.unpack("<I", store[0x1601][1])[0] == 0x607A0020  # target position
+    assert struct.unpack("<I", store[0x1601][2])[0] == 0x60B10020  # velocity offset
     assert struct.unpack("<I", store[0x1800][1])[0] & 0x7FF == 0x181
+    assert struct.unpack("<I", store[0x1401][1])[0] & 0x7FF == 0x301
     assert store[0x1800][2] == bytes([1]) and store[0x1400][2] == bytes([255])
     frames = rig.frames()
-    assert sdo_downloads(frames, node_id, 0x6060) == [10]  # cyclic synchronous torque
-    assert sdo_downloads(frames, node_id, 0x605A) == [6]  # quick stop, then stay
+    assert sdo_downloads(frames, node_id, 0x6060) == [8]  # cyclic synchronous position
+    assert sdo_downloads(frames, node_id, 0x605A) == [2]  # ramp at 0x6085, then off: category 1
+    # 0x6085 in counts/s^2: gantry_x's quick-stop deceleration (7.1 m/s^2 in the parameter file)
+    # over the encoder's 2 pi / (60 rad/m * 131072) m per count.
+    deceleration = params.drive.quick_stop_deceleration["gantry_x"]
+    assert deceleration == 7.1
+    assert sdo_downloads(frames, node_id, 0x6085) == [round(7.1 * 60.0 * 131072 / (2 * math.pi))]
+    assert sdo_downloads(frames, node_id, 0x6007) == [3]  # abort connection: quick stop
+    # Consumer heartbeat (CiA 301 0x1016:1): the master's node id in bits 16-23, 10 ms.
+    assert params.canopen.master_node_id == 127 and params.drive.master_timeout == 0.01
+    assert sdo_downloads(frames, node_id, 0x1016) == [127 << 16 | 10]
+    # Homing: method, speeds, acceleration, home offset from homing.gantry_x, in counts.
+    homing = params.homing["gantry_x"]
+    counts = 60.0 * 131072 / (2 * math.pi)  # per m
+    assert sdo_downloads(frames, node_id, 0x6098) == [homing.method]
+    assert sdo_downloads(frames, node_id, 0x6099) == [
+        round(homing.switch_speed * counts),
+        round(homing.zero_speed * counts),
+    ]
+    assert sdo_downloads(frames, node_id, 0x609A) == [round(homing.acceleration * counts)]
+    assert sdo_downloads(frames, node_id, 0x607C) == [round(homing.home_offset * counts)]
     # NMT start (command 1 to the node) was the last thing sent.
     assert bytes(frames[-1].data) == bytes([1, node_id]) and frames[-1].arbitration_id == 0
     assert wait_until(lambda: sim.nmt_state == "OPERATIONAL")
@@ -450,6 +506,7 @@ def test_stale_feedback_is_a_fault_after_n_periods(make_rig, params):
     for _ in range(periods):
         rig.clock.now += rig.period
         rig.master.sync.transmit()
+        rig.heartbeat.tick(rig.clock.now)  # the master is alive: the drive must not stop itself
     rig.clock.now -= rig.period / 2  # N - 1/2 periods since the last TPDO: not yet
     assert drive.feedback().state is DriveState.ENABLED
     drive.command_current(1.0)
@@ -505,37 +562,46 @@ def test_a_vanished_node_faults_and_cannot_be_reset(make_rig, params):
 
 
 # --- the whole robot --------------------------------------------------------------------------------
-def test_every_axis_on_one_bus(make_rig, params):
+def test_every_axis_on_one_bus(make_rig, params, control):
     positions = {"gantry_x": 0.4, "gantry_y": 0.8, "gantry_z": 1.2, "wrist_yaw": 1.0, "wrist_pitch": -0.5}
-    rig = make_rig(axes=AXES, positions=positions, first_step=False)
+    rig = make_rig(axes=AXES, positions=positions, first_step=False, mode=DriveMode.CSP)
     assert list(rig.drives) == list(AXES)
     assert [d.node_id for d in rig.drives.values()] == [params.canopen.node_ids[a] for a in AXES]
     rig.step()
     for axis, drive in rig.drives.items():
         fb = drive.feedback()
-        assert fb.state is DriveState.DISABLED
+        assert fb.state is DriveState.DISABLED and fb.mode is DriveMode.CSP
         assert fb.position == pytest.approx(positions.get(axis, 0.0), abs=drive.encoder.resolution)
-    for drive in rig.drives.values():
+    for axis, drive in rig.drives.items():
+        drive.configure_position_loop(control.joint(axis).gains, control.dt)
         drive.enable()
     rig.step()
     rig.frames()
-    for drive in rig.drives.values():
-        drive.command_current(0.5)
-    rig.step()
+    targets = {axis: positions.get(axis, 0.0) for axis in AXES}
+    for _ in range(2):  # two cycles: one master heartbeat (canopen.heartbeat_period = 2 SYNCs)
+        for axis, drive in rig.drives.items():
+            targets[axis] += 1e-5
+            drive.command_position(targets[axis], 0.0, 0.0)
+        rig.step()
     frames = rig.frames()
-    # One cycle on the wire: SYNC + RPDO1, TPDO1, TPDO2 per node, as bus_load() counts them.
+    # On the wire: SYNC + RPDO1, RPDO2, TPDO1, TPDO2 per node, and the heartbeat, as bus_load()
+    # counts them (it counts a heartbeat in every cycle: an upper bound).
+    assert params.canopen.heartbeat_period == pytest.approx(2 * rig.period)
+    assert [f.arbitration_id for f in frames].count(0x77F) == 1
     bits = sum(47 + 8 * len(f.data) for f in frames)  # CAN 2.0A frame, 47 bits + data
     load = bus_load(params.canopen, nodes=len(AXES))
-    assert len(frames) == load.frames_per_cycle
-    assert bits == load.bits_per_cycle
-    for _ in range(10):
-        for drive in rig.drives.values():
-            drive.command_current(0.5)
+    assert len(frames) == 2 * load.frames_per_cycle - 1
+    assert bits == 2 * load.bits_per_cycle - (47 + 8)
+    for _ in range(100):
+        for axis, drive in rig.drives.items():
+            drive.command_position(targets[axis], 0.0, 0.0)
         rig.step()
     for axis, drive in rig.drives.items():
         fb = drive.feedback()
         assert fb.state is DriveState.ENABLED, axis
-        assert fb.position > positions.get(axis, 0.0), axis
+        # Each drive's own PID took its axis to the new target (2e-5 m or rad beyond the start).
+        assert fb.position == pytest.approx(targets[axis], abs=2e-6), axis
+        assert rig.simulators[axis].joint.position == pytest.approx(targets[axis], abs=2e-6), axis
 
 
 # --- bench-top demo entry point -----------------------------------------------------------------------
@@ -549,7 +615,7 @@ def test_serve_answers_a_master_until_stopped(params, inertias):
     server.start()
     try:
         assert wait_until(lambda: 2 in slave.nodes)  # gantry_y is node 2
-        drive = canopen_drives_for_robot(params, master, axes=["gantry_y"])["gantry_y"]
+        drive = canopen_drives_for_robot(params, master, axes=["gantry_y"], mode=DriveMode.CST)["gantry_y"]
         master.sync.start(params.canopen.sync_period)
         drive.enable()
         assert drive.feedback().state is DriveState.ENABLED
@@ -572,7 +638,6 @@ def test_main_reports_a_bad_interface_in_one_line(capsys):
 def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     """QuirobotHardware (1 kHz, config/control.yaml) on six CanopenDrives, one SYNC per cycle."""
     control = control_configuration(params)
-    assert params.canopen.sync_period == pytest.approx(control.dt)
     start = {
         "gantry_x": 0.5,
         "gantry_y": 0.6,
@@ -581,7 +646,9 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
         "wrist_pitch": 0.3,
         "drill_feed": 0.02,
     }
-    rig = make_rig(axes=AXES, positions=start, parameters=params)
+    # CST: the host PID needs one SYNC per 1 ms control period (docs/canopen.md).
+    rig = make_rig(axes=AXES, positions=start, parameters=params, sync_period=control.dt)
+    assert rig.period == pytest.approx(control.dt)
     hardware = QuirobotHardware(params, control, lambda name: rig.drives[name])
     assert (
         hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
@@ -623,7 +690,7 @@ def test_drives_on_three_buses(params, inertias):
             networks[channel] = network(name)
         with pytest.raises(ValueError, match="no network for CAN bus"):
             canopen_drives_for_buses(params, {"can0": networks["can0"]})
-        drives = canopen_drives_for_buses(params, networks, clock=FakeClock())
+        drives = canopen_drives_for_buses(params, networks, clock=FakeClock(), mode=DriveMode.CST)
         assert list(drives) == list(AXES)
         assert sorted(slave_ids(slaves)) == sorted(params.canopen.node_ids.values())
         for channel, net in networks.items():

@@ -13,7 +13,7 @@ import math
 import canopen
 import pytest
 import yaml
-from canopen.objectdictionary import INTEGER8, INTEGER16, INTEGER32, UNSIGNED16, UNSIGNED32
+from canopen.objectdictionary import INTEGER8, INTEGER16, INTEGER32, REAL32, UNSIGNED16, UNSIGNED32
 from canopen.profiles.p402 import State402
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,7 +22,9 @@ from quirobot_control.drives.bus_load import bus_load, can_frame_bits
 from quirobot_control.drives.canopen_units import TorqueScaling
 from quirobot_control.drives.cia402 import (
     DEFAULT_EDS,
+    POSITION_CONTROL_SUBINDICES,
     RPDO1_MAPPING,
+    RPDO2_MAPPING,
     TPDO1_MAPPING,
     TPDO2_MAPPING,
     Cia402State,
@@ -68,7 +70,7 @@ def test_eds_lists_exactly_the_objects_it_describes():
             assert len(subs) == int(section["SubNumber"]), index
             assert int(eds[f"{index:04X}sub0"]["DefaultValue"], 0) == len(subs) - 1
     info = eds["DeviceInfo"]
-    assert int(info["NrOfRXPDO"]) == 1 and int(info["NrOfTXPDO"]) == 2
+    assert int(info["NrOfRXPDO"]) == 2 and int(info["NrOfTXPDO"]) == 2
     assert info["BaudRate_1000"] == "1"  # the parameter file's bit rate
 
 
@@ -86,6 +88,14 @@ CIA402_OBJECTS = {
     0x6075: (UNSIGNED32, "rw", False),
     0x6076: (UNSIGNED32, "rw", False),
     0x6078: (INTEGER16, "ro", True),
+    0x6007: (INTEGER16, "rw", False),
+    0x607A: (INTEGER32, "rw", True),
+    0x607C: (INTEGER32, "rw", False),
+    0x6085: (UNSIGNED32, "rw", False),
+    0x6098: (INTEGER8, "rw", False),
+    0x609A: (UNSIGNED32, "rw", False),
+    0x60B1: (INTEGER32, "rw", True),
+    0x60B2: (INTEGER16, "rw", True),
 }
 
 
@@ -98,16 +108,26 @@ def test_eds_objects_have_the_cia402_types_and_pdo_mapping():
         assert entry.access_type == access, hex(index)
         assert entry.pdo_mappable == mappable, hex(index)
     assert od[0x608F][1].data_type == UNSIGNED32 and od[0x608F][2].data_type == UNSIGNED32
+    assert od[0x6099][1].data_type == UNSIGNED32 and od[0x6099][2].data_type == UNSIGNED32
+    assert od[0x1016][1].data_type == UNSIGNED32  # CiA 301: node id << 16 | time in ms
+    # 0x60FB: one REAL32 per field of the project's PIDGains, in SI units.
+    assert set(POSITION_CONTROL_SUBINDICES) == {"kp", "ki", "kd", "derivative_filter", "output_limit"}
+    assert all(od[0x60FB][sub].data_type == REAL32 for sub in POSITION_CONTROL_SUBINDICES.values())
     # Default PDO COB-IDs follow the CiA 301 predefined connection set for node 5.
-    assert od[0x1400][1].default == 0x205
+    assert od[0x1400][1].default == 0x205 and od[0x1401][1].default == 0x305
     assert od[0x1800][1].default == 0x185 and od[0x1801][1].default == 0x285
     # The default mapping entries are the ones the master configures: index << 16 | bits.
-    for record, mapping in ((0x1600, RPDO1_MAPPING), (0x1A00, TPDO1_MAPPING), (0x1A01, TPDO2_MAPPING)):
+    for record, mapping in (
+        (0x1600, RPDO1_MAPPING),
+        (0x1601, RPDO2_MAPPING),
+        (0x1A00, TPDO1_MAPPING),
+        (0x1A01, TPDO2_MAPPING),
+    ):
         assert od[record][0].default == len(mapping)
         for sub, (index, bits) in enumerate(mapping, start=1):
             assert od[record][sub].default == index << 16 | bits
             assert len(od[index]) == bits  # the mapped length is the object's own size
-    for pdo_mapping in (RPDO1_MAPPING, TPDO1_MAPPING, TPDO2_MAPPING):
+    for pdo_mapping in (RPDO1_MAPPING, RPDO2_MAPPING, TPDO1_MAPPING, TPDO2_MAPPING):
         assert sum(bits for _, bits in pdo_mapping) <= 64
 
 
@@ -262,17 +282,24 @@ def test_frame_bits_follow_the_can_frame_layout():
 
 
 def test_configured_cycle_keeps_the_bus_at_half_load(params):
-    load = bus_load(params.canopen)  # the busiest bus
+    load = bus_load(params.canopen)  # the busiest bus, CSP
     busiest = max(len(params.canopen.axes_on(c)) for c in params.canopen.channel_names)
     assert busiest == 2
-    assert load.frames_per_cycle == 1 + 3 * busiest
-    # The YAML's source quotes 585 bits, 705 with worst-case stuffing: 59 % and 71 % of 1 ms.
-    assert load.bits_per_cycle == 585 and load.worst_bits_per_cycle == 705
-    assert load.load == pytest.approx(0.585) and load.worst_load == pytest.approx(0.705)
-    # One SYNC per position-loop cycle, as the control gains assume.
-    assert params.canopen.sync_period == pytest.approx(1.0 / params.drive.control_rate)
-    # Six nodes on one bus would not fit in that cycle.
+    # SYNC, the master's heartbeat, and per node RPDO1, RPDO2, TPDO1, TPDO2.
+    assert load.frames_per_cycle == 2 + 4 * busiest
+    # CAN 2.0A: 47 bits + 8 per byte; SYNC 0 bytes, heartbeat 1, RPDO1 6, RPDO2 8, TPDO1 6, TPDO2 6.
+    assert load.bits_per_cycle == 47 + 55 + busiest * (4 * 47 + 8 * (6 + 8 + 6 + 6)) == 894
+    # The YAML's source quotes 894 bits, 1080 with worst-case stuffing: 45 % and 54 % of 2 ms.
+    assert load.worst_bits_per_cycle == 1080
+    assert load.load == pytest.approx(0.447) and load.worst_load == pytest.approx(0.54)
+    # CSP: a SYNC every 2 ms (the drives close their loops at drive.control_rate).
+    assert params.canopen.sync_period == pytest.approx(2.0 / params.drive.control_rate)
+    # Six nodes on one bus would not fit in that cycle; at 4 ms they would.
     assert bus_load(params.canopen, nodes=len(AXES)).worst_load > 1.0
+    assert bus_load(params.canopen, nodes=len(AXES), cycle_time=0.004).worst_load < 0.8
+    # CST with the host PID at its 1 ms control period: RPDO1 only, 672 bits (810): 67 % (81 %).
+    cst = bus_load(params.canopen, csp=False, cycle_time=1.0 / params.drive.control_rate)
+    assert (cst.bits_per_cycle, cst.worst_bits_per_cycle) == (672, 810)
 
 
 # --- the parameter file's canopen section -----------------------------------------------------------

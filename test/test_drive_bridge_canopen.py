@@ -32,7 +32,7 @@ from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, BridgeError, DriveBridge, open_backend
 from quirobot_control.drives.cia402 import Cia402State
-from quirobot_control.drives.interface import DriveState
+from quirobot_control.drives.interface import DriveMode, DriveState
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.slave_simulator import CanopenServoSimulator, JointModel, simulator_for_axis
 from quirobot_control.loop.control_config import control_configuration
@@ -117,7 +117,11 @@ def make_buses(parameters, control, loads):
                 sim = (simulators or {}).get(axis)
                 if sim is None:
                     sim = simulator_for_axis(
-                        parameters, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
+                        parameters,
+                        axis,
+                        inertia=control.joint(axis).effective_inertia,
+                        position=START[axis],
+                        sync_period=control.dt,  # CST: the bridge SYNCs every control period
                     )
                     joint = sim.joint
                     sim.joint = LoadedJoint(
@@ -147,6 +151,10 @@ def make_bridge(parameters, control):
         # The clock: the control periods run (the slaves advance one SYNC period per SYNC).
         bridge = DriveBridge(parameters, control, backend, info, now=0.0)
         bridges.append(bridge)
+        # The hardware component has set the drives' mode: the SYNC period follows it (CST every
+        # control period, CSP every canopen.sync_period), and so does the slaves' time per SYNC.
+        for sim in buses.simulators.values():
+            sim.sync_period = control.dt * backend.sync_every
         return bridge
 
     yield make
@@ -156,6 +164,25 @@ def make_bridge(parameters, control):
 
 def command_all(bridge, positions):
     bridge.command(list(AXES), [positions[a] for a in AXES], [], now=bridge.time)
+
+
+def step_to_sync(bridge, positions=START):
+    """Command and step control periods until one sent a SYNC (CSP: every canopen.sync_period);
+    the sample of that period."""
+    backend = bridge.backend
+    syncs = backend.syncs
+    while True:
+        command_all(bridge, positions)
+        sample = bridge.step(bridge.time)
+        if backend.syncs > syncs or sample.stop_reason is not None:
+            return sample
+
+
+def align_to_sync(bridge):
+    """Step until the next period starts with a SYNC."""
+    while bridge.backend.cycles % bridge.backend.sync_every:
+        command_all(bridge, START)
+        assert bridge.step(bridge.time).stop_reason is None
 
 
 # --- start-up ---------------------------------------------------------------------------------------
@@ -201,27 +228,39 @@ def test_the_drives_follow_the_description_no_feed_node_without_the_drill(
         bridge.command(["drill_feed"], [START["drill_feed"]], now=bridge.time)
 
 
-def test_each_control_period_sends_one_sync_per_bus(make_buses, make_bridge, parameters):
+def test_one_sync_per_bus_every_period_in_cst_every_sync_period_in_csp(make_buses, make_bridge, parameters):
     buses = make_buses()
     bridge = make_bridge(buses)
+    backend = bridge.backend
+    modes = {drive.mode for drive in bridge.drives.values()}
+    assert len(modes) == 1
+    csp = modes == {DriveMode.CSP}
+    # CST: the host PID needs a SYNC every 1 ms control period; CSP: every canopen.sync_period.
+    assert backend.sync_every == (
+        round(parameters.canopen.sync_period / backend.control_period) if csp else 1
+    )
     for bus in buses.sniffers:
         buses.frames(bus)
-    cycles = 5
+    cycles = 6
+    syncs = cycles // backend.sync_every
     for _ in range(cycles):
         command_all(bridge, START)
         bridge.step(bridge.time)
     for bus in buses.sniffers:
         frames = buses.frames(bus)
         ids = {parameters.canopen.node_ids[a] for a in parameters.canopen.axes_on(bus)}
-        assert [f.arbitration_id for f in frames].count(SYNC_ID) == cycles, bus
-        # Per period and node of this bus (and no other): the command (RPDO1), and the answers
-        # to the SYNC (TPDO1, TPDO2).
-        pdo_ids = [f.arbitration_id for f in frames if 0x180 < f.arbitration_id < 0x300]
-        expected = {base + n for base in (0x180, 0x200, 0x280) for n in ids}
-        assert set(pdo_ids) == expected, bus
-        assert all(pdo_ids.count(i) == cycles for i in expected), bus
-    # One SYNC at start-up (feedback before enabling), then one per period.
-    assert all(sim.sync_count == cycles + 1 for sim in buses.simulators.values())
+        assert [f.arbitration_id for f in frames].count(SYNC_ID) == syncs, bus
+        # Per node of this bus (and no other): the command every period (RPDO1; RPDO2 with the
+        # target position in CSP), the answers to each SYNC (TPDO1, TPDO2).
+        rpdos = (0x200, 0x300) if csp else (0x200,)
+        pdo_ids = [f.arbitration_id for f in frames if 0x180 < f.arbitration_id < 0x400]
+        assert set(pdo_ids) == {base + n for base in (0x180, 0x280, *rpdos) for n in ids}, bus
+        assert all(pdo_ids.count(base + n) == syncs for base in (0x180, 0x280) for n in ids), bus
+        assert all(pdo_ids.count(base + n) == cycles for base in rpdos for n in ids), bus
+        # The master's heartbeat (0x700 + canopen.master_node_id) goes with the SYNCs.
+        assert 0x700 + parameters.canopen.master_node_id in [f.arbitration_id for f in frames], bus
+    # One SYNC at start-up (feedback before enabling), then one per SYNC period.
+    assert all(sim.sync_count == syncs + 1 for sim in buses.simulators.values())
 
 
 # --- motion -----------------------------------------------------------------------------------------
@@ -257,8 +296,7 @@ def test_a_fault_in_one_slave_stops_every_drive_with_the_reason(make_buses, make
         command_all(bridge, START)
         assert bridge.step(bridge.time).stop_reason is None
     buses.simulators["wrist_yaw"].inject_fault(0x2310)
-    command_all(bridge, START)
-    sample = bridge.step(bridge.time)
+    sample = step_to_sync(bridge)
     assert sample.stop_reason == "drive fault on wrist_yaw: error code 0x2310: continuous over-current"
     for axis, sim in buses.simulators.items():
         expected = Cia402State.FAULT if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
@@ -273,10 +311,8 @@ def test_a_silent_node_is_a_feedback_timeout_after_n_cycles(make_buses, make_bri
     bridge.step(bridge.time)
     buses.simulators["drill_feed"].stop_feedback()
     assert parameters.canopen.feedback_timeout < 0.05
-    samples = []
-    for _ in range(3):
-        command_all(bridge, START)
-        samples.append(bridge.step(bridge.time))
+    align_to_sync(bridge)
+    samples = [step_to_sync(bridge) for _ in range(3)]
     # Freshness is wall-clock time between SYNCs: the first unanswered SYNC's cycle waited 50 ms,
     # so at the next SYNC the node has been silent longer than the 10 ms timeout: the second
     # silent cycle is the fault (counted SYNCs would allow ten).
@@ -352,7 +388,7 @@ def test_a_drive_with_other_motor_data_fails_start_up(make_buses, make_bridge, p
         parameters.canopen.node_ids["gantry_y"],
         drive_for_joint(parameters, "wrist_yaw"),
         JointModel(inertia=control.joint("wrist_yaw").effective_inertia, damping=0.0),
-        parameters.canopen.sync_period,
+        control.dt,
     )
     buses = make_buses(simulators={"gantry_y": wrong})
     with pytest.raises(
@@ -373,9 +409,11 @@ def test_an_interface_that_does_not_exist_is_named(parameters, control):
 def test_bad_bus_configuration_is_refused_before_any_bus_io(parameters, control):
     with pytest.raises(DriveStartupError, match="unknown bus.*can7"):
         CanopenBackend(parameters, control, CanBusConfig("virtual", {"can7": "x"}))
-    slow = dataclasses.replace(parameters, canopen=dataclasses.replace(parameters.canopen, sync_period=0.002))
-    with pytest.raises(DriveStartupError, match="sync_period 0.002 s differs from the control period"):
-        CanopenBackend(slow, control, CanBusConfig("virtual"))
+    odd = dataclasses.replace(parameters, canopen=dataclasses.replace(parameters.canopen, sync_period=0.0015))
+    with pytest.raises(
+        DriveStartupError, match="sync_period 0.0015 s is not a whole number of control periods"
+    ):
+        CanopenBackend(odd, control, CanBusConfig("virtual"), mode=DriveMode.CSP)
     with pytest.raises(ValueError, match="non-empty"):
         CanBusConfig("")
     with pytest.raises(ValueError, match="feedback wait"):
@@ -435,10 +473,13 @@ def test_with_every_sdo_server_dead_a_fault_quick_stops_every_drive_by_pdo_withi
         buses.frames(bus)
     buses.simulators["wrist_yaw"].inject_fault(0x2310)
     samples = []
-    for _ in range(2):  # the fault's cycle and the next
+    for _ in range(2 * bridge.backend.sync_every):  # two SYNC periods from the fault on
         command_all(bridge, START)
         samples.append(bridge.step(bridge.time))
-    assert samples[0].stop_reason == "drive fault on wrist_yaw: error code 0x2310: continuous over-current"
+    # By the first SYNC after the fault at the latest (its EMCY, or the statusword).
+    first = next(k for k, sample in enumerate(samples) if sample.stop_reason is not None)
+    assert first < bridge.backend.sync_every
+    assert samples[first].stop_reason == "drive fault on wrist_yaw: error code 0x2310: continuous over-current"
     for bus in buses.sniffers:
         frames = buses.frames(bus)
         nodes = {parameters.canopen.node_ids[a] for a in parameters.canopen.axes_on(bus)}
@@ -460,6 +501,7 @@ def test_a_bus_off_stops_the_drives_on_every_bus_at_once(make_buses, make_bridge
     bridge = make_bridge(buses, feedback_wait=0.05)
     command_all(bridge, START)
     assert bridge.step(bridge.time).stop_reason is None
+    align_to_sync(bridge)
     bridge.backend.networks["can1"].bus.shutdown()  # the interface is gone: every send fails
     command_all(bridge, START)
     sample = bridge.step(bridge.time)

@@ -7,14 +7,22 @@ per bus (`CanBusConfig`: socketcan and the bus names by default; tests use pytho
 commanded joints (the robot description's: no drill_feed node without the drill), and runs them
 in lock-step with the control loop:
 
-- start-up: open every bus, configure and start each kept node (SDO, NMT operational), one SYNC per
-  bus so that feedback flows; the drives are enabled later by the hardware component. Any
+- start-up: open every bus, configure and start each kept node (SDO, NMT operational: the
+  joint's PID gains of the control configuration into the drive's position loop, which runs its
+  stop ramps, and the drive's watchdog on the master's heartbeat), one SYNC per bus so that
+  feedback flows; the drives are enabled later by the hardware component. Any
   failure (no such interface or channel, a node that does not answer, a drive whose motor data
   disagree with the parameter file, no feedback) closes what was opened and raises
   `DriveStartupError` naming the bus and node; no drive has been enabled.
-- `before_read()`: one SYNC on every bus (sent by the loop itself, no free-running timer), then
-  wait for every drive's TPDO1 + TPDO2 of that SYNC, at most `feedback_wait` s (wall clock;
-  default one SYNC period). A drive that did not answer keeps its previous feedback.
+- `before_read()`: one SYNC on every bus (sent by the loop itself, no free-running timer) and
+  the master's heartbeat when due (`MasterHeartbeat`, canopen.heartbeat_period: a stalled loop
+  stops both, and every drive stops itself within drive.master_timeout), then wait for every
+  drive's TPDO1 + TPDO2 of that SYNC, at most `feedback_wait` s (wall clock; default one SYNC
+  period). A drive that did not answer keeps its previous feedback. The SYNC rate follows the
+  drives' mode (the hardware component sets it, control.drive_mode): while any drive is in CST
+  (the host's PID sends currents) every control period (1 ms: the host loop needs its feedback
+  every period); otherwise (CSP: the drives close their loops) every canopen.sync_period, a
+  whole number of control periods (the cycles between reuse the last feedback).
 - The drives' feedback watchdog runs on the wall clock (time.monotonic), stamped per SYNC: the
   drives' clock is the wall-clock time of the latest SYNC sent, so a TPDO answering it is 0 s
   old, and a node that answered no SYNC of the last canopen.feedback_timeout (wall clock, however
@@ -41,10 +49,10 @@ import can
 import canopen
 
 from quirobot_control.bridge.backend import DriveStartupError
-from quirobot_control.drives.canopen_master import CanopenDrive, canopen_drives_for_buses
+from quirobot_control.drives.canopen_master import CanopenDrive, MasterHeartbeat, canopen_drives_for_buses
 from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import DEFAULT_EDS
-from quirobot_control.drives.interface import DriveError
+from quirobot_control.drives.interface import DriveError, DriveMode
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_description.parameters import AXES, RobotParameters
 
@@ -109,17 +117,23 @@ class CanopenBackend:
         joints: Sequence[str] = AXES,
         feedback_wait: float | None = None,
         eds: str | Path = DEFAULT_EDS,
+        mode: DriveMode = DriveMode.CST,
     ) -> None:
         """`joints`: the commanded joints (of AXES; only their nodes are started);
-        `feedback_wait`: s (wall clock) to wait for each cycle's TPDOs; default one SYNC period."""
+        `feedback_wait`: s (wall clock) to wait for each cycle's TPDOs; default one control
+        period; `mode`: the drives' mode at start-up (the hardware component sets its own,
+        control.drive_mode, while they are disabled)."""
         self.params = params
         self.config = config or CanBusConfig()
+        mode = DriveMode(mode)
         bus = params.canopen
-        if not math.isclose(bus.sync_period, control.dt, rel_tol=1e-9):
+        ratio = bus.sync_period / control.dt
+        if ratio < 1.0 - 1e-9 or not math.isclose(ratio, round(ratio), rel_tol=1e-9):
             raise DriveStartupError(
-                f"canopen.sync_period {bus.sync_period} s differs from the control period {control.dt} s: "
-                f"the drive bridge sends one SYNC per control period"
+                f"canopen.sync_period {bus.sync_period} s is not a whole number of control periods "
+                f"({control.dt} s): the drive bridge sends one SYNC every so many periods in CSP"
             )
+        self.csp_sync_every = round(ratio)
         unknown = sorted(set(self.config.channels) - set(bus.channel_names))
         if unknown:
             raise DriveStartupError(
@@ -131,22 +145,33 @@ class CanopenBackend:
             raise DriveStartupError(
                 f"no CANopen drive for joint(s) {', '.join(missing)}; the axes are {', '.join(AXES)}"
             )
-        wait = bus.sync_period if feedback_wait is None else feedback_wait
+        self.control_period = control.dt
+        wait = control.dt if feedback_wait is None else feedback_wait
         if not math.isfinite(wait) or wait < 0.0:
             raise ValueError(f"feedback wait must be a finite number of seconds >= 0, got {feedback_wait!r}")
         self.feedback_wait = wait
-        self.sync_period = bus.sync_period
+        self.cycles = 0  # control cycles since start-up
         self.syncs = 0  # SYNC cycles since start-up
         self._sync_time = time.monotonic()  # s, wall clock of the latest SYNC sent
         self.networks: dict[str, canopen.Network] = {}
+        self.heartbeats: dict[str, MasterHeartbeat] = {}
         self.drives: dict[str, CanopenDrive] = {}
         self._closed = False
         try:
             self._open_buses()
+            # Absolute multi-turn encoders (drive.encoder_counts_per_rev): referenced at power-up.
             drives = canopen_drives_for_buses(
-                params, self.networks, start=False, clock=self._sync_clock, eds=eds
+                params,
+                self.networks,
+                start=False,
+                clock=self._sync_clock,
+                eds=eds,
+                mode=mode,
+                homed=True,
             )
             self.drives = {name: drives[name] for name in joints}
+            for name, drive in self.drives.items():
+                drive.configure_position_loop(control.joint(name).gains, control.dt)
             self._start_drives()
             self._first_feedback()
         except BaseException:
@@ -154,9 +179,18 @@ class CanopenBackend:
             raise
 
     # --- the control cycle ----------------------------------------------------------------------
+    @property
+    def sync_every(self) -> int:
+        """Control periods per SYNC: 1 while a drive is in CST, else canopen.sync_period's."""
+        if any(drive.mode is DriveMode.CST for drive in self.drives.values()):
+            return 1
+        return self.csp_sync_every
+
     def before_read(self) -> None:
-        """One SYNC on every bus, then wait (at most feedback_wait) for every drive's answer."""
-        self._sync(self.feedback_wait)
+        """A SYNC when due (see the module doc), then wait (at most feedback_wait) for the answers."""
+        if self.cycles % self.sync_every == 0:
+            self._sync(self.feedback_wait)
+        self.cycles += 1
 
     def after_write(self) -> None:
         """Nothing: the drives apply the commands written at the next SYNC."""
@@ -196,6 +230,7 @@ class CanopenBackend:
         for bus, network in self.networks.items():
             try:
                 network.sync.transmit()
+                self.heartbeats[bus].tick(self._sync_time)
             except (can.CanError, OSError, AttributeError) as error:  # AttributeError: bus gone
                 reason = f"{self.config.describe(bus)}: SYNC not sent (bus off?): {_one_line(error)}"
                 for name in [n for n in targets if channels[n] == bus]:
@@ -220,6 +255,9 @@ class CanopenBackend:
                     f"{self.config.describe(name)}: cannot open: {_one_line(error)}"
                 ) from error
             self.networks[name] = network
+            self.heartbeats[name] = MasterHeartbeat(
+                network, self.params.canopen.master_node_id, self.params.canopen.heartbeat_period
+            )
 
     def _start_drives(self) -> None:
         channels = self.params.canopen.channels

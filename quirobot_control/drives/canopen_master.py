@@ -8,13 +8,26 @@ reset_fault, command_current, feedback), so the hardware component does not know
 Tables (object dictionary, statusword patterns, controlwords): drives.cia402; units
 (`TorqueScaling`): drives.canopen_units.
 
-Cycle. At start-up the master configures the PDOs by SDO (pre-operational), sets CST mode and
-starts the node (NMT operational). One SYNC per cycle (`canopen.sync_period`, produced by
-whoever owns the bus: `network.sync.start(period)` or `network.sync.transmit()` in lock-step
-with the control loop): each node answers with TPDO1 (statusword, position) and TPDO2
-(velocity, current). RPDO1 (controlword, target torque) is event-driven: `command_current`
-sends it, the drive applies the latest one at the next SYNC. State changes (enable, disable,
-fault reset) go by SDO, which is confirmed, and then travel in RPDO1 too.
+Modes (`DriveMode`, 0x6060): CSP (8, the default for real motors: the drive closes the
+position, velocity and current loops with the joint's PID gains of config/control.yaml, written
+to 0x60FB by `configure_position_loop`; `command_position(position, velocity, current)` sends
+target position 0x607A and velocity offset 0x60B1 in RPDO2, the current feed-forward as torque
+offset 0x60B2 in RPDO1), CST (10, the host's PID: `command_current` sends target torque 0x6071
+in RPDO1) and HOMING (6: `start_homing()` runs the drive's homing, method 0x6098, speeds
+0x6099, acceleration 0x609A, home offset 0x607C; statusword bit 12 homing attained -> `homed`,
+bit 13 homing error -> FAULT).
+
+Cycle. At start-up the master configures the drive by SDO (pre-operational): scaling check,
+quick-stop option code 0x605A = 2 and deceleration 0x6085 (stop category 1: the drive's own
+ramp, then the brake at standstill), abort-connection option 0x6007 = 3 and consumer heartbeat
+0x1016 on the master's heartbeat (drive.master_timeout), the position-loop gains, the homing
+objects, the mode, the PDOs; then NMT operational. One SYNC per cycle (`canopen.sync_period`,
+produced by whoever owns the bus: `network.sync.transmit()` in lock-step with the control loop,
+or `network.sync.start(period)`): each node answers with TPDO1 (statusword, position) and TPDO2
+(velocity, current). RPDOs are event-driven: a command sends them, the drive applies the
+latest at the next SYNC. State changes (enable, disable, fault reset) go by SDO, which is
+confirmed, and then travel in RPDO1 too. `MasterHeartbeat` is the master's heartbeat producer,
+ticked by the control loop itself (a stalled loop stops it: the drives stop themselves).
 
 Stopping never waits on SDO. `quick_stop()` sends the Quick stop controlword in RPDO1 and
 returns: the drive's TPDO1 statusword confirms it; a drive still in Operation enabled
@@ -58,32 +71,54 @@ import can
 import canopen
 from canopen.sdo import SdoAbortedError, SdoCommunicationError
 
-from quirobot_control.drives.canopen_units import CanopenConfigurationError, TorqueScaling
+from quirobot_control.drives.canopen_units import CanopenConfigurationError, MotionScaling, TorqueScaling
 from quirobot_control.drives.cia402 import (
+    ABORT_CONNECTION_OPTION_CODE,
+    ABORT_CONNECTION_QUICK_STOP,
+    CONSUMER_HEARTBEAT_TIME,
     CONTROLWORD,
     CURRENT_ACTUAL,
     CW_DISABLE_VOLTAGE,
     CW_ENABLE_OPERATION,
     CW_FAULT_RESET,
+    CW_HALT,
+    CW_HOMING_START,
     CW_QUICK_STOP,
     CW_SHUTDOWN,
     CW_SWITCH_ON,
     DEFAULT_EDS,
     ERROR_CODE,
+    HEARTBEAT_COB_BASE,
+    HOME_OFFSET,
+    HOMING_ACCELERATION,
+    HOMING_METHOD,
+    HOMING_SPEEDS,
+    MODE_CYCLIC_SYNCHRONOUS_POSITION,
     MODE_CYCLIC_SYNCHRONOUS_TORQUE,
+    MODE_HOMING,
     MODES_OF_OPERATION,
     MODES_OF_OPERATION_DISPLAY,
     MOTOR_RATED_CURRENT,
     MOTOR_RATED_TORQUE,
+    NMT_OPERATIONAL_STATE,
     POSITION_ACTUAL,
+    POSITION_CONTROL_PARAMETERS,
+    POSITION_CONTROL_SUBINDICES,
     POSITION_ENCODER_RESOLUTION,
-    QUICK_STOP_AND_STAY,
+    QUICK_STOP_DECELERATION,
     QUICK_STOP_OPTION_CODE,
+    QUICK_STOP_RAMP_THEN_DISABLE,
     RPDO1_COB_BASE,
     RPDO1_MAPPING,
+    RPDO2_COB_BASE,
+    RPDO2_MAPPING,
     STATUSWORD,
     STATUSWORD_PATTERNS,
+    SW_HOMING_ATTAINED,
+    SW_HOMING_ERROR,
+    TARGET_POSITION,
     TARGET_TORQUE,
+    TORQUE_OFFSET,
     TPDO1_COB_BASE,
     TPDO1_MAPPING,
     TPDO2_COB_BASE,
@@ -91,19 +126,22 @@ from quirobot_control.drives.cia402 import (
     TRANSMISSION_EVENT,
     TRANSMISSION_SYNCHRONOUS,
     VELOCITY_ACTUAL,
+    VELOCITY_OFFSET,
     Cia402State,
     StatuswordError,
     decode_statusword,
     describe_error_code,
     drive_state,
 )
-from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveState
+from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveMode, DriveState
+from quirobot_control.drives.pid import PIDGains
 from quirobot_control.models.encoder import Encoder
 from quirobot_description.parameters import (
     AXES,
     FEED_JOINT,
     CanopenParameters,
     DriveParameters,
+    HomingParameters,
     MotorParameters,
     RobotParameters,
     TransmissionParameters,
@@ -112,6 +150,12 @@ from quirobot_description.parameters import (
 _COMMUNICATION_ERRORS = (SdoCommunicationError, SdoAbortedError, can.CanError, OSError)
 #: NMT heartbeat state of a boot-up frame (CiA 301).
 NMT_BOOT_UP = 0
+#: 0x6060 value of each mode.
+MODE_CODES = {
+    DriveMode.CSP: MODE_CYCLIC_SYNCHRONOUS_POSITION,
+    DriveMode.CST: MODE_CYCLIC_SYNCHRONOUS_TORQUE,
+    DriveMode.HOMING: MODE_HOMING,
+}
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +180,14 @@ class CanopenDrive:
         efficiency: bool = True,
         eds: str | Path = DEFAULT_EDS,
         clock: Callable[[], float] = time.monotonic,
+        mode: DriveMode = DriveMode.CSP,
+        homing: HomingParameters | None = None,
+        homed: bool = False,
     ) -> None:
+        """`drive`: the electronics, with this axis's quick-stop deceleration
+        (drive.quick_stop_deceleration[name], m/s^2 or rad/s^2) and the master timeout (consumer
+        heartbeat time, s); `mode`: the mode set at start(); `homing`: the axis's homing (None:
+        start_homing() is refused); `homed`: True only for an encoder that needs no homing."""
         if not 1 <= int(node_id) <= 127 or int(node_id) != node_id:
             raise CanopenConfigurationError(f"drive {name}: node id must be 1..127, got {node_id!r}")
         self.name = name
@@ -147,7 +198,20 @@ class CanopenDrive:
         self.bus = bus
         self.encoder = Encoder(drive.encoder_counts_per_rev, transmission.ratio)
         self.scaling = TorqueScaling.for_motor(motor)
+        self.units = MotionScaling(self.encoder.resolution)
+        self.control_period = 1.0 / drive.control_rate  # s, the drive's position loop
+        if name not in drive.quick_stop_deceleration:
+            raise CanopenConfigurationError(f"drive {name}: no drive.quick_stop_deceleration for it")
+        self.quick_stop_deceleration = drive.quick_stop_deceleration[name]
+        self.master_timeout = drive.master_timeout
+        self.homing = homing
         self.clock = clock
+        self._mode = DriveMode(mode)
+        self._gains: PIDGains | None = None
+        self._halted = False
+        self._homed = bool(homed)
+        self._homing_started = False
+        self._torque = (0, 0)  # (target torque, torque offset) per-mille, of the latest RPDO1
         self.node = canopen.RemoteNode(self.node_id, str(eds))
         network.add_node(self.node)
         self._lock = threading.Condition()
@@ -173,7 +237,7 @@ class CanopenDrive:
 
     # --- start-up ---------------------------------------------------------------------------------
     def start(self) -> None:
-        """Check the drive's scaling, set CST mode and the PDO mapping by SDO, then NMT start.
+        """Configure the drive by SDO (see the module doc), set its mode and PDOs, then NMT start.
 
         Raises CanopenConfigurationError if the drive's rated current/torque or encoder
         resolution differ from the parameter file, DriveError if the bus does not answer.
@@ -183,14 +247,12 @@ class CanopenDrive:
         try:
             self.node.nmt.state = "PRE-OPERATIONAL"
             self._check_scaling()
-            self.node.sdo[QUICK_STOP_OPTION_CODE].raw = QUICK_STOP_AND_STAY
-            self.node.sdo[MODES_OF_OPERATION].raw = MODE_CYCLIC_SYNCHRONOUS_TORQUE
-            mode = self.node.sdo[MODES_OF_OPERATION_DISPLAY].raw
-            if mode != MODE_CYCLIC_SYNCHRONOUS_TORQUE:
-                raise CanopenConfigurationError(
-                    f"{self._who()}: modes of operation display 0x6061 is {mode} after setting "
-                    f"cyclic synchronous torque ({MODE_CYCLIC_SYNCHRONOUS_TORQUE})"
-                )
+            self._configure_stops()
+            if self._gains is not None:
+                self._write_gains(self._gains)
+            if self.homing is not None:
+                self._configure_homing(self.homing)
+            self._write_mode(self._mode)
             self._configure_pdos()
             statusword = self.node.sdo[STATUSWORD].raw
             position = self.node.sdo[POSITION_ACTUAL].raw
@@ -225,9 +287,49 @@ class CanopenDrive:
                     f"parameter file says {value} {unit} (commission the drive, or fix the file)"
                 )
 
+    def _configure_stops(self) -> None:
+        """Category-1 quick stop on the drive's ramp; the drive watches the master's heartbeat."""
+        sdo = self.node.sdo
+        sdo[QUICK_STOP_OPTION_CODE].raw = QUICK_STOP_RAMP_THEN_DISABLE
+        sdo[QUICK_STOP_DECELERATION].raw = self.units.positive_counts(
+            self.quick_stop_deceleration, "quick-stop deceleration"
+        )
+        sdo[ABORT_CONNECTION_OPTION_CODE].raw = ABORT_CONNECTION_QUICK_STOP
+        if math.isfinite(self.master_timeout):
+            milliseconds = round(self.master_timeout * 1000.0)
+            if not 1 <= milliseconds <= 0xFFFF:
+                raise CanopenConfigurationError(
+                    f"{self._who()}: master timeout {self.master_timeout} s is not 1..65535 ms (0x1016)"
+                )
+            sdo[CONSUMER_HEARTBEAT_TIME][1].raw = self.bus.master_node_id << 16 | milliseconds
+
+    def _configure_homing(self, homing: HomingParameters) -> None:
+        sdo = self.node.sdo
+        sdo[HOMING_METHOD].raw = homing.method
+        sdo[HOMING_SPEEDS][1].raw = self.units.positive_counts(homing.switch_speed, "homing switch speed")
+        sdo[HOMING_SPEEDS][2].raw = self.units.positive_counts(homing.zero_speed, "homing zero speed")
+        sdo[HOMING_ACCELERATION].raw = self.units.positive_counts(homing.acceleration, "homing acceleration")
+        sdo[HOME_OFFSET].raw = self.units.counts(homing.home_offset)
+
+    def _write_gains(self, gains: PIDGains) -> None:
+        entry = self.node.sdo[POSITION_CONTROL_PARAMETERS]
+        for field, subindex in POSITION_CONTROL_SUBINDICES.items():
+            entry[subindex].raw = getattr(gains, field)
+
+    def _write_mode(self, mode: DriveMode) -> None:
+        code = MODE_CODES[mode]
+        self.node.sdo[MODES_OF_OPERATION].raw = code
+        display = self.node.sdo[MODES_OF_OPERATION_DISPLAY].raw
+        if display != code:
+            raise CanopenConfigurationError(
+                f"{self._who()}: modes of operation display 0x6061 is {display} after setting "
+                f"{mode.value} ({code})"
+            )
+
     def _configure_pdos(self) -> None:
         for pdo, mapping, cob_base, transmission in (
             (self.node.rpdo[1], RPDO1_MAPPING, RPDO1_COB_BASE, TRANSMISSION_EVENT),
+            (self.node.rpdo[2], RPDO2_MAPPING, RPDO2_COB_BASE, TRANSMISSION_EVENT),
             (self.node.tpdo[1], TPDO1_MAPPING, TPDO1_COB_BASE, TRANSMISSION_SYNCHRONOUS),
             (self.node.tpdo[2], TPDO2_MAPPING, TPDO2_COB_BASE, TRANSMISSION_SYNCHRONOUS),
         ):
@@ -243,6 +345,7 @@ class CanopenDrive:
         self.node.tpdo[2].callbacks = [self._on_tpdo2]
         self.node.rpdo[1][CONTROLWORD].raw = self._controlword
         self.node.rpdo[1][TARGET_TORQUE].raw = 0
+        self.node.rpdo[1][TORQUE_OFFSET].raw = 0
 
     # --- TPDO reception (network thread) ------------------------------------------------------------
     def _on_tpdo1(self, pdo: canopen.pdo.PdoMap) -> None:
@@ -250,6 +353,11 @@ class CanopenDrive:
         now = self.clock()
         with self._lock:
             self._statusword, self._position_counts = statusword, position
+            if self._mode is DriveMode.HOMING and self._homing_started:
+                if statusword & SW_HOMING_ERROR and self._master_fault is None:
+                    self._master_fault = "homing error (statusword bit 13): the home switch was not found"
+                elif statusword & SW_HOMING_ATTAINED:
+                    self._homed = True
             self._tpdo_times[0] = now
             self._tpdo_counts[0] += 1
             self._lock.notify_all()
@@ -324,10 +432,23 @@ class CanopenDrive:
             raise DriveError(f"{self._who()} is in {state.name}{reason}: call reset_fault() before enable()")
         if state is DriveState.ENABLED:
             return
+        if self._mode is not DriveMode.CST and self._gains is None:
+            raise DriveError(
+                f"{self._who()}: {self._mode.name} needs the drive's position loop: call "
+                f"configure_position_loop() before enable()"
+            )
         try:
             self.node.sdo[TARGET_TORQUE].raw = 0
+            with self._lock:
+                here = self._position_counts
+            self.node.sdo[TARGET_POSITION].raw = here  # CSP starts where the axis is
         except _COMMUNICATION_ERRORS as error:
-            raise DriveError(f"{self._who()}: cannot zero the target torque 0x6071: {error}") from error
+            raise DriveError(f"{self._who()}: cannot zero the targets 0x6071/0x607A: {error}") from error
+        self._halted = False
+        self._torque = (0, 0)
+        if self._started:
+            self.node.rpdo[2][TARGET_POSITION].raw = here
+            self.node.rpdo[2][VELOCITY_OFFSET].raw = 0
         steps = {
             Cia402State.SWITCH_ON_DISABLED: CW_SHUTDOWN,
             Cia402State.READY_TO_SWITCH_ON: CW_SWITCH_ON,
@@ -361,7 +482,9 @@ class CanopenDrive:
             self._read_state()
 
     def quick_stop(self) -> None:
-        """Quick stop: torque to zero, the drive stays in Quick stop active; latched until reset_fault().
+        """Quick stop (stop category 1): the drive ramps down at its quick-stop deceleration
+        0x6085 under its own PID, brakes at standstill and switches off (0x605A = 2); latched as
+        QUICK_STOP until reset_fault().
 
         Sent by RPDO only (no SDO: it returns at once, see the module doc); the TPDO statusword
         confirms it. A RPDO the bus refuses is a fault. A FAULT is kept as it is.
@@ -408,28 +531,120 @@ class CanopenDrive:
         logger.info("%s: fault reset", self._who())
 
     def command_current(self, current: float) -> None:
-        """Send the q-axis current reference (A) as target torque 0x6071 in RPDO1.
+        """CST: send the q-axis current reference (A) as target torque 0x6071 in RPDO1.
 
         Clipped to +-max_current, then quantized to one per-mille of the rated torque.
-        Non-finite or not a number: quick stop, then DriveError. In FAULT: DriveError. While
-        DISABLED or QUICK_STOP the command is ignored (nothing is sent).
+        Non-finite or not a number: quick stop, then DriveError. In another mode or in FAULT:
+        DriveError. While DISABLED or QUICK_STOP the command is ignored (nothing is sent).
         """
+        (value,) = self._numbers("current", current)
+        self._check_mode(DriveMode.CST, "command_current")
+        if self._commandable():
+            self._torque = (self.scaling.target_torque(self._clip(value)), 0)
+            self._send_rpdo(self._operation_controlword(), *self._torque)
+
+    def command_position(self, position: float, velocity: float = 0.0, current: float = 0.0) -> None:
+        """CSP: target position 0x607A (m or rad) and velocity offset 0x60B1 (m/s or rad/s) in
+        RPDO2, the current feed-forward (A, clipped to +-max_current) as torque offset 0x60B2 in
+        RPDO1; the drive's PID follows them from the next SYNC.
+
+        Non-finite or not a number: quick stop, then DriveError. In another mode or in FAULT:
+        DriveError. While DISABLED or QUICK_STOP the command is ignored (nothing is sent).
+        """
+        position, velocity, current = self._numbers(
+            "position command", position, velocity, current, labels=("position", "velocity", "current")
+        )
+        self._check_mode(DriveMode.CSP, "command_position")
+        if not self._commandable():
+            return
+        rpdo = self.node.rpdo[2]
         try:
-            value = float(current)
-        except (TypeError, ValueError) as error:
+            rpdo[TARGET_POSITION].raw = self.units.counts(position)
+            rpdo[VELOCITY_OFFSET].raw = self.units.counts(velocity)
+        except CanopenConfigurationError as error:
             self.quick_stop()
-            raise DriveError(f"{self._who()}: current command must be a number, got {current!r}") from error
-        if not math.isfinite(value):
-            self.quick_stop()
-            raise DriveError(f"{self._who()}: non-finite current command {current!r}: quick stop")
+            raise DriveError(f"{self._who()}: {error}: quick stop") from error
+        self._send_pdo(rpdo)
+        self._torque = (0, self.scaling.target_torque(self._clip(current)))
+        self._send_rpdo(self._operation_controlword(), *self._torque)
+
+    def configure_position_loop(self, gains: PIDGains, period: float) -> None:
+        """The joint's PID gains (config/control.yaml) for the drive's own position loop, 0x60FB.
+
+        `period` (s) must be the drive's loop period (1 / drive.control_rate: the gains are
+        discrete at it). Written by SDO now if the drive is started, else at start().
+        """
+        if not isinstance(gains, PIDGains):
+            raise CanopenConfigurationError(f"{self._who()}: gains must be PIDGains, got {gains!r}")
+        if not math.isclose(float(period), self.control_period, rel_tol=1e-9):
+            raise CanopenConfigurationError(
+                f"{self._who()}: the drive's position loop runs every {self.control_period} s "
+                f"(drive.control_rate), the gains are for {period} s"
+            )
+        self._gains = gains
+        if self._started:
+            try:
+                self._write_gains(gains)
+            except _COMMUNICATION_ERRORS as error:
+                raise DriveError(f"{self._who()}: position-loop gains 0x60FB not written: {error}") from error
+
+    @property
+    def mode(self) -> DriveMode:
+        return self._mode
+
+    def set_mode(self, mode: DriveMode) -> None:
+        """Modes of operation 0x6060 (checked in 0x6061); DriveError while ENABLED."""
+        mode = DriveMode(mode)
+        if self._state() is DriveState.ENABLED:
+            raise DriveError(
+                f"{self._who()}: the mode changes only while not enabled ({self._mode.name} -> {mode.name})"
+            )
+        if self._started and mode is not self._mode:
+            try:
+                self._write_mode(mode)
+            except _COMMUNICATION_ERRORS as error:
+                raise DriveError(f"{self._who()}: mode {mode.name} not set: {error}") from error
+        self._mode = mode
+        self._homing_started = False
+
+    def halt(self) -> None:
+        """Stop category 2: controlword bit 8 by RPDO; the drive ramps down at 0x6085 and holds
+        under power (state stays ENABLED, feedback `halted`). No-op unless ENABLED."""
+        if self._state() is DriveState.ENABLED:
+            self._halted = True
+            self._send_rpdo(self._operation_controlword(), *self._torque)
+
+    def resume(self) -> None:
+        """Leave a halt: bit 8 cleared; the drive follows the commands again from where it holds
+        (send a target near the held position). DriveError in QUICK_STOP or FAULT."""
+        state = self._state()
+        if state in (DriveState.QUICK_STOP, DriveState.FAULT):
+            raise DriveError(f"{self._who()} is in {state.name}: resume() refused (reset_fault() first)")
+        if self._halted and state is DriveState.ENABLED:
+            self._halted = False
+            self._send_rpdo(self._operation_controlword(), *self._torque)
+        self._halted = False
+
+    def start_homing(self) -> None:
+        """Run the drive's homing (HOMING mode, ENABLED): controlword bit 4 by RPDO; `homed` once
+        the statusword reports homing attained (bit 12), FAULT on a homing error (bit 13)."""
+        self._check_mode(DriveMode.HOMING, "start_homing")
+        if self.homing is None:
+            raise DriveError(f"{self._who()}: no homing configured for this axis")
         self._check_watchdog()
         state = self._state()
-        if state is DriveState.FAULT:
-            raise DriveError(f"{self._who()} is in FAULT ({self._fault_reason()}): command refused")
-        if state is DriveState.ENABLED:
-            limit = self.motor.max_current
-            clipped = min(max(value, -limit), limit)
-            self._send_rpdo(CW_ENABLE_OPERATION, self.scaling.target_torque(clipped))
+        if state is not DriveState.ENABLED:
+            raise DriveError(f"{self._who()} is {state.name}: homing needs the drive enabled")
+        with self._lock:
+            self._homed = False
+            self._homing_started = True
+        self._send_rpdo(CW_ENABLE_OPERATION, 0)  # bit 4 low first: the start is its rising edge
+        self._send_rpdo(CW_ENABLE_OPERATION | CW_HOMING_START, 0)
+
+    @property
+    def homed(self) -> bool:
+        with self._lock:
+            return self._homed
 
     def feedback(self) -> DriveFeedback:
         """The latest TPDO values in joint units, and the state (checks the feedback timeout)."""
@@ -449,6 +664,9 @@ class CanopenDrive:
             effort=self.motor.torque_constant * current * self.transmission.ratio * self.efficiency,
             state=state,
             fault=self._fault_reason() if state is DriveState.FAULT else None,
+            homed=self.homed,
+            mode=self._mode,
+            halted=self._halted and state is DriveState.ENABLED,
         )
 
     def stop(self) -> None:
@@ -460,6 +678,44 @@ class CanopenDrive:
         self._started = False
 
     # --- internals ----------------------------------------------------------------------------------
+    def _numbers(self, what: str, *values: object, labels: tuple[str, ...] = ()) -> tuple[float, ...]:
+        """The command's values as floats; not a number or non-finite: quick stop, DriveError."""
+        out = []
+        for k, value in enumerate(values):
+            label = labels[k] if labels else what
+            try:
+                number = float(value)
+            except (TypeError, ValueError) as error:
+                self.quick_stop()
+                raise DriveError(f"{self._who()}: {label} command must be a number, got {value!r}") from error
+            if not math.isfinite(number):
+                self.quick_stop()
+                raise DriveError(f"{self._who()}: non-finite {label} command {value!r}: quick stop")
+            out.append(number)
+        return tuple(out)
+
+    def _check_mode(self, mode: DriveMode, command: str) -> None:
+        if self._mode is not mode:
+            raise DriveError(
+                f"{self._who()}: {command} is a {mode.name} command, the drive is in {self._mode.name} "
+                f"(set_mode({mode.name}) while disabled)"
+            )
+
+    def _commandable(self) -> bool:
+        """True if ENABLED (send); False if DISABLED or QUICK_STOP (ignore); FAULT: DriveError."""
+        self._check_watchdog()
+        state = self._state()
+        if state is DriveState.FAULT:
+            raise DriveError(f"{self._who()} is in FAULT ({self._fault_reason()}): command refused")
+        return state is DriveState.ENABLED
+
+    def _clip(self, current: float) -> float:
+        limit = self.motor.max_current
+        return min(max(current, -limit), limit)
+
+    def _operation_controlword(self) -> int:
+        return CW_ENABLE_OPERATION | (CW_HALT if self._halted else 0)
+
     def _who(self) -> str:
         return f"drive {self.name} (CANopen node {self.node_id})"
 
@@ -569,14 +825,23 @@ class CanopenDrive:
         except StatuswordError:
             return False
 
-    def _send_rpdo(self, controlword: int, target_torque: int, *, best_effort: bool = False) -> None:
+    def _send_rpdo(
+        self, controlword: int, target_torque: int, torque_offset: int = 0, *, best_effort: bool = False
+    ) -> None:
+        """RPDO1: controlword, target torque, torque offset (per-mille)."""
         if not self._started:
             return
         rpdo = self.node.rpdo[1]
+        rpdo[CONTROLWORD].raw = controlword
+        rpdo[TARGET_TORQUE].raw = target_torque
+        rpdo[TORQUE_OFFSET].raw = torque_offset
+        self._send_pdo(rpdo, best_effort=best_effort)
+
+    def _send_pdo(self, pdo: canopen.pdo.PdoMap, *, best_effort: bool = False) -> None:
+        if not self._started:
+            return
         try:
-            rpdo[CONTROLWORD].raw = controlword
-            rpdo[TARGET_TORQUE].raw = target_torque
-            rpdo.transmit()
+            pdo.transmit()
         except _COMMUNICATION_ERRORS as error:
             if not best_effort:
                 self._latch_fault(f"RPDO not sent: {error}")
@@ -593,6 +858,7 @@ class CanopenDrive:
         if self._started:
             self.node.rpdo[1][CONTROLWORD].raw = controlword
             self.node.rpdo[1][TARGET_TORQUE].raw = 0
+            self.node.rpdo[1][TORQUE_OFFSET].raw = 0
 
     def _read_state(self) -> Cia402State:
         try:
@@ -608,6 +874,36 @@ class CanopenDrive:
             raise DriveError(f"{self._who()}: {error}") from error
 
 
+class MasterHeartbeat:
+    """The master's CiA 301 heartbeat producer on one network: 0x700 + master node id, state 5.
+
+    `tick(now)` sends it when `period` s have passed since the last one. The control loop calls
+    it every cycle, next to its SYNC, so a loop that stalls (or a process that dies or freezes)
+    stops the heartbeat with the SYNCs; a timer thread, or SocketCAN's broadcast manager in the
+    kernel, would keep it going and hide the failure from the drives' consumer heartbeat.
+    """
+
+    def __init__(self, network: canopen.Network, node_id: int, period: float) -> None:
+        if not 1 <= int(node_id) <= 127:
+            raise CanopenConfigurationError(f"master node id must be 1..127, got {node_id!r}")
+        if not math.isfinite(period) or period <= 0.0:
+            raise CanopenConfigurationError(f"heartbeat period must be > 0 s, got {period!r}")
+        self.network = network
+        self.cob_id = HEARTBEAT_COB_BASE + int(node_id)
+        self.period = period
+        self.sent = 0
+        self._last: float | None = None
+
+    def tick(self, now: float) -> bool:
+        """Send the heartbeat if it is due at `now` (s, any monotonic clock); True if sent."""
+        if self._last is not None and now - self._last < self.period * (1.0 - 1e-9):
+            return False
+        self.network.send_message(self.cob_id, bytes([NMT_OPERATIONAL_STATE]))
+        self._last = now
+        self.sent += 1
+        return True
+
+
 def canopen_drives_for_robot(
     params: RobotParameters,
     network: canopen.Network,
@@ -617,11 +913,15 @@ def canopen_drives_for_robot(
     efficiency: bool = True,
     eds: str | Path = DEFAULT_EDS,
     clock: Callable[[], float] = time.monotonic,
+    mode: DriveMode = DriveMode.CSP,
+    homed: bool = False,
 ) -> dict[str, CanopenDrive]:
     """One CanopenDrive per axis (joints and the drill feed), node ids from params.canopen.
 
-    `network` must be connected; with `start` each drive is configured and started (SDO, NMT).
-    The SYNC producer (`network.sync.start(params.canopen.sync_period)`) is the caller's.
+    `network` must be connected; with `start` each drive is configured and started (SDO, NMT)
+    in `mode` (the position-loop gains can follow by configure_position_loop: they are written
+    at once). The SYNC and heartbeat producers are the caller's (`network.sync.transmit()` and
+    `MasterHeartbeat.tick` in its loop). `homed`: the axes' position needs no homing.
     """
     drives: dict[str, CanopenDrive] = {}
     for axis in axes:
@@ -643,6 +943,9 @@ def canopen_drives_for_robot(
             efficiency=efficiency,
             eds=eds,
             clock=clock,
+            mode=mode,
+            homing=params.homing.get(axis),
+            homed=homed,
         )
     if start:
         for drive in drives.values():

@@ -12,6 +12,7 @@ The encoder's zero is the joint's zero (homing is not done here).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from quirobot_description.parameters import MotorParameters
@@ -82,3 +83,40 @@ class TorqueScaling:
     def current(self, current_actual: int) -> float:
         """Current (A) that a 0x6078 value reports."""
         return current_actual * self.rated_current / PER_MILLE
+
+
+UINT32_MAX = 2**32 - 1
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class MotionScaling:
+    """CiA 402 position units of one drive: encoder increments (counts) on the motor shaft.
+
+    `resolution`: joint motion per count (m or rad, `models.encoder.Encoder.resolution`).
+    Positions (0x607A, 0x6064) are INTEGER32 counts, velocities (0x60B1, 0x606C, 0x6099)
+    counts/s, accelerations (0x6085, 0x609A) UNSIGNED32 counts/s^2.
+    """
+
+    resolution: float
+
+    def counts(self, value: float) -> int:
+        """A position (m or rad) or velocity (per s) in counts (per s), nearest, INTEGER32."""
+        count = round(value / self.resolution)
+        if abs(count) > INT32_MAX:
+            raise CanopenConfigurationError(
+                f"{value!r} is {count} counts, beyond the INTEGER32 range of CiA 402 positions"
+            )
+        return count
+
+    def positive_counts(self, value: float, what: str = "acceleration") -> int:
+        """A speed (per s) or acceleration (per s^2), > 0, in counts per s (s^2): UNSIGNED32, >= 1."""
+        if not value > 0.0 or not math.isfinite(value) or round(value / self.resolution) > UINT32_MAX:
+            raise CanopenConfigurationError(
+                f"{what} {value!r} is not > 0 or beyond the UNSIGNED32 range in counts"
+            )
+        return max(1, round(value / self.resolution))
+
+    def value(self, counts: int) -> float:
+        """Counts (per s, per s^2) back to joint units (m or rad, per s, per s^2)."""
+        return counts * self.resolution

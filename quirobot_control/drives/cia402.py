@@ -14,8 +14,20 @@ Object dictionary (config/quirobot_drive.eds, CiA 402 units):
     0x6078 current actual     INTEGER16   TPDO2, per-mille of the motor rated current 0x6075
     0x6075 motor rated current UNSIGNED32 mA    0x6076 motor rated torque UNSIGNED32 mN*m
     0x608F position encoder resolution: increments (sub 1) per motor revolutions (sub 2)
-    0x6060 / 0x6061 modes of operation (display): 10 = cyclic synchronous torque (CST)
-    0x605A quick stop option code: 6 = stop, then stay in Quick stop active
+    0x6060 / 0x6061 modes of operation (display): 8 = cyclic synchronous position (CSP, the
+                      default on real motors), 10 = cyclic synchronous torque (CST), 6 = homing
+    0x607A target position    INTEGER32   RPDO2, counts     0x60B1 velocity offset INTEGER32 RPDO2, counts/s
+    0x60B2 torque offset      INTEGER16   RPDO1, per-mille of 0x6076 (CSP current feed-forward)
+    0x605A quick stop option code: 2 = ramp at 0x6085 then Switch on disabled (stop category 1)
+    0x6085 quick stop deceleration UNSIGNED32, counts/s^2
+    0x6007 abort connection option code: 3 = quick stop when the master is lost
+    0x1016 consumer heartbeat time: sub 1 = master node id << 16 | time in ms (CiA 301)
+    0x60FB position control parameter set (REAL32, the project's PID in SI units: sub 1 kp A/m
+           or A/rad, 2 ki, 3 kd, 4 derivative filter s, 5 output limit A; CiA 402 names the index,
+           the sub-entries are the manufacturer's)
+    0x607C home offset INTEGER32: the position (counts) the drive reports at the home switch's edge
+    0x6098 homing method, 0x6099 homing speeds (sub 1 switch search, sub 2 zero search, counts/s),
+    0x609A homing acceleration (counts/s^2)
     0x603F error code: the reason of a fault (CiA 301 / CiA 402 error codes)
 
 `drive_state` maps a CiA 402 state to the project's `DriveState`: Operation enabled -> ENABLED;
@@ -36,6 +48,9 @@ from quirobot_description.data_files import find_data_file
 DEFAULT_EDS = find_data_file("config/quirobot_drive.eds")
 
 # --- object dictionary indices (CiA 301, CiA 402) ------------------------------------------------
+CONSUMER_HEARTBEAT_TIME = 0x1016
+PRODUCER_HEARTBEAT_TIME = 0x1017
+ABORT_CONNECTION_OPTION_CODE = 0x6007
 ERROR_CODE = 0x603F
 CONTROLWORD = 0x6040
 STATUSWORD = 0x6041
@@ -45,25 +60,52 @@ MODES_OF_OPERATION_DISPLAY = 0x6061
 POSITION_ACTUAL = 0x6064
 VELOCITY_ACTUAL = 0x606C
 TARGET_TORQUE = 0x6071
+TARGET_POSITION = 0x607A
+HOME_OFFSET = 0x607C  # the joint coordinate of the home position (counts)
+QUICK_STOP_DECELERATION = 0x6085
+HOMING_METHOD = 0x6098
+HOMING_SPEEDS = 0x6099  # sub 1: search for the switch, sub 2: search for zero
+HOMING_ACCELERATION = 0x609A
+VELOCITY_OFFSET = 0x60B1
+TORQUE_OFFSET = 0x60B2
+POSITION_CONTROL_PARAMETERS = 0x60FB
+#: 0x60FB sub-indices (REAL32): the fields of drives.pid.PIDGains, in SI units.
+POSITION_CONTROL_SUBINDICES = {"kp": 1, "ki": 2, "kd": 3, "derivative_filter": 4, "output_limit": 5}
 MOTOR_RATED_CURRENT = 0x6075
 MOTOR_RATED_TORQUE = 0x6076
 CURRENT_ACTUAL = 0x6078
 POSITION_ENCODER_RESOLUTION = 0x608F
 
 #: PDO mappings: (object index, bits) in frame order; PDO COB-ID = base + node id (CiA 301).
-RPDO1_MAPPING = ((CONTROLWORD, 16), (TARGET_TORQUE, 16))
+RPDO1_MAPPING = ((CONTROLWORD, 16), (TARGET_TORQUE, 16), (TORQUE_OFFSET, 16))
+RPDO2_MAPPING = ((TARGET_POSITION, 32), (VELOCITY_OFFSET, 32))
 TPDO1_MAPPING = ((STATUSWORD, 16), (POSITION_ACTUAL, 32))
 TPDO2_MAPPING = ((VELOCITY_ACTUAL, 32), (CURRENT_ACTUAL, 16))
-RPDO1_COB_BASE, TPDO1_COB_BASE, TPDO2_COB_BASE = 0x200, 0x180, 0x280
+RPDO1_COB_BASE, RPDO2_COB_BASE, TPDO1_COB_BASE, TPDO2_COB_BASE = 0x200, 0x300, 0x180, 0x280
 SYNC_COB_ID = 0x80
+HEARTBEAT_COB_BASE = 0x700  # NMT error control: heartbeat of node n on 0x700 + n
+NMT_OPERATIONAL_STATE = 5  # heartbeat byte of an operational node (CiA 301)
 #: CiA 301 transmission types: 1 = on every SYNC; 255 = event-driven (applied on reception).
 TRANSMISSION_SYNCHRONOUS = 1
 TRANSMISSION_EVENT = 255
 
-#: 0x6060 value of cyclic synchronous torque mode (CiA 402).
+#: 0x6060 values (CiA 402 modes of operation).
+MODE_HOMING = 6
+MODE_CYCLIC_SYNCHRONOUS_POSITION = 8
 MODE_CYCLIC_SYNCHRONOUS_TORQUE = 10
-#: 0x605A value: stop (torque to zero in CST) and stay in Quick stop active (CiA 402 codes 5-8).
+#: 0x605A values (CiA 402): 0 disable the drive function at once (stop category 0); 2 ramp at the
+#: quick-stop deceleration 0x6085, then Switch on disabled (category 1: the brake engages at
+#: standstill); 6 the same ramp, then stay in Quick stop active holding position (category 2).
+QUICK_STOP_DISABLE = 0
+QUICK_STOP_RAMP_THEN_DISABLE = 2
 QUICK_STOP_AND_STAY = 6
+#: 0x6007 value: on a lost connection (heartbeat, SYNC), execute the Quick stop command (CiA 402).
+ABORT_CONNECTION_QUICK_STOP = 3
+#: Homing methods (0x6098, CiA 402): 17 the negative limit switch, 18 the positive one, searched
+#: at the switch-search speed towards it, then left at the zero-search speed: the home position
+#: is the switch's edge (the axis's switch sits on the side away from the patient).
+HOMING_NEGATIVE_SWITCH = 17
+HOMING_POSITIVE_SWITCH = 18
 
 # --- controlword commands (CiA 402, bits: 0 switch on, 1 enable voltage, 2 quick stop (low
 # active), 3 enable operation, 7 fault reset) -------------------------------------------------------
@@ -73,6 +115,15 @@ CW_SHUTDOWN = 0x0006
 CW_SWITCH_ON = 0x0007  # also "disable operation" from Operation enabled
 CW_ENABLE_OPERATION = 0x000F
 CW_FAULT_RESET = 0x0080  # on the rising edge of bit 7
+CW_HOMING_START = 0x0010  # bit 4 in homing mode: start homing (rising edge)
+CW_HALT = 0x0100  # bit 8: halt (decelerate at the quick-stop ramp, hold: stop category 2)
+
+# --- statusword bits on top of the state pattern (CiA 402) -------------------------------------------
+SW_VOLTAGE_ENABLED = 0x0010  # bit 4
+SW_REMOTE = 0x0200  # bit 9
+SW_TARGET_REACHED = 0x0400  # bit 10: standstill after a halt or stop; homing finished
+SW_HOMING_ATTAINED = 0x1000  # bit 12 in homing mode (and kept here once homed)
+SW_HOMING_ERROR = 0x2000  # bit 13 in homing mode
 
 
 class Cia402State(enum.Enum):
