@@ -180,10 +180,11 @@ def test_gantry_z_quick_stop_holding_against_gravity_does_not_drop(rig_for, mode
     assert drop_0 > 20 * max(drop, 1e-6) and drop_0 > 2e-4, drop_0  # about 1.2 mm
 
 
-def test_a_silent_master_stops_every_drive_within_its_timeout(parameters, rig_for):
+@pytest.mark.parametrize("mode", [DriveMode.CSP, DriveMode.CST])
+def test_a_silent_master_stops_every_drive_within_its_timeout(parameters, rig_for, mode):
     timeout = parameters.drive.master_timeout
     axis = AXES.index("gantry_x")
-    rig = rig_for(master_watchdog=True)
+    rig = rig_for(master_watchdog=True, mode=mode)
     rig.hold(SETTLE_PERIODS)
     reference = cruise_reference(parameters, axis)
     for k in range(150):

@@ -148,7 +148,7 @@ class SimulatedDrive:
         """ENABLED -> DISABLED: inverter off, current zero at once. QUICK_STOP and FAULT stay latched."""
         if self._state is DriveState.ENABLED:
             self._state = DriveState.DISABLED
-            self.control.disable()
+            self.control.reset()  # off, brake on; a halt or a homing in progress ends
             self._switch_off()
 
     def quick_stop(self, category: StopCategory = StopCategory.RAMP_THEN_OFF) -> None:
