@@ -229,6 +229,39 @@ def test_a_silent_master_stops_every_drive_within_its_timeout(parameters, rig_fo
     assert all(d.state is DriveState.ENABLED and d.feedback().fault is None for d in rig.drives)
 
 
+def test_a_master_frozen_mid_feed_moves_the_tip_less_than_0_2_mm(parameters, rig_for):
+    """The feed at its full speed (10 mm/s, faster than any task's feed); the master freezes: every
+    drive stops by itself and the tip moves less than 0.2 mm after the last command."""
+    feed = AXES.index("drill_feed")
+    drill = parameters.drill
+    rig = rig_for(master_watchdog=True)
+    rig.hold(SETTLE_PERIODS)
+    ramp = drill.feed_velocity / drill.feed_acceleration
+    for k in range(int(round(1.5 * ramp / rig.dt))):
+        t = k * rig.dt
+        if t < ramp:
+            target = (START[feed] + 0.5 * drill.feed_acceleration * t * t, drill.feed_acceleration * t)
+        else:
+            target = (
+                START[feed] + 0.5 * drill.feed_velocity * ramp + drill.feed_velocity * (t - ramp),
+                drill.feed_velocity,
+            )
+        rig.period(targets_with(feed, target))
+    rig.plant.forward_kinematics()
+    tip_at_fault = rig.plant.tip.copy()
+    v0 = rig.plant.velocity[feed]
+    assert v0 == pytest.approx(drill.feed_velocity, rel=0.02)
+    for _ in range(300):
+        rig.period(None)
+    rig.plant.forward_kinematics()
+    assert all(d.state is DriveState.QUICK_STOP and d.control.stop_done for d in rig.drives)
+    travel = float(np.linalg.norm(rig.plant.tip - tip_at_fault))
+    deceleration = parameters.drive.quick_stop_deceleration["drill_feed"]
+    expected = v0 * parameters.drive.master_timeout + v0**2 / (2.0 * deceleration)
+    assert travel < 2e-4, travel
+    assert travel == pytest.approx(expected, rel=0.2)  # the feed's run-on and ramp, nothing else
+
+
 def test_csp_runs_the_host_pid_law_in_the_drive(parameters, rig_for):
     """The same planned motion, closed by the host's PID (CST) and by the drive's (CSP) with the
     same gains: both sample the same encoder at the same instant, so they track alike."""
