@@ -15,18 +15,16 @@ import struct
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 
 import can
 import canopen
 import pytest
+from canopen_rig import FakeClock, RigFactory
 from virtual_can import WAIT, network, sdo_downloads, wait_until
 
 from quirobot_cli.canopen_servo_simulator import main
 from quirobot_control.drives.bus_load import bus_load
 from quirobot_control.drives.canopen_master import (
-    CanopenDrive,
-    MasterHeartbeat,
     canopen_drives_for_buses,
     canopen_drives_for_robot,
 )
@@ -70,95 +68,11 @@ def inertias(params):
     return {axis: control.joint(axis).effective_inertia for axis in AXES}
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
-class Rig:
-    params: object
-    master: canopen.Network
-    slave: canopen.Network
-    sniffer: can.BusABC
-    clock: FakeClock
-    simulators: dict[str, CanopenServoSimulator]
-    drives: dict[str, CanopenDrive]
-    period: float  # s, simulated per SYNC
-    heartbeat: MasterHeartbeat
-
-    def step(self, n: int = 1) -> None:
-        """n SYNC cycles: advance the clock one period, SYNC (and the master's heartbeat when
-        due, as a control loop does), wait for every drive's TPDOs."""
-        for _ in range(n):
-            targets = {name: drive.feedback_count + 1 for name, drive in self.drives.items()}
-            self.clock.now += self.period
-            self.master.sync.transmit()
-            self.heartbeat.tick(self.clock.now)
-            for name, drive in self.drives.items():
-                assert drive.wait_for_feedback(targets[name], WAIT), f"no TPDOs from {name}"
-
-    @property
-    def settle(self) -> int:
-        """SYNC cycles covering 30 current-loop time constants (1/bandwidth): a current step is done."""
-        return math.ceil(30.0 / self.params.drive.current_loop_bandwidth / self.period)
-
-    def frames(self) -> list[can.Message]:
-        """Every frame sent on the channel since the last call."""
-        out = []
-        while (message := self.sniffer.recv(timeout=0)) is not None:
-            out.append(message)
-        return out
-
-
 @pytest.fixture
 def make_rig(params, inertias):
-    created = []
-
-    def make(
-        axes=("gantry_x",),
-        positions=None,
-        start=True,
-        clock=None,
-        first_step=True,
-        parameters=None,
-        mode=DriveMode.CST,
-        sync_period=None,
-    ):
-        parameters = parameters or params
-        channel = f"quirobot-test-{uuid.uuid4().hex}"
-        slave, master = network(channel), network(channel)
-        sniffer = can.Bus(interface="virtual", channel=channel)
-        created.append((master, slave, sniffer))
-        simulators = {}
-        for axis in axes:
-            position = (positions or {}).get(axis, 0.0)
-            simulators[axis] = simulator_for_axis(
-                parameters, axis, inertia=inertias[axis], position=position, sync_period=sync_period
-            )
-            simulators[axis].attach(slave)
-        clock = clock or FakeClock()
-        drives = canopen_drives_for_robot(
-            parameters, master, axes=axes, start=start, clock=clock, mode=mode, homed=True
-        )
-        period = parameters.canopen.sync_period if sync_period is None else sync_period
-        heartbeat = MasterHeartbeat(
-            master, parameters.canopen.master_node_id, parameters.canopen.heartbeat_period
-        )
-        rig = Rig(parameters, master, slave, sniffer, clock, simulators, drives, period, heartbeat)
-        if start and first_step:
-            rig.step()  # the first feedback: the watchdog arms, enable() may proceed
-        return rig
-
-    yield make
-    for master, slave, sniffer in created:
-        master.sync.stop()
-        master.disconnect()
-        slave.disconnect()
-        sniffer.shutdown()
+    factory = RigFactory(params, inertias)
+    yield factory.make
+    factory.close()
 
 
 def rpdos(frames, node_id):

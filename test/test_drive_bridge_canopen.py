@@ -479,7 +479,8 @@ def test_with_every_sdo_server_dead_a_fault_quick_stops_every_drive_by_pdo_withi
     # By the first SYNC after the fault at the latest (its EMCY, or the statusword).
     first = next(k for k, sample in enumerate(samples) if sample.stop_reason is not None)
     assert first < bridge.backend.sync_every
-    assert samples[first].stop_reason == "drive fault on wrist_yaw: error code 0x2310: continuous over-current"
+    reason = samples[first].stop_reason
+    assert reason == "drive fault on wrist_yaw: error code 0x2310: continuous over-current"
     for bus in buses.sniffers:
         frames = buses.frames(bus)
         nodes = {parameters.canopen.node_ids[a] for a in parameters.canopen.axes_on(bus)}

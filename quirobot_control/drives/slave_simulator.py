@@ -3,7 +3,8 @@
 `CanopenServoSimulator` serves the object dictionary of config/quirobot_drive.eds on a
 `canopen.LocalNode` and is backed by the project's `SimulatedDrive` (motor, current loop,
 transmission, encoder, brake, and the drive-side control law of drives.drive_control) driving a
-`JointModel` (inertia and viscous damping, no gravity). It is
+`JointModel` (inertia and viscous damping, no gravity; held while the drive's holding brake is
+engaged and the effort within its holding effort). It is
 for tests and bench-top demos without hardware: put it on its own `canopen.Network` on the same
 CAN channel as the master (python-can's virtual bus, or a real one such as vcan0/can0).
 
@@ -295,6 +296,7 @@ class CanopenServoSimulator:
         self._last_heartbeat: float | None = None  # time of the master's latest heartbeat
         self._heartbeat_subscription: int | None = None
         self.master_lost: str | None = None  # why the drive stopped itself, if it did
+        self.master_lost_time: float | None = None  # s (the drive's clock) when it found out
         self.sync_count = 0
         self._rpdo_subscriptions: list[tuple[int, object]] = []
         self.network: canopen.Network | None = None
@@ -678,16 +680,17 @@ class CanopenServoSimulator:
         periods = self.sync_loss_periods
         if periods and self._last_sync is not None:
             silent = self.time - self._last_sync
-            if silent > periods * self.sync_period * (1.0 + 1e-9):
+            if silent >= periods * self.sync_period * (1.0 - 1e-9):
                 reason, code = f"no SYNC for {silent:.4f} s ({periods} periods)", SYNC_LOST_ERROR_CODE
         consumer = self._config(CONSUMER_HEARTBEAT_TIME, 1) & 0xFFFF
         if reason is None and consumer and self._last_heartbeat is not None:
             silent = self.time - self._last_heartbeat
-            if silent > consumer / 1000.0 * (1.0 + 1e-9):
+            if silent >= consumer / 1000.0 * (1.0 - 1e-9):
                 reason, code = f"no heartbeat from the master for {silent:.4f} s", HEARTBEAT_ERROR_CODE
         if reason is None:
             return
         self.master_lost = f"master lost at {self.time:.4f} s: {reason}"
+        self.master_lost_time = self.time
         action = self._config(ABORT_CONNECTION_OPTION_CODE)
         if action == 1:
             self._enter_fault(code)
@@ -707,7 +710,10 @@ class CanopenServoSimulator:
             self._watch_master()
             self._command()
             effort = drive.advance(h, joint.position, joint.velocity)
-            joint.step(effort, h)
+            if drive.brake_engaged and abs(effort) <= drive.brake_holding_effort:
+                joint.velocity = 0.0  # the holding brake holds the joint
+            else:
+                joint.step(effort, h)
             self.time += h
             self._since_sync += h
             if (
