@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "joint commanding the simulated brushless drives, MuJoCo physics with the bone's drilling "
             "thrust. Prints a summary (or JSON), writes a PNG and an MCAP log (ROS 2 messages) into "
             "the output folder. Exit status 0 when the task completed within its precision targets, "
-            "1 when it stopped early or missed one (timing is reported, not enforced)."
+            "1 when it stopped early or missed one (timing is reported, not enforced). With --inject, or "
+            "when the far-cortex breakthrough ended the feed: 0 when the robot ended safe (at rest, the "
+            "bit no more than 0.05 mm deeper after the fault, no more than 0.5 mm past the far cortex, "
+            "not past the planned depth), 1 otherwise."
         ),
     )
     parser.add_argument(
@@ -40,7 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     parser.add_argument(
-        "--depth", type=float, help="incision depth below the entry point, m (overrides the task)"
+        "--depth",
+        type=float,
+        help="incision depth below the entry point, m (overrides the task); past the far cortex, the "
+        "breakthrough detector stops the feed",
     )
     parser.add_argument("--feed-rate", type=float, help="incision feed rate, m/s (overrides the task)")
     parser.add_argument(
@@ -55,6 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-compensation",
         action="store_true",
         help="realistic plant only: the wrist's position loop on the motor encoders (no load-side encoders)",
+    )
+    parser.add_argument(
+        "--inject",
+        metavar="KIND@SECONDS",
+        help="inject a fault at that simulation time: master-loss (the host stops; the drives' watchdog "
+        "must stop them), drive-fault (the feed's drive; drive-fault:JOINT for another), estop (the "
+        "host's quick stop), bone-harder (3x thrust from then: the thrust limit must stop the feed); "
+        'the JSON gets "fault" (s and m)',
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(handler=simulate)
@@ -72,16 +86,20 @@ def simulate(args: argparse.Namespace) -> int:
     from quirobot_control.planning.tasks import IncisionTask, load_task
     from quirobot_control.reporting.plots import plot_result
     from quirobot_control.reporting.recording import write_mcap
-    from quirobot_control.simulation.incision import TIMING_TARGETS, run_task, targets_met
+    from quirobot_control.simulation.faults import Injection
+    from quirobot_control.simulation.incision import run_task, targets_met
     from quirobot_description.parameters import load_parameters
 
     if args.no_compensation and args.plant != "realistic":
         raise ValueError("--no-compensation applies to --plant realistic only")
     _finite_positive(args.depth, "--depth")
     _finite_positive(args.feed_rate, "--feed-rate")
+    injection = Injection.parse(args.inject) if args.inject is not None else None
     task = load_task(args.task)
-    if not isinstance(task, IncisionTask) and (args.depth is not None or args.feed_rate is not None):
-        raise ValueError("--depth and --feed-rate apply to an incision task only")
+    if not isinstance(task, IncisionTask) and (
+        args.depth is not None or args.feed_rate is not None or injection is not None
+    ):
+        raise ValueError("--depth, --feed-rate and --inject apply to an incision task only")
     # Checked before the run: a path that cannot be written fails now, not after the simulation.
     output = output_folder(args.output)
     stem = task.path.stem
@@ -113,6 +131,7 @@ def simulate(args: argparse.Namespace) -> int:
             feed_rate=args.feed_rate,
             plant=args.plant,
             compensated=not args.no_compensation,
+            injection=injection,
         )
     finally:
         if bar is not None:
@@ -144,12 +163,31 @@ def simulate(args: argparse.Namespace) -> int:
                 },
                 **document,
             }
+            if result.fault is not None:
+                document["fault"] = result.fault
+            if result.breakthrough is not None:
+                document["breakthrough"] = result.breakthrough
+            document["metrics"]["unsafe"] = result.unsafe  # why the robot did not end safe (empty: it did)
         print(json.dumps(_finite_or_null(document), indent=2, default=str, allow_nan=False))
     else:
         _print_summary(result, met, log_path, plot_path)
-    # Timing (real-time factor, controller p99) depends on the machine: reported, not enforced.
-    precision_met = all(ok for key, ok in met.items() if key not in TIMING_TARGETS)
-    return 0 if metrics["completed"] and precision_met else 1
+    return exit_status(result, injected=injection is not None)
+
+
+def exit_status(result, *, injected: bool) -> int:
+    """0 or 1 (see the verb's description): a fault injected or a feed ended by the breakthrough:
+    did the robot end safe; otherwise also completed within the precision targets (timing, which
+    depends on the machine, is reported, not enforced)."""
+    from quirobot_control.simulation.incision import TIMING_TARGETS, targets_met
+
+    metrics = result.metrics
+    precision_met = all(ok for key, ok in targets_met(metrics).items() if key not in TIMING_TARGETS)
+    safe = not result.unsafe
+    if injected:
+        return 0 if safe else 1
+    if metrics.get("feed_end") == "breakthrough":  # the bone ended the feed: the plan's depth is moot
+        return 0 if safe and metrics["completed"] else 1
+    return 0 if safe and metrics["completed"] and precision_met else 1
 
 
 def _finite_or_null(value: object) -> object:
@@ -192,5 +230,25 @@ def _print_summary(result, met: dict[str, bool], log_path: Path, plot_path: Path
         print(f"  {label:<{width}}  {value:>14}  {verdict}")
     if m["stop_reason"]:
         print(f"  STOPPED: {m['stop_reason']}")
+    if m.get("feed_end") == "breakthrough":
+        print(f"  FEED ENDED: {m['drilling_stop']}")
+    fault, breakthrough = getattr(result, "fault", None), getattr(result, "breakthrough", None)
+    if fault is not None:
+        numbers = ", ".join(
+            f"{key} {value * (1e3 if key.endswith('_after') else 1e6):.1f} "
+            f"{'ms' if key.endswith('_after') else 'um'}"
+            for key, value in fault.items()
+            if key not in ("kind", "at") and value is not None
+        )
+        print(f"  FAULT {fault['kind']} at {fault['at']} s: {numbers}")
+    if breakthrough is not None:
+        detected = breakthrough["detected_depth"]
+        print(
+            f"  far cortex exit at {breakthrough['exit_depth'] * 1e3:.2f} mm, detected at "
+            + (f"{detected * 1e3:.2f} mm" if detected is not None else "(not detected)")
+            + f", overshoot {breakthrough['overshoot'] * 1e3:.3f} mm"
+        )
+    for reason in getattr(result, "unsafe", []):
+        print(f"  UNSAFE: {reason}")
     print(f"  log:  {log_path}")
     print(f"  plot: {plot_path}")

@@ -21,6 +21,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+#: A layer with at least this fraction of cortical bone's thrust is a cortex (breaks through with a
+#: sharp drop of thrust); design assumption: the canal's cancellous bone and marrow cut with well
+#: under half of it (the shipped task: 0.15).
+CORTICAL_FACTOR = 0.5
+
 
 class BoneModelError(ValueError):
     """Invalid bone parameters (named in the message)."""
@@ -66,6 +71,15 @@ class BoneParameters:
         """Total thickness of the bone along the drilling direction, m."""
         return sum(layer.thickness for layer in self.layers)
 
+    @property
+    def far_cortex(self) -> tuple[float, float] | None:
+        """(start, exit) depths (m) of the last layer if it is cortical (thrust factor at least
+        CORTICAL_FACTOR): where the drill breaks through; None if the bone ends in soft bone."""
+        last = self.layers[-1]
+        if last.thrust_factor < CORTICAL_FACTOR:
+            return None
+        return self.thickness - last.thickness, self.thickness
+
 
 #: Below this fraction of the reference feed rate the power law is replaced by a line through 0.
 _LINEAR_BELOW = 0.05
@@ -77,6 +91,9 @@ class BoneThrust:
     def __init__(self, bone: BoneParameters) -> None:
         self.bone = bone
         self.force = 0.0  # N, opposing the feed (>= 0)
+        #: Multiplies the thrust (1: the bone as modelled; 3: a bone three times harder, a fault
+        #: injected by the simulation).
+        self.scale = 1.0
         bounds = []
         start = 0.0
         for layer in bone.layers:
@@ -108,7 +125,7 @@ class BoneThrust:
             rate_factor = _LINEAR_BELOW**bone.feed_rate_exponent * ratio / _LINEAR_BELOW
         else:
             rate_factor = ratio**bone.feed_rate_exponent
-        return bone.reference_thrust * rate_factor * engaged
+        return self.scale * bone.reference_thrust * rate_factor * engaged
 
     def update(self, dt: float, depth: float, feed_velocity: float) -> float:
         """Advance the lag by dt (s) (exact for a held target); return the thrust force (N, >= 0)."""

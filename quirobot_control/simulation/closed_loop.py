@@ -5,10 +5,25 @@ The bone's thrust is applied at the drill tip along the drilling axis (world fra
 feed axis and the whole arm carry it. The controller runs at the control rate: read, set the
 trajectory's commands (with the model-based feed-forward computed along the plan in one batch),
 write.
+
+Drilling process safety (optional, `monitor` and `spindle`): the host runs the drilling monitor
+(loop.drilling_monitor) every cycle between read and write, on the feed drive's effort and the
+spindle model (models.spindle, switched on at the align phase and off after the retract). An
+event stops the feed. A fault (thrust limit, spindle stall, spindle not at speed) is the host's
+stop (`QuirobotHardware.stop`: a category 1 quick stop of every drive, each decelerating on its
+own ramp and braking at standstill; the arm stands still during the feed anyway), named in
+log.stop_reason. A breakthrough ends the feed as planned: the host decelerates the feed at its
+acceleration limit (`FeedStop`, a category 2 stop of the feed: held under power, the arm fed
+gravity only), holds it through the dwell and rejoins the plan over the retract (`rejoin`); the
+task goes on.
+
+Fault injection hooks: `before_cycle`, `host_running` (False: the host no longer calls read or
+write, the drives keep being advanced by the plant: a lost master) and `end_time`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +32,7 @@ import numpy as np
 
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
 from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.loop.drilling_monitor import DrillingEvent, DrillingMonitor
 from quirobot_control.loop.hardware import (
     CallbackReturn,
     QuirobotHardware,
@@ -25,6 +41,7 @@ from quirobot_control.loop.hardware import (
 )
 from quirobot_control.models.dynamics import Dynamics, gravity_model
 from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
+from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
@@ -73,6 +90,9 @@ class SimulationLog:
     stop_reason: str | None = None
     events: list[str] = field(default_factory=list)
     stop_time: float | None = None  # s, when the controller stopped; the physics ran on after it
+    spindle_speed: np.ndarray | None = None  # (N,) rad/s, with a spindle
+    thrust_estimate: np.ndarray | None = None  # (N,) N, the drilling monitor's filtered feed thrust
+    drilling_event: DrillingEvent | None = None  # what stopped the feed (drilling monitor), if anything
 
     @property
     def simulated_time(self) -> float:
@@ -115,6 +135,45 @@ def plan_feedforward(
     return efforts
 
 
+@dataclass(frozen=True)
+class FeedStop:
+    """The host's stop of the feed: from the commanded position (m) and velocity (m/s) at `time`
+    (s), decelerate at `deceleration` (m/s^2) to rest and hold there."""
+
+    time: float
+    position: float
+    velocity: float
+    deceleration: float
+
+    @property
+    def rest_position(self) -> float:
+        return self.position + self.velocity * abs(self.velocity) / (2.0 * self.deceleration)
+
+    def command(self, t: float) -> tuple[float, float, float]:
+        """(position, velocity, acceleration) of the feed command at t >= time."""
+        duration = abs(self.velocity) / self.deceleration
+        elapsed = min(max(t - self.time, 0.0), duration)
+        if elapsed >= duration:
+            return self.rest_position, 0.0, 0.0
+        a = -np.sign(self.velocity) * self.deceleration
+        return (
+            self.position + self.velocity * elapsed + 0.5 * a * elapsed**2,
+            self.velocity + a * elapsed,
+            float(a),
+        )
+
+
+def rejoin(offset: float, u: float, duration: float) -> tuple[float, float, float]:
+    """An offset (m) faded out smoothly over a phase: (position, velocity, acceleration) to add to
+    the plan at phase fraction u in [0, 1] of `duration` s (smoothstep: starts and ends at rest)."""
+    u = min(max(u, 0.0), 1.0)
+    return (
+        offset * (1.0 - (3.0 * u**2 - 2.0 * u**3)),
+        -offset * (6.0 * u - 6.0 * u**2) / duration,
+        -offset * (6.0 - 12.0 * u) / duration**2,
+    )
+
+
 class ClosedLoopSimulation:
     """One closed-loop run of a planned trajectory (see the module docstring)."""
 
@@ -131,10 +190,13 @@ class ClosedLoopSimulation:
         compensated: bool = True,
         plant_parameters: PlantParameters | None = None,
         seed: int = 0,
+        monitor: DrillingMonitor | None = None,
+        spindle: Spindle | None = None,
     ) -> None:
         """plant: "ideal" (MuJoCo's rigid bodies, the controller's own model) or "realistic"
         (simulation.realistic_plant, `plant_parameters` or the parameter file's, noise from `seed`;
-        `compensated`: the load-side wrist encoders of the design, False: the motor encoders)."""
+        `compensated`: the load-side wrist encoders of the design, False: the motor encoders).
+        monitor, spindle: the drilling process safety (module docstring); with `drilling` only."""
         if plant not in PLANTS:
             raise SimulationError(f"unknown plant {plant!r}; choose one of {', '.join(PLANTS)}")
         self.params = params
@@ -143,7 +205,11 @@ class ClosedLoopSimulation:
         self.drilling = drilling
         self.dt = control.dt
         self.substeps = control.physics_substeps
-        self.drives: dict[str, SimulatedDrive] = {name: drive_for_joint(params, name) for name in AXES}
+        # The drives watch the master like real ones (drive.master_timeout): a host that stops
+        # calling write (the master-loss fault) leaves them to stop by themselves.
+        self.drives: dict[str, SimulatedDrive] = {
+            name: drive_for_joint(params, name, master_watchdog=True) for name in AXES
+        }
         armature = np.array([self.drives[name].reflected_inertia for name in AXES])
         self.plant: MujocoPlant | RealisticPlant
         if plant == "realistic":
@@ -167,6 +233,7 @@ class ClosedLoopSimulation:
             raise SimulationError(f"the URDF's ros2_control joints are {self.hardware.joint_names}")
         # Model-based feed-forward as configured (control.yaml feedforward.*); False: none.
         use = feedforward is not False
+        self._gravity_feedforward = use and control.gravity_feedforward
         self.feedforward = plan_feedforward(
             params,
             trajectory,
@@ -192,6 +259,24 @@ class ClosedLoopSimulation:
         self.before_cycle: Callable[[int, ClosedLoopSimulation], None] | None = None
         #: Extra world force (3,) N at the drill tip, e.g. a collision in a test.
         self.external_tip_force: np.ndarray | None = None
+        #: False: the host has stopped calling read/write (a lost master); the plant runs on.
+        self.host_running = True
+        #: s: the run ends at this time (fault injection: the observation window), None: the plan's end.
+        self.end_time: float | None = None
+        self.monitor = monitor if drilling is not None else None
+        self.spindle = spindle if drilling is not None else None
+        self.feed_stop: FeedStop | None = None
+        self._spindle_started = False
+        self._retract_index = 0
+        self._hold: tuple[np.ndarray, np.ndarray] | None = None  # arm hold: positions, feed-forward
+        if drilling is not None:
+            self.planned_depth = (self.planned_tip - drilling.entry) @ drilling.direction
+        names = {phase.name: phase for phase in trajectory.phases}
+        self._spindle_window = (
+            names["align"].start_time if "align" in names else 0.0,
+            names["retract"].end_time if "retract" in names else math.inf,
+        )
+        self._retract = names.get("retract")
 
     def run(self, progress: Callable[[int], None] | None = None, stop_on_error: bool = True) -> SimulationLog:
         """Run the whole trajectory; `progress(cycles_done)` is called every 100 cycles.
@@ -240,13 +325,20 @@ class ClosedLoopSimulation:
                 force = self.external_tip_force if force is None else force + self.external_tip_force
             return force
 
-        feedforward = self.feedforward
+        if self.spindle is not None:
+            log.spindle_speed = np.zeros(count)
+        if self.monitor is not None:
+            log.thrust_estimate = np.zeros(count)
         started = clock.perf_counter()
         last = count
         stopped_at: int | None = None
         post_stop_cycles = int(round(POST_STOP_TIME / self.dt))
+        status = ReturnType.OK
         for k in range(count):
             t = k * self.dt
+            if self.end_time is not None and t > self.end_time + 1e-9:
+                last = k
+                break
             if self.before_cycle is not None:
                 self.before_cycle(k, self)
             plant.sense(drives)  # the encoders sample at the start of the cycle (the sync instant)
@@ -258,17 +350,22 @@ class ClosedLoopSimulation:
             log.tip_orientation[k] = plant.tip_quaternion
             log.tool0[k] = plant.tool0
             log.thrust[k] = contact.force if contact is not None else 0.0
+            if self.spindle is not None:
+                self._run_spindle(t, log.thrust[k])
+                log.spindle_speed[k] = self.spindle.speed
             tick = clock.perf_counter()
-            status = hardware.read(t, self.dt)
-            if status is ReturnType.OK:
-                hardware.set_commands(
-                    t,
-                    trajectory.positions[k],
-                    trajectory.velocities[k],
-                    None,
-                    feedforward[k] if feedforward is not None else None,
-                )
-                status = hardware.write(t, self.dt)
+            if self.host_running:
+                status = hardware.read(t, self.dt)
+                if status is ReturnType.OK:
+                    position, velocity, effort = self._commands(k, t)
+                    if self._monitor_cycle(k, t, velocity):  # the feed stops this cycle
+                        position, velocity, effort = self._commands(k, t)
+                        if not self.feed_stop_is_success:  # a fault: the host's one way to stop
+                            hardware.stop(self.monitor.event.message)
+                    hardware.set_commands(t, position, velocity, None, effort)
+                    status = hardware.write(t, self.dt)
+            if self.monitor is not None:
+                log.thrust_estimate[k] = self.monitor.thrust
             log.controller_time[k] = clock.perf_counter() - tick
             log.measured[k] = [j.state["position"] for j in hardware.joints]
             log.measured_velocity[k] = [j.state["velocity"] for j in hardware.joints]
@@ -283,7 +380,11 @@ class ClosedLoopSimulation:
                 last = k + 1
                 break
         log.wall_time = clock.perf_counter() - started
+        event = self.monitor.event if self.monitor is not None else None
+        log.drilling_event = event
         log.stop_reason = hardware.stop_reason
+        if log.stop_reason is None and event is not None and not event.success:
+            log.stop_reason = event.message
         log.stop_time = None if stopped_at is None else stopped_at * self.dt
         log.events = list(hardware.events)
         if last < count:
@@ -303,6 +404,98 @@ class ClosedLoopSimulation:
                 "controller_time",
                 "tip_orientation",
                 "measured_velocity",
+                "spindle_speed",
+                "thrust_estimate",
             ):
-                setattr(log, name, getattr(log, name)[:last])
+                if getattr(log, name) is not None:
+                    setattr(log, name, getattr(log, name)[:last])
         return log
+
+    # --- drilling process safety --------------------------------------------------------------
+    @property
+    def feed_stop_is_success(self) -> bool:
+        event = self.monitor.event if self.monitor is not None else None
+        return event is not None and event.success
+
+    def _run_spindle(self, t: float, thrust: float) -> None:
+        """The spindle's schedule (on from the align phase to the end of the retract), one step."""
+        spindle = self.spindle
+        on, off = self._spindle_window
+        if on <= t < off and spindle.command == 0.0 and not spindle.stalled and not self._spindle_started:
+            spindle.switch_on()
+            self._spindle_started = True
+        elif t >= off and spindle.command > 0.0:
+            spindle.switch_off()
+        spindle.update(self.dt, thrust)
+
+    def _commands(self, k: int, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """This cycle's position, velocity and feed-forward commands: the plan's, or after a feed
+        stop the held arm and the stopping (then held, then rejoining) feed."""
+        trajectory = self.trajectory
+        position, velocity = trajectory.positions[k], trajectory.velocities[k]
+        effort = self.feedforward[k] if self.feedforward is not None else None
+        stop = self.feed_stop
+        if stop is None:
+            return position, velocity, effort
+        retract = self._retract
+        if self.feed_stop_is_success and retract is not None and t >= retract.start_time:
+            if t > retract.end_time:
+                return position, velocity, effort
+            # Rejoin the plan over the retract from where the feed stopped.
+            offset = stop.rest_position - trajectory.positions[self._retract_index, FEED_INDEX]
+            extra, extra_velocity, _ = rejoin(
+                offset,
+                (t - retract.start_time) / (retract.end_time - retract.start_time),
+                retract.end_time - retract.start_time,
+            )
+            position, velocity = position.copy(), velocity.copy()
+            position[FEED_INDEX] += extra
+            velocity[FEED_INDEX] += extra_velocity
+            return position, velocity, effort
+        hold_position, hold_effort = self._hold
+        position, velocity = hold_position.copy(), np.zeros_like(velocity)
+        position[FEED_INDEX], velocity[FEED_INDEX], _ = stop.command(t)
+        return position, velocity, hold_effort
+
+    def _monitor_cycle(self, k: int, t: float, velocity: np.ndarray) -> bool:
+        """Run the drilling monitor; True when it stops the feed this cycle."""
+        monitor = self.monitor
+        if monitor is None:
+            return False
+        spindle = self.spindle
+        feed = self.hardware.joints[FEED_INDEX]
+        stop = self.feed_stop
+        if stop is None:
+            acceleration = float(self.trajectory.accelerations[k, FEED_INDEX])
+        else:
+            acceleration = stop.command(t)[2]
+        depth = float(
+            self.planned_depth[k] + feed.state["position"] - self.trajectory.positions[k, FEED_INDEX]
+        )
+        event = monitor.update(
+            t,
+            self.dt,
+            depth=depth,
+            effort=feed.state["effort"],
+            velocity=feed.state["velocity"],
+            commanded_velocity=float(velocity[FEED_INDEX]),
+            commanded_acceleration=acceleration,
+            spindle_at_speed=spindle.at_speed if spindle is not None else True,
+            spindle_stalled=spindle.stalled if spindle is not None else False,
+            spindle_reason=spindle.stall_reason if spindle is not None else None,
+        )
+        if event is None or self.feed_stop is not None:
+            return False
+        position = self.trajectory.positions[k]
+        self.feed_stop = FeedStop(
+            t, float(position[FEED_INDEX]), float(velocity[FEED_INDEX]), self.params.drill.feed_acceleration
+        )
+        # The arm holds where the plan is; only gravity is fed forward (no planned thrust any more).
+        self._hold = (position.copy(), self._gravity(position[None, :])[0])
+        if self._retract is not None:
+            self._retract_index = int(round(self._retract.start_time / self.dt))
+        return True
+
+    def _gravity(self, q: np.ndarray) -> np.ndarray:
+        """(1, 6) gravity feed-forward at q (1, 6), if the run feeds gravity forward, else zeros."""
+        return gravity_model(self.params)(q) if self._gravity_feedforward else np.zeros(q.shape)

@@ -9,20 +9,38 @@ phase and the dwell at depth:
 - final_depth_error: |depth - target| at the end of the dwell;
 Line metrics: largest distance of tool0 from the planned straight line while it moves, and the
 final position error. Both: peak current per joint, durations, controller p99 per cycle.
+
+An incision runs with the drilling process safety (loop.drilling_monitor: thrust limit, far-cortex
+breakthrough, spindle interlock; models.spindle) unless `process_safety=False`;
+`breakthrough_detection=False` disarms only the breakthrough detector (an unsafe run on purpose,
+for tests). When the breakthrough detector ends the feed, the depth reached is the bone's, not the
+plan's: final_depth_error is not applicable (NaN) and `feed_end` says "breakthrough". An
+`Injection` (simulation.faults) injects a fault and adds the `fault` report; a far cortex within
+reach of the planned depth adds the `breakthrough` report; `unsafe` lists why the robot did not
+end safe (empty: it did).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from quirobot_control.loop.control_config import ControlConfig, control_configuration
+from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
+from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, plan_incision, plan_line_task
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
-from quirobot_description.parameters import RobotParameters
+from quirobot_control.simulation.faults import (
+    FaultInjector,
+    Injection,
+    breakthrough_report,
+    fault_report,
+    safety_verdict,
+)
+from quirobot_description.parameters import FEED_JOINT, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 
 #: The issue's targets, m (controller time in s, real-time factor dimensionless).
@@ -45,6 +63,9 @@ class TaskResult:
     trajectory: JointTrajectory
     log: SimulationLog
     metrics: dict[str, float | str | list[float] | dict[str, float] | None]
+    fault: dict | None = None  # simulation.faults.fault_report, with an injection
+    breakthrough: dict | None = None  # simulation.faults.breakthrough_report, far cortex within reach
+    unsafe: list[str] = field(default_factory=list)  # why the robot did not end safe (empty: it did)
 
 
 def run_task(
@@ -60,9 +81,15 @@ def run_task(
     compensated: bool = True,
     plant_parameters: PlantParameters | None = None,
     seed: int = 0,
+    injection: Injection | None = None,
+    process_safety: bool = True,
+    breakthrough_detection: bool = True,
+    until: str | None = None,
 ) -> TaskResult:
     """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's; `plant`,
-    `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation."""
+    `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation; `injection`,
+    `process_safety`, `breakthrough_detection`: see the module docstring; `until`: end the run at
+    the end of that phase of the plan (a shorter run, e.g. "retract")."""
     if isinstance(task, str):
         task = load_task(task)
     control = control or control_configuration(params)
@@ -73,9 +100,20 @@ def run_task(
             task = replace(task, feed_rate=float(feed_rate))
         trajectory = plan_incision(task, params, control.dt)
         drilling = Drilling(task.entry, task.direction, task.bone)
+        far_cortex = task.bone.far_cortex
+        if process_safety:
+            settings = DrillingMonitorSettings.from_parameters(
+                params.drilling.safety,
+                params.drill,
+                control.joint(FEED_JOINT).effective_inertia,
+                far_cortex[0] if far_cortex is not None and breakthrough_detection else None,
+            )
+            monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
+        else:
+            monitor = spindle = None
     else:
         trajectory = plan_line_task(task, params, control.dt)
-        drilling = None
+        drilling = monitor = spindle = None
     if on_plan is not None:
         on_plan(trajectory)
     simulation = ClosedLoopSimulation(
@@ -87,14 +125,35 @@ def run_task(
         compensated=compensated,
         plant_parameters=plant_parameters,
         seed=seed,
+        monitor=monitor,
+        spindle=spindle,
     )
+    if until is not None:
+        simulation.end_time = trajectory.phase(until).end_time
+    injector = None
+    if injection is not None:
+        injector = FaultInjector(injection)
+        injector.install(simulation)
     log = simulation.run(progress=progress)
     metrics = common_metrics(log, trajectory)
-    if isinstance(task, IncisionTask):
-        metrics.update(incision_metrics(task, trajectory, log))
-    else:
+    if not isinstance(task, IncisionTask):
         metrics.update(line_metrics(trajectory, log))
-    return TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
+        return TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
+    metrics.update(incision_metrics(task, trajectory, log))
+    fault = fault_report(injector, log, task.entry, task.direction) if injector is not None else None
+    breakthrough = None
+    if far_cortex is not None and task.depth >= far_cortex[1] - task.bone.point_length:
+        breakthrough = breakthrough_report(log, task.entry, task.direction, far_cortex[1])
+    unsafe = safety_verdict(log, task.depth, task.entry, task.direction, fault, breakthrough)
+    return TaskResult(
+        task=task,
+        trajectory=trajectory,
+        log=log,
+        metrics=metrics,
+        fault=fault,
+        breakthrough=breakthrough,
+        unsafe=unsafe,
+    )
 
 
 def common_metrics(log: SimulationLog, trajectory: JointTrajectory) -> dict:
@@ -132,6 +191,7 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
             "peak_thrust": float(log.thrust.max()),
             "feed_start_time": feed.start_time,
             "feed_end_time": feed.end_time,
+            **_drilling_metrics(log),
         }
     offset = log.tip[window] - task.entry
     depth = offset @ task.direction
@@ -146,15 +206,32 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
     else:
         entry_error = float("nan")
     end_of_dwell = np.nonzero(t[window] <= dwell.end_time + 1e-9)[0][-1]
+    event = log.drilling_event
+    breakthrough = event is not None and event.success
     return {
         "entry_error": entry_error,
         "lateral_deviation": float(lateral[in_bone].max()) if in_bone.any() else float("nan"),
         "depth_overshoot": max(deepest - task.depth, 0.0),
-        "final_depth_error": float(abs(depth[end_of_dwell] - task.depth)),
+        # Ended by the breakthrough: the depth is the bone's, not the plan's.
+        "final_depth_error": float("nan") if breakthrough else float(abs(depth[end_of_dwell] - task.depth)),
         "max_depth": deepest,
         "peak_thrust": float(log.thrust.max()),
         "feed_start_time": feed.start_time,
         "feed_end_time": feed.end_time,
+        **_drilling_metrics(log),
+    }
+
+
+def _drilling_metrics(log: SimulationLog) -> dict:
+    """What the drilling process safety saw: the event that stopped the feed, the feed's peak
+    effort (N, the drive's) and the monitor's peak thrust estimate (N)."""
+    event = log.drilling_event
+    feed = log.names.index(FEED_JOINT)
+    return {
+        "feed_end": None if event is None else event.kind.value,
+        "drilling_stop": None if event is None else event.message,
+        "peak_feed_effort": float(np.max(np.abs(log.effort[:, feed]))),
+        "peak_thrust_estimate": None if log.thrust_estimate is None else float(log.thrust_estimate.max()),
     }
 
 

@@ -1,0 +1,170 @@
+"""`DrillingMonitor`: process safety of the drill feed, run by the host every control cycle.
+
+ROS-free; reads what the feed's drive reports (its effort, K_T * i * ratio * efficiency, i.e. its
+current) and the spindle's state, and says when the feed must stop (one latched `DrillingEvent`):
+
+- thrust limit: the feed's thrust estimate F = effort - m_eff * a_cmd - b * v (the drive's effort
+  less the feed's own inertia and viscous friction), low-pass filtered (first order, time
+  constant tools.drill.thrust_filter_time), above tools.drill.thrust_limit stops the feed. The
+  limit lies below the URDF effort limit (tools.drill.feed_effort, where the hardware component
+  clamps the feed's current), so it trips while the feed still has authority to decelerate, and
+  a harder bone ends in this stop instead of a stalled feed pushing at its current limit;
+- far-cortex breakthrough: the thrust drops sharply when the drill's point leaves the far
+  cortex. Detection follows the force-drop criterion of Ong & Bouazza-Marouf (1999, "The
+  detection of drill bit break-through for the enhancement of safety in mechatronic assisted
+  orthopaedic drilling", Mechatronics 9(6):565-588: a drop of the filtered force between samples
+  against thresholds) in its simplest form: armed from `arm_depth` (the imaged far cortex less
+  tools.drill.breakthrough_arm_margin, so the near cortex' exit into the canal is not taken for
+  it, as DRIBON arms on the expected layer: Louredo, Diaz & Gil 2012, Mechatronics 22:1060) and
+  only while the feed is commanded at a constant rate (a planned deceleration lowers the thrust
+  too, thrust ~ v^n), it tracks the filtered thrust's peak and fires when the thrust has fallen
+  by tools.drill.breakthrough_drop of a peak of at least tools.drill.breakthrough_min_thrust
+  (cortical bone). A breakthrough is the drilling's success: the feed stops and the task goes on;
+- spindle interlock: the feed may not advance within its stopping distance of the bone (depth >
+  -v_max^2 / (2 a_max) of the feed axis) unless the spindle is at speed; a spindle stall stops
+  the feed.
+
+What the host does with an event (decelerate the feed at its acceleration limit and hold it: a
+category 2 stop of the feed, then stop or go on) is the caller's (simulation.closed_loop).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from quirobot_description.drilling_parameters import ProcessSafetyParameters
+from quirobot_description.parameters import DrillParameters
+
+
+class DrillingStop(enum.Enum):
+    THRUST_LIMIT = "thrust limit"
+    BREAKTHROUGH = "breakthrough"
+    SPINDLE_STALL = "spindle stall"
+    SPINDLE_NOT_AT_SPEED = "spindle not at speed"
+
+
+@dataclass(frozen=True)
+class DrillingEvent:
+    """Why the feed stops: the kind, when (s), at which tip depth (m) and thrust estimate (N)."""
+
+    kind: DrillingStop
+    time: float
+    depth: float
+    thrust: float
+    message: str
+
+    @property
+    def success(self) -> bool:
+        """A breakthrough ends the feed as planned; every other event is a fault."""
+        return self.kind is DrillingStop.BREAKTHROUGH
+
+
+@dataclass(frozen=True)
+class DrillingMonitorSettings:
+    thrust_limit: float  # N
+    filter_time: float  # s
+    breakthrough_drop: float  # 1
+    breakthrough_min_thrust: float  # N
+    arm_depth: float | None  # m tip depth from which breakthrough detection is armed; None: off
+    interlock_depth: float  # m (< 0): the spindle must be at speed for the feed to advance past it
+    feed_mass: float  # kg, the feed's effective inertia (reflected rotor + bit)
+    feed_damping: float  # N*s/m
+
+    @classmethod
+    def from_parameters(
+        cls,
+        safety: ProcessSafetyParameters,
+        drill: DrillParameters,
+        feed_mass: float,
+        far_cortex_depth: float | None,
+    ) -> DrillingMonitorSettings:
+        """far_cortex_depth: where the imaged far cortex begins below the entry (m), None: no far
+        cortex to detect; feed_mass: the feed's effective inertia (control configuration)."""
+        return cls(
+            thrust_limit=safety.thrust_limit,
+            filter_time=safety.thrust_filter_time,
+            breakthrough_drop=safety.breakthrough_drop,
+            breakthrough_min_thrust=safety.breakthrough_min_thrust,
+            arm_depth=None
+            if far_cortex_depth is None
+            else max(far_cortex_depth - safety.breakthrough_arm_margin, 0.0),
+            interlock_depth=-(drill.feed_velocity**2) / (2.0 * drill.feed_acceleration),
+            feed_mass=feed_mass,
+            feed_damping=drill.feed_damping,
+        )
+
+
+#: m/s^2: below this the commanded feed acceleration is taken as a constant feed rate.
+CRUISING_ACCELERATION = 1e-6
+
+
+class DrillingMonitor:
+    """See the module docstring. `update` once per control cycle; `event` latches the first stop."""
+
+    def __init__(self, settings: DrillingMonitorSettings) -> None:
+        self.settings = settings
+        self.thrust = 0.0  # N, the filtered thrust estimate
+        self.peak = 0.0  # N, its peak since the detector armed
+        self.event: DrillingEvent | None = None
+
+    def update(
+        self,
+        time: float,
+        dt: float,
+        *,
+        depth: float,
+        effort: float,
+        velocity: float,
+        commanded_velocity: float,
+        commanded_acceleration: float,
+        spindle_at_speed: bool,
+        spindle_stalled: bool,
+        spindle_reason: str | None = None,
+    ) -> DrillingEvent | None:
+        """One cycle: depth (m, the tip below the entry along the axis, from the feed's encoder),
+        effort (N, the feed drive's), velocity (m/s, measured), the feed's commanded velocity and
+        acceleration; returns the event that stops the feed this cycle (None: go on)."""
+        s = self.settings
+        raw = effort - s.feed_mass * commanded_acceleration - s.feed_damping * velocity
+        alpha = 1.0 - math.exp(-dt / s.filter_time)
+        self.thrust += alpha * (raw - self.thrust)
+        if self.event is not None:
+            return None
+        thrust = self.thrust
+        if spindle_stalled:
+            return self._stop(DrillingStop.SPINDLE_STALL, time, depth, spindle_reason or "spindle stalled")
+        if commanded_velocity > 0.0 and depth > s.interlock_depth and not spindle_at_speed:
+            return self._stop(
+                DrillingStop.SPINDLE_NOT_AT_SPEED,
+                time,
+                depth,
+                f"the feed would advance {depth * 1e3:.2f} mm from the bone with the spindle not at speed",
+            )
+        if thrust > s.thrust_limit:
+            return self._stop(
+                DrillingStop.THRUST_LIMIT,
+                time,
+                depth,
+                f"feed thrust {thrust:.1f} N above the limit {s.thrust_limit:.1f} N "
+                f"({s.filter_time * 1e3:.0f} ms filter) at depth {depth * 1e3:.2f} mm",
+            )
+        cruising = commanded_velocity > 0.0 and abs(commanded_acceleration) < CRUISING_ACCELERATION
+        if s.arm_depth is not None and depth >= s.arm_depth and cruising:
+            self.peak = max(self.peak, thrust)
+            if self.peak >= s.breakthrough_min_thrust and thrust <= (1.0 - s.breakthrough_drop) * self.peak:
+                return self._stop(
+                    DrillingStop.BREAKTHROUGH,
+                    time,
+                    depth,
+                    f"far-cortex breakthrough at depth {depth * 1e3:.2f} mm: thrust {thrust:.1f} N "
+                    f"from a peak of {self.peak:.1f} N",
+                )
+        return None
+
+    def _stop(self, kind: DrillingStop, time: float, depth: float, message: str) -> DrillingEvent:
+        self.event = DrillingEvent(
+            kind, float(time), float(depth), float(self.thrust), f"{kind.value}: {message}"
+        )
+        return self.event

@@ -1,0 +1,218 @@
+"""Faults injected into the closed-loop simulation, and what the robot did after them
+(`quirobot simulate --inject KIND@SECONDS`, issue 8).
+
+Kinds (`Injection.parse("drive-fault@4.2")`, `"drive-fault:gantry_z@4.2"` for another drive):
+- master-loss: the host stops calling hardware.read/write (a killed or stalled process, an
+  unplugged bus); the plant keeps advancing the drives, whose own watchdog (drive.master_timeout)
+  must stop them;
+- drive-fault: one drive (default the feed) faults: category 0 on that drive, then the host
+  quick-stops the others (category 1) when it reads the fault;
+- estop: the host's stop of every drive (category 1);
+- bone-harder: the bone's thrust times BONE_HARDER from then on: the drilling monitor's thrust
+  limit must stop the feed (not a feed stalled at its current limit).
+
+The run ends FAULT_OBSERVE_TIME after the fault (sooner: POST_STOP_TIME after a stop).
+`fault_report`: when it was noticed (`detected_after`, s), when the tip came to rest for good
+(`stopped_after`, s; the tip slower than STOPPED_SPEED from then on; None: still moving at the
+end), how far the tip moved (`tip_travel_after_fault`, m) and how much deeper it went
+(`extra_depth`, m: the deepest depth after the fault less the depth at the fault; a harder bone:
+after the thrust-limit stop less the depth at it). `breakthrough_report`: the far cortex' exit
+depth, where the monitor detected the breakthrough, and how far past the exit the tip went.
+`safety_verdict`: did the robot end safe (at rest, no more than EXTRA_DEPTH_LIMIT deeper, no
+more than BREAKTHROUGH_LIMIT past the far cortex, not past the planned depth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from quirobot_control.drives.interface import DriveState
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, SimulationLog
+from quirobot_description.parameters import AXES, FEED_JOINT
+
+FAULT_KINDS = ("master-loss", "drive-fault", "estop", "bone-harder")
+#: The harder bone's thrust factor (issue 8: "a 3x harder bone").
+BONE_HARDER = 3.0
+#: s of simulation after the fault, as closed_loop.POST_STOP_TIME after a stop: the stops (10 ms
+#: watchdog, quick-stop ramps of a few ms, 15 ms brakes) and the arm's settling fit within it.
+FAULT_OBSERVE_TIME = 0.5
+#: m/s: the tip at rest is slower than this (a fifteenth of the 1.5 mm/s feed; the arm's residual
+#: vibration after a stop is far below it).
+STOPPED_SPEED = 1e-4
+#: m: no stop moves the bit deeper than this (issue 8).
+EXTRA_DEPTH_LIMIT = 0.05e-3
+#: m: the feed stops within this past the far cortex (issue 8).
+BREAKTHROUGH_LIMIT = 0.5e-3
+#: m: the bit never goes past the planned depth by more than this (the depth-overshoot target).
+DEPTH_LIMIT = 0.05e-3
+
+
+class FaultError(ValueError):
+    """A malformed --inject value (named in the message)."""
+
+
+@dataclass(frozen=True)
+class Injection:
+    kind: str  # one of FAULT_KINDS
+    at: float  # s, simulation time
+    joint: str = FEED_JOINT  # drive-fault: the drive that faults
+
+    @classmethod
+    def parse(cls, text: str) -> Injection:
+        """ "KIND@SECONDS" or "drive-fault:JOINT@SECONDS"."""
+        kind, at_sign, seconds = str(text).partition("@")
+        kind, _, joint = kind.partition(":")
+        if not at_sign or kind not in FAULT_KINDS:
+            raise FaultError(
+                f"--inject {text!r}: expected KIND@SECONDS with KIND one of {', '.join(FAULT_KINDS)}"
+            )
+        try:
+            at = float(seconds)
+        except ValueError:
+            at = float("nan")
+        if not 0.0 <= at < 1e6:
+            raise FaultError(f"--inject {text!r}: the time must be a number of seconds >= 0, got {seconds!r}")
+        if joint and (kind != "drive-fault" or joint not in AXES):
+            raise FaultError(f"--inject {text!r}: only drive-fault names a drive, one of {', '.join(AXES)}")
+        return cls(kind, at, joint or FEED_JOINT)
+
+
+class FaultInjector:
+    """Applies an `Injection` to a ClosedLoopSimulation (its before_cycle hook) and records when the
+    fault happened and when the robot noticed it."""
+
+    def __init__(self, injection: Injection) -> None:
+        self.injection = injection
+        self.time: float | None = None  # s, when the fault was applied
+        self.detected: float | None = None  # s, when the robot first reacted
+
+    def install(self, simulation: ClosedLoopSimulation) -> None:
+        previous = simulation.before_cycle
+
+        def hook(k: int, sim: ClosedLoopSimulation) -> None:
+            if previous is not None:
+                previous(k, sim)
+            self(k, sim)
+
+        simulation.before_cycle = hook
+
+    def __call__(self, k: int, sim: ClosedLoopSimulation) -> None:
+        t = k * sim.dt
+        injection = self.injection
+        if self.time is None:
+            if t < injection.at - 1e-9:
+                return
+            self.time = t
+            end = t + FAULT_OBSERVE_TIME
+            sim.end_time = end if sim.end_time is None else min(sim.end_time, end)
+            if injection.kind == "master-loss":
+                sim.host_running = False
+            elif injection.kind == "drive-fault":
+                sim.drives[injection.joint].inject_fault("injected drive fault")
+            elif injection.kind == "estop":
+                sim.hardware.stop("emergency stop (injected)")
+                self.detected = t  # the host's own stop: nothing to notice
+            elif sim.contact is not None:
+                sim.contact.thrust.scale = BONE_HARDER
+        if self.detected is None and self._noticed(sim):
+            self.detected = t
+
+    def _noticed(self, sim: ClosedLoopSimulation) -> bool:
+        """Has the robot reacted (seen at the start of a cycle: at most one period late)?"""
+        kind = self.injection.kind
+        if kind == "master-loss":  # the drives' own watchdog: a drive leaves ENABLED
+            return any(drive.feedback().state is not DriveState.ENABLED for drive in sim.drives.values())
+        if kind == "bone-harder":
+            return sim.monitor is not None and sim.monitor.event is not None
+        return sim.hardware.stop_reason is not None
+
+
+def _depths(log: SimulationLog, entry: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    return (log.tip - entry) @ direction
+
+
+def fault_report(
+    injector: FaultInjector, log: SimulationLog, entry: np.ndarray, direction: np.ndarray
+) -> dict[str, float | str | None]:
+    """{"kind", "at", "detected_after", "stopped_after", "tip_travel_after_fault", "extra_depth"}
+    (s and m; None where it did not happen) of an injected run."""
+    injection = injector.injection
+    report: dict[str, float | str | None] = {
+        "kind": injection.kind if injection.kind != "drive-fault" else f"drive-fault:{injection.joint}",
+        "at": injection.at,
+        "detected_after": None,
+        "stopped_after": None,
+        "tip_travel_after_fault": None,
+        "extra_depth": None,
+    }
+    if injector.time is None:  # the run ended before the fault
+        return report
+    start = int(np.searchsorted(log.time, injector.time - 1e-9))
+    if injector.detected is not None:
+        report["detected_after"] = injector.detected - injector.time
+    tip = log.tip[start:]
+    speed = np.linalg.norm(np.diff(tip, axis=0), axis=1) / np.diff(log.time[start:])
+    moving = np.nonzero(speed >= STOPPED_SPEED)[0]
+    if len(speed) and (not len(moving) or moving[-1] < len(speed) - 1):
+        rest = 0 if not len(moving) else int(moving[-1]) + 1
+        report["stopped_after"] = float(log.time[start + rest] - injector.time)
+    report["tip_travel_after_fault"] = float(np.max(np.linalg.norm(tip - tip[0], axis=1)))
+    # How much deeper the stop let the bit go: from the fault, or for a harder bone (drilling on in
+    # it is intended until the thrust limit trips) from the thrust-limit stop.
+    reference = start
+    if injection.kind == "bone-harder" and injector.detected is not None:
+        reference = int(np.searchsorted(log.time, injector.detected - 1e-9))
+    depth = _depths(log, entry, direction)
+    report["extra_depth"] = float(max(depth[reference:].max() - depth[reference], 0.0))
+    return report
+
+
+def breakthrough_report(
+    log: SimulationLog, entry: np.ndarray, direction: np.ndarray, exit_depth: float
+) -> dict[str, float | None]:
+    """{"exit_depth", "detected_depth", "overshoot"} (m): the far cortex' exit below the entry, the
+    tip's depth when the monitor detected the breakthrough (None: not detected), and how far past
+    the exit the tip went (0 if it never left the bone)."""
+    depth = _depths(log, entry, direction)
+    event = log.drilling_event
+    detected = None
+    if event is not None and event.success:
+        detected = float(depth[int(np.searchsorted(log.time, event.time - 1e-9))])
+    return {
+        "exit_depth": float(exit_depth),
+        "detected_depth": detected,
+        "overshoot": float(max(depth.max() - exit_depth, 0.0)),
+    }
+
+
+def safety_verdict(
+    log: SimulationLog,
+    planned_depth: float,
+    entry: np.ndarray,
+    direction: np.ndarray,
+    fault: dict | None,
+    breakthrough: dict | None,
+) -> list[str]:
+    """Why the robot did not end safe (empty: it did): not at rest after a fault, deeper by more
+    than EXTRA_DEPTH_LIMIT after it, past the far cortex by more than BREAKTHROUGH_LIMIT or past
+    the planned depth by more than DEPTH_LIMIT."""
+    reasons = []
+    if fault is not None and fault["at"] is not None and fault["extra_depth"] is not None:
+        if fault["stopped_after"] is None:
+            reasons.append("the tip was still moving at the end of the run")
+        if fault["extra_depth"] > EXTRA_DEPTH_LIMIT:
+            reasons.append(
+                f"the bit went {fault['extra_depth'] * 1e3:.3f} mm deeper after the fault "
+                f"(limit {EXTRA_DEPTH_LIMIT * 1e3:.2f} mm)"
+            )
+    if breakthrough is not None and breakthrough["overshoot"] > BREAKTHROUGH_LIMIT:
+        reasons.append(
+            f"the tip went {breakthrough['overshoot'] * 1e3:.3f} mm past the far cortex "
+            f"(limit {BREAKTHROUGH_LIMIT * 1e3:.1f} mm)"
+        )
+    deepest = float(_depths(log, entry, direction).max())
+    if deepest > planned_depth + DEPTH_LIMIT:
+        reasons.append(f"the tip went {(deepest - planned_depth) * 1e3:.3f} mm past the planned depth")
+    return reasons
