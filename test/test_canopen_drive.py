@@ -533,6 +533,11 @@ def test_serve_answers_a_master_until_stopped(params, inertias):
         master.sync.start(params.canopen.sync_period)
         drive.enable()
         assert drive.feedback().state is DriveState.ENABLED
+        # The master goes silent: in real time the drive runs on its own clock, finds the SYNC
+        # lost and stops itself; its EMCY tells the master why.
+        master.sync.stop()
+        assert wait_until(lambda: any(code == 0x8100 for _, code, _ in drive.emcy_log))  # SYNC lost
+        assert drive.feedback().state is DriveState.FAULT
     finally:
         stop.set()
         server.join(WAIT)

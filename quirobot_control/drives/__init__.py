@@ -13,11 +13,14 @@
   `drive_for_joint(params, name)`;
 - cia402: the CiA 402 tables (object dictionary, PDO mappings, controlwords, statusword patterns,
   error codes), the only thing the master and the simulated slave share besides the units;
-- canopen_units: `TorqueScaling`, CiA 402 per-mille torque and current units;
-- bus_load: the CAN bus load of one SYNC cycle;
-- canopen_master: `CanopenDrive`, a real CiA 402 drive behind `Drive` (python `canopen`),
-  `canopen_drives_for_buses(params, networks)`;
-- slave_simulator: `CanopenServoSimulator`, a simulated CiA 402 drive on a CAN bus (tests, bench).
+- canopen_units: `TorqueScaling`, CiA 402 per-mille torque and current units, `MotionScaling`
+  (positions, velocities, accelerations in encoder increments);
+- bus_load: the CAN bus load of one SYNC cycle (CSP or CST);
+- canopen_master: `CanopenDrive`, a real CiA 402 drive behind `Drive` (python `canopen`; CSP,
+  CST, homing, stops configured on the drive), `canopen_drives_for_buses(params, networks)`,
+  `MasterHeartbeat` (the master's heartbeat, ticked by the control loop);
+- slave_simulator: `CanopenServoSimulator`, a simulated CiA 402 drive on a CAN bus (tests, bench),
+  SimulatedDrive's drive-side law behind its object dictionary; it watches its master.
 """
 
 from quirobot_control.drives.bus_load import bus_load

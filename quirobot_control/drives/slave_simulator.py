@@ -51,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -293,6 +294,7 @@ class CanopenServoSimulator:
         self._since_sync = 0.0  # s since the last SYNC
         self.time = 0.0  # s, the drive's own clock (advances with SYNCs and free_run)
         self._last_sync: float | None = None  # time of the latest SYNC (None: none yet)
+        self._last_sync_wall = time.monotonic()  # s, wall clock of the latest SYNC (for `serve`)
         self._last_heartbeat: float | None = None  # time of the master's latest heartbeat
         self._heartbeat_subscription: int | None = None
         self.master_lost: str | None = None  # why the drive stopped itself, if it did
@@ -370,6 +372,15 @@ class CanopenServoSimulator:
         """Stop answering SDO requests (PDOs, NMT and SYNC go on): a hung SDO server."""
         if self.network is not None:
             self.network.unsubscribe(self.node.sdo.rx_cobid, self.node.sdo.on_request)
+
+    def run_alone_if_silent(self, now: float) -> None:
+        """Real time (`serve`): with no SYNC for 1.5 SYNC periods of wall-clock time at `now` (s,
+        time.monotonic; half a period of the master's jitter passes), run one period on the
+        drive's own clock, as a real drive's time goes on."""
+        with self._lock:
+            if now - self._last_sync_wall >= 1.5 * self.sync_period:
+                self._last_sync_wall += self.sync_period
+                self._advance()
 
     def free_run(self, duration: float) -> None:
         """Run the drive on its own clock for `duration` s with no SYNC (the master silent).
@@ -496,6 +507,7 @@ class CanopenServoSimulator:
             return
         with self._lock:
             self._last_sync = self.time
+            self._last_sync_wall = time.monotonic()
             self._latch_command()
             self._advance()
             self.sync_count += 1
@@ -795,11 +807,17 @@ def serve(
     *,
     axes: tuple[str, ...] = AXES,
 ) -> list[CanopenServoSimulator]:
-    """Attach one simulator per axis to the connected `network`; return when `stop` is set."""
+    """Attach one simulator per axis to the connected `network`; return when `stop` is set.
+
+    In real time: a drive that receives no SYNC runs on its own (wall) clock, so that its SYNC
+    loss and heartbeat watchdogs stop it when the master goes silent."""
     simulators = [simulator_for_axis(params, axis, inertia=inertias[axis]) for axis in axes]
     for simulator in simulators:
         simulator.attach(network)
-    stop.wait()
+    while not stop.wait(params.canopen.sync_period):
+        now = time.monotonic()
+        for simulator in simulators:
+            simulator.run_alone_if_silent(now)
     for simulator in simulators:
         simulator.detach()
     return simulators
