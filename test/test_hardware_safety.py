@@ -89,9 +89,14 @@ class Rig:
 
         assert all(s in (DriveState.QUICK_STOP, DriveState.FAULT) for s in self.states()), self.states()
         assert re.search(reason_pattern, self.hardware.stop_reason), self.hardware.stop_reason
-        for _ in range(20):  # the currents decay to zero
+        # Stop category 1: each drive ramps to standstill at its quick-stop deceleration, brakes,
+        # holds under power while the brake engages, then switches off (a collision force, if
+        # any, is over once the robot stopped).
+        self.external[:] = 0.0
+        for _ in range(500):
             self.cycle()
         assert all(abs(d.feedback().current) < 1e-3 for d in self.drives.values())
+        assert all(d.brake_engaged for d in self.drives.values())
 
 
 Q0 = [0.8, 0.9, 1.0, 1.5, 0.5, 0.01]
@@ -226,14 +231,23 @@ def test_soft_limit_clamps_commands_and_a_breach_stops_every_drive(parameters, c
     assert rig.q[0] <= joint.soft_upper + 1e-5
     assert rig.q[0] > joint.soft_upper - 1e-3
     assert any("soft limit: joint gantry_x command" in e and "clamped" in e for e in rig.hardware.events)
-    # A joint found beyond its soft limit (more than its following-error allowance): stop.
+    # A joint activated in its soft-stop band (where homing leaves it): led back to the soft
+    # limit at the command acceleration, within its following-error limit, no stop.
+    band = list(Q0)
+    band[0] = joint.soft_upper + 2 * control.joint("gantry_x").following_error
+    rig = Rig(parameters, control, info, band)
+    rig.start()
+    for _ in range(1000):
+        assert rig.cycle(np.array(band)) is ReturnType.OK, rig.hardware.stop_reason
+    assert joint.soft_upper - 1e-4 <= rig.q[0] <= joint.soft_upper + 1e-5
+    # A joint found beyond its hard limit (by more than its following-error allowance): stop.
     beyond = list(Q0)
-    beyond[0] = joint.soft_upper + 2 * control.joint("gantry_x").following_error
+    beyond[0] = joint.upper + 2 * control.joint("gantry_x").following_error
     rig = Rig(parameters, control, info, beyond)
     rig.start()
     assert rig.cycle(np.array(beyond)) is ReturnType.ERROR
     rig.assert_all_stopped(
-        r"soft limit: joint gantry_x at 1\.99\d* is 0\.00\d* past its soft upper limit 1\.99"
+        r"soft limit: joint gantry_x at 2\.00\d* is 0\.01\d* past its soft upper limit 1\.99"
     )
 
 

@@ -2,8 +2,11 @@
 
 - hardware: `QuirobotHardware`, ros2_control's SystemInterface lifecycle in Python (on_init from
   the URDF's <ros2_control> block, on_configure, on_activate, read, write; LIFECYCLE_TRANSITIONS;
-  one `stop(reason)`, cleared only by `acknowledge_stop(note)`), running a PID per joint on its
-  `Drive`s; `hardware_info_from_urdf(xml)`;
+  one `stop(reason)` (category 1, broadcast then confirmed), cleared only by
+  `acknowledge_stop(note)`; `hold`/`resume` (category 2); `home(time)` while inactive, motion
+  refused until every drive is homed; the task's virtual fixtures per cycle), on its `Drive`s in
+  CSP (the drive's PID) or CST (a PID per joint here); `hardware_info_from_urdf(xml)`;
+- homing: `HomingSequence`, the parameter file's homing order run on the drives' own homing;
 - `PID`, `PIDGains` are re-exported from drives.pid (the PID runs in the drive in CSP, in the
   hardware component in CST);
 - safety: `SafetyMonitor` (command limiter braking at the acceleration limits, soft limits,

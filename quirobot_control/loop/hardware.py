@@ -6,6 +6,35 @@ on_deactivate, on_error, read(time, period), write(time, period), exported state
 interfaces) so that the same object runs the simulation here and, behind the topic bridge
 (drive_node), the real robot. It owns one `Drive` and one `PID` per joint and the safety layer.
 
+Drive mode (`drive_mode`, default control.yaml drive_mode.real; the closed-loop simulation passes
+drive_mode.simulation): CSP, the drive closes the loops with the joint's PID (written with
+configure_position_loop at configure and activate) and write() sends the safe position, its
+velocity (0x60B1) and the current feed-forward (0x60B2) with drive.command_position; CST, the PID
+runs here and write() sends a current. The PID goes to the drive in CST too: its quick stop and
+halt ramp with it.
+
+Homing (API for the drive node; loop.homing): after on_configure, while INACTIVE, call
+`home(time)` once per control period (time in s, the same clock as write; step the drives/plant
+between calls as for read/write) until the returned `HomingProgress.done`; `progress.axis` is the
+axis homing now, `.homed` / `.remaining` the others, `hardware.homing` the last progress. Axes
+whose drive already reports homed (absolute encoders, the simulated default) are skipped, so on
+such drives the first call returns done. `unhomed` names the joints not homed. Until every
+drive reports homed, on_activate returns ERROR (`refused` names the joints; the drives stay
+disabled and braked) and set_command(s) of a position or velocity raise NotHomedError naming
+them; a drive that reports homed = False while ACTIVE (reference lost) stops every drive. A
+failed homing stops every drive and raises HomingError naming the axis.
+
+Stops (IEC 60204-1): `stop(reason)`, category 1, is broadcast to every drive (quick_stop(): each
+ramps at its quick-stop deceleration and brakes at standstill by itself) and then confirmed from
+their feedback (`unconfirmed_stops()`); a drive power fault is that drive's category 0 (the drive
+switches off itself, FAULT); `hold(reason)` / `resume(note)`, category 2, a pause under power. No
+automatic fault reset: only acknowledge_stop(note), logged.
+
+Virtual fixtures (`fixtures=` or `set_fixtures`, a task's no-go zones and tip-speed limit near
+the entry, planning.tasks.task_fixtures): every cycle the commanded and the measured tool are
+checked (axes.virtual_fixtures.FixtureMonitor); a zone entered or the tip too fast near the entry
+stops every drive naming the zone or the limit.
+
 Interfaces per joint: states position, velocity, effort; commands position, velocity (what the
 URDF declares), plus two optional feed-forward inputs not exported to ros2_control:
 acceleration (m/s^2 or rad/s^2; default: the difference of successive velocity commands) and
@@ -48,12 +77,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
-from quirobot_control.drives.interface import Drive, DriveState
+from quirobot_control.axes.virtual_fixtures import FixtureMonitor, VirtualFixtures
+from quirobot_control.drives.interface import Drive, DriveMode, DriveState
 from quirobot_control.drives.pid import PID
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.loop.event_log import EventLog
+from quirobot_control.loop.homing import HomingError, HomingProgress, HomingSequence, homing_sequence
 from quirobot_control.loop.safety import SafetyMonitor, SafetyStopError
-from quirobot_description.parameters import FEED_JOINT, RobotParameters
+from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
 
 
 class CallbackReturn(enum.Enum):
@@ -86,6 +117,8 @@ LIFECYCLE_TRANSITIONS: dict[tuple[LifecycleState, str], LifecycleState] = {
     (LifecycleState.ACTIVE, "error"): LifecycleState.UNCONFIGURED,
     (LifecycleState.UNCONFIGURED, "acknowledge"): LifecycleState.UNCONFIGURED,
     (LifecycleState.INACTIVE, "acknowledge"): LifecycleState.INACTIVE,
+    (LifecycleState.INACTIVE, "home"): LifecycleState.INACTIVE,
+    (LifecycleState.ACTIVE, "hold"): LifecycleState.ACTIVE,
     (LifecycleState.ACTIVE, "read"): LifecycleState.ACTIVE,
     (LifecycleState.ACTIVE, "write"): LifecycleState.ACTIVE,
 }
@@ -93,6 +126,10 @@ LIFECYCLE_TRANSITIONS: dict[tuple[LifecycleState, str], LifecycleState] = {
 
 class HardwareError(ValueError):
     """Malformed hardware description or an interface that does not exist."""
+
+
+class NotHomedError(HardwareError):
+    """A motion command before every drive reports homed (refused: nothing moves)."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +189,9 @@ class _Joint:
     acceleration: float | None = None
     effort_ff: float | None = None
     last_velocity_command: float = 0.0
+    homed: bool = True  # the drive's last report (DriveFeedback.homed)
+    holding_current: float = 0.0  # A, CSP: the gravity load at activation, fed forward
+    current_command: float = 0.0  # A, CST: the PID's output; CSP: the current feed-forward
 
     @property
     def acceleration_capability(self) -> float:
@@ -177,12 +217,24 @@ class QuirobotHardware:
         drive_factory: Callable[[str], Drive],
         *,
         gravity: Callable[[np.ndarray], np.ndarray] | None = None,
+        drive_mode: DriveMode | None = None,
+        fixtures: VirtualFixtures | None = None,
     ) -> None:
-        """drive_factory(joint_name) -> Drive; gravity(q (n,)) -> efforts (n,) (optional feed-forward)."""
+        """drive_factory(joint_name) -> Drive; gravity(q (n,)) -> efforts (n,) (optional feed-forward);
+        drive_mode: CSP or CST (None: control.drive_mode, the real motors'); fixtures: the task's
+        virtual fixtures enforced every cycle (see set_fixtures)."""
+        mode = control.drive_mode if drive_mode is None else drive_mode
+        if mode not in (DriveMode.CSP, DriveMode.CST):
+            raise HardwareError(f"drive mode must be CSP or CST, got {mode!r}")
         self.params = params
         self.control = control
         self.drive_factory = drive_factory
         self.gravity = gravity
+        self.drive_mode = mode
+        self.held: str | None = None  # why the robot is held (category 2), None when not
+        self._homing: HomingSequence | None = None
+        self._fixtures: FixtureMonitor | None = None
+        self.set_fixtures(fixtures)
         self.lifecycle = LifecycleState.UNCONFIGURED
         self.info: HardwareInfo | None = None
         self.joints: list[_Joint] = []
@@ -191,6 +243,7 @@ class QuirobotHardware:
         self.refused: str | None = None  # the last request refused by the lifecycle, and why
         self.log = EventLog()
         self._names: tuple[str, ...] = ()
+        self._axes_index: list[int | None] = [None] * len(AXES)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def on_init(self, info: HardwareInfo) -> CallbackReturn:
@@ -209,6 +262,7 @@ class QuirobotHardware:
                 return self._fail(f"joint {joint.name}: unsupported state interface(s) {', '.join(missing)}")
         self.info = info
         self._names = tuple(j.name for j in info.joints)
+        self._axes_index = [self._names.index(a) if a in self._names else None for a in AXES]
         return CallbackReturn.SUCCESS
 
     def on_configure(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
@@ -231,6 +285,13 @@ class QuirobotHardware:
             self.joints.append(
                 _Joint(name, drive, PID(gains, dt), gain, settings.effective_inertia, effort_limit)
             )
+        try:
+            self._configure_drives(skip_stopped=True)
+            self._read_homed()
+        except Exception as error:  # noqa: BLE001 - a drive that cannot be configured stops all
+            self.stop(f"configure failed: {error}")
+            return CallbackReturn.ERROR
+        self._homing = None
         self.safety = self._safety_monitor()
         self.lifecycle = LifecycleState.INACTIVE
         return CallbackReturn.SUCCESS
@@ -246,6 +307,17 @@ class QuirobotHardware:
             )
             return CallbackReturn.ERROR
         try:
+            unhomed = self._read_homed()
+        except SafetyStopError as error:
+            self.stop(f"activation failed: {error.reason}")
+            return CallbackReturn.ERROR
+        if unhomed:
+            # Motion before homing: the drives stay disabled and braked.
+            self.refused = f"activate refused: {', '.join(unhomed)} not homed; home() first (while inactive)"
+            self.log.record(("not homed",), self.refused)
+            return CallbackReturn.ERROR
+        try:
+            self._configure_drives(skip_stopped=False)
             for joint in self.joints:
                 joint.drive.enable()
             faults = self._read_drives()
@@ -257,15 +329,38 @@ class QuirobotHardware:
             return CallbackReturn.ERROR
         measured = [j.state["position"] for j in self.joints]
         holding = self.gravity(np.array(measured)) if self.gravity is not None else np.zeros(len(measured))
-        for joint, position, effort in zip(self.joints, measured, holding, strict=True):
+        currents = [float(effort) / j.current_gain for j, effort in zip(self.joints, holding, strict=True)]
+        self._hold_here(measured, currents)
+        self.held = None
+        self.lifecycle = LifecycleState.ACTIVE
+        return CallbackReturn.SUCCESS
+
+    def _configure_drives(self, *, skip_stopped: bool) -> None:
+        """The per-joint PID and the operating mode to every drive (while not enabled): CSP runs the
+        PID, and in either mode the drive's quick stop (category 1) and halt (category 2) ramp
+        with it. `skip_stopped`: leave a drive still in QUICK_STOP or FAULT as it is (configured
+        before its stop; it may still be ramping under power); on_activate configures them all."""
+        for joint in self.joints:
+            if skip_stopped and joint.drive.feedback().state in (DriveState.QUICK_STOP, DriveState.FAULT):
+                continue
+            joint.drive.configure_position_loop(joint.pid.gains, self.control.dt)
+            joint.drive.set_mode(self.drive_mode)
+
+    def _hold_here(self, measured: list[float], holding_currents: list[float]) -> None:
+        """Commands at the measured positions (no jump), the PIDs (CST) or the current
+        feed-forward (CSP) preloaded with `holding_currents` (A), the safety layer restarted."""
+        cst = self.drive_mode is DriveMode.CST
+        for joint, position, current in zip(self.joints, measured, holding_currents, strict=True):
             joint.command = {"position": position, "velocity": 0.0}
             joint.acceleration = joint.effort_ff = None
-            joint.pid.reset(position, integral=float(effort) / joint.current_gain)
+            joint.pid.reset(position, integral=current if cst else 0.0)
+            joint.holding_current = 0.0 if cst else current
+            joint.current_command = current
             joint.last_velocity_command = 0.0
         self.safety = self._safety_monitor()
         self.safety.start(measured)
-        self.lifecycle = LifecycleState.ACTIVE
-        return CallbackReturn.SUCCESS
+        if self._fixtures is not None:
+            self._fixtures.reset()
 
     def on_deactivate(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
         """Disable the drives (inverters off). A drive that fails to disable does not keep the
@@ -314,6 +409,13 @@ class QuirobotHardware:
         if self.stop_reason is not None:
             self.log.append(f"stop acknowledged ({note}): {self.stop_reason}")
         self.stop_reason = None
+        self._homing = None
+        try:
+            unhomed = self._read_homed()
+        except SafetyStopError:
+            unhomed = []
+        if unhomed:
+            self.log.append(f"after the stop {', '.join(unhomed)} must home again (home()) before any motion")
         if self.safety is not None:
             self.safety = self._safety_monitor()
         return CallbackReturn.SUCCESS
@@ -345,9 +447,13 @@ class QuirobotHardware:
             self._refuse_command(str(error))
             raise
         try:
-            self._store(target, interface, _number(value, interface, joint))
+            number = _number(value, interface, joint)
         except CommandError as error:
             self._refuse_command(str(error))
+            return
+        if interface in self.COMMAND_INTERFACES:
+            self._refuse_motion_before_homing()
+        self._store(target, interface, number)
 
     def set_commands(
         self,
@@ -378,11 +484,23 @@ class QuirobotHardware:
         except CommandError as error:
             self._refuse_command(str(error))
             return
+        self._refuse_motion_before_homing()
         for k, joint in enumerate(self.joints):
             joint.acceleration = joint.effort_ff = None
             for label, values in columns.items():
                 self._store(joint, label, values[k])
         self.command_received(stamp)
+
+    def _refuse_motion_before_homing(self) -> None:
+        """NotHomedError naming the joints whose drive does not report homed: no position or
+        velocity command is taken before homing (nothing is stored; the drives stay disabled,
+        on_activate refuses). While ACTIVE a drive that loses its reference is a stop (read)."""
+        unhomed = self.unhomed
+        if unhomed:
+            reason = f"motion refused: {', '.join(unhomed)} not homed; home() first (while inactive)"
+            self.refused = reason
+            self.log.record(("not homed",), reason)
+            raise NotHomedError(reason)
 
     def command_received(self, time: float) -> None:
         """Tell the watchdog a fresh command arrived at `time` (s, the clock given to write())."""
@@ -439,6 +557,14 @@ class QuirobotHardware:
             measured,
         )
         self.safety.check(position, measured, [j.state["velocity"] for j in joints])
+        if self._fixtures is not None:
+            reason = self._fixtures.check(self._axes_vector(position), self._axes_vector(measured), period)
+            if reason is not None:
+                raise SafetyStopError(reason)
+        if self.held is not None:
+            self._feed_drive_watchdogs(measured)
+            return
+        cst = self.drive_mode is DriveMode.CST
         for k, joint in enumerate(joints):
             if joint.acceleration is not None:
                 acceleration = joint.acceleration
@@ -450,11 +576,39 @@ class QuirobotHardware:
             else:
                 effort = joint.effective_inertia * acceleration
             effort = min(max(effort, -joint.effort_limit), joint.effort_limit)
-            current = joint.pid.update(position[k], measured[k], velocity[k], effort / joint.current_gain)
             try:
-                joint.drive.command_current(current)
+                if cst:
+                    current = joint.pid.update(
+                        position[k], measured[k], velocity[k], effort / joint.current_gain
+                    )
+                    joint.current_command = current
+                    joint.drive.command_current(current)
+                else:
+                    # CSP: the drive's PID closes the loop; the host sends the safe target, its
+                    # velocity (0x60B1) and the current feed-forward (0x60B2), within the limit.
+                    limit = joint.pid.gains.output_limit
+                    current = joint.holding_current + effort / joint.current_gain
+                    current = min(max(current, -limit), limit)
+                    joint.current_command = current
+                    joint.drive.command_position(position[k], velocity[k], current)
             except Exception as error:  # noqa: BLE001 - named, then every drive stops
-                raise SafetyStopError(f"current command to {joint.name} failed: {error}") from error
+                raise SafetyStopError(f"command to {joint.name} failed: {error}") from error
+
+    def _feed_drive_watchdogs(self, measured: list[float]) -> None:
+        """While held (category 2) the drives hold by themselves and ignore the commands, but
+        their master watchdog wants one every cycle: the held pose (CSP) or no current (CST)."""
+        for joint, position in zip(self.joints, measured, strict=True):
+            try:
+                if self.drive_mode is DriveMode.CST:
+                    joint.drive.command_current(0.0)
+                else:
+                    joint.drive.command_position(position, 0.0, 0.0)
+            except Exception as error:  # noqa: BLE001 - named, then every drive stops
+                raise SafetyStopError(f"command to {joint.name} failed: {error}") from error
+
+    def _axes_vector(self, values: list[float]) -> list[float]:
+        """values in joint_names order -> the six AXES values (a joint not driven here: 0)."""
+        return [values[k] if k is not None else 0.0 for k in self._axes_index]
 
     @property
     def events(self) -> list[str]:
@@ -463,15 +617,132 @@ class QuirobotHardware:
 
     @property
     def currents(self) -> np.ndarray:
-        """(n,) last PID outputs, A."""
-        return np.array([j.pid.output for j in self.joints])
+        """(n,) the last current commands, A: the PID's outputs (CST) or the current feed-forward
+        sent with the position (CSP; the drive adds its own PID's output)."""
+        return np.array([j.current_command for j in self.joints])
+
+    # --- virtual fixtures -----------------------------------------------------------------------
+    def set_fixtures(self, fixtures: VirtualFixtures | None) -> None:
+        """Enforce `fixtures` (a task's no-go zones and tip-speed limit near the entry,
+        planning.tasks.task_fixtures) from the next cycle on; None: none. Every cycle the commanded
+        and the measured tool are checked: a zone entered, or the commanded tip faster than the
+        limit near the entry, stops every drive (category 1) naming the zone or the limit."""
+        self._fixtures = (
+            FixtureMonitor(fixtures)
+            if fixtures is not None and (fixtures.zones or fixtures.speed_limit is not None)
+            else None
+        )
+
+    # --- homing ---------------------------------------------------------------------------------
+    @property
+    def unhomed(self) -> tuple[str, ...]:
+        """The joints whose drive did not report homed at its last feedback."""
+        return tuple(j.name for j in self.joints if not j.homed)
+
+    @property
+    def homing(self) -> HomingProgress | None:
+        """The homing sequence's progress (None: home() not called since configure or a stop)."""
+        return self._homing.progress if self._homing is not None else None
+
+    def home(self, time: float, rehome: tuple[str, ...] = ()) -> HomingProgress:
+        """Run the homing sequence (loop.homing) one control period at `time` (s): call once per
+        period, while INACTIVE (after on_configure, before on_activate), until `.done`.
+
+        Axes in the parameter file's homing.order, one at a time, the others disabled and braked;
+        an axis whose drive reports homed (absolute encoder) is skipped unless named in `rehome`
+        (given at the first call). Joint states are updated from the drives' feedback. A refused
+        request (not INACTIVE, a stop latched) raises HardwareError; a failure (a drive fault, a
+        switch not found in time) stops every drive and raises HomingError naming the axis."""
+        if not self._allowed("home"):
+            raise HardwareError(f"home() refused: {self.refused} (home while inactive, after configure)")
+        if self.stop_reason is not None:
+            raise HardwareError(
+                f"home() refused: a stop is latched ({self.stop_reason}); acknowledge_stop() first"
+            )
+        try:
+            if self._homing is None:
+                drives = {j.name: j.drive for j in self.joints}
+                self._homing = homing_sequence(self.params, drives, self.drive_mode, rehome=frozenset(rehome))
+                self.log.append(
+                    f"homing started: {', '.join(self._homing.progress.remaining) or 'nothing to home'}"
+                )
+            progress = self._homing.step(time)
+            self._read_homed()
+        except Exception as error:  # noqa: BLE001 - a failed homing stops every drive
+            self.stop(f"homing failed: {error}")
+            if isinstance(error, HomingError):
+                raise
+            raise HomingError(f"homing failed: {error}") from error
+        if progress.done and self.unhomed:
+            self.stop(f"homing failed: {', '.join(self.unhomed)} not homed after the sequence")
+            raise HomingError(self.stop_reason)
+        return progress
+
+    def _read_homed(self) -> list[str]:
+        """Feedback -> state interfaces and each joint's homed flag (any lifecycle state); the
+        joints not homed."""
+        for joint in self.joints:
+            try:
+                feedback = joint.drive.feedback()
+            except Exception as error:  # noqa: BLE001 - named, then every drive stops
+                raise SafetyStopError(f"feedback of {joint.name} failed: {error}") from error
+            joint.state["position"] = feedback.position
+            joint.state["velocity"] = feedback.velocity
+            joint.state["effort"] = feedback.effort
+            joint.homed = feedback.homed
+        return list(self.unhomed)
+
+    # --- hold (category 2) ----------------------------------------------------------------------
+    def hold(self, reason: str) -> ReturnType:
+        """A pause (stop category 2): every drive ramps down at its quick-stop deceleration and
+        holds under power (drive.halt()); commands are ignored until resume(). Not latched."""
+        if not self._allowed("hold"):
+            return ReturnType.ERROR
+        failures = []
+        for joint in self.joints:
+            try:
+                joint.drive.halt()
+            except Exception as error:  # noqa: BLE001 - a drive that cannot hold stops them all
+                failures.append(f"halt of {joint.name} failed: {error}")
+        if failures:
+            self.stop("; ".join([f"hold ({reason}) failed", *failures]))
+            return ReturnType.ERROR
+        self.held = reason
+        self.log.append(f"hold: {reason}")
+        return ReturnType.OK
+
+    def resume(self, note: str) -> ReturnType:
+        """Leave a hold: the drives follow commands again, starting at the positions they hold
+        (commands, PIDs and the safety layer restart there, as at activation)."""
+        if self.held is None or not self._allowed("hold"):
+            return ReturnType.ERROR
+        try:
+            for joint in self.joints:
+                joint.drive.resume()
+            faults = self._read_drives()
+        except Exception as error:  # noqa: BLE001 - whatever it is, every drive stops
+            self.stop(f"resume failed: {error}")
+            return ReturnType.ERROR
+        if faults:
+            self.stop("resume failed: " + "; ".join(faults))
+            return ReturnType.ERROR
+        currents = [j.drive.feedback().current for j in self.joints]
+        self._hold_here([j.state["position"] for j in self.joints], currents)
+        self.log.append(f"resumed ({note}) after hold: {self.held}")
+        self.held = None
+        return ReturnType.OK
 
     # --- the one way to stop ------------------------------------------------------------------
     def stop(self, reason: str) -> None:
         """Quick-stop every drive and latch why (the first reason is kept until acknowledge_stop).
 
-        A drive whose quick stop raises (e.g. a bus error) does not keep the others running: every
-        drive is tried, and the failures are added to the reason.
+        Broadcast, then confirm: quick_stop() goes to every drive first (stop category 1: each
+        drive ramps at its own quick-stop deceleration and brakes at standstill, no host needed;
+        a drive in FAULT is already off, category 0), then each drive's feedback is read and a
+        drive not reporting QUICK_STOP or FAULT is named in `events` (on a bus the state comes
+        with the next SYNC: `unconfirmed_stops()` asks again). A drive whose quick stop raises
+        (e.g. a bus error) does not keep the others running: every drive is tried, and the
+        failures are added to the reason. Nothing resets by itself: acknowledge_stop(note).
         """
         failures = []
         for joint in self.joints:
@@ -481,12 +752,27 @@ class QuirobotHardware:
                 failures.append(f"quick stop of {joint.name} failed: {error}")
         if failures:
             reason = "; ".join([reason, *failures])
+        unconfirmed = self.unconfirmed_stops()
+        if unconfirmed:
+            self.log.record(("stop unconfirmed",), f"stop not yet confirmed by {', '.join(unconfirmed)}")
         if self.stop_reason is None:
             self.stop_reason = reason
         if self.safety is not None and self.safety.stop_reason is None:
             self.safety.stop_reason = reason
         if self.lifecycle is LifecycleState.ACTIVE:
             self.lifecycle = LifecycleState.INACTIVE
+
+    def unconfirmed_stops(self) -> list[str]:
+        """The joints whose drive does not (yet) report QUICK_STOP or FAULT (or cannot say)."""
+        unconfirmed = []
+        for joint in self.joints:
+            try:
+                state = joint.drive.feedback().state
+            except Exception:  # noqa: BLE001 - a drive that cannot answer is not confirmed
+                state = None
+            if state not in (DriveState.QUICK_STOP, DriveState.FAULT):
+                unconfirmed.append(joint.name)
+        return unconfirmed
 
     # --- internals ----------------------------------------------------------------------------
     def _allowed(self, request: str) -> bool:
@@ -545,6 +831,9 @@ class QuirobotHardware:
             joint.state["position"] = feedback.position
             joint.state["velocity"] = feedback.velocity
             joint.state["effort"] = feedback.effort
+            joint.homed = feedback.homed
+            if not feedback.homed:
+                faults.append(f"drive {joint.name} lost its home reference: it must home again")
             if feedback.state is DriveState.FAULT:
                 faults.append(f"drive fault on {joint.name}: {feedback.fault}")
             elif feedback.state is not DriveState.ENABLED:

@@ -11,8 +11,8 @@ Per control cycle it filters the commands and checks the measured state:
   velocity plus max_acceleration*dt; the soft limiter's k_position bound):
       v_up   = min(v_max,  k_position*(soft_upper - q_c),  sqrt(2*a_brake*(soft_upper - q_c)))
       v_down = max(-v_max, -k_position*(q_c - soft_lower), -sqrt(2*a_brake*(q_c - soft_lower)))
-  (a joint beyond a soft limit is led back at k_position times its excess). The step velocity
-  asked for, (q_request - q_c)/dt, is first bounded towards the request by
+  (a joint beyond a soft limit is led back at k_position times its excess, reached at a_cmd).
+  The step velocity asked for, (q_request - q_c)/dt, is first bounded towards the request by
   |v_request| + sqrt(2*a_cmd*|q_request - q_c|) (a step is approached, not overshot), then to
   v_c +- a_cmd*dt (command acceleration), then to [v_down, v_up]; the velocity command is clipped
   to [v_down, v_up]. a_brake and a_cmd are the joint's planned acceleration limit
@@ -25,7 +25,9 @@ Per control cycle it filters the commands and checks the measured state:
   ros2_control's saturation limiter does not either).
 - Soft limits: a measured position outside the soft range by more than the joint's
   following-error limit (the limiter could not hold it: e.g. a push stronger than the drive)
-  stops every drive.
+  stops every drive. A joint activated in its soft-stop band, between a soft and its hard limit
+  (homed: the home switches lie there), is allowed that excess too while the limiter leads it
+  back in; one activated beyond its hard limit is not.
 - Following error: |q_command - q_measured| above the joint's limit stops every drive.
 - Overspeed: a measured speed above `overspeed_ratio` times the velocity limit stops every drive.
 - Command watchdog, armed at activation (`start`): before the first command the drives hold the
@@ -116,6 +118,7 @@ class SafetyMonitor:
             )
         ]
         self._following = [float(x) for x in following_error]
+        self._start_excess = [0.0] * n  # m or rad beyond a soft limit at activation (start)
 
     @property
     def events(self) -> list[str]:
@@ -126,6 +129,15 @@ class SafetyMonitor:
         command watchdog is armed (no command yet)."""
         self._previous = [float(x) for x in measured]
         self._step_velocity = [0.0] * len(self._previous)
+        # A joint that starts in its soft-stop band (between a soft and a hard limit: homed there,
+        # where the home switches are) is led back by the limiter: it may be that far out, no
+        # farther. Beyond a hard limit nothing is allowed.
+        self._start_excess = [
+            max(lower - q, q - upper, 0.0) if hard_lower <= q <= hard_upper else 0.0
+            for q, (lower, upper, *_), hard_lower, hard_upper in zip(
+                self._previous, self._scalars, self.limits.lower, self.limits.upper, strict=True
+            )
+        ]
         self._last_command_time = None
         self._clock_origin = None
         self._counted_age = 0.0
@@ -243,6 +255,13 @@ class SafetyMonitor:
             # Braking distance: the command can stop at the soft limit decelerating at a_brake.
             v_up = min(v_up, math.sqrt(2.0 * a_brake * max(soft_upper - q_c, 0.0)))
             v_down = max(v_down, -math.sqrt(2.0 * a_brake * max(q_c - soft_lower, 0.0)))
+            # Beyond a soft limit the joint is led back, starting from its command's velocity at
+            # a_cmd (a homed joint rests in the soft-stop band: a jump to k_position * excess
+            # would be a following error).
+            if v_down > 0.0:
+                v_down = min(v_down, max(v_c, 0.0) + a_cmd * dt)
+            if v_up < 0.0:
+                v_up = max(v_up, min(v_c, 0.0) - a_cmd * dt)
             # Slack of 1e-9 of the limit for rounding in the planner's samples.
             slack = 1e-9 * v_max
             v_up += slack
@@ -281,7 +300,7 @@ class SafetyMonitor:
             q = measured[j]
             if not math.isfinite(q):
                 raise self.stop(f"non-finite measured position of joint {names[j]}")
-            allowance = self._following[j]
+            allowance = self._following[j] + self._start_excess[j]
             if q < soft_lower - allowance or q > soft_upper + allowance:
                 side, bound = ("lower", soft_lower) if q < soft_lower else ("upper", soft_upper)
                 raise self.stop(

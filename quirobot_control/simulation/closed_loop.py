@@ -225,7 +225,10 @@ class ClosedLoopSimulation:
             self.drives = dict(zip(AXES, self.plant.drives, strict=True))
         else:
             self.plant = MujocoPlant(params, armature, self.dt / self.substeps, urdf)
-        self.hardware = QuirobotHardware(params, control, lambda name: self.drives[name])
+        # The simulation keeps the host PID (control.yaml drive_mode.simulation: cst).
+        self.hardware = QuirobotHardware(
+            params, control, lambda name: self.drives[name], drive_mode=control.simulation_drive_mode
+        )
         info = hardware_info_from_urdf(robot_description("drill", "mock"))
         if self.hardware.on_init(info) is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_init failed: {self.hardware.stop_reason}")

@@ -1,0 +1,185 @@
+"""Homing of the robot's axes, one after the other, in the parameter file's order (ROS-free).
+
+`HomingSequence` runs each drive's own CiA 402 homing (drive.start_homing(): method 0x6098, speeds
+0x6099, acceleration 0x609A, as the parameter file's `homing.<axis>`) in `homing.order` (the feed
+retracts first, gantry_z lifts next, then the wrist turns the bit up, the horizontal axes last:
+no homing motion goes towards the patient). The hardware component runs it
+(`QuirobotHardware.home(time)`, once per control period, while INACTIVE); it refuses motion until
+every drive reports homed.
+
+Steps:
+  1. every drive: set_mode(HOMING), enable(): each holds where it is under power (the drive's own
+     PID; a drive in HOMING mode that is not homing holds), so no axis hangs on its brake while
+     the others home (a brake may creep under a constant load; the drive's integrator does not);
+  2. per axis in the order: start_homing(), then wait for DriveFeedback.homed (the drive ends
+     holding at its home position under power); a drive that faults, stops or takes longer than
+     its time allowance fails the sequence;
+  3. hand-over, every drive at once: quick_stop() at standstill, a category 1 stop that brakes
+     each axis under power before its inverter goes off (disable() would switch off at once and
+     let a vertical axis fall for drive.brake_engage_time until its brake holds); after
+     HANDOVER the stop, which the sequence itself commanded, is cleared (reset_fault: no fault
+     is involved) and each drive is set to the operating mode (CSP or CST): disabled, braked,
+     homed, ready for on_activate.
+An axis whose drive already reports homed (an absolute encoder) is not homed again unless it is
+listed in `rehome`. The sequence never resets a fault it did not cause: a drive in FAULT fails it.
+
+Time allowance per axis: twice the time to cross the axis's whole travel at the search speed plus
+the time to leave the switch at the zero speed over the stopping distance, plus one second
+(computed from the parameter file: a homing that has not ended by then has lost its switch).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from quirobot_control.drives.interface import Drive, DriveMode, DriveState
+from quirobot_description.parameters import FEED_JOINT, HomingParameters, RobotParameters
+
+
+class HomingError(RuntimeError):
+    """The homing sequence failed (named axis and reason); every drive must stop."""
+
+
+class _Step(enum.Enum):
+    ENABLE = "enable"
+    HOMING = "homing"
+    HANDOVER = "hand-over"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class HomingProgress:
+    """Where the sequence is: `axis` homing now (None when done), the axes homed and left."""
+
+    axis: str | None
+    step: str  # enable, homing, hand-over or done
+    homed: tuple[str, ...]
+    remaining: tuple[str, ...]
+
+    @property
+    def done(self) -> bool:
+        return self.step == _Step.DONE.value
+
+
+def homing_time_allowance(homing: HomingParameters, lower: float, upper: float) -> float:
+    """s: the longest one axis's homing may take (module docstring)."""
+    travel = upper - lower
+    overtravel = homing.switch_speed**2 / (2.0 * homing.acceleration)
+    return 2.0 * travel / homing.switch_speed + 2.0 * overtravel / homing.zero_speed + 1.0
+
+
+class HomingSequence:
+    """Homes `drives` (axis name -> Drive) in `order`; `step(time)` once per control period."""
+
+    def __init__(
+        self,
+        drives: dict[str, Drive],
+        order: tuple[str, ...],
+        operating_mode: DriveMode,
+        *,
+        allowance: dict[str, float],
+        handover_time: float,
+        rehome: frozenset[str] = frozenset(),
+    ) -> None:
+        """order: every axis of `drives` once; allowance: s per axis; handover_time: s the
+        hand-over stop is given to brake the axis (>= the brakes' engage time)."""
+        missing = [name for name in drives if name not in order]
+        if missing:
+            raise HomingError(f"the homing order does not list {', '.join(missing)}")
+        self.drives = drives
+        self.operating_mode = operating_mode
+        self.allowance = allowance
+        self.handover_time = handover_time
+        self._queue = [
+            name for name in order if name in drives and (name in rehome or not drives[name].feedback().homed)
+        ]
+        self._homed: list[str] = [name for name in order if name in drives and name not in self._queue]
+        self._step = _Step.ENABLE if self._queue else _Step.DONE  # nothing to home: nothing moves
+        self._since: float | None = None  # time the current step started
+
+    @property
+    def progress(self) -> HomingProgress:
+        homing = self._step is _Step.HOMING and bool(self._queue)
+        return HomingProgress(
+            axis=self._queue[0] if homing else None,
+            step=self._step.value,
+            homed=tuple(self._homed),
+            remaining=tuple(self._queue[1:] if homing else self._queue),
+        )
+
+    def step(self, time: float) -> HomingProgress:
+        """One control period at `time` (s); raises HomingError naming the axis on a failure."""
+        if self._step is _Step.DONE:
+            return self.progress
+        if self._step is _Step.ENABLE:
+            for drive in self.drives.values():
+                drive.set_mode(DriveMode.HOMING)
+                drive.enable()
+            self._step = _Step.HOMING
+            self._since = None
+            return self.progress
+        for name, drive in self.drives.items():
+            feedback = drive.feedback()
+            if feedback.state is DriveState.FAULT or (
+                self._step is _Step.HOMING and feedback.state is not DriveState.ENABLED
+            ):
+                why = f": {feedback.fault}" if feedback.fault else ""
+                raise HomingError(f"homing {name}: the drive is {feedback.state.value}{why}")
+        if self._step is _Step.HOMING:
+            if not self._queue:
+                for drive in self.drives.values():
+                    drive.quick_stop()  # category 1 at standstill: brake under power, then off
+                self._step, self._since = _Step.HANDOVER, time
+                return self.progress
+            name = self._queue[0]
+            drive = self.drives[name]
+            if self._since is None:
+                drive.start_homing()
+                self._since = time
+            elif drive.feedback().homed:
+                self._homed.append(self._queue.pop(0))
+                self._since = None
+            elif time - self._since > self.allowance[name]:
+                raise HomingError(
+                    f"homing {name}: not homed after {time - self._since:.1f} s "
+                    f"(allowance {self.allowance[name]:.1f} s): home switch not found"
+                )
+            return self.progress
+        # Hand-over: every axis brakes under power; then off, in the operating mode.
+        if time - self._since >= self.handover_time:
+            for drive in self.drives.values():
+                drive.reset_fault()  # clears the hand-over stop this sequence commanded, not a fault
+                drive.set_mode(self.operating_mode)
+            self._step = _Step.DONE
+        return self.progress
+
+
+def homing_sequence(
+    params: RobotParameters,
+    drives: dict[str, Drive],
+    operating_mode: DriveMode,
+    *,
+    rehome: frozenset[str] = frozenset(),
+) -> HomingSequence:
+    """The parameter file's homing (order, per-axis allowance) of `drives` (axis -> Drive)."""
+    allowance = {}
+    for name in drives:
+        if name == FEED_JOINT:
+            lower, upper = params.drill.feed_lower, params.drill.feed_upper
+        else:
+            joint = params.joint(name)
+            lower, upper = joint.lower, joint.upper
+        allowance[name] = homing_time_allowance(params.homing[name], lower, upper)
+    # The quick stop at standstill commands the brake and keeps holding under power until it
+    # holds (drive.brake_engage_time); twice that plus ten control periods leaves the drive's
+    # standstill detection its time.
+    handover = 2.0 * params.drive.brake_engage_time + 10.0 / params.drive.control_rate
+    return HomingSequence(
+        drives,
+        params.homing_order,
+        operating_mode,
+        allowance=allowance,
+        handover_time=handover,
+        rehome=rehome,
+    )
