@@ -321,6 +321,10 @@ def test_canopen_parameters(params):
         ("node_ids.gantry_y", 2.5, "whole number"),
         ("feedback_timeout_periods", 0, "whole number"),
         ("sync_period", -0.001, "must be > 0"),
+        ("master_node_id", 3, "3 is a drive's node id too"),
+        ("master_node_id", 0, r"whole number in \[1, 127\]"),
+        ("heartbeat_period", 0.0, "must be > 0"),
+        ("sync_loss_periods", 0, "whole number"),
     ],
 )
 def test_bad_canopen_parameters_are_refused(tmp_path, key, value, message):
