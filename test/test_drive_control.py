@@ -197,6 +197,10 @@ def test_homing_finds_the_switch_moving_away_from_the_patient(parameters):
     dt = control_configuration(parameters).dt
     assert fb.position == pytest.approx(axis.x, abs=homing.zero_speed * dt + 2 * counts)
     assert fb.state is DriveState.ENABLED and drive.control.power and abs(axis.v) < 1e-3
+    # A drive fault may have lost the count: homed again only by homing, not by the reset.
+    drive.inject_fault("encoder signal lost")
+    drive.reset_fault()
+    assert not drive.feedback().homed
 
 
 def test_homing_from_on_the_switch_only_backs_off(parameters):

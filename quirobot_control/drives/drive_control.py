@@ -52,7 +52,8 @@ The laws:
   acceleration to the search speed towards the switch; once it is active, ramp to the zero speed
   away from it; at its falling edge the raw position is latched and the offset set so that this
   point reads home_offset; ramp to a stop and hold: homed. A switch active at the start skips
-  the search. Until homed, a drive that is not absolute reports homed = False.
+  the search. Until homed, a drive that is not absolute reports homed = False, and again after a
+  drive fault (drive_fault(): its count may be lost), so the host re-homes it.
 """
 
 from __future__ import annotations
@@ -244,6 +245,13 @@ class DriveController:
         self.halted = category is StopCategory.RAMP_AND_HOLD and self.stopping is None
         self.stopping = category
         self.stop_done = False
+
+    def drive_fault(self) -> None:
+        """A fault of the drive itself (power stage, encoder, overspeed): category 0; an incremental
+        encoder's count is no longer trusted (homed = False until the axis homes again)."""
+        self.quick_stop(StopCategory.TORQUE_OFF)
+        if not self.settings.absolute:
+            self.homed = False
 
     def halt(self) -> None:
         """Category 2 pause: ramp down and hold under power until resume(). Needs the position loop."""

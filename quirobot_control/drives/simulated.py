@@ -293,7 +293,7 @@ class SimulatedDrive:
         """Test hook: go to FAULT with `reason`; current to zero at once."""
         self._state = DriveState.FAULT
         self._fault = str(reason)
-        self.control.quick_stop(StopCategory.TORQUE_OFF)
+        self.control.drive_fault()  # category 0; an incremental encoder must home again
         self._switch_off()
 
     def advance(self, dt: float, joint_position: float, joint_velocity: float) -> float:
