@@ -9,8 +9,9 @@
   simulated drive and the CiA 402 slave simulator both run it;
 - pid: `PID`, `PIDGains` (position -> motor current, A): one joint's position loop, run by the
   drive in CSP and by the hardware component in CST;
-- simulated: `SimulatedDrive` (motor, current loop, transmission, encoder, holding brake),
-  `drive_for_joint(params, name)`;
+- simulated: `SimulatedDrive` (motor, current loop, transmission, encoder, holding brake, the
+  DriveController above them), `drive_for_joint(params, name, master_watchdog=False,
+  absolute_encoder=True)`;
 - cia402: the CiA 402 tables (object dictionary, PDO mappings, controlwords, statusword patterns,
   error codes), the only thing the master and the simulated slave share besides the units;
 - canopen_units: `TorqueScaling`, CiA 402 per-mille torque and current units, `MotionScaling`
