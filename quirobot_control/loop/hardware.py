@@ -549,6 +549,17 @@ class QuirobotHardware:
                 if value is not None and not math.isfinite(value):
                     raise SafetyStopError(f"non-finite {label} feed-forward {value} for joint {joint.name}")
         measured = [j.state["position"] for j in joints]
+        if self.held is not None:
+            # Held (category 2): the drives hold by themselves and the commands are ignored; the
+            # measured state is still checked (soft limits, overspeed, fixtures).
+            self.safety.check(measured, measured, [j.state["velocity"] for j in joints])
+            if self._fixtures is not None:
+                at = self._axes_vector(measured)
+                reason = self._fixtures.check(at, at, period)
+                if reason is not None:
+                    raise SafetyStopError(reason)
+            self._feed_drive_watchdogs(measured)
+            return
         position, velocity = self.safety.filter(
             time,
             period,
@@ -561,9 +572,6 @@ class QuirobotHardware:
             reason = self._fixtures.check(self._axes_vector(position), self._axes_vector(measured), period)
             if reason is not None:
                 raise SafetyStopError(reason)
-        if self.held is not None:
-            self._feed_drive_watchdogs(measured)
-            return
         cst = self.drive_mode is DriveMode.CST
         for k, joint in enumerate(joints):
             if joint.acceleration is not None:
