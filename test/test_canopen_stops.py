@@ -338,3 +338,24 @@ def test_homing_on_the_bus_finds_the_switch_and_reports_homed(make_rig, params, 
     rig.step(200)
     assert sim.joint.position == pytest.approx(fb.position + 1e-3, abs=2e-6)
     assert drive.feedback().homed
+    # The node restarts (power loss, reset: its boot-up frame): a fault, and the incremental
+    # position is lost with it; the fault reset does not bring it back.
+    rig.sniffer.send(can.Message(arbitration_id=0x701, data=bytes([0]), is_extended_id=False))
+    assert wait_until(lambda: drive.feedback().state is DriveState.FAULT)
+    assert "boot-up" in drive.feedback().fault and not drive.feedback().homed
+    drive.reset_fault()
+    assert not drive.feedback().homed
+
+
+def test_an_absolute_drive_stays_homed_through_a_restart_but_not_an_encoder_fault(make_rig):
+    rig = make_rig(axes=("gantry_x",), positions=FEED_START, mode=DriveMode.CSP, absolute_encoder=True)
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    assert drive.feedback().homed
+    rig.sniffer.send(can.Message(arbitration_id=0x701, data=bytes([0]), is_extended_id=False))
+    assert wait_until(lambda: drive.feedback().state is DriveState.FAULT)
+    assert "boot-up" in drive.feedback().fault and drive.feedback().homed
+    # An encoder fault: the position is no longer trusted, reset or not.
+    sim.inject_fault(0x7305)
+    rig.step()
+    assert not drive.feedback().homed
+    assert "encoder" in drive.read_error_code()

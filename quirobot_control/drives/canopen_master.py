@@ -105,6 +105,7 @@ from quirobot_control.drives.cia402 import (
     POSITION_CONTROL_PARAMETERS,
     POSITION_CONTROL_SUBINDICES,
     POSITION_ENCODER_RESOLUTION,
+    POSITION_LOST_ERROR_CODES,
     QUICK_STOP_DECELERATION,
     QUICK_STOP_OPTION_CODE,
     QUICK_STOP_RAMP_THEN_DISABLE,
@@ -210,6 +211,7 @@ class CanopenDrive:
         self._gains: PIDGains | None = None
         self._halted = False
         self._homed = bool(homed)
+        self.absolute = bool(homed)  # an absolute encoder: referenced at power-up
         self._homing_started = False
         self._torque = (0, 0)  # (target torque, torque offset) per-mille, of the latest RPDO1
         self.node = canopen.RemoteNode(self.node_id, str(eds))
@@ -381,6 +383,8 @@ class CanopenDrive:
                 return
             self._drive_fault_text = describe_error_code(entry.code)
             self._emcy_fault = True
+            if entry.code in POSITION_LOST_ERROR_CODES:
+                self._homed = False  # the position is not trusted: home again after the reset
         logger.warning(
             "%s: EMCY %s, error register 0x%02X", self._who(), describe_error_code(entry.code), entry.register
         )
@@ -388,6 +392,9 @@ class CanopenDrive:
     def _on_heartbeat(self, state: int) -> None:
         """NMT heartbeat / boot-up (network thread): a started node that boots again is a fault."""
         if state == NMT_BOOT_UP and self._started:
+            if not self.absolute:
+                with self._lock:
+                    self._homed = False  # an incremental position restarts from zero
             self._latch_fault(
                 f"node {self.node_id} sent a boot-up frame: it restarted (power loss or reset) and "
                 f"lost its configuration"

@@ -186,11 +186,18 @@ ERROR_CODES = {
     0x4210: "excess temperature of the device",
     0x4310: "excess temperature of the drive",
     0x5530: "data storage (non-volatile memory) fault",
+    0x7300: "sensor",
     0x7305: "incremental sensor 1 fault (encoder)",
+    0x7320: "position sensor",
     0x8130: "life guard or heartbeat error",
     0x8400: "velocity speed controller (overspeed)",
     0x8611: "following error",
 }
+
+
+#: Error codes after which the drive's position can no longer be trusted (an encoder or position
+#: sensor fault): the axis must home again (CiA 301 sensor codes).
+POSITION_LOST_ERROR_CODES = frozenset({0x7300, 0x7305, 0x7320})
 
 
 def describe_error_code(code: int) -> str:
