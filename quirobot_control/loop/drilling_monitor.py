@@ -13,13 +13,17 @@ current) and the spindle's state, and says when the feed must stop (one latched 
   cortex. Detection follows the force-drop criterion of Ong & Bouazza-Marouf (1999, "The
   detection of drill bit break-through for the enhancement of safety in mechatronic assisted
   orthopaedic drilling", Mechatronics 9(6):565-588: a drop of the filtered force between samples
-  against thresholds) in its simplest form: armed from `arm_depth` (the imaged far cortex less
-  tools.drill.breakthrough_arm_margin, so the near cortex' exit into the canal is not taken for
-  it, as DRIBON arms on the expected layer: Louredo, Diaz & Gil 2012, Mechatronics 22:1060) and
-  only while the feed is commanded at a constant rate (a planned deceleration lowers the thrust
-  too, thrust ~ v^n), it tracks the filtered thrust's peak and fires when the thrust has fallen
-  by tools.drill.breakthrough_drop of a peak of at least tools.drill.breakthrough_min_thrust
-  (cortical bone). A breakthrough is the drilling's success: the feed stops and the task goes on;
+  against thresholds) in its simplest form, on the thrust estimate averaged over one spindle
+  revolution (2 pi / tools.drill.spindle_speed: the cutting force's own period, so the
+  once-per-revolution and regenerative chatter components cancel, where a first-order filter
+  lets a chattering cortex' thrust wander by a third). Armed from `arm_depth` (the imaged far
+  cortex less tools.drill.breakthrough_arm_margin, so the near cortex' exit into the canal is not
+  taken for it, as DRIBON arms on the expected layer: Louredo, Diaz & Gil 2012, Mechatronics
+  22:1060) and only while the feed is commanded at a constant rate (a planned deceleration lowers
+  the thrust too, thrust ~ v^n), it tracks the averaged thrust's peak and fires when it has
+  fallen by tools.drill.breakthrough_drop of a peak of at least
+  tools.drill.breakthrough_min_thrust (cortical bone). A breakthrough is the drilling's success:
+  the feed stops and the task goes on;
 - spindle interlock: the feed may not advance within its stopping distance of the bone (depth >
   -v_max^2 / (2 a_max) of the feed axis) unless the spindle is at speed; a spindle stall stops
   the feed.
@@ -32,9 +36,10 @@ from __future__ import annotations
 
 import enum
 import math
+from collections import deque
 from dataclasses import dataclass
 
-from quirobot_description.drilling_parameters import ProcessSafetyParameters
+from quirobot_description.drilling_parameters import ProcessSafetyParameters, SpindleParameters
 from quirobot_description.parameters import DrillParameters
 
 
@@ -71,12 +76,14 @@ class DrillingMonitorSettings:
     interlock_depth: float  # m (< 0): the spindle must be at speed for the feed to advance past it
     feed_mass: float  # kg, the feed's effective inertia (reflected rotor + bit)
     feed_damping: float  # N*s/m
+    average_time: float  # s, the breakthrough detector's moving average (one spindle revolution)
 
     @classmethod
     def from_parameters(
         cls,
         safety: ProcessSafetyParameters,
         drill: DrillParameters,
+        spindle: SpindleParameters,
         feed_mass: float,
         far_cortex_depth: float | None,
     ) -> DrillingMonitorSettings:
@@ -93,6 +100,7 @@ class DrillingMonitorSettings:
             interlock_depth=-(drill.feed_velocity**2) / (2.0 * drill.feed_acceleration),
             feed_mass=feed_mass,
             feed_damping=drill.feed_damping,
+            average_time=2.0 * math.pi / spindle.speed,
         )
 
 
@@ -105,9 +113,12 @@ class DrillingMonitor:
 
     def __init__(self, settings: DrillingMonitorSettings) -> None:
         self.settings = settings
-        self.thrust = 0.0  # N, the filtered thrust estimate
-        self.peak = 0.0  # N, its peak since the detector armed
+        self.thrust = 0.0  # N, the filtered thrust estimate (thrust limit)
+        self.average = 0.0  # N, the thrust estimate over the last spindle revolution (breakthrough)
+        self.peak = 0.0  # N, the average's peak since the detector armed
         self.event: DrillingEvent | None = None
+        self._window: deque[float] = deque()
+        self._window_sum = 0.0
 
     def update(
         self,
@@ -130,6 +141,13 @@ class DrillingMonitor:
         raw = effort - s.feed_mass * commanded_acceleration - s.feed_damping * velocity
         alpha = 1.0 - math.exp(-dt / s.filter_time)
         self.thrust += alpha * (raw - self.thrust)
+        self._window.append(raw)
+        self._window_sum += raw
+        samples = max(1, round(s.average_time / dt))
+        while len(self._window) > samples:
+            self._window_sum -= self._window.popleft()
+        self.average = self._window_sum / len(self._window)
+        averaged = len(self._window) == samples  # a whole revolution seen
         if self.event is not None:
             return None
         thrust = self.thrust
@@ -151,15 +169,16 @@ class DrillingMonitor:
                 f"({s.filter_time * 1e3:.0f} ms filter) at depth {depth * 1e3:.2f} mm",
             )
         cruising = commanded_velocity > 0.0 and abs(commanded_acceleration) < CRUISING_ACCELERATION
-        if s.arm_depth is not None and depth >= s.arm_depth and cruising:
-            self.peak = max(self.peak, thrust)
-            if self.peak >= s.breakthrough_min_thrust and thrust <= (1.0 - s.breakthrough_drop) * self.peak:
+        if s.arm_depth is not None and depth >= s.arm_depth and cruising and averaged:
+            average = self.average
+            self.peak = max(self.peak, average)
+            if self.peak >= s.breakthrough_min_thrust and average <= (1.0 - s.breakthrough_drop) * self.peak:
                 return self._stop(
                     DrillingStop.BREAKTHROUGH,
                     time,
                     depth,
-                    f"far-cortex breakthrough at depth {depth * 1e3:.2f} mm: thrust {thrust:.1f} N "
-                    f"from a peak of {self.peak:.1f} N",
+                    f"far-cortex breakthrough at depth {depth * 1e3:.2f} mm: thrust {average:.1f} N "
+                    f"(one revolution's mean) from a peak of {self.peak:.1f} N",
                 )
         return None
 

@@ -105,6 +105,7 @@ def run_task(
             settings = DrillingMonitorSettings.from_parameters(
                 params.drilling.safety,
                 params.drill,
+                params.drilling.spindle,
                 control.joint(FEED_JOINT).effective_inertia,
                 far_cortex[0] if far_cortex is not None and breakthrough_detection else None,
             )
