@@ -331,7 +331,8 @@ class DriveController:
                 self._until_sample = 0.0  # a stop samples at once
             elif dt > 0.0:  # a zero step only latches the measurement (a sync instant)
                 if self._until_sample <= 1e-9 * self.period:
-                    self._output = self._sample(position, velocity, switch)
+                    limit = self.settings.max_current  # the PID's output limit may be set higher
+                    self._output = min(max(self._sample(position, velocity, switch), -limit), limit)
                     self._until_sample += self.period
                 self._until_sample -= dt
         output = ControlOutput(self._output if self.power else 0.0, self.power, self.brake)
