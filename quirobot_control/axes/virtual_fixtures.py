@@ -121,12 +121,13 @@ class NoGoZone:
         if self.shape == "capsule":
             return _segment_distance_one(a, b, self._start_list, self._end_list) <= self.radius + radius
         enter, leave = 0.0, 1.0
-        for axis in range(3):
-            column = self._columns[axis]
-            origin = self._center_list
-            a_local = sum((a[k] - origin[k]) * column[k] for k in range(3))
-            b_local = sum((b[k] - origin[k]) * column[k] for k in range(3))
-            half = self._half[axis] + radius
+        ox, oy, oz = self._center_list
+        ax, ay, az = a[0] - ox, a[1] - oy, a[2] - oz
+        bx, by, bz = b[0] - ox, b[1] - oy, b[2] - oz
+        for (cx, cy, cz), half in zip(self._columns, self._half, strict=True):
+            a_local = ax * cx + ay * cy + az * cz
+            b_local = bx * cx + by * cy + bz * cz
+            half += radius
             d = b_local - a_local
             if abs(d) < 1e-15:
                 if abs(a_local) > half:
@@ -336,7 +337,10 @@ def zone_violation_one(
     """(zone, part) of the first zone the tool at q (6 floats) touches, or None (per cycle)."""
     if not zones:
         return None
-    parts = tool_points_one(q, tool)
+    return _first_hit(tool_points_one(q, tool), zones)
+
+
+def _first_hit(parts, zones: tuple[NoGoZone, ...]) -> tuple[str, str] | None:
     for zone in zones:
         for part, start, end, radius in parts:
             if zone.hits_one(start, end, radius):
@@ -379,15 +383,20 @@ class FixtureMonitor:
 
     def check(self, commanded: list[float], measured: list[float], dt: float) -> str | None:
         fixtures = self.fixtures
-        for label, q in (("commanded", commanded), ("measured", measured)):
-            hit = zone_violation_one(q, fixtures.zones, fixtures.tool)
-            if hit is not None:
-                zone, part = hit
-                return f"virtual fixture: the {label} {part} enters no-go zone {zone!r}"
+        commanded_parts = tool_points_one(commanded, fixtures.tool)  # FK once per pose and cycle
+        if fixtures.zones:
+            for label, parts in (
+                ("commanded", commanded_parts),
+                ("measured", tool_points_one(measured, fixtures.tool)),
+            ):
+                hit = _first_hit(parts, fixtures.zones)
+                if hit is not None:
+                    zone, part = hit
+                    return f"virtual fixture: the {label} {part} enters no-go zone {zone!r}"
         limit = fixtures.speed_limit
         if limit is None:
             return None
-        tip = tool_points_one(commanded, fixtures.tool)[0][2]
+        tip = commanded_parts[0][2]
         previous, self._previous_tip = self._previous_tip, tip
         if previous is None:
             return None
