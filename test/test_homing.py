@@ -15,7 +15,6 @@ from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.loop.control_config import control_configuration
 from quirobot_control.loop.hardware import (
     CallbackReturn,
-    HardwareError,
     NotHomedError,
     QuirobotHardware,
     ReturnType,
@@ -36,12 +35,12 @@ POWER_ON_SAG = 0.15e-3
 class Robot:
     """QuirobotHardware on incremental-encoder SimulatedDrives and the MuJoCo plant."""
 
-    def __init__(self, parameters, mode: DriveMode):
+    def __init__(self, parameters, mode: DriveMode, urdf=None):
         self.control = control_configuration(parameters)
         self.drives = {n: drive_for_joint(parameters, n, absolute_encoder=False) for n in AXES}
         self.ordered = [self.drives[n] for n in AXES]
         armature = np.array([d.reflected_inertia for d in self.ordered])
-        self.plant = MujocoPlant(parameters, armature, self.control.dt / self.control.physics_substeps)
+        self.plant = MujocoPlant(parameters, armature, self.control.dt / self.control.physics_substeps, urdf)
         self.plant.reset(Q0)
         self.plant.sense(self.ordered)
         self.hardware = QuirobotHardware(parameters, self.control, lambda n: self.drives[n], drive_mode=mode)
@@ -70,29 +69,29 @@ class Robot:
 
 
 @pytest.fixture(scope="module")
-def homed_robot(parameters):
+def homed_robot(parameters, exported_urdf_factory):
     """The robot homed from Q0 in CSP, with the trace of the homing: joint positions, the tool's
     lowest point and the axis homing at each period."""
-    robot = Robot(parameters, DriveMode.CSP)
+    robot = Robot(parameters, DriveMode.CSP, exported_urdf_factory("drill"))
     hw = robot.hardware
     assert hw.unhomed == AXES
-    # Motion before homing: refused naming the joints; the drives stay disabled, nothing moves.
-    assert hw.on_activate() is CallbackReturn.ERROR
-    assert hw.refused == (
-        "activate refused: gantry_x, gantry_y, gantry_z, wrist_yaw, wrist_pitch, drill_feed not homed; "
-        "home() first (while inactive)"
-    )
+    # Motion before homing (checked in test_motion_before_homing_is_refused_and_nothing_moves).
+    refusals = {"activate": hw.on_activate(), "activate_reason": hw.refused}
     target = Q0 + np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.002])  # 2 mm of feed
-    with pytest.raises(NotHomedError, match=r"motion refused: gantry_x, gantry_y, gantry_z, .* not homed"):
-        hw.set_commands(0.0, target, np.zeros(6))
-    with pytest.raises(NotHomedError, match="drill_feed not homed"):
-        hw.set_command("drill_feed", "position", float(target[5]))
-    assert hw.write(0.0, robot.control.dt) is ReturnType.ERROR  # only while active
+    for label, command in (
+        ("set_commands", lambda: hw.set_commands(0.0, target, np.zeros(6))),
+        ("set_command", lambda: hw.set_command("drill_feed", "position", float(target[5]))),
+    ):
+        try:
+            command()
+            refusals[label] = None
+        except NotHomedError as error:
+            refusals[label] = str(error)
+    refusals["write"] = hw.write(0.0, robot.control.dt)  # only while active
     for _ in range(200):
         robot.period(lambda t: None)
-    assert all(d.feedback().state is DriveState.DISABLED for d in robot.ordered)
+    refusals["states"] = [d.feedback().state for d in robot.ordered]
     before = robot.plant.position.copy()
-    np.testing.assert_allclose(before, Q0, atol=1e-5)  # held by the brakes
     tool = ToolGeometry.from_parameters(parameters)
     trace, lowest, axes = [], [], []
     progress = None
@@ -103,15 +102,34 @@ def homed_robot(parameters):
         lowest.append(min(float(end[0, 2]) for start, end, _ in tool_segments(q[None], tool).values()))
         axes.append(progress.axis)
         assert robot.t < 60.0, progress
-    return robot, before, np.array(trace), np.array(lowest), axes
+    return robot, before, np.array(trace), np.array(lowest), axes, refusals
 
 
 def hw_positions(hw):
     return np.array([hw.state(n, "position") for n in AXES])
 
 
+def test_motion_before_homing_is_refused_and_nothing_moves(homed_robot):
+    """Before homing: activation refused naming every unhomed joint (the drives stay disabled and
+    braked), commands raise NotHomedError naming them, write is refused; nothing moved."""
+    _, before, _, _, _, refusals = homed_robot
+    assert refusals["activate"] is CallbackReturn.ERROR
+    assert refusals["activate_reason"] == (
+        "activate refused: gantry_x, gantry_y, gantry_z, wrist_yaw, wrist_pitch, drill_feed not homed; "
+        "home() first (while inactive)"
+    )
+    assert refusals["set_commands"].startswith("motion refused: gantry_x, gantry_y, gantry_z, wrist_yaw")
+    assert (
+        refusals["set_command"].startswith("motion refused:")
+        and "drill_feed not homed" in refusals["set_command"]
+    )
+    assert refusals["write"] is ReturnType.ERROR
+    assert all(state is DriveState.DISABLED for state in refusals["states"])
+    np.testing.assert_allclose(before, Q0, atol=1e-5)  # held by the brakes
+
+
 def test_homing_runs_in_the_parameter_files_order(homed_robot, parameters):
-    robot, _, _, _, axes = homed_robot
+    robot, _, _, _, axes, _ = homed_robot
     order = [a for k, a in enumerate(axes) if a is not None and (k == 0 or axes[k - 1] != a)]
     assert tuple(order) == parameters.homing_order
     assert robot.hardware.unhomed == ()
@@ -122,7 +140,7 @@ def test_homing_runs_in_the_parameter_files_order(homed_robot, parameters):
 def test_homing_moves_nothing_towards_the_patient(homed_robot, parameters):
     """gantry_z (d3, positive down) never goes down and the tool's lowest point never lower than
     at the start, beyond the power-on sag; every axis ends at its home offset."""
-    robot, before, trace, lowest, _ = homed_robot
+    robot, before, trace, lowest, _, _ = homed_robot
     start_lowest = lowest[0]
     assert trace[:, 2].max() <= before[2] + POWER_ON_SAG
     assert lowest.min() >= start_lowest - POWER_ON_SAG
@@ -133,7 +151,7 @@ def test_homing_moves_nothing_towards_the_patient(homed_robot, parameters):
 
 
 def test_after_homing_the_same_motion_runs(homed_robot):
-    robot, _, _, _, _ = homed_robot
+    robot, _, _, _, _, _ = homed_robot
     hw = robot.hardware
     assert hw.on_activate() is CallbackReturn.SUCCESS, hw.refused
     start = hw_positions(hw)
