@@ -24,9 +24,9 @@ from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import AXES
 from quirobot_description.urdf import robot_description
 
-#: A start pose near the home switches (short homing: about 10 s simulated), the tool pointing up
-#: (wrist_pitch -1.1 rad) and the feed out by 8 mm.
-Q0 = np.array([0.03, 0.03, 0.08, 0.1, -1.1, 0.008])
+#: A start pose near the home switches (short homing: about 6 s simulated), the tool pointing up
+#: (wrist_pitch -1.2 rad) and the feed out by 4 mm.
+Q0 = np.array([0.02, 0.02, 0.03, 0.05, -1.2, 0.004])
 #: m: how far gantry_z sags when its drive powers on holding with an empty integrator (the
 #: drive's PID builds up the weight's current; measured 0.10 mm).
 POWER_ON_SAG = 0.15e-3
