@@ -67,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KIND@SECONDS",
         help="inject a fault at that simulation time: master-loss (the host stops; the drives' watchdog "
         "must stop them), drive-fault (the feed's drive; drive-fault:JOINT for another), estop (the "
-        "host's quick stop), bone-harder (3x thrust from then: the thrust limit must stop the feed); "
+        "host's quick stop), bone-harder (3x thrust from then: the thrust limit must stop the feed), "
+        "spindle-stall (a jammed bit: the spindle's stall must stop the feed); "
         'the JSON gets "fault" (s and m)',
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

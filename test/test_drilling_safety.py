@@ -218,7 +218,7 @@ def fault_time():
     return round(k * DT, 3)
 
 
-@pytest.mark.parametrize("kind", ["master-loss", "drive-fault", "estop"])
+@pytest.mark.parametrize("kind", ["master-loss", "drive-fault", "estop", "spindle-stall"])
 def test_every_fault_during_the_feed_ends_safe(parameters, fault_time, kind):
     result = run_task(
         "incision", parameters, depth=SHORT_DEPTH, plant="ideal", injection=Injection(kind, fault_time)
@@ -238,6 +238,9 @@ def test_every_fault_during_the_feed_ends_safe(parameters, fault_time, kind):
         assert result.metrics["stop_reason"] is None
         assert fault["detected_after"] <= parameters.drive.master_timeout + 2 * DT
         assert fault["tip_travel_after_fault"] < 0.2e-3
+    elif kind == "spindle-stall":  # the spindle's stall, seen by the drilling monitor, stops the robot
+        assert result.metrics["feed_end"] == "spindle stall"
+        assert result.metrics["stop_reason"].startswith("spindle stall")
     else:
         assert result.metrics["stop_reason"] is not None
 

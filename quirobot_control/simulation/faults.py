@@ -9,7 +9,9 @@ Kinds (`Injection.parse("drive-fault@4.2")`, `"drive-fault:gantry_z@4.2"` for an
   quick-stops the others (category 1) when it reads the fault;
 - estop: the host's stop of every drive (category 1);
 - bone-harder: the bone's thrust times BONE_HARDER from then on: the drilling monitor's thrust
-  limit must stop the feed (not a feed stalled at its current limit).
+  limit must stop the feed (not a feed stalled at its current limit);
+- spindle-stall: a jammed bit (a load of twice the spindle's torque limit): the spindle's stall
+  must stop the feed.
 
 The run ends FAULT_OBSERVE_TIME after the fault (sooner: POST_STOP_TIME after a stop).
 `fault_report`: when it was noticed (`detected_after`, s), when the tip came to rest for good
@@ -32,7 +34,7 @@ from quirobot_control.drives.interface import DriveState
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, SimulationLog
 from quirobot_description.parameters import AXES, FEED_JOINT
 
-FAULT_KINDS = ("master-loss", "drive-fault", "estop", "bone-harder")
+FAULT_KINDS = ("master-loss", "drive-fault", "estop", "bone-harder", "spindle-stall")
 #: The harder bone's thrust factor (issue 8: "a 3x harder bone").
 BONE_HARDER = 3.0
 #: s of simulation after the fault, as closed_loop.POST_STOP_TIME after a stop: the stops (10 ms
@@ -114,7 +116,9 @@ class FaultInjector:
             elif injection.kind == "estop":
                 sim.hardware.stop("emergency stop (injected)")
                 self.detected = t  # the host's own stop: nothing to notice
-            elif sim.contact is not None:
+            elif injection.kind == "spindle-stall" and sim.spindle is not None:
+                sim.spindle.external_torque = 2.0 * sim.spindle.parameters.max_torque
+            elif injection.kind == "bone-harder" and sim.contact is not None:
                 sim.contact.thrust.scale = BONE_HARDER
         if self.detected is None and self._noticed(sim):
             self.detected = t
@@ -124,7 +128,7 @@ class FaultInjector:
         kind = self.injection.kind
         if kind == "master-loss":  # the drives' own watchdog: a drive leaves ENABLED
             return any(drive.feedback().state is not DriveState.ENABLED for drive in sim.drives.values())
-        if kind == "bone-harder":
+        if kind in ("bone-harder", "spindle-stall"):
             return sim.monitor is not None and sim.monitor.event is not None
         return sim.hardware.stop_reason is not None
 
