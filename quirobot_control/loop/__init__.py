@@ -12,6 +12,8 @@
 - safety: `SafetyMonitor` (command limiter braking at the acceleration limits, soft limits,
   following error, overspeed, command watchdog armed at activation; one latched stop);
 - event_log: `EventLog`, the bounded, counted log of non-fatal safety events;
+- drilling_monitor: `DrillingMonitor`, the drilling process safety run every cycle on the feed's
+  effort and the spindle (thrust limit, far-cortex breakthrough, spindle interlock and stall);
 - control_config: config/control.yaml as a `ControlConfig` (`control_configuration(params)`).
 
 Real-motor path: nothing here loads MuJoCo, ruckig, matplotlib or pinocchio.

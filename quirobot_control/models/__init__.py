@@ -8,7 +8,9 @@
 - transmission: ball screws and gearboxes (motor <-> joint position, speed, effort; efficiency
   by power-flow direction; reflected inertia);
 - encoder: the motor-shaft encoder's quantization (`Encoder`);
-- bone: the drilling thrust the bone opposes to the feed (`BoneParameters`, `BoneThrust`).
+- bone: the drilling thrust the bone opposes to the feed (`BoneParameters`, `BoneThrust`);
+- spindle: the drill spindle (speed loop within its torque limit, cutting torque, at speed,
+  latched stall: `Spindle`).
 
 Units SI; joint vectors (5,) for the arm (JOINT_NAMES order), (6,) with the drill feed last.
 """

@@ -5,7 +5,9 @@
 - closed_loop: `ClosedLoopSimulation` of a planned trajectory (hardware component, PIDs, safety,
   drives, plant, bone thrust while `Drilling`), recorded in a `SimulationLog`;
 - incision: `run_task(task, params)`, a task planned and run, measured against the targets
-  (`TaskResult`, `targets_met`);
+  (`TaskResult`, `targets_met`), with the drilling monitor and spindle;
+- faults: `Injection` (master-loss, drive-fault, estop, bone-harder, spindle-stall) injected into
+  a run, the fault and breakthrough reports and the safety verdict (`quirobot simulate --inject`);
 - simulated_backend: `SimulatedBackend`, the drive bridge's drives on the plant (drive_node's
   drive_backend:=simulated).
 
