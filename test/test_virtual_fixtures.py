@@ -24,7 +24,14 @@ from quirobot_control.axes.virtual_fixtures import (
     tool_segments,
     zone_violation_one,
 )
-from quirobot_control.planning.tasks import TaskError, load_task, plan_incision, plan_line_task, task_fixtures
+from quirobot_control.planning.tasks import (
+    NearEntrySpeed,
+    TaskError,
+    load_task,
+    plan_incision,
+    plan_line_task,
+    task_fixtures,
+)
 from quirobot_control.planning.virtual_fixtures import check_plan
 from quirobot_kinematics import link_frames
 
@@ -60,8 +67,8 @@ def incision_plan(parameters):
 
 def test_segment_distance_matches_brute_force():
     rng = np.random.default_rng(8)
-    s = np.linspace(0.0, 1.0, 801)
-    for _ in range(300):
+    s = np.linspace(0.0, 1.0, 201)
+    for _ in range(200):
         a = rng.normal(size=3)
         b = a + rng.normal(size=3) * rng.choice([0.0, 1.0])  # degenerate segments too
         p = rng.normal(size=3)
@@ -70,8 +77,8 @@ def test_segment_distance_matches_brute_force():
         points_pq = p + s[:, None] * (q - p)
         brute = np.min(np.linalg.norm(points_ab[:, None, :] - points_pq[None, :, :], axis=2))
         exact = _segment_distance(a[None], b[None], p, q)[0]
-        # The samples are 1/800 of each segment apart: brute force is at most that much above.
-        step = (np.linalg.norm(b - a) + np.linalg.norm(q - p)) / 800
+        # The samples are 1/200 of each segment apart: brute force is at most that much above.
+        step = (np.linalg.norm(b - a) + np.linalg.norm(q - p)) / 200
         assert brute - step - 1e-12 <= exact <= brute + 1e-9
         assert _segment_distance_one(a, b, p, q) == pytest.approx(exact, abs=1e-12)
 
@@ -181,16 +188,24 @@ def test_the_tip_speed_limit_near_the_entry_refuses_a_fast_align(tmp_path, param
 
 def test_the_feed_is_held_to_the_feed_rate(incision_plan, parameters):
     task, plan = incision_plan
-    fixtures = replace(task_fixtures(task, parameters), speed_limit=None)
-    limit = load_task("incision").entry_speed_limit
-    if limit is None:  # the shipped task may carry none: give one
-        from quirobot_control.axes.virtual_fixtures import EntrySpeedLimit
-
-        limit = EntrySpeedLimit(task.entry, 0.05, 0.05, task.feed_rate)
-    check_plan(plan, replace(fixtures, speed_limit=limit))
-    slower = replace(limit, feed_rate=task.feed_rate / 2)
+    fixtures = task_fixtures(replace(task, entry_speed_limit=NearEntrySpeed(0.05, 0.05)), parameters)
+    assert fixtures.speed_limit.feed_rate == task.feed_rate
+    check_plan(plan, fixtures)
+    slower = replace(fixtures.speed_limit, feed_rate=task.feed_rate / 2)
     with pytest.raises(PlanningError, match=r"in phase feed .* above the feed rate 0.75 mm/s"):
         check_plan(plan, replace(fixtures, speed_limit=slower))
+
+
+def test_a_derived_task_is_limited_around_its_own_entry_and_feed_rate(incision_plan, parameters):
+    """DrillHole goals and the accuracy budget derive tasks with another entry and feed rate
+    (dataclasses.replace): the limit follows them."""
+    task, _ = incision_plan
+    base = replace(task, entry_speed_limit=NearEntrySpeed(0.05, 0.05))
+    derived = replace(base, entry=task.entry + [0.05, 0.0, 0.0], feed_rate=0.002)
+    limit = task_fixtures(derived, parameters).speed_limit
+    np.testing.assert_allclose(limit.entry, derived.entry)
+    assert limit.feed_rate == 0.002 and limit.radius == 0.05 and limit.speed == 0.05
+    plan_incision(derived, parameters, DT)
 
 
 def test_per_cycle_check_finds_what_the_plan_check_finds(incision_plan, parameters):

@@ -74,6 +74,17 @@ def task_file(name: str) -> Path:
 
 
 @dataclass(frozen=True)
+class NearEntrySpeed:
+    """entry_speed_limit of a task file: within `radius` m of the task's entry point the drill tip
+    moves at most `speed` m/s (the feed at most the task's feed rate). Kept apart from the entry
+    and the feed rate so that a task derived with another entry or feed rate (DrillHole goals,
+    the accuracy budget's samples) is limited around its own."""
+
+    radius: float
+    speed: float
+
+
+@dataclass(frozen=True)
 class IncisionTask:
     entry: np.ndarray  # (3,) m, world
     direction: np.ndarray  # (3,) unit, into the bone
@@ -90,7 +101,7 @@ class IncisionTask:
     bone: BoneParameters
     path: Path
     no_go_zones: tuple[NoGoZone, ...] = ()  # world frame (axes.virtual_fixtures)
-    entry_speed_limit: EntrySpeedLimit | None = None  # the tip near the entry point
+    entry_speed_limit: NearEntrySpeed | None = None  # the tip near the entry point
 
 
 @dataclass(frozen=True)
@@ -148,7 +159,7 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             bone=reader.bone(),
             path=path,
             no_go_zones=reader.zones(),
-            entry_speed_limit=reader.entry_speed_limit(reader.vector("entry", 3), direction / norm),
+            entry_speed_limit=reader.entry_speed_limit(),
         )
     if kind == "line":
         return LineTask(
@@ -218,15 +229,13 @@ class _Reader(SourcedReader):
                 raise self.fail(key, str(error)) from error
         return tuple(zones)
 
-    def entry_speed_limit(self, entry: np.ndarray, direction: np.ndarray) -> EntrySpeedLimit | None:
+    def entry_speed_limit(self) -> NearEntrySpeed | None:
         """The tip-speed limit near the entry point (None if the task has none)."""
         if "entry_speed_limit" not in self.raw:
             return None
-        return EntrySpeedLimit(
-            entry=entry,
+        return NearEntrySpeed(
             radius=self.number("entry_speed_limit.radius", positive=True),
             speed=self.number("entry_speed_limit.speed", positive=True),
-            feed_rate=self.number("feed_rate", positive=True),
         )
 
     def bone(self) -> BoneParameters:
@@ -368,8 +377,11 @@ def task_fixtures(task: IncisionTask | LineTask, params: RobotParameters) -> Vir
     """The task's virtual fixtures (no-go zones, tip-speed limit near the entry) on this robot's
     tool: what the plan is checked against and what the hardware component enforces per cycle
     (`QuirobotHardware.set_fixtures`)."""
+    limit = task.entry_speed_limit if isinstance(task, IncisionTask) else None
     return VirtualFixtures(
         zones=task.no_go_zones,
         tool=ToolGeometry.from_parameters(params),
-        speed_limit=task.entry_speed_limit if isinstance(task, IncisionTask) else None,
+        speed_limit=None
+        if limit is None
+        else EntrySpeedLimit(task.entry, limit.radius, limit.speed, feed_rate=task.feed_rate),
     )
