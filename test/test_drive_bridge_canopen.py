@@ -143,13 +143,15 @@ def make_buses(parameters, control, loads):
 def make_bridge(parameters, control):
     bridges = []
 
-    def make(buses: Buses, tool: str = "drill", **options) -> DriveBridge:
+    def make(buses: Buses, tool: str = "drill", drive_mode=None, **options) -> DriveBridge:
+        """`drive_mode`: the hardware component's (default control.drive_mode)."""
+        config = control if drive_mode is None else dataclasses.replace(control, drive_mode=drive_mode)
         options.setdefault("feedback_wait", WAIT)
         info = hardware_info_from_urdf(robot_description(tool, "real"))
         options.setdefault("joints", [j.name for j in info.joints])
-        backend = CanopenBackend(parameters, control, buses.config, **options)
+        backend = CanopenBackend(parameters, config, buses.config, **options)
         # The clock: the control periods run (the slaves advance one SYNC period per SYNC).
-        bridge = DriveBridge(parameters, control, backend, info, now=0.0)
+        bridge = DriveBridge(parameters, config, backend, info, now=0.0)
         bridges.append(bridge)
         # The hardware component has set the drives' mode: the SYNC period follows it (CST every
         # control period, CSP every canopen.sync_period), and so does the slaves' time per SYNC.
@@ -306,7 +308,10 @@ def test_a_fault_in_one_slave_stops_every_drive_with_the_reason(make_buses, make
 
 def test_a_silent_node_is_a_feedback_timeout_after_n_cycles(make_buses, make_bridge, parameters):
     buses = make_buses()
-    bridge = make_bridge(buses, feedback_wait=0.05)  # s per cycle spent waiting for the silent node
+    # CST: a SYNC every control period, so the answered SYNC and the first silent one are one
+    # period apart (in CSP two periods of a loaded machine's wall clock may exceed the timeout).
+    bridge = make_bridge(buses, feedback_wait=0.05, drive_mode=DriveMode.CST)  # 50 ms per cycle
+    assert bridge.backend.sync_every == 1
     command_all(bridge, START)
     bridge.step(bridge.time)
     buses.simulators["drill_feed"].stop_feedback()

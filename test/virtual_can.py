@@ -7,8 +7,13 @@ import time
 
 import can
 import canopen
+from canopen.sdo.client import SdoClient
 
 WAIT = 2.0  # s, wall-clock bound on any single wait for frames (never reached when it works)
+#: s, the masters' SDO response timeout in these tests (canopen's default 0.3 s, a real drive
+#: answers in milliseconds): on a loaded 2-core machine the simulated slaves' threads are
+#: starved for longer, and a start-up of a few dozen SDOs then failed now and then.
+SdoClient.RESPONSE_TIMEOUT = 1.0
 
 
 def network(channel: str) -> canopen.Network:
