@@ -8,10 +8,10 @@ decoded with struct (CiA 301 layouts), independently of the canopen library. The
 one SYNC period per SYNC, so the runs are deterministic; the only wall-clock waits are bounded
 waits for frames (WAIT), never reached when things work.
 
-The slaves' joints carry the gravity load of the start pose and a holding brake released only
-while the drive is enabled (the simulator's joint model has neither; the bridge pre-loads its
-integrators with the holding efforts of the rigid-body model, as on the real robot), so a joint
-that is not commanded must stay where it is.
+The slaves' joints carry the gravity load of the start pose, held by the drive's holding brake
+while it is engaged (the slave simulator applies it; the bridge pre-loads its integrators with
+the holding efforts of the rigid-body model, as on the real robot), so a joint that is not
+commanded must stay where it is.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, BridgeError, DriveBridge, open_backend
 from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.drives.interface import DriveMode, DriveState
-from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
+from quirobot_control.drives.simulated import drive_for_joint
 from quirobot_control.drives.slave_simulator import CanopenServoSimulator, JointModel, simulator_for_axis
 from quirobot_control.loop.control_config import control_configuration
 from quirobot_control.loop.hardware import hardware_info_from_urdf
@@ -55,15 +55,12 @@ SYNC_ID = 0x80  # CiA 301 SYNC COB-ID
 @dataclass
 class LoadedJoint(JointModel):
     """The simulator's joint with a constant external effort `load` (N or N*m, gravity at the
-    start pose) and a holding brake, engaged (joint at rest) unless the drive is enabled."""
+    start pose). The drive's holding brake (the slave simulator holds the joint while it is
+    engaged) keeps it still until the drive is enabled and after a stop."""
 
     load: float = 0.0
-    drive: SimulatedDrive | None = None
 
     def step(self, effort: float, dt: float) -> None:
-        if self.drive is not None and self.drive.state is not DriveState.ENABLED:
-            self.velocity = 0.0
-            return
         super().step(effort + self.load, dt)
 
 
@@ -124,9 +121,7 @@ def make_buses(parameters, control, loads):
                         sync_period=control.dt,  # CST: the bridge SYNCs every control period
                     )
                     joint = sim.joint
-                    sim.joint = LoadedJoint(
-                        joint.inertia, joint.damping, START[axis], load=loads[axis], drive=sim.drive
-                    )
+                    sim.joint = LoadedJoint(joint.inertia, joint.damping, START[axis], load=loads[axis])
                 sim.attach(buses.slaves[bus])
                 buses.simulators[axis] = sim
         return buses
@@ -543,3 +538,33 @@ def test_an_emcy_is_logged_and_is_a_fault(make_buses, make_bridge, parameters):
     command_all(bridge, START)
     sample = bridge.step(bridge.time)
     assert sample.stop_reason.startswith("drive fault on gantry_y: error code 0x3210")
+
+
+# --- the drives watch the master (issue 8) -----------------------------------------------------------
+def test_a_drive_node_that_freezes_leaves_every_drive_stopped_by_itself(make_buses, make_bridge, parameters):
+    """The bridge's loop stops (no SYNC, no command, no heartbeat) while every drive runs on its
+    own clock: each stops itself within drive.master_timeout; when the loop comes back it reports
+    the drives' reason and nothing moves again."""
+    buses = make_buses()
+    bridge = make_bridge(buses)
+    for _ in range(10):
+        command_all(bridge, START)
+        assert bridge.step(bridge.time).stop_reason is None
+    # The bridge produced the master's heartbeat: every drive's consumer is armed.
+    assert all(sim._last_heartbeat is not None for sim in buses.simulators.values())
+    frozen = {axis: sim.time for axis, sim in buses.simulators.items()}
+    for sim in buses.simulators.values():
+        sim.free_run(0.1)
+    for axis, sim in buses.simulators.items():
+        assert sim.master_lost is not None, axis
+        assert sim.master_lost_time - frozen[axis] <= parameters.drive.master_timeout + 1e-9, axis
+        assert sim.state is Cia402State.SWITCH_ON_DISABLED, axis  # category 1 done: braked, off
+        assert sim.joint.velocity == 0.0 and sim.drive.brake_engaged, axis
+    positions = {axis: sim.joint.position for axis, sim in buses.simulators.items()}
+    sample = step_to_sync(bridge)
+    assert sample.stop_reason is not None and "error code 0x81" in sample.stop_reason
+    for _ in range(5):
+        command_all(bridge, START)
+        bridge.step(bridge.time)
+    assert {axis: sim.joint.position for axis, sim in buses.simulators.items()} == positions
+    assert all(sim.state is Cia402State.SWITCH_ON_DISABLED for sim in buses.simulators.values())
