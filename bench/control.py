@@ -43,7 +43,10 @@ def controller_cycle(params, control, cycles: int) -> np.ndarray:
     q = np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01])
     for j, drive in enumerate(drives.values()):
         drive.advance(0.0, q[j], 0.0)
-    hardware = QuirobotHardware(params, control, lambda name: drives[name])
+    # Six PIDs on the host: CST, the closed-loop simulation's mode (control.yaml drive_mode.simulation).
+    hardware = QuirobotHardware(
+        params, control, lambda name: drives[name], drive_mode=control.simulation_drive_mode
+    )
     hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
     hardware.on_configure()
     hardware.on_activate()
