@@ -238,9 +238,12 @@ def test_every_fault_during_the_feed_ends_safe(parameters, fault_time, kind):
         assert result.metrics["stop_reason"] is None
         assert fault["detected_after"] <= parameters.drive.master_timeout + 2 * DT
         assert fault["tip_travel_after_fault"] < 0.2e-3
-    elif kind == "spindle-stall":  # the spindle's stall, seen by the drilling monitor, stops the robot
-        assert result.metrics["feed_end"] == "spindle stall"
-        assert result.metrics["stop_reason"].startswith("spindle stall")
+    elif kind == "spindle-stall":
+        # The jammed spindle drops below its at-speed band within a cycle, long before the stall is
+        # declared (20 ms below half speed): the interlock stops the feed advancing in bone at once.
+        assert result.metrics["feed_end"] == "spindle not at speed"
+        assert result.metrics["stop_reason"].startswith("spindle not at speed")
+        assert fault["detected_after"] <= 2 * DT
     else:
         assert result.metrics["stop_reason"] is not None
 

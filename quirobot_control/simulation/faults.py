@@ -10,8 +10,8 @@ Kinds (`Injection.parse("drive-fault@4.2")`, `"drive-fault:gantry_z@4.2"` for an
 - estop: the host's stop of every drive (category 1);
 - bone-harder: the bone's thrust times BONE_HARDER from then on: the drilling monitor's thrust
   limit must stop the feed (not a feed stalled at its current limit);
-- spindle-stall: a jammed bit (a load of twice the spindle's torque limit): the spindle's stall
-  must stop the feed.
+- spindle-stall: a jammed bit (a load of twice the spindle's torque limit): the spindle slowing
+  below its at-speed band (the interlock, within a cycle) or its stall must stop the feed.
 
 The run ends FAULT_OBSERVE_TIME after the fault (sooner: POST_STOP_TIME after a stop).
 `fault_report`: when it was noticed (`detected_after`, s), when the tip came to rest for good
