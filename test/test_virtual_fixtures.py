@@ -248,3 +248,25 @@ def test_a_key_of_the_other_task_kind_is_refused_by_the_schema(tmp_path):
         _task(tmp_path, lambda d: d.update(depth=_leaf(0.01, "m")), name="line")
     with pytest.raises(TaskError, match=r"unknown key entry_speed_limit \(task: line takes"):
         _task(tmp_path, lambda d: d.update(entry_speed_limit={"radius": _leaf(0.05, "m")}), name="line")
+
+
+def test_a_goal_starting_near_the_entry_is_planned_slowly_not_refused(incision_plan, parameters):
+    """A DrillHole goal whose start is near the entry (the robot stopped in the standoff after a
+    cancelled goal): the joint-space approach is slowed until its tip keeps the limit near the
+    entry, instead of the goal being refused (the ROS tier's cancel-then-goal sequence)."""
+    from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
+    from quirobot_control.planning.virtual_fixtures import FEED_PHASE
+
+    task, plan = incision_plan
+    assert task.entry_speed_limit is not None  # the shipped incision has one
+    start = plan.positions[int(round(plan.phase(FEED_PHASE).start_time / DT))]  # at the standoff
+    goal = DrillGoal(task.entry + [0.0, 0.01, 0.0], task.direction, task.depth, task.feed_rate, 60.0)
+    drill = plan_drill_hole(goal, start, parameters, DT)  # check_plan inside: refused if over
+    fixtures = task_fixtures(drill.task, parameters)
+    tip = tool_segments(drill.trajectory.positions, fixtures.tool)["drill tip"][1]
+    approach = drill.trajectory.phase("approach")
+    k0, k1 = int(round(approach.start_time / DT)), int(round(approach.end_time / DT))
+    speed = np.linalg.norm(np.diff(tip[k0 : k1 + 1], axis=0), axis=1) / DT
+    near = np.linalg.norm(tip[k0:k1] - fixtures.speed_limit.entry, axis=1) <= fixtures.speed_limit.radius
+    assert near.any() and speed[near].max() <= fixtures.speed_limit.speed
+    assert speed.max() > 0.5 * fixtures.speed_limit.speed  # slowed, not crawling

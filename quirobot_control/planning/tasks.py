@@ -10,7 +10,7 @@ back up the axis) -> park (joint space).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from quirobot_control.axes.virtual_fixtures import (
     NoGoZone,
     ToolGeometry,
     VirtualFixtures,
+    tip_positions,
 )
 from quirobot_control.models.bone import BoneLayer, BoneParameters
 from quirobot_control.planning.trajectory import (
@@ -313,7 +314,8 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
         ) from error
     q_above6 = np.append(q_above, retracted)
     trajectory = hold(park, 0.2, dt, "start")
-    trajectory = trajectory.then(plan_point_to_point(park, q_above6, limits, dt, "approach"))
+    fixtures = task_fixtures(task, params)
+    trajectory = trajectory.then(_joint_move(park, q_above6, limits, dt, "approach", fixtures))
     align = plan_line(
         q_above6, standoff, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="align"
     )
@@ -352,10 +354,40 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
         name="withdraw",
     )
     trajectory = trajectory.then(withdraw)
-    trajectory = trajectory.then(plan_point_to_point(withdraw.positions[-1], park, limits, dt, "park"))
+    trajectory = trajectory.then(_joint_move(withdraw.positions[-1], park, limits, dt, "park", fixtures))
     trajectory = trajectory.then(hold(park, 0.2, dt, "end"))
-    check_plan(trajectory, task_fixtures(task, params), "incision")
+    check_plan(trajectory, fixtures, "incision")
     return trajectory
+
+
+def _joint_move(
+    start: np.ndarray, goal: np.ndarray, limits: JointLimits, dt: float, name: str, fixtures: VirtualFixtures
+) -> JointTrajectory:
+    """A joint-space move (plan_point_to_point), slowed uniformly while its drill tip would pass the
+    tip-speed limit near the entry (a start near the entry: a DrillHole goal after a cancelled
+    one): the joints' velocity, acceleration and jerk limits times f, f^2, f^3 give the same path
+    in 1/f of the time, so the tip's speed scales by f. check_plan names anything left."""
+    move = plan_point_to_point(start, goal, limits, dt, name)
+    limit = fixtures.speed_limit
+    for _ in range(5):
+        if limit is None or len(move.positions) < 2:
+            break
+        tip = tip_positions(move.positions, fixtures.tool)
+        distance = np.linalg.norm(tip - limit.entry, axis=1)
+        near = np.minimum(distance[:-1], distance[1:]) <= limit.radius
+        speed = np.linalg.norm(np.diff(tip, axis=0), axis=1) / dt
+        fastest = float(speed[near].max()) if near.any() else 0.0
+        if fastest <= limit.speed:
+            break
+        f = 0.98 * limit.speed / fastest
+        limits = replace(
+            limits,
+            velocity=limits.velocity * f,
+            acceleration=limits.acceleration * f**2,
+            jerk=limits.jerk * f**3,
+        )
+        move = plan_point_to_point(start, goal, limits, dt, name)
+    return move
 
 
 def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointTrajectory:
