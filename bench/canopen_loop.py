@@ -1,6 +1,6 @@
 """CANopen benchmark: the hardware component's position loop over CanopenDrive, per SYNC period.
 
-    python bench/canopen_loop.py [--periods 1 2 4] [--step 0.001] [--save [FILE]]
+    python bench/canopen_loop.py [--periods 1 2 4] [--modes csp cst] [--step 0.001] [--save [FILE]]
 
 QuirobotHardware (1 kHz, the gains of config/control.yaml) runs on six CanopenDrives talking to
 six simulated CiA 402 drives over python-can's virtual bus. The drives get a SYNC (apply the
@@ -10,8 +10,10 @@ of `--step` m on gantry_x: settling (within 1 % of the step), overshoot, or the 
 ended it. Also the time per SYNC cycle (six nodes, both networks in this process) against the
 time of one SimulatedDrive.advance of the same period measured in the same run.
 
-The control gains were designed for 1 kHz feedback, hence canopen.sync_period = 1 ms (on three
-buses); six nodes on one 1 Mbit/s bus would need a 4 ms cycle: this shows what that would cost.
+Modes: CST, the host's PID sends currents (its gains were designed for 1 kHz feedback: it needs
+a SYNC every 1 ms control period); CSP (the real motors' mode), the same PID runs in each drive
+at 1 kHz on its own encoder and the host sends targets, interpolated by the drive over each SYNC
+period: this shows why canopen.sync_period can be 2 ms (and what 4 ms would cost).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class Clock:
         return self.now
 
 
-def run(period_cycles: int, step: float, duration: float) -> dict:
+def run(period_cycles: int, step: float, duration: float, mode: DriveMode) -> dict:
     params = load_parameters()
     control = control_configuration(params)
     sync_period = period_cycles * control.dt
@@ -79,8 +81,7 @@ def run(period_cycles: int, step: float, duration: float) -> dict:
     for simulator in simulators.values():
         simulator.attach(slave)
     clock = Clock()
-    # CST: the host PID of the hardware component over the bus (what this bench measures).
-    drives = canopen_drives_for_robot(params, master, clock=clock, mode=DriveMode.CST, homed=True)
+    drives = canopen_drives_for_robot(params, master, clock=clock, mode=mode, homed=True)
     sync_times = []
 
     def sync() -> None:
@@ -94,7 +95,7 @@ def run(period_cycles: int, step: float, duration: float) -> dict:
 
     try:
         sync()
-        hardware = QuirobotHardware(params, control, lambda name: drives[name])
+        hardware = QuirobotHardware(params, control, lambda name: drives[name], drive_mode=mode)
         hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
         hardware.on_configure()
         if hardware.on_activate() is not CallbackReturn.SUCCESS:
@@ -130,7 +131,7 @@ def run(period_cycles: int, step: float, duration: float) -> dict:
     }
 
 
-def run_direct(step: float, duration: float) -> dict:
+def run_direct(step: float, duration: float, mode: DriveMode) -> dict:
     """The same loop on SimulatedDrives called directly (no bus): the baseline."""
     params = load_parameters()
     control = control_configuration(params)
@@ -140,7 +141,7 @@ def run_direct(step: float, duration: float) -> dict:
         damping = params.drill.feed_damping if axis == "drill_feed" else params.joint(axis).damping
         joints[axis] = JointModel(control.joint(axis).effective_inertia, damping, position=START[axis])
         drives[axis].advance(0.0, START[axis], 0.0)
-    hardware = QuirobotHardware(params, control, lambda name: drives[name])
+    hardware = QuirobotHardware(params, control, lambda name: drives[name], drive_mode=mode)
     hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
     hardware.on_configure()
     hardware.on_activate()
@@ -167,6 +168,9 @@ def main() -> None:
     parser.add_argument(
         "--periods", type=int, nargs="+", default=[1, 2, 4], help="SYNC every N control cycles"
     )
+    parser.add_argument(
+        "--modes", nargs="+", choices=("csp", "cst"), default=["csp", "cst"], help="drive modes to run"
+    )
     parser.add_argument("--step", type=float, default=0.001, help="gantry_x position step, m")
     parser.add_argument("--duration", type=float, default=0.5, help="simulated time, s")
     add_save_option(parser, "canopen_loop.txt")
@@ -176,24 +180,29 @@ def main() -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
+    for name in args.modes:
+        _run_mode(args, DriveMode[name.upper()])
+
+
+def _run_mode(args: argparse.Namespace, mode: DriveMode) -> None:
     params = load_parameters()
-    direct = run_direct(args.step, args.duration)
+    direct = run_direct(args.step, args.duration, mode)
     print(
-        f"SimulatedDrive directly, no bus ({args.step * 1e3:g} mm step on gantry_x): settles in "
+        f"{mode.name}: SimulatedDrive directly, no bus ({args.step * 1e3:g} mm step on gantry_x): settles in "
         f"{direct['settling'] * 1e3:.1f} ms, overshoot {100 * direct['overshoot']:.1f} %"
     )
     reference = drive_for_joint(params, "gantry_x")
     reference.enable()
     reference.command_current(1.0)
     for cycles in args.periods:
-        result = run(cycles, args.step, args.duration)
+        result = run(cycles, args.step, args.duration, mode)
         dt = result.get("sync_period", cycles * 1e-3)
         begin = time.perf_counter()
         for _ in range(200):
             reference.advance(dt, 0.0, 0.0)
         advance_time = (time.perf_counter() - begin) / 200
         if result.get("stop") and result.get("settling") is None and "sync_time" not in result:
-            print(f"SYNC {cycles} ms: activation failed: {result['stop']}")
+            print(f"{mode.name}: SYNC {cycles} ms: activation failed: {result['stop']}")
             continue
         if result["stop"]:
             outcome = f"safety stop at {result['stop']}"
@@ -204,7 +213,7 @@ def _run(args: argparse.Namespace) -> None:
                 f"settles in {result['settling'] * 1e3:.1f} ms, overshoot {100 * result['overshoot']:.1f} %"
             )
         print(
-            f"SYNC every {cycles} ms ({args.step * 1e3:g} mm step on gantry_x): {outcome}; "
+            f"{mode.name}: SYNC every {cycles} ms ({args.step * 1e3:g} mm step on gantry_x): {outcome}; "
             f"one SYNC cycle of 6 nodes = {result['sync_time'] / advance_time:.1f} x one "
             f"SimulatedDrive.advance({dt * 1e3:g} ms) ({result['sync_time'] * 1e6:.0f} us)"
         )
