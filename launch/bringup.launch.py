@@ -1,7 +1,7 @@
 """Bring QUIROBOT up under ros2_control.
 
     ros2 launch quirobot bringup.launch.py [hardware:=mock|real] [tool:=drill|arthroscope|none]
-        [drive_backend:=simulated|canopen]
+        [drive_backend:=simulated|canopen] [sim_clock:=false|true] [homing:=false|true]
 
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
 config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
@@ -10,7 +10,10 @@ hardware:=real the `drive_node` on the other side of joint_state_topic_hardware_
 (safety layer, PID per joint, brushless drives; its joints from the same robot description).
 hardware:=mock uses mock_components/GenericSystem. With
 hardware:=real, drive_backend picks the drive node's drives: simulated (MuJoCo plant) or canopen
-(the CiA 402 servo drives on can0..can2, see docs/canopen.md).
+(the CiA 402 servo drives on can0..can2, see docs/canopen.md). sim_clock:=true (drive_backend:=simulated,
+as sim.launch.py uses it): the simulated plant's time is the ROS time (drive_node publishes /clock
+and steps in lockstep with the controller manager, which runs on it with use_sim_time, as does
+robot_state_publisher), so load slows the simulation down instead of opening following errors.
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
@@ -36,17 +39,18 @@ def generate_launch_description() -> LaunchDescription:
     tool = LaunchConfiguration("tool")
     drive_backend = LaunchConfiguration("drive_backend")
     robot_description = robot_description_parameter(tool=tool, hardware=hardware)
+    sim_clock = {"use_sim_time": LaunchConfiguration("sim_clock")}
     controllers = PathJoinSubstitution([share, "config", "controllers.yaml"])
     state_publisher = Node(
         package="robot_state_publisher",
         executable="robot_state_publisher",
-        parameters=[{"robot_description": robot_description}],
+        parameters=[{"robot_description": robot_description}, sim_clock],
         output="screen",
     )
     control_node = Node(
         package="controller_manager",
         executable="ros2_control_node",
-        parameters=[controllers],
+        parameters=[controllers, sim_clock],
         # Jazzy reads /robot_description as a topic; Humble needs the remap.
         remappings=[("~/robot_description", "/robot_description")],
         output="screen",
@@ -76,6 +80,8 @@ def generate_launch_description() -> LaunchDescription:
                 "robot_description": robot_description,
                 "simulated_bone": LaunchConfiguration("simulated_bone"),
                 "test_fault_injection": LaunchConfiguration("test_fault_injection"),
+                "publish_clock": LaunchConfiguration("sim_clock"),
+                "homing": LaunchConfiguration("homing"),
             }
         ],
         condition=IfCondition(EqualsSubstitution(hardware, "real")),
@@ -113,6 +119,20 @@ def generate_launch_description() -> LaunchDescription:
                 default_value="false",
                 choices=["false", "true"],
                 description="tests only, drive_backend:=simulated: drive_node's ~/inject_fault service",
+            ),
+            DeclareLaunchArgument(
+                "sim_clock",
+                default_value="false",
+                choices=["false", "true"],
+                description="drive_backend:=simulated: the plant's time is the ROS time (drive_node "
+                "publishes /clock, the controller manager and robot_state_publisher use it)",
+            ),
+            DeclareLaunchArgument(
+                "homing",
+                default_value="false",
+                choices=["false", "true"],
+                description="drive_backend:=simulated: drives with incremental encoders, not homed until "
+                "/quirobot/drives/home (default: absolute encoders, homed at start-up)",
             ),
             state_publisher,
             control_node,

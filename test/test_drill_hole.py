@@ -64,16 +64,19 @@ def test_shipped_incision_plans_every_phase_and_reaches_depth_on_the_axis(plan, 
         "dwell",
         "retract",
         "withdraw",
+        "park",
     ]
     kin = Kinematics(KinematicModel.from_parameters(params))
     at_depth = plan.trajectory.sample(plan.trajectory.phase("dwell").start_time)[0]
     depth, lateral = tip_progress(kin.tip(at_depth), incision.entry, incision.direction)
     assert depth == pytest.approx(incision.depth, abs=1e-6)
     assert lateral < 1e-6
-    # It starts at the start pose and ends at rest with the tip up the axis, out of the bone.
+    # It starts at the start pose and ends there at rest, after the withdraw up the axis.
     np.testing.assert_allclose(plan.trajectory.positions[0], incision.park, atol=1e-12)
+    np.testing.assert_allclose(plan.trajectory.positions[-1], incision.park, atol=1e-12)
     assert np.all(plan.trajectory.velocities[-1] == 0.0)
-    depth, lateral = tip_progress(kin.tip(plan.trajectory.positions[-1]), incision.entry, incision.direction)
+    withdrawn = plan.trajectory.sample(plan.trajectory.phase("withdraw").end_time)[0]
+    depth, lateral = tip_progress(kin.tip(withdrawn), incision.entry, incision.direction)
     assert depth < -incision.standoff and lateral < 1e-6
 
 
@@ -256,7 +259,7 @@ def test_feed_at_its_soft_limit_first_moves_to_the_tasks_retracted_value(shipped
     assert plan.trajectory.phases[0].name == "prepare"
     np.testing.assert_allclose(plan.trajectory.positions[0], start, atol=1e-12)
     assert plan.trajectory.positions[-1][FEED_INDEX] == pytest.approx(incision.park[FEED_INDEX])
-    assert plan.trajectory.phases[-1].name == "withdraw"
+    assert plan.trajectory.phases[-1].name == "park"
 
 
 def test_path_tolerances_come_from_the_shipped_controllers():

@@ -21,6 +21,7 @@ from quirobot_description.urdf import robot_description
 from quirobot_description.validation import FAIL, check_urdf
 
 START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
+FEED = AXES.index("drill_feed")
 NAMES = list(AXES)
 NAN = [math.nan] * len(NAMES)
 
@@ -230,3 +231,97 @@ def test_the_drives_follow_the_robot_description(parameters, control):
         np.testing.assert_allclose(sample.position, target, atol=2e-6)
         # The plant's feed axis has no drive: its brake holds it where it started.
         assert bridge.backend.plant.position[5] == pytest.approx(START[5], abs=1e-6)
+
+
+# --- the hardware's lifecycle from outside (drive_node's services), status, diagnostics ------------
+def test_a_drive_fault_latches_until_acknowledged_then_enable_drives_again(bridge, control):
+    from quirobot_control.bridge.diagnostics import ERROR, OK, drive_diagnostics
+
+    sample, now = run(bridge, 0.05, command=START)
+    assert bridge.status().enabled and not drive_diagnostics(bridge.status())[0].level
+    bridge.drives["drill_feed"].inject_fault("overcurrent in phase U")
+    sample, now = run(bridge, 0.05, command=START, start=now)
+    assert "drive fault on drill_feed: overcurrent in phase U" in sample.stop_reason
+    status = bridge.status()
+    assert status.lifecycle == "inactive" and not status.enabled
+    entries = {entry.name: entry for entry in drive_diagnostics(status)}
+    assert entries["quirobot/drives"].level == ERROR
+    assert "overcurrent in phase U" in entries["quirobot/drives"].message
+    assert entries["quirobot/drives/drill_feed"].level == ERROR
+    assert dict(entries["quirobot/drives/drill_feed"].values)["state"] == "fault"
+    # Stopped, the state published is the drives' own feedback (the hardware reads nothing).
+    for name, position in zip(NAMES, sample.position, strict=True):
+        assert position == bridge.drives[name].feedback().position
+    with pytest.raises(BridgeError, match="acknowledge_stop"):
+        bridge.enable(now)
+    assert bridge.acknowledge_stop("test: fault cleared").startswith(
+        "stop acknowledged: drive fault on drill_feed"
+    )
+    assert bridge.status().stop_reason is None and not bridge.status().enabled
+    assert any("stop acknowledged (test: fault cleared)" in event for event in bridge.hardware.events)
+    assert bridge.enable(now) == "enabled"
+    assert not bridge.started  # the start-up handshake again
+    target = list(START)
+    target[FEED] += 0.001
+    for k in range(300):
+        s = min(k / 200.0, 1.0)
+        command = [a + s * (b - a) for a, b in zip(START, target, strict=True)]
+        bridge.command(NAMES, command, [], now=now)
+        sample = bridge.step(now)
+        now += bridge.dt
+    assert bridge.started and sample.stop_reason is None
+    np.testing.assert_allclose(sample.position, target, atol=2e-6)
+    assert all(entry.level == OK for entry in drive_diagnostics(bridge.status()))
+
+
+def test_disable_switches_the_drives_off_and_enable_back_on(bridge):
+    _, now = run(bridge, 0.02, command=START)
+    assert bridge.disable() == "disabled"
+    assert bridge.disable() == "already disabled"
+    assert all(d.feedback().state is DriveState.DISABLED for d in bridge.drives.values())
+    status = bridge.status()
+    assert status.lifecycle == "inactive" and status.stop_reason is None
+    assert [drive.state for drive in status.drives] == ["disabled"] * len(NAMES)
+    sample, now = run(bridge, 0.02, command=START, start=now)
+    assert sample.stop_reason is None  # disabled is no stop
+    assert bridge.enable(now) == "enabled"
+    assert all(d.feedback().state is DriveState.ENABLED for d in bridge.drives.values())
+    sample, _ = run(bridge, 0.1, command=START, start=now)
+    assert sample.stop_reason is None and bridge.status().enabled
+
+
+def test_status_reports_each_drive_measured(bridge):
+    run(bridge, 0.02, command=START)
+    status = bridge.status()
+    assert [drive.name for drive in status.drives] == NAMES
+    for drive, start in zip(status.drives, START, strict=True):
+        assert drive.state == "enabled" and drive.fault is None and drive.homed
+        assert drive.position == pytest.approx(start, abs=2e-6)
+        assert math.isfinite(drive.current)
+    assert status.homed and status.enabled
+
+
+def test_drives_that_need_homing_start_disabled_and_home_through_the_bridge(parameters, control, drill_real):
+    # Near the home switches, the tool pointing up (test_homing's start): about 6 s of homing.
+    near_switches = [0.02, 0.02, 0.03, 0.05, -1.2, 0.004]
+    with open_bridge(
+        "simulated", parameters, control, drill_real, now=0.0, initial=near_switches, absolute_encoders=False
+    ) as bridge:
+        status = bridge.status()
+        assert not status.homed and not status.enabled and status.stop_reason is None
+        assert [drive.homed for drive in status.drives] == [False] * len(NAMES)
+        assert "not homed" in bridge.events[-1]
+        with pytest.raises(BridgeError, match="not homed"):
+            bridge.enable(0.0)
+        assert bridge.home() == "homing started"
+        now = 0.0
+        while bridge.homing:
+            sample = bridge.step(now)
+            now += bridge.dt
+            assert now < 30.0 and sample.stop_reason is None, sample.stop_reason
+        assert bridge.events[-1].startswith("homing done")
+        assert bridge.status().homed and not bridge.status().enabled
+        assert bridge.enable(now) == "enabled"
+        hold = list(bridge.step(now).position)
+        sample, _ = run(bridge, 0.05, command=hold, start=now)
+        assert sample.stop_reason is None and bridge.started

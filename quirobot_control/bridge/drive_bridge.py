@@ -41,6 +41,17 @@ time.monotonic()): the watchdog measures the age of the last command on it, and 
 periods counted since, whichever is larger, so neither a late loop nor a frozen clock hides a
 stale command stream; a non-finite clock stops every drive.
 
+Lifecycle from outside (drive_node's services): `acknowledge_stop(note)` clears a latched stop
+through the hardware's acknowledge_stop (the drives' faults reset, logged), `enable(now)` activates
+the hardware (drives enabled, commands at the measured positions, watchdog armed) and runs the
+start-up handshake again (a controller's first command must be within the following-error limit
+of the measured pose), `disable()` deactivates it (inverters off, brakes). While the hardware is
+not active `step` publishes the drives' own feedback (a stopped robot's pose stays measured).
+`home()` starts the hardware's homing sequence (drives with incremental encoders start
+not homed: the hardware refuses activation until every drive is homed), run by `step` one period at
+a time while the hardware is inactive. `status()` is the drives' state for /diagnostics and
+task_node (DrivesStatus).
+
 Backends (`open_backend`, DRIVE_BACKENDS): "simulated", SimulatedDrives on the MuJoCo plant
 (simulation.simulated_backend.SimulatedBackend, imported only when asked for: the real robot's path loads
 neither MuJoCo nor the planner), and "canopen", the CiA 402 servo drives on the CAN buses of the
@@ -62,11 +73,14 @@ from quirobot_control.drives.interface import Drive
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.loop.hardware import (
     CallbackReturn,
+    HardwareError,
     HardwareInfo,
+    LifecycleState,
     QuirobotHardware,
     ReturnType,
     hardware_info_from_urdf,
 )
+from quirobot_control.loop.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_description.parameters import AXES, RobotParameters
 
@@ -78,6 +92,8 @@ __all__ = [
     "BridgeError",
     "DriveBridge",
     "DriveStartupError",
+    "DriveStatus",
+    "DrivesStatus",
     "JointStateSample",
     "open_backend",
     "open_bridge",
@@ -99,6 +115,36 @@ class JointStateSample:
     stop_reason: str | None
 
 
+@dataclass(frozen=True)
+class DriveStatus:
+    """One drive as /diagnostics shows it."""
+
+    name: str
+    state: str  # DriveState value: disabled, enabled, quick_stop, fault
+    fault: str | None  # the drive's own fault text
+    position: float  # m or rad, measured
+    current: float  # A, measured
+    homed: bool  # the drive knows its absolute position
+
+
+@dataclass(frozen=True)
+class DrivesStatus:
+    """The hardware component and its drives (`DriveBridge.status`)."""
+
+    lifecycle: str  # the hardware's LifecycleState value: unconfigured, inactive, active
+    stop_reason: str | None  # the latched stop (until acknowledge_stop)
+    drives: tuple[DriveStatus, ...]
+
+    @property
+    def enabled(self) -> bool:
+        """The hardware is active: the drives are enabled and take commands."""
+        return self.lifecycle == LifecycleState.ACTIVE.value
+
+    @property
+    def homed(self) -> bool:
+        return all(drive.homed for drive in self.drives)
+
+
 def open_backend(
     name: str,
     params: RobotParameters,
@@ -107,17 +153,18 @@ def open_backend(
     *,
     can: CanBusConfig | None = None,
     initial: Sequence[float] | None = None,
+    absolute_encoders: bool = True,
 ) -> DriveBackend:
     """The backend called `name` (DRIVE_BACKENDS), with a drive for each of `joints`.
 
     simulated: `initial` (6,) start pose of the plant, AXES order, m and rad
-    (default mid-range); canopen: `can` (the python-can interface and channels, default
-    socketcan on the parameter file's bus names).
+    (default mid-range), `absolute_encoders` False: drives that need homing; canopen: `can` (the
+    python-can interface and channels, default socketcan on the parameter file's bus names).
     """
     if name == "simulated":
         from quirobot_control.simulation.simulated_backend import SimulatedBackend  # MuJoCo: simulation only
 
-        return SimulatedBackend(params, control, initial, joints=joints)
+        return SimulatedBackend(params, control, initial, joints=joints, absolute_encoders=absolute_encoders)
     if name == "canopen":
         if initial is not None:
             raise ValueError("an initial pose is for the simulated backend: real drives start where they are")
@@ -134,13 +181,20 @@ def open_bridge(
     now: float,
     can: CanBusConfig | None = None,
     initial: Sequence[float] | None = None,
+    absolute_encoders: bool = True,
 ) -> DriveBridge:
     """The bridge for the <ros2_control> block of `robot_description` (URDF XML): its joints'
     drives from the backend called `backend` (see open_backend), the hardware component on them.
     `now`: the adapter's clock, s. Raises HardwareError (a malformed description),
     DriveStartupError, ValueError."""
     info = hardware_info_from_urdf(robot_description)
-    drives = open_backend(backend, params, control, [j.name for j in info.joints], can=can, initial=initial)
+    joints = [j.name for j in info.joints]
+    if backend == "simulated":
+        drives = open_backend(
+            backend, params, control, joints, initial=initial, absolute_encoders=absolute_encoders
+        )
+    else:
+        drives = open_backend(backend, params, control, joints, can=can, initial=initial)
     return DriveBridge(params, control, drives, info, now=now)
 
 
@@ -171,8 +225,11 @@ class DriveBridge:
         self.names = tuple(joint.name for joint in info.joints)
         self.started = False  # the start-up handshake is done (see the module docstring)
         self.events: list[str] = []  # start-up handshake notes (the safety layer's are hardware.events)
+        self.homing = False  # the hardware's homing sequence runs in `step` (see home())
         self._noted: set[str] = set()
         self._closed = False
+        # The last command accepted: joint names, positions, velocities, receipt time (s).
+        self._command: tuple[tuple[str, ...], list[float], list[float], float] | None = None
         try:
             self.hardware = self._start_hardware(now)
         except BaseException:
@@ -187,9 +244,16 @@ class DriveBridge:
         hardware = QuirobotHardware(
             self.params, self.control, lambda name: drives[name], gravity=self._holding_efforts()
         )
-        for start_step in (lambda: hardware.on_init(self.info), hardware.on_configure, hardware.on_activate):
+        for start_step in (lambda: hardware.on_init(self.info), hardware.on_configure):
             if start_step() is not CallbackReturn.SUCCESS:
                 raise DriveStartupError(f"hardware start-up failed: {hardware.stop_reason}")
+        if hardware.on_activate() is not CallbackReturn.SUCCESS:
+            if hardware.stop_reason is None and hardware.unhomed:
+                # Motion before homing is refused: the drives stay disabled and braked, waiting
+                # for home() and enable().
+                self.events.append(f"start-up: {', '.join(hardware.unhomed)} not homed: home, then enable")
+                return hardware
+            raise DriveStartupError(f"hardware start-up failed: {hardware.stop_reason or hardware.refused}")
         # Prime the drives with the holding currents (PID integrators pre-loaded with gravity at
         # activation): on a bus the command written in a period acts from the next SYNC, and the
         # first period must not run at the zero torque the drives were enabled with.
@@ -241,6 +305,12 @@ class DriveBridge:
             self.hardware.set_command(name, "position", position[k])
             self.hardware.set_command(name, "velocity", velocity[k] if velocity else 0.0)
         self.hardware.command_received(now)
+        self._command = (
+            tuple(names),
+            list(position),
+            list(velocity) if velocity else [0.0] * len(names),
+            now,
+        )
 
     def _takes_over(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float]) -> bool:
         """The start-up handshake: is this the first command a controller wrote?"""
@@ -263,23 +333,136 @@ class DriveBridge:
 
     def step(self, now: float) -> JointStateSample:
         """One control period at `now` (s, the adapter's clock): feedback, read, write (PID,
-        safety), the period; the state at its end."""
+        safety), the period; the state at its end. With the hardware not active (stopped,
+        disabled) the state is the drives' own feedback: the hardware reads nothing then."""
         if self._closed:
             raise BridgeError("the drive bridge is closed")
         hw = self.hardware
         self.backend.before_read()
-        hw.read(now, self.dt)
-        hw.write(now, self.dt)
+        active = hw.lifecycle is LifecycleState.ACTIVE
+        if active:
+            self._hold_command_first_order(now)
+            hw.read(now, self.dt)
+            hw.write(now, self.dt)
+        elif self.homing:
+            self._home_one_period(now)
         self.backend.after_write()
         self.time += self.dt
+        keys = ("position", "velocity", "effort")
+        if active:
+            state = {key: [hw.state(n, key) for n in self.names] for key in keys}
+        else:
+            feedback = [self.drives[n].feedback() for n in self.names]
+            state = {key: [getattr(f, key) for f in feedback] for key in keys}
         return JointStateSample(
             time=self.time,
             names=self.names,
-            position=[hw.state(n, "position") for n in self.names],
-            velocity=[hw.state(n, "velocity") for n in self.names],
-            effort=[hw.state(n, "effort") for n in self.names],
+            position=state["position"],
+            velocity=state["velocity"],
+            effort=state["effort"],
             stop_reason=hw.stop_reason,
         )
+
+    def _hold_command_first_order(self, now: float) -> None:
+        """The last command's position moved on by its velocity for the command's age (`now` minus
+        its receipt, s): a first-order hold between commands that come slower than the control
+        period (a controller cycle late under load, or several periods run per command). A
+        zero-order hold would command a staircase that the drive follows a step behind. The
+        watchdog still sees the command's true age (hold after watchdog_timeout)."""
+        if self._command is None:
+            return
+        names, position, velocity, received = self._command
+        age = now - received
+        if not age > 0.0:
+            return
+        for name, q, v in zip(names, position, velocity, strict=True):
+            if math.isfinite(q) and math.isfinite(v):
+                self.hardware.set_command(name, "position", q + v * age)
+
+    # --- the hardware's lifecycle from outside (drive_node's services) -------------------------
+    def acknowledge_stop(self, note: str) -> str:
+        """Clear the latched stop (the hardware's acknowledge_stop: every drive's fault reset,
+        logged with `note`); what was cleared. BridgeError if the hardware refuses (e.g. while
+        active: disable first)."""
+        hw = self.hardware
+        if hw.stop_reason is None and hw.lifecycle is LifecycleState.ACTIVE:
+            return "no stop latched"
+        cleared = hw.stop_reason
+        if hw.acknowledge_stop(note) is not CallbackReturn.SUCCESS:
+            raise BridgeError(hw.refused or "acknowledge_stop refused")
+        return f"stop acknowledged: {cleared}" if cleared else "no stop latched"
+
+    def enable(self, now: float) -> str:
+        """Activate the hardware (drives enabled, commands at the measured positions, watchdog
+        armed at `now`, s) and restart the start-up handshake. No-op if active; BridgeError if
+        refused (a latched stop: acknowledge_stop first)."""
+        hw = self.hardware
+        if hw.lifecycle is LifecycleState.ACTIVE:
+            return "already enabled"
+        if hw.on_activate() is not CallbackReturn.SUCCESS:
+            raise BridgeError(hw.refused or f"activation failed: {hw.stop_reason}")
+        self.started = False
+        self._command = None
+        self._noted.clear()
+        self.events.append("enabled: waiting for the first controller command near the measured pose")
+        if hw.write(now, self.dt) is not ReturnType.OK:  # the holding currents at once (see start-up)
+            raise BridgeError(f"activation failed: {hw.stop_reason}")
+        return "enabled"
+
+    def home(self) -> str:
+        """Start the hardware's homing sequence (loop.homing: each axis in the parameter file's
+        order, the others disabled and braked); `step` runs it one period at a time until every
+        drive is homed (then enable). BridgeError while enabled or with a stop latched."""
+        hw = self.hardware
+        if hw.lifecycle is LifecycleState.ACTIVE:
+            raise BridgeError("home refused: the drives are enabled; disable first")
+        if hw.stop_reason is not None:
+            raise BridgeError(f"home refused: a stop is latched ({hw.stop_reason}); acknowledge_stop first")
+        if self.homing:
+            return "homing already running"
+        self.homing = True
+        self.events.append(f"homing: {', '.join(hw.unhomed) or 'every drive already homed'}")
+        return "homing started"
+
+    def _home_one_period(self, now: float) -> None:
+        try:
+            progress = self.hardware.home(now)
+        except (HardwareError, HomingError) as error:
+            self.homing = False
+            self.events.append(f"homing failed: {error}")
+            return
+        if progress.done:
+            self.homing = False
+            self.events.append("homing done: every drive homed; enable to drive")
+
+    def disable(self) -> str:
+        """Deactivate the hardware (every drive disabled: inverters off, brakes). No-op if not
+        active; BridgeError if a drive failed to disable (then every drive is quick-stopped)."""
+        hw = self.hardware
+        if hw.lifecycle is not LifecycleState.ACTIVE:
+            return "already disabled"
+        if hw.on_deactivate() is not CallbackReturn.SUCCESS:
+            raise BridgeError(hw.stop_reason or hw.refused or "deactivate refused")
+        return "disabled"
+
+    def status(self) -> DrivesStatus:
+        """The hardware's lifecycle and latched stop, and each drive's state, fault, measured
+        position and current, and whether it is homed."""
+        drives = []
+        for name in self.names:
+            feedback = self.drives[name].feedback()
+            drives.append(
+                DriveStatus(
+                    name=name,
+                    state=feedback.state.value,
+                    fault=feedback.fault,
+                    position=feedback.position,
+                    current=feedback.current,
+                    homed=feedback.homed,
+                )
+            )
+        hw = self.hardware
+        return DrivesStatus(lifecycle=hw.lifecycle.value, stop_reason=hw.stop_reason, drives=tuple(drives))
 
     def close(self) -> list[str]:
         """Stop every drive and release the backend (idempotent); the problems met, as text."""

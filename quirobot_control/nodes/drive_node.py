@@ -23,11 +23,40 @@ Parameters:
 Simulated backend only: `simulated_bone` (a task name, e.g. incision; default "none") puts that
 task's bone in the plant (its thrust on the drill tip); `test_fault_injection` (default false,
 tests only) adds the service ~/inject_fault (std_srvs/Trigger) that faults the drill feed's drive.
-The simulated plant is stepped with the wall clock (up to 10 periods per timer tick): a timer
-that fires late under load must not slow the simulated robot down against the controllers.
 
-A stop (a safety stop, the command watchdog, a drive fault) is logged once as an error line
-"drives stopped: <reason>" and published on /quirobot/drive_stop (std_msgs/String, latched).
+Time of the simulated plant, two ways:
+- `publish_clock` false (default): the plant follows the wall clock, up to 10 periods per timer
+  tick (a late tick catches up). Under load the plant can fall behind the controllers, which run
+  on the wall clock: a following error of speed x lag.
+- `publish_clock` true (sim.launch.py, with use_sim_time on the controller manager and the task
+  node): the plant's time is the ROS time. drive_node publishes /clock (rosgraph_msgs/Clock) after
+  every tick; ros2_control_node, on sim time, runs a cycle per period of that clock, so the
+  trajectory controllers sample their trajectories at the plant's time. The plant runs with the
+  wall clock (up to 10 periods a tick; time it could not run is dropped, not caught up), but never
+  more than `command_window` (default 0.01 s) of plant time past the last command received: under
+  load the simulation slows down instead of running on stale commands, and the controllers'
+  following error stays below speed x command_window. A strict lockstep (a period per command)
+  was tried: it deadlocked now and then (a controller-manager cycle waiting for a clock sample
+  that waited for its command) and ran at 4 % of real time on a loaded machine. Without a
+  command for `lockstep_timeout` s of wall time (default 1: no controller manager yet, or a
+  dead one) the plant runs on regardless, so the command watchdog (on the plant's clock then)
+  still stops the drives on a lost stream.
+
+Services (std_srvs/Trigger), the hardware component's lifecycle (bridge.drive_bridge):
+/quirobot/drives/acknowledge_stop (clear a latched stop: every drive's fault reset, logged),
+/quirobot/drives/enable (activate: drives enabled at the measured pose, a controller's first
+command must be near it), /quirobot/drives/disable (deactivate: inverters off, brakes),
+/quirobot/drives/home (the hardware's homing sequence, run period by period while disabled).
+`homing` (default false; simulated backend): drives with incremental encoders, not homed at
+start-up (the hardware refuses to enable them until /quirobot/drives/home has run); by default the
+simulated drives have absolute encoders and start homed, and real drives report their own.
+
+Outputs: a stop (a safety stop, the command watchdog, a drive fault) is logged once as an error
+line "drives stopped: <reason>" and published on /quirobot/drive_stop (std_msgs/String, latched);
+/quirobot/drives/state (quirobot/msg/DrivesState, latched: lifecycle, enabled, homed, the
+latched stop) on every change and once a second; /diagnostics (diagnostic_msgs/DiagnosticArray,
+bridge.diagnostics: the hardware and each drive's state, fault, position, current, homed; ERROR
+with the reason on a stop) once a second and on every change.
 A start-up failure (no such CAN interface, a node that does not
 answer, a malformed description, ...) is logged in one line and the node exits with status 1
 without enabling anything. On shutdown (SIGINT or SIGTERM) every drive is stopped and the buses
@@ -36,20 +65,26 @@ are released; the node exits with status 0.
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import time
 
 
-def main(args: list[str] | None = None) -> int:
+def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one node closing over ROS)
     import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    from quirobot.msg import DrivesState
     from rclpy.node import Node
     from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
     from rclpy.signals import SignalHandlerOptions
+    from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
+    from std_srvs.srv import Trigger
 
     from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
+    from quirobot_control.bridge.diagnostics import drive_diagnostics
     from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
     from quirobot_control.loop.control_config import control_configuration
     from quirobot_description.parameters import FEED_JOINT, load_parameters
@@ -70,6 +105,10 @@ def main(args: list[str] | None = None) -> int:
     can_channels = node.declare_parameter("can_channels", "").value
     simulated_bone = node.declare_parameter("simulated_bone", "").value
     fault_injection = bool(node.declare_parameter("test_fault_injection", False).value)
+    publish_clock = bool(node.declare_parameter("publish_clock", False).value)
+    lockstep_timeout = float(node.declare_parameter("lockstep_timeout", 1.0).value)
+    command_window = float(node.declare_parameter("command_window", 0.01).value)
+    homing = bool(node.declare_parameter("homing", False).value)
 
     def shut_down() -> None:
         node.destroy_node()
@@ -91,14 +130,24 @@ def main(args: list[str] | None = None) -> int:
             shut_down()
             return 0
         description = received[0]
+    # The plant's clock (publish_clock): `epoch` (wall time at start, s) + periods * dt, so that
+    # stamps look like times; the bridge's clock is the periods run (s).
+    sim = {"epoch": time.time(), "periods": 0}
     try:
         params = load_parameters()
         control = control_configuration(params)
         can = CanBusConfig(can_interface, parse_channel_map(can_channels))
-        bridge = open_bridge(backend_name, params, control, description, now=time.monotonic(), can=can)
         simulated = backend_name == "simulated"
-        if (simulated_bone not in ("", "none") or fault_injection) and not simulated:
-            raise ValueError("simulated_bone and test_fault_injection are for the simulated backend")
+        simulation_only = simulated_bone not in ("", "none") or fault_injection or publish_clock or homing
+        if simulation_only and not simulated:
+            raise ValueError(
+                "simulated_bone, test_fault_injection, publish_clock and homing are for the simulated "
+                "backend (real drives report whether they are homed)"
+            )
+        start = 0.0 if publish_clock else time.monotonic()
+        bridge = open_bridge(
+            backend_name, params, control, description, now=start, can=can, absolute_encoders=not homing
+        )
         if simulated_bone not in ("", "none"):
             bridge.backend.place_bone(simulated_bone)
     except (ValueError, OSError) as error:
@@ -107,45 +156,166 @@ def main(args: list[str] | None = None) -> int:
         return 1
     node.get_logger().info(f"drives up ({backend_name} backend): {', '.join(bridge.names)}")
     publisher = node.create_publisher(JointState, states_topic, qos_profile_sensor_data)
-    reported = {"stop": None, "events": 0}
+    reported = {"stop": None, "events": 0, "safety": 0, "state": None, "waiting": False}
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     stop_publisher = node.create_publisher(String, "/quirobot/drive_stop", latched)
-    clock = {"start": time.monotonic(), "periods": 0}
+    drives_state_publisher = node.create_publisher(DrivesState, "/quirobot/drives/state", latched)
+    diagnostics_publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+    clock_publisher = node.create_publisher(Clock, "/clock", 10) if publish_clock else None
+    # Wall-clock pacing of the simulated plant, and (publish_clock) the period of the last command.
+    wall = {"start": time.monotonic(), "periods": 0, "last_command": -math.inf, "command_time": 0.0}
 
-    def on_command(message: JointState) -> None:
-        try:
-            bridge.command(
-                list(message.name), list(message.position), list(message.velocity), now=time.monotonic()
-            )
-        except BridgeError as error:
-            node.get_logger().error(f"command refused: {error}")
+    def bridge_now() -> float:
+        """The bridge's clock (s): the plant's periods with publish_clock, else the monotonic clock."""
+        return sim["periods"] * control.dt if publish_clock else time.monotonic()
 
-    def on_timer() -> None:
-        now = time.monotonic()
-        due = 1
-        if simulated:  # the plant's time follows the wall clock (the controllers' time)
-            due = min(max(int((now - clock["start"]) / control.dt) - clock["periods"], 1), 10)
-        for _ in range(due):
-            sample = bridge.step(now)
-        clock["periods"] += due
+    def stamp():
+        if publish_clock:
+            seconds = sim["epoch"] + sim["periods"] * control.dt
+            return _time_message(seconds)
+        return node.get_clock().now().to_msg()
+
+    def advance(count: int) -> None:
+        """Run `count` control periods, then publish the state (and the clock)."""
+        for _ in range(count):
+            sample = bridge.step(bridge_now())
+            sim["periods"] += 1
         message = JointState()
-        message.header.stamp = node.get_clock().now().to_msg()
+        message.header.stamp = stamp()
         message.name = list(sample.names)
         message.position = sample.position
         message.velocity = sample.velocity
         message.effort = sample.effort
-        publisher.publish(message)
+        publisher.publish(message)  # before the clock: a controller cycle woken by it reads this
+        if clock_publisher is not None:
+            clock_publisher.publish(Clock(clock=message.header.stamp))
+        report(sample.stop_reason)
+
+    def report(stop_reason: str | None) -> None:
         for event in bridge.events[reported["events"] :]:
             node.get_logger().info(event)
         reported["events"] = len(bridge.events)
-        if sample.stop_reason and reported["stop"] != sample.stop_reason:
-            reported["stop"] = sample.stop_reason
-            node.get_logger().error(f"drives stopped: {sample.stop_reason}")
-            stop_publisher.publish(String(data=sample.stop_reason))
+        log = bridge.hardware.log  # the safety layer's events (clamps, watchdog holds), bounded
+        total = len(log.messages) + log.dropped
+        if total != reported["safety"]:
+            new = min(total - reported["safety"], len(log.messages))
+            for event in list(log.messages)[len(log.messages) - new :]:
+                node.get_logger().warning(event)
+            reported["safety"] = total
+        if stop_reason and reported["stop"] != stop_reason:
+            reported["stop"] = stop_reason
+            node.get_logger().error(f"drives stopped: {stop_reason}")
+            stop_publisher.publish(String(data=stop_reason))
+        if not stop_reason:
+            reported["stop"] = None
+        key = (bridge.hardware.lifecycle, stop_reason)  # cheap per period; homed once a second
+        if key != reported["state"]:
+            reported["state"] = key
+            publish_status()
 
-    node.create_subscription(JointState, commands_topic, on_command, qos_profile_sensor_data)
+    def publish_status(status=None) -> None:
+        status = status or bridge.status()
+        state = DrivesState()
+        state.stamp = stamp()
+        state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
+        state.stop_reason = status.stop_reason or ""
+        drives_state_publisher.publish(state)
+        array = DiagnosticArray()
+        array.header.stamp = state.stamp
+        for entry in drive_diagnostics(status):
+            array.status.append(
+                DiagnosticStatus(
+                    level=bytes([entry.level]),
+                    name=entry.name,
+                    message=entry.message,
+                    hardware_id=entry.hardware_id,
+                    values=[KeyValue(key=k, value=v) for k, v in entry.values],
+                )
+            )
+        diagnostics_publisher.publish(array)
+
+    def command_time(message: JointState) -> float:
+        """When the command was computed, on the bridge's clock (s). With publish_clock the
+        controller manager stamps it with the plant's time (its cycle's), a tick or more before
+        it is received here; else its receipt."""
+        now = bridge_now()
+        if not publish_clock:
+            return now
+        stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9 - sim["epoch"]
+        return min(stamp, now) if math.isfinite(stamp) and stamp > 0.0 else now
+
+    def on_command(message: JointState) -> None:
+        received = command_time(message)
+        try:
+            names, position, velocity = list(message.name), list(message.position), list(message.velocity)
+            bridge.command(names, position, velocity, now=received)
+        except BridgeError as error:
+            node.get_logger().error(f"command refused: {error}")
+        wall["last_command"], wall["command_time"] = time.monotonic(), received
+
+    def on_timer() -> None:
+        if not simulated:
+            advance(1)
+            return
+        now = time.monotonic()
+        # The plant's time follows the wall clock, up to 10 periods a tick; further behind (a late
+        # tick under load), the rest is dropped with publish_clock (the clock is the plant's), or
+        # caught up later without it (the controllers' clock is the wall clock then).
+        due = int((now - wall["start"]) / control.dt) - wall["periods"]
+        if publish_clock and due > 10:
+            wall["periods"] += due - 10
+            due = 10
+        due = min(max(due, 1), 10)
+        if publish_clock and now - wall["last_command"] < lockstep_timeout:
+            # Not more than command_window of plant time past the last command.
+            age = bridge_now() - wall["command_time"]
+            window = round((command_window - age) / control.dt)
+            if window <= 0:
+                # A command lost on the way (or a controller-manager cycle that missed its clock
+                # sample) would hold the plant forever: after NUDGE_AFTER one period more, which
+                # wakes the controller manager again; never as far as the watchdog's hold.
+                if (
+                    now - wall["last_command"] < NUDGE_AFTER
+                    or age + 2 * control.dt >= control.watchdog_timeout
+                ):
+                    return
+                window = 1
+            due = min(due, window)
+            reported["waiting"] = False
+        elif publish_clock and not reported["waiting"] and bridge.started:
+            reported["waiting"] = True
+            node.get_logger().warning(
+                f"no controller command for {lockstep_timeout} s: the plant runs on the wall clock"
+            )
+        wall["periods"] += due
+        advance(due)
+
+    def lifecycle_service(action):
+        def serve(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+            try:
+                response.message = action()
+                response.success = True
+            except BridgeError as error:
+                response.success, response.message = False, " ".join(str(error).split())
+            node.get_logger().info(f"{response.message}")
+            report(bridge.hardware.stop_reason)
+            publish_status()
+            return response
+
+        return serve
+
+    for name, action in (
+        ("acknowledge_stop", lambda: bridge.acknowledge_stop("operator: /quirobot/drives/acknowledge_stop")),
+        ("enable", lambda: bridge.enable(bridge_now())),
+        ("disable", bridge.disable),
+        ("home", bridge.home),
+    ):
+        node.create_service(Trigger, f"/quirobot/drives/{name}", lifecycle_service(action))
+    # The commands: sensor-data QoS (the plugin publishes reliable, depth 1); with publish_clock
+    # reliable, since the plant waits for them.
+    command_qos = QoSProfile(depth=1) if publish_clock else qos_profile_sensor_data
+    node.create_subscription(JointState, commands_topic, on_command, command_qos)
     if fault_injection:
-        from std_srvs.srv import Trigger
 
         def inject_fault(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
             bridge.drives[FEED_JOINT].inject_fault("injected by ~/inject_fault (test)")
@@ -154,6 +324,8 @@ def main(args: list[str] | None = None) -> int:
 
         node.create_service(Trigger, "~/inject_fault", inject_fault)
     node.create_timer(control.dt, on_timer)
+    node.create_timer(1.0, publish_status)
+    publish_status()
     try:
         rclpy.spin(node)
     except KeyboardInterrupt:
@@ -169,6 +341,18 @@ def main(args: list[str] | None = None) -> int:
         shut_down()
     return 0
 
+
+def _time_message(seconds: float):
+    """builtin_interfaces/Time of `seconds` (s since the epoch)."""
+    from builtin_interfaces.msg import Time
+
+    whole = math.floor(seconds)
+    return Time(sec=int(whole), nanosec=min(int(round((seconds - whole) * 1e9)), 999_999_999))
+
+
+#: s of wall time without a new command, the plant waiting for one, after which it runs one more
+#: period (publish_clock): a few controller-manager cycles at 1 kHz.
+NUDGE_AFTER = 0.01
 
 _INTERRUPTED: list[int] = []
 

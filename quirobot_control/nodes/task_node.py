@@ -18,12 +18,19 @@
   /quirobot/drive_stop, a controller aborting, joint states lost) the controllers' goals are
   cancelled at once (they hold) and the goal ends canceled or aborted with the reason.
 - /quirobot/state (quirobot/msg/OperatingState, transient local): enabled, homed, busy, fault and
-  its reason, phase; republished on every change and once a second.
-- Services (std_srvs/Trigger) /quirobot/enable and /quirobot/disable: the hardware component
-  (`hardware_component`, default QuirobotSystem) set active or inactive through the controller
-  manager's set_hardware_component_state (inactive: the controllers' command stream stops and
-  drive_node's watchdog stops the drives); refused while busy. /quirobot/reset_fault clears the
-  fault latch.
+  its reason, phase; republished on every change and once a second. enabled, homed and the
+  drives' stop come from drive_node's /quirobot/drives/state (its hardware component); a goal is
+  refused while the drives are disabled, not homed or stopped.
+- Services (std_srvs/Trigger) go through the hardware component's lifecycle in drive_node:
+  /quirobot/enable and /quirobot/disable call /quirobot/drives/enable and /quirobot/drives/disable
+  (activate: drives enabled at the measured pose; deactivate: inverters off, brakes), refused
+  while busy; /quirobot/reset_fault calls /quirobot/drives/acknowledge_stop when the drives have
+  a latched stop (every drive's fault reset, logged) and clears the node's own fault latch; then
+  /quirobot/enable drives again (nothing restarts by itself); /quirobot/home calls
+  /quirobot/drives/home (the hardware's homing sequence, while disabled).
+- /diagnostics (diagnostic_msgs/DiagnosticArray): the operating state as "quirobot/task"
+  (bridge.diagnostics.task_diagnostic; ERROR with the fault's reason), on every change and once a
+  second. drive_node publishes the drives' entries.
 
 The node configures and activates itself at start-up (parameter `autostart`, default true);
 goals are refused unless it is active. rclpy is imported only inside functions.
@@ -60,21 +67,20 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
     import yaml
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
-    from controller_manager_msgs.srv import SetHardwareComponentState
-    from lifecycle_msgs.msg import State as LifecycleState
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     from quirobot.action import DrillHole
-    from quirobot.msg import OperatingState
+    from quirobot.msg import DrivesState, OperatingState
     from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.duration import Duration
     from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
     from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
     from trajectory_msgs.msg import JointTrajectoryPoint
 
+    from quirobot_control.bridge.diagnostics import task_diagnostic
     from quirobot_control.loop.control_config import control_configuration
     from quirobot_control.planning.drill_hole import (
         BONE_PHASES,
@@ -110,7 +116,6 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
             self.lock = threading.Lock()
             self.autostart = self.declare_parameter("autostart", True).value
             self.states_topic = self.declare_parameter("joint_states_topic", "/quirobot/joint_states").value
-            self.hardware = self.declare_parameter("hardware_component", "QuirobotSystem").value
             self.feedback_rate = float(self.declare_parameter("feedback_rate", 50.0).value)
             self.waypoint_period = float(self.declare_parameter("waypoint_period", 0.01).value)
             self.start_delay = float(self.declare_parameter("start_delay", 2.0).value)
@@ -118,9 +123,12 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
             # here under load: 0.206 mm at a 10 mm/s feed move, 1.009 mm on gantry_z at <= 25 mm/s.
             self.tracking_lag = float(self.declare_parameter("tracking_lag", 0.05).value)
             self.active = False
-            self.enabled = True  # bringup activates the hardware component
+            self.enabled = False  # drive_node's hardware component, from /quirobot/drives/state
+            self.homed = False
+            self.drives_heard = False
+            self.drives_stop = ""  # drive_node's latched stop
             self.busy = False
-            self.fault_reason = ""
+            self.fault_reason = ""  # this node's latch: an aborted goal's reason
             self.phase = ""
             self.position: dict[str, float] = {}
             self.effort: dict[str, float] = {}
@@ -154,8 +162,17 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 callback_group=self.group,
             )
             self.create_subscription(
-                String, "/quirobot/drive_stop", self._on_drive_stop, latched, callback_group=self.group
+                DrivesState,
+                "/quirobot/drives/state",
+                self._on_drives_state,
+                latched,
+                callback_group=self.group,
             )
+            self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            self.drive_services = {
+                name: self.create_client(Trigger, f"/quirobot/drives/{name}", callback_group=self.group)
+                for name in ("enable", "disable", "acknowledge_stop", "home")
+            }
             self.arm = ActionClient(
                 self,
                 FollowJointTrajectory,
@@ -168,15 +185,11 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 "/drill_feed_controller/follow_joint_trajectory",
                 callback_group=self.group,
             )
-            self.hardware_client = self.create_client(
-                SetHardwareComponentState,
-                "/controller_manager/set_hardware_component_state",
-                callback_group=self.group,
-            )
             for name, callback in (
                 ("/quirobot/enable", self._on_enable),
                 ("/quirobot/disable", self._on_disable),
                 ("/quirobot/reset_fault", self._on_reset_fault),
+                ("/quirobot/home", self._on_home),
             ):
                 self.create_service(Trigger, name, callback, callback_group=self.group)
             self.server = ActionServer(
@@ -211,12 +224,27 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                         self.effort[name] = message.effort[k]
                 self.states_time = time.monotonic()
 
-        def _on_drive_stop(self, message: String) -> None:
+        def _on_drives_state(self, message: DrivesState) -> None:
             with self.lock:
-                self.new_drive_stop = message.data
-                self.fault_reason = f"drives stopped: {message.data}"
-            self.get_logger().error(self.fault_reason)
+                new_stop = message.stop_reason and message.stop_reason != self.drives_stop
+                self.drives_heard = True
+                self.enabled, self.homed, self.drives_stop = (
+                    message.enabled,
+                    message.homed,
+                    message.stop_reason,
+                )
+                if new_stop:
+                    self.new_drive_stop = message.stop_reason
+            if new_stop:
+                self.get_logger().error(f"drives stopped: {message.stop_reason}")
             self._publish_state()
+
+        def fault(self) -> str:
+            """The fault shown: the drives' latched stop, else this node's latch ("" if none)."""
+            with self.lock:
+                if self.drives_stop:
+                    return f"drives stopped: {self.drives_stop}"
+                return self.fault_reason
 
         def measured(self) -> np.ndarray | None:
             """(6,) measured joint pose, AXES order; None if a joint was never heard of."""
@@ -231,56 +259,82 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 return
             message = OperatingState()
             message.stamp = self.get_clock().now().to_msg()
+            fault = self.fault()
             with self.lock:
                 message.enabled = self.enabled
-                message.homed = True  # no homing: absolute positions from start-up (docs)
+                message.homed = self.homed
                 message.busy = self.busy
-                message.fault = bool(self.fault_reason)
-                message.fault_reason = self.fault_reason
+                message.fault = bool(fault)
+                message.fault_reason = fault
                 message.phase = self.phase
             self.state_publisher.publish(message)
+            entry = task_diagnostic(
+                enabled=message.enabled,
+                homed=message.homed,
+                busy=message.busy,
+                phase=message.phase,
+                fault_reason=fault,
+            )
+            array = DiagnosticArray()
+            array.header.stamp = message.stamp
+            array.status.append(
+                DiagnosticStatus(
+                    level=bytes([entry.level]),
+                    name=entry.name,
+                    message=entry.message,
+                    hardware_id=entry.hardware_id,
+                    values=[KeyValue(key=k, value=v) for k, v in entry.values],
+                )
+            )
+            self.diagnostics_publisher.publish(array)
 
-        def _set_hardware(self, active: bool, response: Trigger.Response) -> Trigger.Response:
+        def _call_drives(self, name: str) -> tuple[bool, str]:
+            """Call drive_node's /quirobot/drives/<name> (std_srvs/Trigger): (success, message)."""
+            client = self.drive_services[name]
+            if not client.wait_for_service(timeout_sec=2.0):
+                return False, f"drive_node's /quirobot/drives/{name} is not available"
+            answer = self._wait(client.call_async(Trigger.Request()), 10.0)
+            if answer is None:
+                return False, f"no answer from /quirobot/drives/{name}"
+            return answer.success, answer.message
+
+        def _lifecycle(self, name: str, response):
             if self.busy:
                 response.success, response.message = False, "busy: cancel the DrillHole goal first"
                 return response
-            if not self.hardware_client.wait_for_service(timeout_sec=2.0):
-                response.success, response.message = False, "controller manager not available"
-                return response
-            request = SetHardwareComponentState.Request()
-            request.name = self.hardware
-            request.target_state.id = (
-                LifecycleState.PRIMARY_STATE_ACTIVE if active else LifecycleState.PRIMARY_STATE_INACTIVE
-            )
-            future = self.hardware_client.call_async(request)
-            deadline = time.monotonic() + 5.0
-            while not future.done() and time.monotonic() < deadline:
-                time.sleep(0.01)
-            result = future.result() if future.done() else None
-            if result is None or not result.ok:
-                label = result.state.label if result is not None else "no answer"
-                response.success, response.message = False, f"{self.hardware} not changed ({label})"
-                return response
-            with self.lock:
-                self.enabled = active
-            response.success, response.message = True, f"{self.hardware} {result.state.label}"
-            self._publish_state()
+            response.success, response.message = self._call_drives(name)
             return response
 
         def _on_enable(self, request, response):
-            return self._set_hardware(True, response)
+            return self._lifecycle("enable", response)
 
         def _on_disable(self, request, response):
-            return self._set_hardware(False, response)
+            return self._lifecycle("disable", response)
+
+        def _on_home(self, request, response):
+            return self._lifecycle("home", response)
 
         def _on_reset_fault(self, request, response):
             with self.lock:
-                if self.busy:
-                    response.success, response.message = False, "busy"
+                busy, drives_stop = self.busy, self.drives_stop
+            if busy:
+                response.success, response.message = False, "busy"
+                return response
+            cleared = []
+            if drives_stop:
+                ok, message = self._call_drives("acknowledge_stop")
+                if not ok:
+                    response.success, response.message = False, f"drives: {message}"
                     return response
-                previous, self.fault_reason = self.fault_reason, ""
+                cleared.append(message)
+                with self.lock:  # drive_node republishes its state; do not show the old stop meanwhile
+                    self.drives_stop = ""
+            with self.lock:
+                if self.fault_reason:
+                    cleared.append(f"cleared: {self.fault_reason}")
+                self.fault_reason = ""
             response.success = True
-            response.message = f"cleared: {previous}" if previous else "no fault"
+            response.message = "; ".join(cleared) if cleared else "no fault"
             self._publish_state()
             return response
 
@@ -344,12 +398,17 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
         def _run(self, goal_handle):  # noqa: C901, PLR0912, PLR0915
             request = goal_handle.request
             nan = float("nan")
-            if self.fault_reason:
+            fault = self.fault()
+            if fault:
+                return self._finish(goal_handle, "abort", f"in fault: {fault} (reset_fault)", nan, nan)
+            if not self.drives_heard:
                 return self._finish(
-                    goal_handle, "abort", f"in fault: {self.fault_reason} (reset_fault)", nan, nan
+                    goal_handle, "abort", "no drive state on /quirobot/drives/state", nan, nan
                 )
             if not self.enabled:
                 return self._finish(goal_handle, "abort", "disabled: call /quirobot/enable", nan, nan)
+            if not self.homed:
+                return self._finish(goal_handle, "abort", "not homed: call /quirobot/home", nan, nan)
             frames = {request.entry.header.frame_id, request.direction.header.frame_id} - {"", "world"}
             if frames:
                 return self._finish(

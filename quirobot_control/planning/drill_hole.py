@@ -8,9 +8,8 @@
   the incision planner (`plan_incision`: approach, align, feed, dwell, retract, withdraw, back to
   `start`): the shipped incision task (config/tasks/incision.yaml) with the goal's entry,
   direction, depth and feed rate and `start` as its park pose (a feed elsewhere than the task's
-  park value first moves there along the tool axis, phase "prepare"), up to the withdraw: the goal
-  ends with the bit up the axis at the approach point (the return to park is the client's). An
-  unreachable goal is refused
+  park value first moves there along the tool axis, phase "prepare"), up to the park: the goal
+  ends where it started, the feed retracted. An unreachable goal is refused
   with the planner's reason, which names the joint. Raises `GoalRejectedError`.
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
@@ -150,9 +149,8 @@ def plan_drill_hole(
     return DrillPlan(task=task, trajectory=trajectory, predicted_thrust=predicted)
 
 
-#: A DrillHole goal ends with the bit withdrawn up the axis to the approach point; where the
-#: robot goes next is the client's choice (the incision plan's return to park is left out).
-LAST_PHASE = "withdraw"
+#: A DrillHole goal ends back at its start pose (the feed retracted): the incision plan's park.
+LAST_PHASE = "park"
 
 
 def until_phase(trajectory: JointTrajectory, name: str) -> JointTrajectory:

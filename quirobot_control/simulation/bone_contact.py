@@ -32,6 +32,11 @@ class BoneContact:
         self.drilling = drilling
         self.thrust = BoneThrust(drilling.bone)
         self._depth: float | None = None
+        # m: the bone reaches this far from the drilling axis, a shaft as wide as its layers are
+        # thick along the axis (design assumption: the tibial shaft's 25 mm, the task's layers).
+        # Without it the layers were slabs of infinite width and a tip moving away beside the
+        # hole (the return to park) was pushed as if it cut bone.
+        self.radius = 0.5 * sum(layer.thickness for layer in drilling.bone.layers)
 
     @property
     def force(self) -> float:
@@ -41,7 +46,12 @@ class BoneContact:
     def __call__(self, h: float) -> np.ndarray | None:
         """Advance the thrust lag by the physics step h (s) at the tip's current depth and rate."""
         drilling = self.drilling
-        depth = float(np.dot(self.plant.tip - drilling.entry, drilling.direction))
+        offset = self.plant.tip - drilling.entry
+        depth = float(np.dot(offset, drilling.direction))
+        if float(np.linalg.norm(offset - depth * drilling.direction)) > self.radius:
+            self._depth = None  # beside the bone: nothing to cut, the thrust fades
+            thrust = self.thrust.update(h, depth, 0.0)
+            return -thrust * drilling.direction if thrust > 0.0 else None
         rate = 0.0 if self._depth is None else (depth - self._depth) / h
         self._depth = depth
         thrust = self.thrust.update(h, depth, rate)

@@ -21,6 +21,11 @@ from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import AXES, RobotParameters
 
+#: Fraction of gantry_z's soft range below its top (the gantry's zero) where the simulated robot
+#: powers up (design assumption: clear of the patient and the operating table below the drilling
+#: corridor, the shipped incision's no-go zone; at mid-range the drill tip was inside it).
+START_RAISED = 0.25
+
 
 class SimulatedBackend:
     """SimulatedDrives on the MuJoCo rigid-body plant, stepped in `control.physics_substeps`."""
@@ -32,16 +37,21 @@ class SimulatedBackend:
         initial: Sequence[float] | None = None,
         *,
         joints: Sequence[str] = AXES,
+        absolute_encoders: bool = True,
     ) -> None:
         """`initial` (6,): start pose of the plant, AXES order (m, rad); default
-        mid-range with the drill feed retracted. `joints`: the commanded joints (plant joints)."""
+        mid-range, gantry_z raised and the drill feed retracted (START_RAISED). `joints`: the
+        commanded joints (plant joints). `absolute_encoders` (default): every drive is homed at
+        power-up; False: incremental encoders, not homed until the hardware's homing has run."""
         unknown = [name for name in joints if name not in AXES]
         if unknown:
             raise ValueError(
                 f"the simulated plant has no joint {', '.join(unknown)}; its joints are {', '.join(AXES)}"
             )
         self.dt = control.dt
-        self._plant_drives: list[SimulatedDrive] = [drive_for_joint(params, name) for name in AXES]
+        self._plant_drives: list[SimulatedDrive] = [
+            drive_for_joint(params, name, absolute_encoder=absolute_encoders) for name in AXES
+        ]
         self.drives: dict[str, SimulatedDrive] = {
             name: drive for name, drive in zip(AXES, self._plant_drives, strict=True) if name in joints
         }
@@ -51,8 +61,10 @@ class SimulatedBackend:
         limits = JointLimits.from_parameters(params)
         if initial is not None:
             q0 = np.array(initial, dtype=float)
-        else:  # mid-range, the drill retracted to its soft limit
+        else:  # mid-range, gantry_z raised, the drill retracted to its soft limit
             q0 = 0.5 * (limits.soft_lower + limits.soft_upper)
+            z = AXES.index("gantry_z")
+            q0[z] = limits.soft_lower[z] + START_RAISED * (limits.soft_upper[z] - limits.soft_lower[z])
             q0[-1] = limits.soft_lower[-1]
         limits.check_position(q0, "drive bridge: initial pose")
         self.plant.reset(q0)
