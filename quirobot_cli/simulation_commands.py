@@ -207,7 +207,7 @@ def _print_summary(result, met: dict[str, bool], log_path: Path, plot_path: Path
     rows: list[tuple[str, str, str]] = []
 
     def row(label: str, key: str, scale: float, unit: str) -> None:
-        if key in m:
+        if m.get(key) is not None:
             target = met.get(key)
             verdict = "" if target is None else ("ok" if target else "MISSED")
             rows.append((label, f"{m[key] * scale:.3f} {unit}", verdict))

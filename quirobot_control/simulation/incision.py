@@ -14,7 +14,7 @@ An incision runs with the drilling process safety (loop.drilling_monitor: thrust
 breakthrough, spindle interlock; models.spindle) unless `process_safety=False`;
 `breakthrough_detection=False` disarms only the breakthrough detector (an unsafe run on purpose,
 for tests). When the breakthrough detector ends the feed, the depth reached is the bone's, not the
-plan's: final_depth_error is not applicable (NaN) and `feed_end` says "breakthrough". An
+plan's: final_depth_error is not applicable (NaN, no target) and `feed_end` says "breakthrough". An
 `Injection` (simulation.faults) injects a fault and adds the `fault` report; a far cortex within
 reach of the planned depth adds the `breakthrough` report; `unsafe` lists why the robot did not
 end safe (empty: it did).
@@ -213,7 +213,7 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
         "entry_error": entry_error,
         "lateral_deviation": float(lateral[in_bone].max()) if in_bone.any() else float("nan"),
         "depth_overshoot": max(deepest - task.depth, 0.0),
-        # Ended by the breakthrough: the depth is the bone's, not the plan's.
+        # Ended by the breakthrough: the depth is the bone's, not the plan's (no target to meet).
         "final_depth_error": float("nan") if breakthrough else float(abs(depth[end_of_dwell] - task.depth)),
         "max_depth": deepest,
         "peak_thrust": float(log.thrust.max()),
@@ -256,9 +256,12 @@ def line_metrics(trajectory: JointTrajectory, log: SimulationLog) -> dict:
 
 
 def targets_met(metrics: dict) -> dict[str, bool]:
-    """Which of TARGETS the metrics meet (only those present)."""
+    """Which of TARGETS the metrics meet (only those present; no depth target when the far
+    cortex' breakthrough ended the feed)."""
     met = {}
     for key, limit in TARGETS.items():
+        if key == "final_depth_error" and metrics.get("feed_end") == "breakthrough":
+            continue
         if key in metrics and metrics[key] is not None:
             value = metrics[key]
             met[key] = bool(value >= limit) if key == "real_time_factor" else bool(value <= limit)
