@@ -115,6 +115,14 @@ def test_breakthrough_fires_at_the_drop_past_the_far_cortex_only(parameters):
     expected = exit_depth + drop * bone.point_length
     lag = 0.5 * s.average_time * velocity
     assert expected + 0.5 * lag <= event.depth <= expected + 1.5 * lag
+    # After the breakthrough the feed holds: the thrust limit is still watched, a second
+    # breakthrough is not reported.
+    assert cruise(monitor, 10.0, exit_depth, 0.0) is None and monitor.event is event
+    late = None
+    for k in range(20):
+        late = late or cruise(monitor, 10.0 + k * DT, exit_depth, 2.0 * s.thrust_limit)
+    assert late is not None and late.kind is DrillingStop.THRUST_LIMIT
+    assert monitor.fault is late and monitor.event is event
     # Disarmed (arm_depth None): the same run never fires.
     quiet = DrillingMonitor(settings(parameters, arm_depth=None))
     assert all(

@@ -109,7 +109,9 @@ CRUISING_ACCELERATION = 1e-6
 
 
 class DrillingMonitor:
-    """See the module docstring. `update` once per control cycle; `event` latches the first stop."""
+    """See the module docstring. `update` once per control cycle. `event`: the first event (what
+    ended the feed); `fault`: the first fault, latched (after a breakthrough, while the feed holds
+    and retracts, the thrust limit and the spindle are still watched)."""
 
     def __init__(self, settings: DrillingMonitorSettings) -> None:
         self.settings = settings
@@ -117,6 +119,7 @@ class DrillingMonitor:
         self.average = 0.0  # N, the thrust estimate over the last spindle revolution (breakthrough)
         self.peak = 0.0  # N, the average's peak since the detector armed
         self.event: DrillingEvent | None = None
+        self.fault: DrillingEvent | None = None
         self._window: deque[float] = deque()
         self._window_sum = 0.0
 
@@ -148,7 +151,7 @@ class DrillingMonitor:
             self._window_sum -= self._window.popleft()
         self.average = self._window_sum / len(self._window)
         averaged = len(self._window) == samples  # a whole revolution seen
-        if self.event is not None:
+        if self.fault is not None:
             return None
         thrust = self.thrust
         if spindle_stalled:
@@ -169,7 +172,7 @@ class DrillingMonitor:
                 f"({s.filter_time * 1e3:.0f} ms filter) at depth {depth * 1e3:.2f} mm",
             )
         cruising = commanded_velocity > 0.0 and abs(commanded_acceleration) < CRUISING_ACCELERATION
-        if s.arm_depth is not None and depth >= s.arm_depth and cruising and averaged:
+        if self.event is None and s.arm_depth is not None and depth >= s.arm_depth and cruising and averaged:
             average = self.average
             self.peak = max(self.peak, average)
             if self.peak >= s.breakthrough_min_thrust and average <= (1.0 - s.breakthrough_drop) * self.peak:
@@ -183,7 +186,9 @@ class DrillingMonitor:
         return None
 
     def _stop(self, kind: DrillingStop, time: float, depth: float, message: str) -> DrillingEvent:
-        self.event = DrillingEvent(
-            kind, float(time), float(depth), float(self.thrust), f"{kind.value}: {message}"
-        )
-        return self.event
+        event = DrillingEvent(kind, float(time), float(depth), float(self.thrust), f"{kind.value}: {message}")
+        if self.event is None:
+            self.event = event
+        if not event.success:
+            self.fault = event
+        return event

@@ -361,10 +361,11 @@ class ClosedLoopSimulation:
                 status = hardware.read(t, self.dt)
                 if status is ReturnType.OK:
                     position, velocity, effort = self._commands(k, t)
-                    if self._monitor_cycle(k, t, velocity):  # the feed stops this cycle
+                    event = self._monitor_cycle(k, t, velocity)
+                    if event is not None:  # the feed stops this cycle
                         position, velocity, effort = self._commands(k, t)
-                        if not self.feed_stop_is_success:  # a fault: the host's one way to stop
-                            hardware.stop(self.monitor.event.message)
+                        if not event.success:  # a fault: the host's one way to stop
+                            hardware.stop(event.message)
                     hardware.set_commands(t, position, velocity, None, effort)
                     status = hardware.write(t, self.dt)
             if self.monitor is not None:
@@ -460,11 +461,12 @@ class ClosedLoopSimulation:
         position[FEED_INDEX], velocity[FEED_INDEX], _ = stop.command(t)
         return position, velocity, hold_effort
 
-    def _monitor_cycle(self, k: int, t: float, velocity: np.ndarray) -> bool:
-        """Run the drilling monitor; True when it stops the feed this cycle."""
+    def _monitor_cycle(self, k: int, t: float, velocity: np.ndarray) -> DrillingEvent | None:
+        """Run the drilling monitor; the event that stops the feed this cycle, if any (the first
+        one also starts the host's feed stop)."""
         monitor = self.monitor
         if monitor is None:
-            return False
+            return None
         spindle = self.spindle
         feed = self.hardware.joints[FEED_INDEX]
         stop = self.feed_stop
@@ -488,7 +490,7 @@ class ClosedLoopSimulation:
             spindle_reason=spindle.stall_reason if spindle is not None else None,
         )
         if event is None or self.feed_stop is not None:
-            return False
+            return event
         position = self.trajectory.positions[k]
         self.feed_stop = FeedStop(
             t, float(position[FEED_INDEX]), float(velocity[FEED_INDEX]), self.params.drill.feed_acceleration
@@ -497,7 +499,7 @@ class ClosedLoopSimulation:
         self._hold = (position.copy(), self._gravity(position[None, :])[0])
         if self._retract is not None:
             self._retract_index = int(round(self._retract.start_time / self.dt))
-        return True
+        return event
 
     def _gravity(self, q: np.ndarray) -> np.ndarray:
         """(1, 6) gravity feed-forward at q (1, 6), if the run feeds gravity forward, else zeros."""

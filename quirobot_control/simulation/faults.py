@@ -129,7 +129,7 @@ class FaultInjector:
         if kind == "master-loss":  # the drives' own watchdog: a drive leaves ENABLED
             return any(drive.feedback().state is not DriveState.ENABLED for drive in sim.drives.values())
         if kind in ("bone-harder", "spindle-stall"):
-            return sim.monitor is not None and sim.monitor.event is not None
+            return sim.monitor is not None and sim.monitor.fault is not None
         return sim.hardware.stop_reason is not None
 
 
