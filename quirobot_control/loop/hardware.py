@@ -233,6 +233,7 @@ class QuirobotHardware:
         self.drive_mode = mode
         self.held: str | None = None  # why the robot is held (category 2), None when not
         self._homing: HomingSequence | None = None
+        self._configured: set[str] = set()  # joints whose drive got the PID and mode since configure
         self._fixtures: FixtureMonitor | None = None
         self.set_fixtures(fixtures)
         self.lifecycle = LifecycleState.UNCONFIGURED
@@ -286,6 +287,7 @@ class QuirobotHardware:
                 _Joint(name, drive, PID(gains, dt), gain, settings.effective_inertia, effort_limit)
             )
         try:
+            self._configured = set()
             self._configure_drives(skip_stopped=True)
             self._read_homed()
         except Exception as error:  # noqa: BLE001 - a drive that cannot be configured stops all
@@ -336,15 +338,21 @@ class QuirobotHardware:
         return CallbackReturn.SUCCESS
 
     def _configure_drives(self, *, skip_stopped: bool) -> None:
-        """The per-joint PID and the operating mode to every drive (while not enabled): CSP runs the
-        PID, and in either mode the drive's quick stop (category 1) and halt (category 2) ramp
-        with it. `skip_stopped`: leave a drive still in QUICK_STOP or FAULT as it is (configured
-        before its stop; it may still be ramping under power); on_activate configures them all."""
+        """The per-joint PID and the operating mode to every drive not configured since on_configure
+        (while not enabled): CSP runs the PID, and in either mode the drive's quick stop
+        (category 1) and halt (category 2) ramp with it. `skip_stopped`: leave a drive still in
+        QUICK_STOP or FAULT as it is (configured before its stop; it may still be ramping under
+        power); on_activate configures those (on a bus each write is an SDO: once per drive)."""
         for joint in self.joints:
+            if joint.name in self._configured:
+                if joint.drive.feedback().mode is not self.drive_mode:  # e.g. left in HOMING
+                    joint.drive.set_mode(self.drive_mode)
+                continue
             if skip_stopped and joint.drive.feedback().state in (DriveState.QUICK_STOP, DriveState.FAULT):
                 continue
             joint.drive.configure_position_loop(joint.pid.gains, self.control.dt)
             joint.drive.set_mode(self.drive_mode)
+            self._configured.add(joint.name)
 
     def _hold_here(self, measured: list[float], holding_currents: list[float]) -> None:
         """Commands at the measured positions (no jump), the PIDs (CST) or the current
