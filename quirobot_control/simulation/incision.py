@@ -30,7 +30,14 @@ import numpy as np
 from quirobot_control.loop.control_config import ControlConfig, control_configuration
 from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
 from quirobot_control.models.spindle import Spindle
-from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, plan_incision, plan_line_task
+from quirobot_control.planning.tasks import (
+    IncisionTask,
+    LineTask,
+    load_task,
+    plan_incision,
+    plan_line_task,
+    task_fixtures,
+)
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
 from quirobot_control.simulation.faults import (
@@ -129,6 +136,9 @@ def run_task(
         monitor=monitor,
         spindle=spindle,
     )
+    # The task's virtual fixtures (no-go zones, tip speed near the entry), checked on the plan,
+    # are enforced every cycle by the hardware component too.
+    simulation.hardware.set_fixtures(task_fixtures(task, params))
     if until is not None:
         simulation.end_time = trajectory.phase(until).end_time
     injector = None
