@@ -35,7 +35,10 @@ Time of the simulated plant, two ways:
   wall clock (up to 10 periods a tick; time it could not run is dropped, not caught up), but never
   more than `command_window` (default 0.01 s) of plant time past the last command received: under
   load the simulation slows down instead of running on stale commands, and the controllers'
-  following error stays below speed x command_window. A strict lockstep (a period per command)
+  following error stays below speed x command_window (the bridge holds each command to first
+  order: position + velocity x its age, from its stamp). Waiting, the plant runs one period more
+  every NUDGE_AFTER without a command (a clock sample the controller manager missed would hold
+  it, and so the plant), never as far as the watchdog's hold. A strict lockstep (a period per command)
   was tried: it deadlocked now and then (a controller-manager cycle waiting for a clock sample
   that waited for its command) and ran at 4 % of real time on a loaded machine. Without a
   command for `lockstep_timeout` s of wall time (default 1: no controller manager yet, or a
@@ -164,6 +167,7 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     clock_publisher = node.create_publisher(Clock, "/clock", 10) if publish_clock else None
     # Wall-clock pacing of the simulated plant, and (publish_clock) the period of the last command.
     wall = {"start": time.monotonic(), "periods": 0, "last_command": -math.inf, "command_time": 0.0}
+    wall["nudged"] = -math.inf  # when the plant last ran a period without a command (on_timer)
 
     def bridge_now() -> float:
         """The bridge's clock (s): the plant's periods with publish_clock, else the monotonic clock."""
@@ -271,14 +275,17 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             age = bridge_now() - wall["command_time"]
             window = round((command_window - age) / control.dt)
             if window <= 0:
-                # A command lost on the way (or a controller-manager cycle that missed its clock
-                # sample) would hold the plant forever: after NUDGE_AFTER one period more, which
-                # wakes the controller manager again; never as far as the watchdog's hold.
+                # A clock sample the controller manager missed (/clock is best effort: rclcpp's
+                # ClockQoS) would hold it, and so the plant: after NUDGE_AFTER without a command
+                # the plant runs one period more (a new clock sample), never as far as the
+                # watchdog's hold. (A sample of the same clock a nanosecond later did not help.)
                 if (
                     now - wall["last_command"] < NUDGE_AFTER
+                    or now - wall["nudged"] < NUDGE_AFTER
                     or age + 2 * control.dt >= control.watchdog_timeout
                 ):
                     return
+                wall["nudged"] = now
                 window = 1
             due = min(due, window)
             reported["waiting"] = False
@@ -347,11 +354,12 @@ def _time_message(seconds: float):
     from builtin_interfaces.msg import Time
 
     whole = math.floor(seconds)
-    return Time(sec=int(whole), nanosec=min(int(round((seconds - whole) * 1e9)), 999_999_999))
+    nanoseconds = min(int(round((seconds - whole) * 1e9)), 999_999_999)
+    return Time(sec=int(whole), nanosec=nanoseconds)
 
 
-#: s of wall time without a new command, the plant waiting for one, after which it runs one more
-#: period (publish_clock): a few controller-manager cycles at 1 kHz.
+#: s of wall time without a new command, the plant waiting for one, after which (and as often) it
+#: runs one period more (publish_clock): a few controller-manager cycles at 1 kHz.
 NUDGE_AFTER = 0.01
 
 _INTERRUPTED: list[int] = []

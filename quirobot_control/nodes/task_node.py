@@ -62,6 +62,12 @@ def main(args: list[str] | None = None) -> int:
     return 0
 
 
+#: s without joint states (the node's clock) that ends a goal: "joint states lost".
+STATES_LOST = 0.5
+#: s of wall time without joint states after which they count as lost on any clock.
+STATES_LOST_WALL = 5.0
+
+
 def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS imports)
     import numpy as np
     import yaml
@@ -133,6 +139,7 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
             self.position: dict[str, float] = {}
             self.effort: dict[str, float] = {}
             self.states_time = 0.0  # time.monotonic() of the last joint states
+            self.states_stamp = 0.0  # the node's clock (s; the plant's with use_sim_time) then
             self.cancel_requests = 0
             self.new_drive_stop = ""
             if self.autostart:
@@ -223,6 +230,7 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                     if k < len(message.effort):
                         self.effort[name] = message.effort[k]
                 self.states_time = time.monotonic()
+                self.states_stamp = self.get_clock().now().nanoseconds * 1e-9
 
         def _on_drives_state(self, message: DrivesState) -> None:
             with self.lock:
@@ -245,6 +253,16 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 if self.drives_stop:
                     return f"drives stopped: {self.drives_stop}"
                 return self.fault_reason
+
+        def states_age(self) -> float:
+            """s since the last joint states on the node's clock (the plant's in simulation: a
+            stalled simulation does not age them), or on the wall clock if that is STATES_LOST_WALL
+            or more (a simulation that stopped altogether stops its clock too)."""
+            with self.lock:
+                stamp, wall = self.states_stamp, self.states_time
+            age = self.get_clock().now().nanoseconds * 1e-9 - stamp
+            wall_age = time.monotonic() - wall
+            return max(age, wall_age) if wall_age >= STATES_LOST_WALL else age
 
         def measured(self) -> np.ndarray | None:
             """(6,) measured joint pose, AXES order; None if a joint was never heard of."""
@@ -415,7 +433,7 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                     goal_handle, "abort", f"goal rejected: frames {sorted(frames)}: use world", nan, nan
                 )
             q = self.measured()
-            if q is None or time.monotonic() - self.states_time > 0.5:
+            if q is None or self.states_age() > STATES_LOST:
                 return self._finish(goal_handle, "abort", f"no joint states on {self.states_topic}", nan, nan)
             entry, direction = request.entry.point, request.direction.vector
             goal = DrillGoal(
@@ -438,14 +456,19 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
             start = self.get_clock().now() + Duration(seconds=self.start_delay)
             arm_future = self._send(self.arm, trajectory, arm_joints, list(range(FEED_INDEX)), start)
             feed_future = self._send(self.feed, trajectory, feed_joints, [FEED_INDEX], start)
-            handles = {"arm": self._wait(arm_future, 5.0), "feed": self._wait(feed_future, 5.0)}
+            # Wall time: an answer that comes after the start time is refused below anyway.
+            handles = {"arm": self._wait(arm_future, 30.0), "feed": self._wait(feed_future, 30.0)}
             if any(h is None or not h.accepted for h in handles.values()):
                 for h in handles.values():
                     if h is not None and h.accepted:
                         h.cancel_goal_async()
-                return self._finish(
-                    goal_handle, "abort", "a trajectory controller refused the plan", nan, nan
+                silent = [name for name, h in handles.items() if h is None]
+                why = (
+                    f"the {' and '.join(silent)} controller did not answer within 30 s"
+                    if silent
+                    else "a trajectory controller refused the plan"
                 )
+                return self._finish(goal_handle, "abort", why, nan, nan)
             if self.get_clock().now() > start:
                 # A controller that gets its goal after the start time jumps to the trajectory's
                 # sample at that time: refuse rather than start with a step.
@@ -474,9 +497,9 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 if event is not None:
                     policy.handle(event)
                 q = self.measured()
+                stale = self.states_age()  # takes the lock itself
                 with self.lock:
                     thrust = float(self.effort.get(feed_joints[0], nan))
-                    stale = time.monotonic() - self.states_time
                     drive_stop = self.new_drive_stop
                     cancels = self.cancel_requests
                     self.phase = phase
@@ -492,7 +515,7 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                 event = None
                 if drive_stop:
                     event, why = Event.ERROR, f"drives stopped: {drive_stop}"
-                elif stale > 0.5:
+                elif stale > STATES_LOST:
                     event, why = Event.ERROR, f"joint states lost for {stale:.2f} s"
                 else:
                     for name, future in results.items():

@@ -20,7 +20,9 @@ client node:
    /quirobot/enable (the hardware's activation): a second goal succeeds within the tolerances,
    nothing restarted.
 
-Timeouts are generous and nothing asserts a duration. CI's ROS tier: `.ci/ros-tier -k drill`.
+Timeouts are generous and nothing asserts a duration (the simulation runs on its own clock and
+slows down under load: a goal takes 1.5-2 min here, a result is awaited for 10). CI's ROS tier:
+`.ci/ros-tier -k drill`.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ class TestDrillHole(unittest.TestCase):
         self.assertTrue(handle.accepted, "the goal was not accepted")
         return handle
 
-    def wait_result(self, handle, timeout: float = 240.0):
+    def wait_result(self, handle, timeout: float = 600.0):
         future = handle.get_result_async()
         self.graph.spin_until(future.done, timeout, "the DrillHole result")
         return future.result()
@@ -173,11 +175,14 @@ class TestDrillHole(unittest.TestCase):
         self.assertTrue(result.success, result.message)
         self.assertLessEqual(abs(result.achieved_depth - self.task.depth), DEPTH_TOLERANCE, result.message)
         self.assertLessEqual(result.max_lateral_deviation, LATERAL_TOLERANCE, result.message)
-        # The test's own measure: FK of every joint state drive_node published during the goal.
-        # In bone: past the entry and near the axis (a pose far from the axis can be "past the
-        # entry" along it; a deviation of the order of the tolerance stays inside the 5 mm).
+        # The test's own measure: FK of every joint state drive_node published during the goal,
+        # from the first with the tip above the entry (a goal after a drive fault starts with the
+        # bit still in the first hole, where the stop left it). In bone: past the entry and near
+        # the axis (a pose far from the axis can be "past the entry" along it; a deviation of the
+        # order of the tolerance stays inside the 5 mm).
         measured = [self.tip_depth_lateral(s) for s in states[first:]]
-        in_bone = [(d, lat) for d, lat in measured if d >= 0.0 and lat < 5e-3]
+        out = next((k for k, (d, _) in enumerate(measured) if d < 0.0), len(measured))
+        in_bone = [(d, lat) for d, lat in measured[out:] if d >= 0.0 and lat < 5e-3]
         self.assertTrue(in_bone, "no joint state with the tip in bone")
         depth = max(d for d, _ in in_bone)
         lateral = max(lat for _, lat in in_bone)
@@ -195,7 +200,7 @@ class TestDrillHole(unittest.TestCase):
         ended = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
         self.graph.spin_until(
             lambda: handle.status in ended or any(f.phase == "feed" and f.depth > depth for f in feedback),
-            240.0,
+            600.0,
             "the feed in bone",
         )
         self.assertNotIn(handle.status, ended, "the goal ended before the feed")
