@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--inject",
         metavar="KIND@SECONDS",
         help="inject a fault at that simulation time: master-loss (the host stops; the drives' watchdog "
-        "must stop them), drive-fault (the feed's drive; drive-fault:JOINT for another), estop (the "
+        "must stop them), drive-fault (a fault the feed's drive still controls: its quick-stop ramp; "
+        "drive-fault:JOINT for another drive), power-fault[:JOINT] (a power-stage fault: torque off and "
+        "brake at once), estop (the "
         "host's quick stop), bone-harder (3x thrust from then: the thrust limit must stop the feed), "
         "spindle-stall (a jammed bit: the spindle's stall must stop the feed); "
         'the JSON gets "fault" (s and m)',

@@ -180,6 +180,51 @@ def test_gantry_z_quick_stop_holding_against_gravity_does_not_drop(rig_for, mode
     assert drop_0 > 20 * max(drop, 1e-6) and drop_0 > 2e-4, drop_0  # about 1.2 mm
 
 
+def _drop_with_silent_host(rig: Rig, stop) -> tuple[float, SimulatedDrive, list[tuple[bool, bool]]]:
+    """As _drop_after_stop, the host silent after `stop(drive)` (deactivated, or its drive in FAULT
+    refusing commands); also (power on, brake holding) of gantry_z's drive each period after it."""
+    axis = AXES.index("gantry_z")
+    drive = rig.drives[axis]
+    rig.hold(SETTLE_PERIODS)
+    rig.plant.sense(rig.drives)
+    z0 = rig.plant.position[axis]
+    stop(drive)
+    drop, trace = 0.0, []
+    for _ in range(100):
+        rig.period(None)
+        drop = max(drop, rig.plant.position[axis] - z0)
+        trace.append((drive.control.power, drive.brake_engaged))
+    return drop, drive, trace
+
+
+@pytest.mark.parametrize("mode", [DriveMode.CSP, DriveMode.CST])
+def test_gantry_z_disable_and_a_controllable_fault_brake_under_power(rig_for, mode):
+    """disable() (0x605C = 1) and a fault the drive still controls (0x605E = 2: over-temperature)
+    hold gantry_z under power until its brake holds, then switch off: the bit goes < 0.05 mm
+    deeper. A power-stage fault is category 0: it falls for the brake's engage time (~1.2 mm)."""
+    drops = {}
+    for label, stop, state in (
+        ("disable", lambda d: d.disable(), DriveState.DISABLED),
+        ("fault", lambda d: d.inject_fault("over-temperature", controllable=True), DriveState.FAULT),
+        ("power", lambda d: d.inject_fault("over-current"), DriveState.FAULT),
+    ):
+        drop, drive, trace = _drop_with_silent_host(rig_for(mode=mode), stop)
+        drops[label] = drop
+        assert drive.feedback().state is state and drive.brake_engaged and not drive.control.power
+        if label != "power":
+            # Power stays on until the brake holds; it is off from then on (the brake is never
+            # released again on the way).
+            off = [k for k, (power, _) in enumerate(trace) if not power]
+            assert off and off[0] > 0 and trace[off[0] - 1][1] and all(not p for p, _ in trace[off[0] :])
+            assert drop < 5e-5, (label, drop)
+        else:
+            assert not trace[0][0]  # torque off at once
+    assert drops["power"] > 20 * max(drops["disable"], drops["fault"], 1e-6) and drops["power"] > 2e-4, drops
+    # The fault stays latched: commands are refused, enable() needs the explicit reset.
+    with pytest.raises(DriveError, match="reset_fault"):
+        drive.enable()
+
+
 @pytest.mark.parametrize("mode", [DriveMode.CSP, DriveMode.CST])
 def test_a_silent_master_stops_every_drive_within_its_timeout(parameters, rig_for, mode):
     timeout = parameters.drive.master_timeout

@@ -200,6 +200,14 @@ ERROR_CODES = {
 POSITION_LOST_ERROR_CODES = frozenset({0x7300, 0x7305, 0x7320})
 
 
+def fault_reaction_ramps(code: int) -> bool:
+    """The fault leaves the drive in control of its motor, so it reacts with the quick-stop ramp
+    (fault reaction option 0x605E = 2: category 1): temperature (0x4xxx), communication (0x81xx)
+    and following-error (0x86xx) codes. Any other (current, voltage, STO, sensor, overspeed):
+    torque off and brake at once (category 0)."""
+    return (code & 0xF000) == 0x4000 or (code & 0xFF00) in (0x8100, 0x8600)
+
+
 def describe_error_code(code: int) -> str:
     """'error code 0x2310: continuous over-current' (CiA tables; the class name if not listed)."""
     text = ERROR_CODES.get(code)

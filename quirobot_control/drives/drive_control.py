@@ -16,7 +16,9 @@ API (positions m or rad, velocities m/s or rad/s, currents A, times s):
     output = controller.step(dt, position, velocity, switch)   # every sample: ControlOutput
     controller.quick_stop(StopCategory.RAMP_THEN_OFF)          # or halt(), resume()
     controller.start_homing()                                  # in HOMING
-    controller.disable() / controller.reset()                  # power off / clear a stop
+    controller.disable_operation()                             # 0x605C = 1: ramp, brake, then off
+    controller.disable() / controller.reset()                  # power off at once / clear a stop
+    controller.drive_fault(controllable=True)                  # 0x605E = 2: ramp; False: category 0
 
 `step` inputs: dt, the time the output will be applied for (the PID samples at the first step
 of each `period` with dt > 0, its output held in between, so dt <= period is expected; a zero
@@ -44,6 +46,14 @@ The laws:
   engages, and switches the inverter off; category 2 holds under power. Category 0 switches off
   and commands the brake at once (the axis is free until the brake engages). A drive whose
   position loop was never configured cannot ramp: its quick stop and halt are category 0.
+- Disable operation (0x605C = 1, `disable_operation()`): the category 1 stop (ramp if moving,
+  brake at standstill, power held brake_engage_time s while it engages, then off), so a vertical
+  axis does not fall while its brake engages; enable() during it takes over bumplessly, and the
+  mode and a new position loop may be set during it (the loop takes effect at the next enable).
+- Fault reaction (0x605E, `drive_fault`): a fault with which the drive still controls the motor
+  (over-temperature, following error, a command or communication fault) stops with the quick-stop
+  ramp (0x605E = 2: category 1); a power-stage fault (over-current, DC-link under-voltage, STO) or
+  a lost position (encoder) switches off at once (category 0).
 - Master watchdog: while powered in CST or CSP and not stopping, a drive without a command for
   longer than master_timeout stops itself with category 1 and sets `fault`. Homing runs without
   the master (it ends stopped at the home switch, away from the patient). Nothing restarts by
@@ -172,10 +182,17 @@ class DriveController:
         self._output = 0.0  # A, held between samples
         self._last_position = 0.0  # raw, the last measurement
         self._last_velocity = 0.0
+        self._disabling = False  # disable_operation() in progress (power on until the brake holds)
+        self._pending_loop: tuple[PIDGains, float] | None = None  # set during it, for the next enable
+        self._ramp_from_measurement = False  # the pending ramp starts from the measurement (CST)
 
     # --- configuration ------------------------------------------------------------------------
     def configure_position_loop(self, gains: PIDGains, period: float) -> None:
-        """The drive's PID (CSP, stops, homing): gains and sample period (s). Only while off."""
+        """The drive's PID (CSP, stops, homing): gains and sample period (s). Only while off (or
+        during disable_operation(): then from the next enable on)."""
+        if self._disabling:
+            self._pending_loop = (gains, period)
+            return
         self._refuse_while_powered("configure_position_loop")
         self.pid = PID(gains, period)
         self.period = period
@@ -184,7 +201,7 @@ class DriveController:
         """Select CST, CSP or HOMING (0x6060); only while powered off."""
         if not isinstance(mode, DriveMode):
             raise DriveError(f"drive {self.name}: mode must be a DriveMode, got {mode!r}")
-        if mode is not self.mode:
+        if mode is not self.mode and not self._disabling:  # the disable's ramp needs no mode
             self._refuse_while_powered("set_mode")
         if mode is not DriveMode.CST and self.pid is None:
             raise DriveError(
@@ -199,9 +216,14 @@ class DriveController:
 
     # --- power and stops ----------------------------------------------------------------------
     def enable(self, position: float) -> None:
-        """Power on at the measured raw `position`: brake released, holding there (CSP target)."""
+        """Power on at the measured raw `position`: brake released, holding there (CSP target).
+        During disable_operation(): the disable is cancelled, the current in force kept (bumpless)."""
+        integral = 0.0
         if self.power:
-            return
+            if not self._disabling:
+                return
+            integral = self._output
+        self._end_disable()
         self.power = True
         self.brake = False
         self.brake_time = math.inf
@@ -218,10 +240,27 @@ class DriveController:
         self._until_sample = 0.0
         self._output = 0.0
         if self.pid is not None:
-            self.pid.reset(position)
+            self.pid.reset(position, integral=integral)
+
+    def disable_operation(self) -> None:
+        """0x605C = 1: the category 1 stop, ending off (see the module doc); at once without a
+        position loop (nothing to ramp with). A stop in force goes on (a halt becomes category 1)."""
+        if not self.power or self.pid is None:
+            self.disable()
+            return
+        self.quick_stop(StopCategory.RAMP_THEN_OFF)
+        self._disabling = self.power
+
+    def _end_disable(self) -> None:
+        self._disabling = False
+        if self._pending_loop is not None:
+            self.pid = PID(*self._pending_loop)
+            self.period = self._pending_loop[1]
+            self._pending_loop = None
 
     def disable(self) -> None:
-        """Inverter off, brake on, at once (a commanded disable, or category 0)."""
+        """Inverter off, brake on, at once (category 0, a fault reset, the end of a stop)."""
+        self._end_disable()
         self.power = False
         self._output = 0.0
         if not self.brake:
@@ -242,13 +281,19 @@ class DriveController:
             return
         if self.stopping is None:
             self._ramp_pending = True
+            self._ramp_from_measurement = self.mode is DriveMode.CST
         self.halted = category is StopCategory.RAMP_AND_HOLD and self.stopping is None
         self.stopping = category
         self.stop_done = False
 
-    def drive_fault(self) -> None:
-        """A fault of the drive itself (power stage, encoder, overspeed): category 0; an incremental
-        encoder's count is no longer trusted (homed = False until the axis homes again)."""
+    def drive_fault(self, *, controllable: bool = False) -> None:
+        """A fault of the drive itself. `controllable` (over-temperature, following error, a command
+        or communication fault): the quick-stop ramp, category 1 (0x605E = 2). Otherwise (power
+        stage, encoder, overspeed): category 0, and an incremental encoder's count is no longer
+        trusted (homed = False until the axis homes again)."""
+        if controllable:
+            self.quick_stop(StopCategory.RAMP_THEN_OFF)
+            return
         self.quick_stop(StopCategory.TORQUE_OFF)
         if not self.settings.absolute:
             self.homed = False
@@ -385,7 +430,7 @@ class DriveController:
         """The ramp's first sample: the reference in force carried on one period (CSP, homing), or
         (CST) the measurement; the deceleration starts from here, the stop request's sample."""
         self._ramp_pending = False
-        if self.mode is DriveMode.CST:
+        if self._ramp_from_measurement:
             self._reference_position, self._reference_velocity = position, velocity
             self.pid.reset(position, integral=self._output)
             return

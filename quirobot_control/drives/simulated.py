@@ -17,12 +17,14 @@ watchdog and homing: the drive's `DriveController` (drives.drive_control) above 
 - master watchdog (`master_watchdog=True`, drive.master_timeout) checked in advance();
 - homing against a limit switch at the axis's homing.switch_position (the joint coordinate).
 
-Zero current: in DISABLED and FAULT and after a stop's switch-off the inverter is off and the
-current is zero immediately (the winding energy returns to the bus through the free-wheeling
-diodes within about L/R, modelled as instantaneous). Each motor has a spring-applied holding
+Zero current: after a category 0 stop (a power-stage fault), a fault reset and a stop's or a
+disable's switch-off the inverter is off and the current is zero immediately (the winding
+energy returns to the bus through the free-wheeling diodes within about L/R, modelled as
+instantaneous). Each motor has a spring-applied holding
 brake that holds drive.brake_engage_time s after it is commanded on (at power-up, disable, a
-fault, a category 0 stop at once; a category 1 stop at standstill, holding under power while it
-engages) and holds up to drive.brake_holding_ratio times the motor's peak torque
+power-stage fault, a category 0 stop at once; a category 1 stop, a controllable fault
+(inject_fault(controllable=True)) and disable() (0x605C = 1) at standstill, holding under power
+while it engages) and holds up to drive.brake_holding_ratio times the motor's peak torque
 (`brake_engaged`, `brake_holding_effort`: the simulation applies it as the joint's dry friction).
 
 Encoder: absolute by default (homed at power-up; design assumption of the closed-loop
@@ -145,11 +147,14 @@ class SimulatedDrive:
             self.control.enable(self._raw_position)
 
     def disable(self) -> None:
-        """ENABLED -> DISABLED: inverter off, current zero at once. QUICK_STOP and FAULT stay latched."""
+        """ENABLED -> DISABLED (0x605C = 1): the drive ramps to standstill if moving, commands the
+        brake and keeps power drive.brake_engage_time s while it engages, then switches off (at
+        once without a position loop). QUICK_STOP and FAULT stay latched."""
         if self._state is DriveState.ENABLED:
             self._state = DriveState.DISABLED
-            self.control.reset()  # off, brake on; a halt or a homing in progress ends
-            self._switch_off()
+            self.control.disable_operation()  # a halt or a homing in progress ends
+            if not self.control.power:
+                self._switch_off()
 
     def quick_stop(self, category: StopCategory = StopCategory.RAMP_THEN_OFF) -> None:
         """Latch QUICK_STOP and stop (see the module doc): category 1 unless asked otherwise."""
@@ -289,12 +294,15 @@ class SimulatedDrive:
         """Joint force (N) or torque (N*m) the engaged brake holds: ratio * holding ratio * K_T * I_max."""
         return self.drive.brake_holding_ratio * self.motor.peak_torque * self.transmission.ratio
 
-    def inject_fault(self, reason: str) -> None:
-        """Test hook: go to FAULT with `reason`; current to zero at once."""
+    def inject_fault(self, reason: str, *, controllable: bool = False) -> None:
+        """Test hook: go to FAULT with `reason`. `controllable` (over-temperature, following error, a
+        communication fault): the quick-stop ramp, brake at standstill, then off (0x605E = 2);
+        otherwise a power-stage or encoder fault: current to zero at once (category 0)."""
         self._state = DriveState.FAULT
         self._fault = str(reason)
-        self.control.drive_fault()  # category 0; an incremental encoder must home again
-        self._switch_off()
+        self.control.drive_fault(controllable=controllable)  # category 0: incremental must re-home
+        if not self.control.power:
+            self._switch_off()
 
     def advance(self, dt: float, joint_position: float, joint_velocity: float) -> float:
         """Advance the electrical dynamics by `dt` s; return the joint effort (N or N*m).

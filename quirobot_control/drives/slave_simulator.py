@@ -36,9 +36,10 @@ What it does, as a real drive would:
   heartbeat) act per the abort-connection option code 0x6007 (1 fault, 2 disable voltage,
   3 quick stop), with an EMCY (0x8100 SYNC lost, 0x8130 heartbeat); `master_lost` says why.
 - Faults: `inject_fault(code)` (or the SimulatedDrive's own overspeed fault, code 0x8400) puts
-  the drive in Fault (torque off: category 0), sets 0x603F and the error register 0x1001, and
-  sends an EMCY; only a fault reset (rising edge of controlword bit 7) clears it: nothing here
-  resets or restarts by itself.
+  the drive in Fault (its reaction, 0x605E: the quick-stop ramp, category 1, for a temperature,
+  communication or following-error code; torque off, category 0, for any other), sets 0x603F
+  and the error register 0x1001, and sends an EMCY; only a fault reset (rising edge of
+  controlword bit 7) clears it: nothing here resets or restarts by itself.
 - Test hooks: `stop_feedback()` silences the TPDOs (a dead node seen from the master),
   `stop_sdo_server()` leaves SDO requests unanswered (a hung SDO server).
 
@@ -102,6 +103,7 @@ from quirobot_control.drives.cia402 import (
     VELOCITY_OFFSET,
     Cia402State,
     describe_error_code,
+    fault_reaction_ramps,
 )
 from quirobot_control.drives.interface import DriveError, DriveMode, DriveState, StopCategory
 from quirobot_control.drives.pid import GainError, PIDGains
@@ -648,7 +650,9 @@ class CanopenServoSimulator:
         self._state = Cia402State.FAULT
         self._error_code = int(error_code)
         if self.drive.state is not DriveState.FAULT:
-            self.drive.inject_fault(describe_error_code(error_code))
+            self.drive.inject_fault(
+                describe_error_code(error_code), controllable=fault_reaction_ramps(error_code)
+            )
         if self.network is not None:
             self.node.emcy.send(self._error_code, ERROR_REGISTER_GENERIC)
 

@@ -1,12 +1,17 @@
 """Faults injected into the closed-loop simulation, and what the robot did after them
 (`quirobot simulate --inject KIND@SECONDS`, issue 8).
 
-Kinds (`Injection.parse("drive-fault@4.2")`, `"drive-fault:gantry_z@4.2"` for another drive):
+Kinds (`Injection.parse("drive-fault@4.2")`, `"drive-fault:gantry_z@4.2"` for another drive; the
+same for power-fault):
 - master-loss: the host stops calling hardware.read/write (a killed or stalled process, an
   unplugged bus); the plant keeps advancing the drives, whose own watchdog (drive.master_timeout)
   must stop them;
-- drive-fault: one drive (default the feed) faults: category 0 on that drive, then the host
+- drive-fault: one drive (default the feed) has a fault with which it still controls its motor
+  (over-temperature, following error: 0x605E = 2): its quick-stop ramp, category 1; the host
   quick-stops the others (category 1) when it reads the fault;
+- power-fault: one drive's power stage fails (over-current, DC-link under-voltage, STO) or its
+  encoder is lost: category 0 on that drive (a vertical axis falls until its brake holds), then
+  the host quick-stops the others;
 - estop: the host's stop of every drive (category 1);
 - bone-harder: the bone's thrust times BONE_HARDER from then on: the drilling monitor's thrust
   limit must stop the feed (not a feed stalled at its current limit);
@@ -34,7 +39,9 @@ from quirobot_control.drives.interface import DriveState
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, SimulationLog
 from quirobot_description.parameters import AXES, FEED_JOINT
 
-FAULT_KINDS = ("master-loss", "drive-fault", "estop", "bone-harder", "spindle-stall")
+FAULT_KINDS = ("master-loss", "drive-fault", "power-fault", "estop", "bone-harder", "spindle-stall")
+#: The kinds that name a drive (KIND:JOINT).
+DRIVE_FAULT_KINDS = ("drive-fault", "power-fault")
 #: The harder bone's thrust factor (issue 8: "a 3x harder bone").
 BONE_HARDER = 3.0
 #: s of simulation after the fault, as closed_loop.POST_STOP_TIME after a stop: the stops (10 ms
@@ -59,11 +66,11 @@ class FaultError(ValueError):
 class Injection:
     kind: str  # one of FAULT_KINDS
     at: float  # s, simulation time
-    joint: str = FEED_JOINT  # drive-fault: the drive that faults
+    joint: str = FEED_JOINT  # drive-fault, power-fault: the drive that faults
 
     @classmethod
     def parse(cls, text: str) -> Injection:
-        """ "KIND@SECONDS" or "drive-fault:JOINT@SECONDS"."""
+        """ "KIND@SECONDS" or "drive-fault:JOINT@SECONDS" (or power-fault:JOINT)."""
         kind, at_sign, seconds = str(text).partition("@")
         kind, _, joint = kind.partition(":")
         if not at_sign or kind not in FAULT_KINDS:
@@ -76,8 +83,10 @@ class Injection:
             at = float("nan")
         if not 0.0 <= at < 1e6:
             raise FaultError(f"--inject {text!r}: the time must be a number of seconds >= 0, got {seconds!r}")
-        if joint and (kind != "drive-fault" or joint not in AXES):
-            raise FaultError(f"--inject {text!r}: only drive-fault names a drive, one of {', '.join(AXES)}")
+        if joint and (kind not in DRIVE_FAULT_KINDS or joint not in AXES):
+            raise FaultError(
+                f"--inject {text!r}: only drive-fault and power-fault name a drive, one of {', '.join(AXES)}"
+            )
         return cls(kind, at, joint or FEED_JOINT)
 
 
@@ -112,7 +121,11 @@ class FaultInjector:
             if injection.kind == "master-loss":
                 sim.host_running = False
             elif injection.kind == "drive-fault":
-                sim.drives[injection.joint].inject_fault("injected drive fault")
+                sim.drives[injection.joint].inject_fault(
+                    "injected drive fault (over-temperature): quick-stop ramp", controllable=True
+                )
+            elif injection.kind == "power-fault":
+                sim.drives[injection.joint].inject_fault("injected power-stage fault (over-current)")
             elif injection.kind == "estop":
                 sim.hardware.stop("emergency stop (injected)")
                 self.detected = t  # the host's own stop: nothing to notice
@@ -144,13 +157,15 @@ def fault_report(
     (s and m; None where it did not happen) of an injected run."""
     injection = injector.injection
     report: dict[str, float | str | None] = {
-        "kind": injection.kind if injection.kind != "drive-fault" else f"drive-fault:{injection.joint}",
+        "kind": injection.kind,
         "at": injection.at,
         "detected_after": None,
         "stopped_after": None,
         "tip_travel_after_fault": None,
         "extra_depth": None,
     }
+    if injection.kind in DRIVE_FAULT_KINDS:
+        report["kind"] = f"{injection.kind}:{injection.joint}"
     if injector.time is None:  # the run ended before the fault
         return report
     start = int(np.searchsorted(log.time, injector.time - 1e-9))
