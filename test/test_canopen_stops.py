@@ -231,6 +231,21 @@ def test_a_drive_fault_is_not_reset_by_anything_but_a_fault_reset(make_rig, cont
     assert drive.feedback().state is DriveState.DISABLED
 
 
+def test_the_fault_reaction_depends_on_the_error_code(make_rig, control):
+    """0x605E: an over-temperature (0x4310) leaves the drive in control: Fault at once, its quick-stop
+    ramp under power, the brake commanded at standstill and held before the power stage goes off;
+    an over-current (0x2310) switches the power stage off at once (category 0)."""
+    for code, ramps in ((0x4310, True), (0x2310, False)):
+        rig = make_rig(axes=("gantry_x",), positions=FEED_START, mode=DriveMode.CSP)
+        enable_all(rig, control)
+        drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+        sim.inject_fault(code)
+        assert sim.drive.control.power is ramps and sim.state is Cia402State.FAULT
+        rig.step(25)  # 50 ms: the standstill, the brake's 15 ms, the switch-off
+        assert drive.feedback().state is DriveState.FAULT
+        assert sim.drive.brake_engaged and not sim.drive.control.power
+
+
 # --- controlled stops -------------------------------------------------------------------------------
 def test_a_quick_stop_ramps_at_the_quick_stop_deceleration_then_brakes_and_switches_off(
     make_rig, params, control
