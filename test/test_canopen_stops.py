@@ -246,6 +246,27 @@ def test_the_fault_reaction_depends_on_the_error_code(make_rig, control):
         assert sim.drive.brake_engaged and not sim.drive.control.power
 
 
+def test_disable_operation_brakes_under_power_disable_voltage_switches_off(make_rig, control):
+    """Controlword 0x07 in Operation enabled (disable operation, 0x605C = 1): the power stage stays on
+    until the brake holds, then Switched on; 0x00 (disable voltage): off at once."""
+    for controlword, state, ramps in (
+        (0x07, Cia402State.SWITCHED_ON, True),
+        (0x00, Cia402State.SWITCH_ON_DISABLED, False),
+    ):
+        rig = make_rig(axes=("gantry_x",), positions=FEED_START, mode=DriveMode.CSP)
+        enable_all(rig, control)
+        sim = rig.simulators["gantry_x"]
+        rig.sniffer.send(
+            can.Message(
+                arbitration_id=0x201, data=struct.pack("<Hhh", controlword, 0, 0), is_extended_id=False
+            )
+        )
+        assert wait_until(lambda sim=sim, state=state: sim.state is state)
+        assert sim.drive.control.power is ramps
+        rig.step(25)  # 50 ms: the brake's 15 ms, the switch-off
+        assert sim.state is state and sim.drive.brake_engaged and not sim.drive.control.power
+
+
 # --- controlled stops -------------------------------------------------------------------------------
 def test_a_quick_stop_ramps_at_the_quick_stop_deceleration_then_brakes_and_switches_off(
     make_rig, params, control

@@ -26,6 +26,9 @@ What it does, as a real drive would:
   (transmission type 1). Simulated time advances one SYNC period per SYNC, whatever the wall
   clock does, so tests are deterministic; `free_run(duration)` runs the drive on its own clock
   with no SYNC (a silent master).
+- Disable operation (Operation enabled -> Switched on) acts as 0x605C = 1: the drive's ramp, the
+  brake held under power before the power stage goes off; Disable voltage and Shutdown switch the
+  power stage off at once.
 - Stops: Quick stop (controlword or lost master) per 0x605A: 0 torque off (category 0); 1, 2 the
   drive's ramp at 0x6085, brake at standstill, then Switch on disabled (category 1); 5, 6 the
   ramp, then hold in Quick stop active (category 2). Halt (bit 8): the ramp and hold, in
@@ -642,8 +645,10 @@ class CanopenServoSimulator:
             drive.reset_fault()
             self._error_code = 0
             self._emcy_reset()
-        else:  # any disabled state: power stage off
-            drive.disable()
+        elif new is Cia402State.SWITCHED_ON and old is Cia402State.OPERATION_ENABLED:
+            drive.disable()  # disable operation (0x605C = 1): ramp, brake under power, then off
+        else:  # disable voltage, shutdown: power stage off at once
+            drive.quick_stop(StopCategory.TORQUE_OFF)
             drive.reset_fault()
 
     def _enter_fault(self, error_code: int) -> None:
