@@ -209,10 +209,11 @@ def test_enable_sequence_reaches_operation_enabled(make_rig, params):
     assert tpdo1s(rig.frames(), 1)[-1][0] & 0x6F == 0x27  # Operation enabled on the wire
     drive.enable()  # no-op when enabled
     assert sdo_downloads(rig.frames(), 1, 0x6040) == []
-    drive.disable()
+    drive.disable()  # Disable operation: the drive brakes under power, then off (0x605C = 1)
+    assert sdo_downloads(rig.frames(), 1, 0x6040) == [0x07]
     rig.step()
     assert drive.feedback().state is DriveState.DISABLED
-    assert sim.state is Cia402State.SWITCH_ON_DISABLED
+    assert sim.state is Cia402State.SWITCHED_ON
 
 
 @pytest.mark.parametrize("current", [2.0, -2.0])

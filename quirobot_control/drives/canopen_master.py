@@ -482,10 +482,12 @@ class CanopenDrive:
                 raise DriveError(f"{self._who()} is in Quick stop active: call reset_fault() before enable()")
 
     def disable(self) -> None:
-        """ENABLED -> DISABLED (Disable voltage: power stage off). QUICK_STOP and FAULT stay latched."""
+        """ENABLED -> DISABLED (Disable operation 0x07, to Switched on: with 0x605C = 1 the drive ramps,
+        holds under power until its brake holds, then switches off; Disable voltage would drop a
+        vertical axis until the brake holds). QUICK_STOP and FAULT stay latched."""
         self._check_watchdog()
         if self._state() is DriveState.ENABLED:
-            self._write_controlword(CW_DISABLE_VOLTAGE)
+            self._write_controlword(CW_SWITCH_ON)
             self._read_state()
 
     def quick_stop(self) -> None:
