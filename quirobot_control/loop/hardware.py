@@ -371,8 +371,9 @@ class QuirobotHardware:
             self._fixtures.reset()
 
     def on_deactivate(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
-        """Disable the drives (inverters off). A drive that fails to disable does not keep the
-        others enabled: every drive is tried, then all are quick-stopped and ERROR names it."""
+        """Disable the drives (each brakes under power, then its inverter goes off: disable operation,
+        0x605C = 1). A drive that fails to disable does not keep the others enabled: every drive is
+        tried, then all are quick-stopped and ERROR names it."""
         if not self._allowed("deactivate"):
             return CallbackReturn.ERROR
         failures = []
