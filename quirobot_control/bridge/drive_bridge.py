@@ -41,6 +41,14 @@ time.monotonic()): the watchdog measures the age of the last command on it, and 
 periods counted since, whichever is larger, so neither a late loop nor a frozen clock hides a
 stale command stream; a non-finite clock stops every drive.
 
+Process safety: with a drill feed among the joints, each active period after write runs the thrust
+limit of loop.drilling_monitor on the feed drive's measured effort (`thrust_monitor`,
+DrillingMonitorSettings.thrust_limit_only; the commanded acceleration is the safety layer's
+filtered feed command's): a filtered thrust estimate above tools.drill.thrust_limit stops every
+drive (the hardware's category 1 stop) with the monitor's reason, so a stalled feed does not push
+at its current limit. Not on this path yet: far-cortex breakthrough detection (needs the goal's
+far-cortex depth) and the spindle interlock (no spindle state here).
+
 Lifecycle from outside (drive_node's services): `acknowledge_stop(note)` clears a latched stop
 through the hardware's acknowledge_stop (the drives' faults reset, logged), `enable(now)` activates
 the hardware (drives enabled, commands at the measured positions, watchdog armed) and runs the
@@ -71,6 +79,7 @@ from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.drives.interface import Drive
 from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
 from quirobot_control.loop.hardware import (
     CallbackReturn,
     HardwareError,
@@ -82,7 +91,7 @@ from quirobot_control.loop.hardware import (
 )
 from quirobot_control.loop.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
-from quirobot_description.parameters import AXES, RobotParameters
+from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
@@ -230,6 +239,8 @@ class DriveBridge:
         self._closed = False
         # The last command accepted: joint names, positions, velocities, receipt time (s).
         self._command: tuple[tuple[str, ...], list[float], list[float], float] | None = None
+        #: The feed's thrust limit (module docstring); None without a feed (arthroscope).
+        self.thrust_monitor = self._new_thrust_monitor()
         try:
             self.hardware = self._start_hardware(now)
         except BaseException:
@@ -260,6 +271,35 @@ class DriveBridge:
         if hardware.write(now, self.dt) is not ReturnType.OK:
             raise DriveStartupError(f"hardware start-up failed: {hardware.stop_reason}")
         return hardware
+
+    def _new_thrust_monitor(self) -> DrillingMonitor | None:
+        if FEED_JOINT not in self.names:
+            return None
+        settings = DrillingMonitorSettings.thrust_limit_only(
+            self.params.drilling.safety, self.params.drill, self.control.joint(FEED_JOINT).effective_inertia
+        )
+        return DrillingMonitor(settings)
+
+    def _run_thrust_monitor(self, velocity_before: float | None) -> None:
+        """The thrust limit on the feed's measured effort this period; a trip stops every drive."""
+        monitor, hw = self.thrust_monitor, self.hardware
+        if monitor is None or velocity_before is None or hw.lifecycle is not LifecycleState.ACTIVE:
+            return
+        feed = next(j for j in hw.joints if j.name == FEED_JOINT)
+        commanded = feed.last_velocity_command  # the safety layer's filtered command, m/s
+        event = monitor.update(
+            self.time,
+            self.dt,
+            depth=feed.state["position"],
+            effort=feed.state["effort"],
+            velocity=feed.state["velocity"],
+            commanded_velocity=commanded,
+            commanded_acceleration=(commanded - velocity_before) / self.dt,
+            spindle_at_speed=True,  # no spindle state on this path: its interlock is disarmed
+            spindle_stalled=False,
+        )
+        if event is not None:
+            hw.stop(event.message)
 
     def _holding_efforts(self) -> Callable[[np.ndarray], np.ndarray]:
         """q (n,) of this bridge's joints -> efforts (n,) holding them against gravity (the
@@ -342,8 +382,10 @@ class DriveBridge:
         active = hw.lifecycle is LifecycleState.ACTIVE
         if active:
             self._hold_command_first_order(now)
+            feed_velocity = next((j.last_velocity_command for j in hw.joints if j.name == FEED_JOINT), None)
             hw.read(now, self.dt)
             hw.write(now, self.dt)
+            self._run_thrust_monitor(feed_velocity)
         elif self.homing:
             self._home_one_period(now)
         self.backend.after_write()
@@ -404,6 +446,7 @@ class DriveBridge:
         self.started = False
         self._command = None
         self._noted.clear()
+        self.thrust_monitor = self._new_thrust_monitor()  # its latched fault was acknowledged
         self.events.append("enabled: waiting for the first controller command near the measured pose")
         if hw.write(now, self.dt) is not ReturnType.OK:  # the holding currents at once (see start-up)
             raise BridgeError(f"activation failed: {hw.stop_reason}")

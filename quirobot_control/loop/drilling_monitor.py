@@ -30,6 +30,12 @@ current) and the spindle's state, and says when the feed must stop (one latched 
 
 What the host does with an event (decelerate the feed at its acceleration limit and hold it: a
 category 2 stop of the feed, then stop or go on) is the caller's (simulation.closed_loop).
+
+Without a drilling context (`DrillingMonitorSettings.thrust_limit_only`: the real-drive path,
+bridge.drive_bridge, has neither the goal's far cortex nor a spindle model) only the thrust limit
+runs: breakthrough detection and the spindle interlock are disarmed, `depth` is the feed joint's
+position and the host's stop is the hardware's category 1 stop. Not on the ROS path yet:
+breakthrough detection (needs the far-cortex depth of the goal) and the spindle interlock.
 """
 
 from __future__ import annotations
@@ -73,10 +79,31 @@ class DrillingMonitorSettings:
     breakthrough_drop: float  # 1
     breakthrough_min_thrust: float  # N
     arm_depth: float | None  # m tip depth from which breakthrough detection is armed; None: off
-    interlock_depth: float  # m (< 0): the spindle must be at speed for the feed to advance past it
+    # m (< 0): the spindle must be at speed for the feed to advance past it; None: no interlock
+    interlock_depth: float | None
     feed_mass: float  # kg, the feed's effective inertia (reflected rotor + bit)
     feed_damping: float  # N*s/m
     average_time: float  # s, the breakthrough detector's moving average (one spindle revolution)
+    drilling_context: bool = True  # False: thrust limit only, `depth` is the feed joint's position
+
+    @classmethod
+    def thrust_limit_only(
+        cls, safety: ProcessSafetyParameters, drill: DrillParameters, feed_mass: float
+    ) -> DrillingMonitorSettings:
+        """The thrust limit alone (no drilling context: no far cortex, no spindle state), for a
+        host that knows only the feed drive (bridge.drive_bridge); feed_mass as in from_parameters."""
+        return cls(
+            thrust_limit=safety.thrust_limit,
+            filter_time=safety.thrust_filter_time,
+            breakthrough_drop=safety.breakthrough_drop,
+            breakthrough_min_thrust=safety.breakthrough_min_thrust,
+            arm_depth=None,
+            interlock_depth=None,
+            feed_mass=feed_mass,
+            feed_damping=drill.feed_damping,
+            average_time=safety.thrust_filter_time,
+            drilling_context=False,
+        )
 
     @classmethod
     def from_parameters(
@@ -156,7 +183,8 @@ class DrillingMonitor:
         thrust = self.thrust
         if spindle_stalled:
             return self._stop(DrillingStop.SPINDLE_STALL, time, depth, spindle_reason or "spindle stalled")
-        if commanded_velocity > 0.0 and depth > s.interlock_depth and not spindle_at_speed:
+        interlocked = s.interlock_depth is not None and depth > s.interlock_depth
+        if commanded_velocity > 0.0 and interlocked and not spindle_at_speed:
             return self._stop(
                 DrillingStop.SPINDLE_NOT_AT_SPEED,
                 time,
@@ -169,7 +197,9 @@ class DrillingMonitor:
                 time,
                 depth,
                 f"feed thrust {thrust:.1f} N above the limit {s.thrust_limit:.1f} N "
-                f"({s.filter_time * 1e3:.0f} ms filter) at depth {depth * 1e3:.2f} mm",
+                f"({s.filter_time * 1e3:.0f} ms filter) at "
+                + ("depth" if s.drilling_context else "feed position")
+                + f" {depth * 1e3:.2f} mm",
             )
         cruising = commanded_velocity > 0.0 and abs(commanded_acceleration) < CRUISING_ACCELERATION
         if self.event is None and s.arm_depth is not None and depth >= s.arm_depth and cruising and averaged:
