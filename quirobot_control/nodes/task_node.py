@@ -544,8 +544,11 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                     )
                     retract_start = (self.get_clock().now() - start).nanoseconds * 1e-9
                     retract_at = self.get_clock().now()
+                    # The same 30 s as a plan's acceptance: on a loaded machine the goal response
+                    # queues behind the 1 kHz joint states (CI saw the retract accepted and done by
+                    # the controller while this wait, at 5 s, called it refused).
                     handle = self._wait(
-                        self._send(self.feed, retract, feed_joints, [FEED_INDEX], retract_at), 5.0
+                        self._send(self.feed, retract, feed_joints, [FEED_INDEX], retract_at), 30.0
                     )
                     if handle is None or not handle.accepted:
                         policy.handle(Event.ERROR)
