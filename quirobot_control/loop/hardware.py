@@ -78,7 +78,7 @@ import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.axes.virtual_fixtures import FixtureMonitor, VirtualFixtures
-from quirobot_control.drives.interface import Drive, DriveMode, DriveState
+from quirobot_control.drives.interface import Drive, DriveFeedback, DriveMode, DriveState
 from quirobot_control.drives.pid import PID
 from quirobot_control.loop.control_config import ControlConfig
 from quirobot_control.loop.event_log import EventLog
@@ -695,18 +695,24 @@ class QuirobotHardware:
             raise HomingError(self.stop_reason)
         return progress
 
+    @staticmethod
+    def _sample(joint: _Joint) -> DriveFeedback:
+        """The drive's feedback, copied to the joint's state interfaces and homed flag."""
+        try:
+            feedback = joint.drive.feedback()
+        except Exception as error:  # noqa: BLE001 - named, then every drive stops
+            raise SafetyStopError(f"feedback of {joint.name} failed: {error}") from error
+        joint.state["position"] = feedback.position
+        joint.state["velocity"] = feedback.velocity
+        joint.state["effort"] = feedback.effort
+        joint.homed = feedback.homed
+        return feedback
+
     def _read_homed(self) -> list[str]:
         """Feedback -> state interfaces and each joint's homed flag (any lifecycle state); the
         joints not homed."""
         for joint in self.joints:
-            try:
-                feedback = joint.drive.feedback()
-            except Exception as error:  # noqa: BLE001 - named, then every drive stops
-                raise SafetyStopError(f"feedback of {joint.name} failed: {error}") from error
-            joint.state["position"] = feedback.position
-            joint.state["velocity"] = feedback.velocity
-            joint.state["effort"] = feedback.effort
-            joint.homed = feedback.homed
+            self._sample(joint)
         return list(self.unhomed)
 
     # --- hold (category 2) ----------------------------------------------------------------------
@@ -841,14 +847,7 @@ class QuirobotHardware:
         while active), by name and state."""
         faults = []
         for joint in self.joints:
-            try:
-                feedback = joint.drive.feedback()
-            except Exception as error:  # noqa: BLE001 - named, then every drive stops
-                raise SafetyStopError(f"feedback of {joint.name} failed: {error}") from error
-            joint.state["position"] = feedback.position
-            joint.state["velocity"] = feedback.velocity
-            joint.state["effort"] = feedback.effort
-            joint.homed = feedback.homed
+            feedback = self._sample(joint)
             if not feedback.homed:
                 faults.append(f"drive {joint.name} lost its home reference: it must home again")
             if feedback.state is DriveState.FAULT:
