@@ -125,10 +125,37 @@ def test_the_watchdog_trips_after_master_timeout_and_only_then(parameters):
         silent.command_position(0.5)
         silent.step(dt, 0.5, 0.0)
     assert silent.stop_done and not silent.power and silent.brake_holding
-    homing = _watchdog_controller(parameters, DriveMode.HOMING)  # runs without the master
-    for _ in range(100):
-        homing.step(dt, 0.5, 0.0)
-    assert homing.stopping is None
+
+
+def test_in_homing_mode_a_held_drive_needs_its_master_and_a_run_stops_after_its_allowance(parameters):
+    """Issue 19 item 2: the host dies during homing. A drive holding in HOMING mode (not homing)
+    stops itself after master_timeout like any other; a homing run goes on without the master
+    for its time allowance (it moves away from the patient), then stops itself. Before: the
+    watchdog was off in HOMING mode and every drive stayed powered, brakes released, forever."""
+    timeout, dt = parameters.drive.master_timeout, control_configuration(parameters).dt
+    held = _watchdog_controller(parameters, DriveMode.HOMING)
+    steps = 0
+    while held.stopping is None and steps < 1000:
+        held.step(dt, 0.5, 0.0)
+        steps += 1
+    assert held.stopping is StopCategory.RAMP_THEN_OFF, "a held drive in HOMING never stopped"
+    assert timeout - 1e-9 <= (steps - 1) * dt <= timeout + dt
+    assert held.fault.startswith("master lost: no command for")
+    homing = parameters.homing["gantry_x"]
+    joint = parameters.joint("gantry_x")
+    # The allowance from the parameter file, recomputed here: 2 * travel / search speed +
+    # 2 * overtravel / zero speed + 1 s.
+    overtravel = homing.switch_speed**2 / (2.0 * homing.acceleration)
+    allowance = 2 * (joint.upper - joint.lower) / homing.switch_speed + 2 * overtravel / homing.zero_speed + 1
+    run = _watchdog_controller(parameters, DriveMode.HOMING)
+    run.start_homing()  # the switch is never found (switch input False): it searches on
+    steps = 0
+    while run.stopping is None and steps * dt < 2 * allowance:
+        run.step(dt, 0.5, 0.0)
+        steps += 1
+    assert run.stopping is StopCategory.RAMP_THEN_OFF, "the homing run never stopped without its master"
+    assert allowance - 1e-6 <= (steps - 1) * dt <= allowance + dt
+    assert "homing allowance" in run.fault
 
 
 def test_halt_ramps_down_and_holds_under_power_until_resume(parameters):

@@ -20,6 +20,7 @@ from quirobot_control.loop.hardware import (
     ReturnType,
     hardware_info_from_urdf,
 )
+from quirobot_control.loop.homing import homing_sequence
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import AXES
 from quirobot_description.urdf import robot_description
@@ -35,9 +36,12 @@ POWER_ON_SAG = 0.15e-3
 class Robot:
     """QuirobotHardware on incremental-encoder SimulatedDrives and the MuJoCo plant."""
 
-    def __init__(self, parameters, mode: DriveMode, urdf=None):
+    def __init__(self, parameters, mode: DriveMode, urdf=None, master_watchdog=False):
         self.control = control_configuration(parameters)
-        self.drives = {n: drive_for_joint(parameters, n, absolute_encoder=False) for n in AXES}
+        self.drives = {
+            n: drive_for_joint(parameters, n, absolute_encoder=False, master_watchdog=master_watchdog)
+            for n in AXES
+        }
         self.ordered = [self.drives[n] for n in AXES]
         armature = np.array([d.reflected_inertia for d in self.ordered])
         self.plant = MujocoPlant(parameters, armature, self.control.dt / self.control.physics_substeps, urdf)
@@ -160,3 +164,40 @@ def test_after_homing_the_same_motion_runs(homed_robot):
     robot.run(target, np.zeros(6), 600)
     assert hw.stop_reason is None
     np.testing.assert_allclose(hw_positions(hw)[5], target[5], atol=1e-5)
+
+
+def test_a_host_that_dies_during_homing_leaves_every_drive_stopped(parameters, exported_urdf_factory):
+    """Issue 19 item 2. The host stops calling home() while gantry_z homes (the drives have their
+    master watchdog, drive.master_timeout): every drive not homing stops itself (category 1)
+    within the timeout plus a period; the homing drive goes on to its switch (away from the
+    patient) and stops itself once homed, within its allowance; all end braked, inverters off.
+    Before: every drive stayed in HOMING mode, powered with its brake released, forever."""
+    robot = Robot(parameters, DriveMode.CSP, exported_urdf_factory("drill"), master_watchdog=True)
+    hw = robot.hardware
+    progress = None
+    while progress is None or progress.axis != "gantry_z":
+        progress = robot.period(hw.home)
+        assert robot.t < 30.0, progress
+    for _ in range(100):  # gantry_z homes for 0.1 s
+        progress = robot.period(hw.home)
+    assert progress.axis == "gantry_z"
+    died = robot.t
+    stopped_at = {}
+    allowance = homing_sequence(parameters, robot.drives, DriveMode.CSP).allowance["gantry_z"]
+    while len(stopped_at) < len(AXES) and robot.t - died < allowance + 1.0:
+        robot.period(lambda t: None)  # the host is gone; the drives and the plant go on
+        for name, drive in robot.drives.items():
+            if name not in stopped_at and drive.feedback().state is DriveState.QUICK_STOP:
+                stopped_at[name] = robot.t - died
+    assert set(stopped_at) == set(AXES), f"still powered: {set(AXES) - set(stopped_at)}"
+    timeout, dt = parameters.drive.master_timeout, robot.control.dt
+    for name, after in stopped_at.items():
+        if name != "gantry_z":
+            assert after <= timeout + 2 * dt, (name, after)
+        assert robot.drives[name].feedback().fault.startswith("master lost"), name
+    assert robot.drives["gantry_z"].feedback().homed  # it finished its run, then stopped
+    assert stopped_at["gantry_z"] <= allowance
+    for _ in range(200):  # the category 1 stops end: brake holding, inverter off
+        robot.period(lambda t: None)
+    for name, drive in robot.drives.items():
+        assert drive.brake_engaged and not drive.control.power, name

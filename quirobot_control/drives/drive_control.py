@@ -54,10 +54,17 @@ The laws:
   (over-temperature, following error, a command or communication fault) stops with the quick-stop
   ramp (0x605E = 2: category 1); a power-stage fault (over-current, DC-link under-voltage, STO) or
   a lost position (encoder) switches off at once (category 0).
-- Master watchdog: while powered in CST or CSP and not stopping, a drive without a command for
-  longer than master_timeout stops itself with category 1 and sets `fault`. Homing runs without
-  the master (it ends stopped at the home switch, away from the patient). Nothing restarts by
-  itself: only reset() (the caller's fault reset) clears a stop, and then enable() is needed.
+- Master watchdog: while powered and not stopping, in any mode, a drive without a command for
+  longer than master_timeout stops itself with category 1 and sets `fault`. A homing run
+  (start_homing() is its command) goes on without the master for its time allowance
+  (`homing_allowance`, `homing_time_allowance`: it moves away from the patient towards its
+  switch) and stops itself after it; a drive holding in HOMING mode (before or after its run)
+  needs commands like any other, so a host that dies during homing leaves no drive powered with
+  its brake released. Nothing restarts by itself: only reset() (the caller's fault reset) clears a
+  stop, and then enable() is needed.
+- Fault reset during a stop: reset() is refused (DriveError) while a stop is in progress
+  (`stop_in_progress`: ramping, or at standstill holding under power while the brake engages):
+  switching the inverter off mid-ramp would let the axis coast onto its brake.
 - Homing (CiA 402 methods 17/18, limit switch without index pulse): ramp at the homing
   acceleration to the search speed towards the switch; once it is active, ramp to the zero speed
   away from it; at its falling edge the raw position is latched and the offset set so that this
@@ -93,6 +100,7 @@ class DriveControlSettings:
     master_timeout: float | None = None  # s without a command before stopping; None: no watchdog
     homing: HomingParameters | None = None  # None: start_homing() refused
     absolute: bool = True  # an absolute encoder: homed at power-up
+    homing_allowance: float | None = None  # s a homing run may go on without its master; None: no limit
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -106,12 +114,36 @@ class DriveControlSettings:
             raise ValueError(
                 f"drive {self.name}: brake_engage_time must be >= 0 s, got {self.brake_engage_time!r}"
             )
+        if self.homing_allowance is not None and not (
+            math.isfinite(self.homing_allowance) and self.homing_allowance > 0.0
+        ):
+            raise ValueError(
+                f"drive {self.name}: homing_allowance must be > 0 s or None, got {self.homing_allowance!r}"
+            )
         if self.master_timeout is not None and not (
             math.isfinite(self.master_timeout) and self.master_timeout > 0.0
         ):
             raise ValueError(
                 f"drive {self.name}: master_timeout must be > 0 s or None, got {self.master_timeout!r}"
             )
+
+
+def homing_time_allowance(homing: HomingParameters, lower: float, upper: float) -> float:
+    """s: the longest one axis's homing may take: twice the time to cross its whole travel
+    (`lower`..`upper`, m or rad) at the search speed, plus the time to leave the switch at the zero
+    speed over the stopping distance, plus one second (a homing not ended by then has lost its
+    switch)."""
+    travel = upper - lower
+    overtravel = homing.switch_speed**2 / (2.0 * homing.acceleration)
+    return 2.0 * travel / homing.switch_speed + 2.0 * overtravel / homing.zero_speed + 1.0
+
+
+def axis_travel(params: RobotParameters, axis: str) -> tuple[float, float]:
+    """(lower, upper) hard limits of one axis (AXES), m or rad."""
+    if axis == FEED_JOINT:
+        return params.drill.feed_lower, params.drill.feed_upper
+    joint = params.joint(axis)
+    return joint.lower, joint.upper
 
 
 def control_settings(
@@ -123,6 +155,8 @@ def control_settings(
     else:
         joint = params.joint(axis)
         motor, transmission = joint.motor, joint.transmission
+    homing = params.homing.get(axis)
+    allowance = None if homing is None else homing_time_allowance(homing, *axis_travel(params, axis))
     counts_per_unit = params.drive.encoder_counts_per_rev * transmission.ratio / (2.0 * math.pi)
     return DriveControlSettings(
         name=axis,
@@ -131,8 +165,9 @@ def control_settings(
         standstill_velocity=STANDSTILL_COUNTS_PER_PERIOD * params.drive.control_rate / counts_per_unit,
         brake_engage_time=params.drive.brake_engage_time,
         master_timeout=params.drive.master_timeout if master_watchdog else None,
-        homing=params.homing[axis],
+        homing=homing,
         absolute=absolute,
+        homing_allowance=allowance,
     )
 
 
@@ -319,8 +354,31 @@ class DriveController:
             self._current_command = self._output
             self.since_command = 0.0
 
+    @property
+    def stop_in_progress(self) -> bool:
+        """A stop not yet complete: category 1 until the inverter is off (it goes off only once
+        the brake holds at standstill); category 2 until it holds at standstill. Category 0 is
+        complete at once (the inverter is off, the brake commanded: a reset changes neither)."""
+        if self.stopping is None:
+            return False
+        if self.stopping is StopCategory.RAMP_AND_HOLD:
+            return not self.stop_done
+        return self.power
+
+    def stop_progress(self) -> str:
+        """What the stop in progress is doing, for a refusal (see `stop_in_progress`)."""
+        if not self.brake:
+            return "ramping to standstill"
+        return "at standstill, holding under power while its brake engages"
+
     def reset(self) -> None:
-        """The caller's fault reset: clear a stop and its fault; the drive stays off."""
+        """The caller's fault reset: clear a stop and its fault; the drive stays off. Refused
+        (DriveError, nothing changes) while a stop is in progress (`stop_in_progress`)."""
+        if self.stop_in_progress:
+            raise DriveError(
+                f"drive {self.name}: stop still in progress ({self.stop_progress()}): fault reset "
+                "refused until it is at standstill with its brake holding"
+            )
         self.disable()
         self.stopping = None
         self.stop_done = False
@@ -356,6 +414,7 @@ class DriveController:
         if not self.power or self.stopping is not None:
             raise DriveError(f"drive {self.name}: start_homing needs an enabled drive that is not stopping")
         self.homed = False
+        self.since_command = 0.0  # the master's command: the run may go on without it (allowance)
         self._homing = _Homing.SEARCH
         self._reference_position, self._reference_velocity = self._last_position, 0.0
 
@@ -363,12 +422,16 @@ class DriveController:
     def step(self, dt: float, position: float, velocity: float, switch: bool = False) -> ControlOutput:
         """One step of dt s from the measured raw position and velocity (see the module doc)."""
         self._last_position, self._last_velocity = float(position), float(velocity)
-        if self.power and (self.stopping is None or self.halted) and self.mode is not DriveMode.HOMING:
+        if self.power and (self.stopping is None or self.halted):
             timeout = self.settings.master_timeout
+            if timeout is not None and self._homing not in (None, _Homing.DONE):
+                allowance = self.settings.homing_allowance
+                timeout = math.inf if allowance is None else max(timeout, allowance)
+                limit = f"homing allowance {timeout:.1f} s"
+            else:
+                limit = f"master_timeout {timeout} s"
             if timeout is not None and self.since_command > timeout:
-                self.fault = (
-                    f"master lost: no command for {self.since_command:.4f} s (master_timeout {timeout} s)"
-                )
+                self.fault = f"master lost: no command for {self.since_command:.4f} s ({limit})"
                 self.quick_stop(StopCategory.RAMP_THEN_OFF)
         if self.power:
             if self.mode is DriveMode.CST and self.stopping is None:
@@ -482,4 +545,5 @@ class DriveController:
             if self._reference_velocity == 0.0:
                 self._homing = _Homing.DONE
                 self.homed = True
+                self.since_command = 0.0  # holding now: the master has master_timeout to take over
         return self._track()

@@ -10,7 +10,8 @@ State machine (a simplified CiA 402):
     any state --inject_fault()/overspeed/non-finite command--> FAULT --reset_fault()--> DISABLED
 
 QUICK_STOP and FAULT are latched: disable() and enable() do not leave them (enable() raises
-DriveError), only reset_fault() does, and then enable() is needed to drive again. halt() and
+DriveError), only reset_fault() does (and only once the stop is complete, `DriveFeedback.stopping`
+False: standstill, brake holding, inverter off; before that it raises DriveError), and then enable() is needed to drive again. halt() and
 resume() do not change the state (an ENABLED drive stays ENABLED, holding: `DriveFeedback.halted`);
 resume() raises in QUICK_STOP and FAULT. The same rules as data: DRIVE_TRANSITIONS
 (test_drive_simulated checks SimulatedDrive against every pair). Nothing leaves QUICK_STOP or FAULT
@@ -118,6 +119,14 @@ class DriveFeedback:
     homed: bool = True  # the position is referenced (homing done, or an absolute encoder)
     mode: DriveMode = DriveMode.CST
     halted: bool = False  # halt() in force: ramping down or holding under power (category 2)
+    # A stop (category 0 or 1, a fault reaction) still in progress: ramping, or at standstill with
+    # the brake not yet holding or the inverter still on. reset_fault() is refused until it ends:
+    # switching the inverter off mid-ramp would let the axis coast onto its brake.
+    stopping: bool = False
+    # The state is the drive's own report. False: the host's view only, e.g. a quick stop sent
+    # while the drive still reports Operation enabled (not reached, or not yet), or a fault the
+    # master found itself (feedback lost) after a running report: not a confirmed stop.
+    confirmed: bool = True
 
 
 class DriveError(RuntimeError):

@@ -120,6 +120,7 @@ class SimulatedDrive:
                 brake_engage_time=drive.brake_engage_time,
             )
         self.control = DriveController(control)
+        self._built_settings = control  # what a power cycle restores
         self._raw_origin: float | None = None if not control.absolute else 0.0  # incremental: power-up
         self._joint_position = 0.0  # the true joint coordinate at the last advance (the switch sees it)
 
@@ -179,11 +180,12 @@ class SimulatedDrive:
         self.control.resume()
 
     def reset_fault(self) -> None:
-        """FAULT or QUICK_STOP -> DISABLED (clears the fault); no-op otherwise."""
+        """FAULT or QUICK_STOP -> DISABLED (clears the fault); no-op otherwise. DriveError (nothing
+        changes) while the stop is still in progress (`DriveFeedback.stopping`)."""
         if self._state in (DriveState.FAULT, DriveState.QUICK_STOP):
+            self.control.reset()  # raises while the stop is in progress
             self._state = DriveState.DISABLED
             self._fault = None
-            self.control.reset()
             self._switch_off()
 
     def set_mode(self, mode: DriveMode) -> None:
@@ -263,6 +265,7 @@ class SimulatedDrive:
             homed=self.control.homed,
             mode=self.control.mode,
             halted=self.control.halted,
+            stopping=self.control.stop_in_progress and self._state in (DriveState.QUICK_STOP, DriveState.FAULT),
         )
 
     # --- simulation side ----------------------------------------------------------------------
@@ -303,6 +306,19 @@ class SimulatedDrive:
         self.control.drive_fault(controllable=controllable)  # category 0: incremental must re-home
         if not self.control.power:
             self._switch_off()
+
+    def power_cycle(self) -> None:
+        """Test hook: the drive restarts (power loss, reset): inverter off and brake commanded at
+        once, faults cleared, DISABLED, and its volatile configuration gone (CST, no position
+        loop, the stop and homing settings it was built with); an incremental count is lost."""
+        control = DriveController(self._built_settings)
+        control.brake_time = 0.0  # the brake falls in when the power goes
+        self.control = control
+        self._state = DriveState.DISABLED
+        self._fault = None
+        self._switch_off()
+        if not control.settings.absolute:
+            self._raw_origin = None  # counts again from where the axis is at the next sample
 
     def advance(self, dt: float, joint_position: float, joint_velocity: float) -> float:
         """Advance the electrical dynamics by `dt` s; return the joint effort (N or N*m).

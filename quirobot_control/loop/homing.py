@@ -8,24 +8,32 @@ no homing motion goes towards the patient). The hardware component runs it
 every drive reports homed.
 
 Steps:
-  1. every drive: set_mode(HOMING), enable(): each holds where it is under power (the drive's own
-     PID; a drive in HOMING mode that is not homing holds), so no axis hangs on its brake while
-     the others home (a brake may creep under a constant load; the drive's integrator does not);
-  2. per axis in the order: start_homing(), then wait for DriveFeedback.homed (the drive ends
-     holding at its home position under power); a drive that faults, stops or takes longer than
-     its time allowance fails the sequence;
+  1. every drive: set_mode(CSP), enable(): each holds where it is under its own PID, so no axis
+     hangs on its brake while the others home (a brake may creep under a constant load; the
+     drive's integrator does not); every period the sequence sends each drive not homing its
+     held position (command_position), which feeds its master watchdog: if the host dies, every
+     drive not homing stops itself (category 1) after drive.master_timeout;
+  2. per axis in the order: that drive changes to HOMING without letting go (disable(), the
+     disable's ramp holds under power, set_mode(HOMING), enable() takes over bumplessly), then
+     start_homing(), and the sequence waits for DriveFeedback.homed; the homing run goes on
+     without the master for at most its time allowance (the drive's own watchdog), so a host that
+     dies mid-homing leaves it stopped after that. Once homed it changes back to CSP the same way
+     and holds its home position like the others. A drive that faults, stops or takes longer than
+     its allowance fails the sequence;
   3. hand-over, every drive at once: quick_stop() at standstill, a category 1 stop that brakes
      each axis under power before its inverter goes off (disable() would switch off at once and
-     let a vertical axis fall for drive.brake_engage_time until its brake holds); after
-     HANDOVER the stop, which the sequence itself commanded, is cleared (reset_fault: no fault
-     is involved) and each drive is set to the operating mode (CSP or CST): disabled, braked,
-     homed, ready for on_activate.
+     let a vertical axis fall for drive.brake_engage_time until its brake holds); once every
+     drive reports its stop complete (DriveFeedback.stopping False: brake holding, inverter off;
+     a drive still stopping after the hand-over time fails the sequence), the stop, which the
+     sequence itself commanded, is cleared (reset_fault: no fault is involved) and each drive is
+     set to the operating mode (CSP or CST): disabled, braked, homed, ready for on_activate.
 An axis whose drive already reports homed (an absolute encoder) is not homed again unless it is
 listed in `rehome`. The sequence never resets a fault it did not cause: a drive in FAULT fails it.
 
-Time allowance per axis: twice the time to cross the axis's whole travel at the search speed plus
-the time to leave the switch at the zero speed over the stopping distance, plus one second
-(computed from the parameter file: a homing that has not ended by then has lost its switch).
+Time allowance per axis (drives.drive_control.homing_time_allowance): twice the time to cross the
+axis's whole travel at the search speed plus the time to leave the switch at the zero speed over
+the stopping distance, plus one second (computed from the parameter file: a homing that has not
+ended by then has lost its switch).
 """
 
 from __future__ import annotations
@@ -33,8 +41,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from quirobot_control.drives.drive_control import axis_travel, homing_time_allowance
 from quirobot_control.drives.interface import Drive, DriveMode, DriveState
-from quirobot_description.parameters import FEED_JOINT, HomingParameters, RobotParameters
+from quirobot_description.parameters import RobotParameters
 
 
 class HomingError(RuntimeError):
@@ -60,13 +69,6 @@ class HomingProgress:
     @property
     def done(self) -> bool:
         return self.step == _Step.DONE.value
-
-
-def homing_time_allowance(homing: HomingParameters, lower: float, upper: float) -> float:
-    """s: the longest one axis's homing may take (module docstring)."""
-    travel = upper - lower
-    overtravel = homing.switch_speed**2 / (2.0 * homing.acceleration)
-    return 2.0 * travel / homing.switch_speed + 2.0 * overtravel / homing.zero_speed + 1.0
 
 
 class HomingSequence:
@@ -97,6 +99,7 @@ class HomingSequence:
         self._homed: list[str] = [name for name in order if name in drives and name not in self._queue]
         self._step = _Step.ENABLE if self._queue else _Step.DONE  # nothing to home: nothing moves
         self._since: float | None = None  # time the current step started
+        self._hold: dict[str, float] = {}  # position each drive not homing holds (CSP), m or rad
 
     @property
     def progress(self) -> HomingProgress:
@@ -113,11 +116,13 @@ class HomingSequence:
         if self._step is _Step.DONE:
             return self.progress
         if self._step is _Step.ENABLE:
-            for drive in self.drives.values():
-                drive.set_mode(DriveMode.HOMING)
+            for name, drive in self.drives.items():
+                drive.set_mode(DriveMode.CSP)
                 drive.enable()
+                self._hold[name] = drive.feedback().position
             self._step = _Step.HOMING
             self._since = None
+            self._command_holds()
             return self.progress
         for name, drive in self.drives.items():
             feedback = drive.feedback()
@@ -135,9 +140,12 @@ class HomingSequence:
             name = self._queue[0]
             drive = self.drives[name]
             if self._since is None:
+                self._change_mode(drive, DriveMode.HOMING)
                 drive.start_homing()
                 self._since = time
             elif drive.feedback().homed:
+                self._change_mode(drive, DriveMode.CSP)
+                self._hold[name] = drive.feedback().position
                 self._homed.append(self._queue.pop(0))
                 self._since = None
             elif time - self._since > self.allowance[name]:
@@ -145,14 +153,38 @@ class HomingSequence:
                     f"homing {name}: not homed after {time - self._since:.1f} s "
                     f"(allowance {self.allowance[name]:.1f} s): home switch not found"
                 )
+            self._command_holds()
             return self.progress
-        # Hand-over: every axis brakes under power; then off, in the operating mode.
-        if time - self._since >= self.handover_time:
-            for drive in self.drives.values():
-                drive.reset_fault()  # clears the hand-over stop this sequence commanded, not a fault
-                drive.set_mode(self.operating_mode)
-            self._step = _Step.DONE
+        # Hand-over: every axis brakes under power; once every stop is complete, off, in the
+        # operating mode.
+        stopping = [name for name, drive in self.drives.items() if drive.feedback().stopping]
+        if stopping:
+            if time - self._since > self.handover_time:
+                raise HomingError(
+                    f"homing hand-over: {', '.join(stopping)} still stopping "
+                    f"{time - self._since:.3f} s after the stop (allowed {self.handover_time:.3f} s)"
+                )
+            return self.progress
+        for drive in self.drives.values():
+            drive.reset_fault()  # clears the hand-over stop this sequence commanded, not a fault
+            drive.set_mode(self.operating_mode)
+        self._step = _Step.DONE
         return self.progress
+
+    def _command_holds(self) -> None:
+        """Every drive not homing now holds its position (CSP): the command feeds its watchdog."""
+        homing = self._queue[0] if self._since is not None and self._queue else None
+        for name, drive in self.drives.items():
+            if name != homing:
+                drive.command_position(self._hold[name], 0.0, 0.0)
+
+    @staticmethod
+    def _change_mode(drive: Drive, mode: DriveMode) -> None:
+        """Change an enabled drive's mode without letting go: the disable's ramp holds under
+        power, the new mode is set during it and enable() takes over bumplessly."""
+        drive.disable()
+        drive.set_mode(mode)
+        drive.enable()
 
 
 def homing_sequence(
@@ -163,14 +195,9 @@ def homing_sequence(
     rehome: frozenset[str] = frozenset(),
 ) -> HomingSequence:
     """The parameter file's homing (order, per-axis allowance) of `drives` (axis -> Drive)."""
-    allowance = {}
-    for name in drives:
-        if name == FEED_JOINT:
-            lower, upper = params.drill.feed_lower, params.drill.feed_upper
-        else:
-            joint = params.joint(name)
-            lower, upper = joint.lower, joint.upper
-        allowance[name] = homing_time_allowance(params.homing[name], lower, upper)
+    allowance = {
+        name: homing_time_allowance(params.homing[name], *axis_travel(params, name)) for name in drives
+    }
     # The quick stop at standstill commands the brake and keeps holding under power until it
     # holds (drive.brake_engage_time); twice that plus ten control periods leaves the drive's
     # standstill detection its time.
