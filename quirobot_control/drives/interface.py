@@ -10,12 +10,12 @@ State machine (a simplified CiA 402):
     any state --inject_fault()/overspeed/non-finite command--> FAULT --reset_fault()--> DISABLED
 
 QUICK_STOP and FAULT are latched: disable() and enable() do not leave them (enable() raises
-DriveError), only reset_fault() does (and only once the stop is complete, `DriveFeedback.stopping`
-False: standstill, brake holding, inverter off; before that it raises DriveError), and then enable() is needed to drive again. halt() and
-resume() do not change the state (an ENABLED drive stays ENABLED, holding: `DriveFeedback.halted`);
-resume() raises in QUICK_STOP and FAULT. The same rules as data: DRIVE_TRANSITIONS
-(test_drive_simulated checks SimulatedDrive against every pair). Nothing leaves QUICK_STOP or FAULT
-by itself: no automatic fault reset, ever.
+DriveError), only reset_fault() does, once the stop is complete (`DriveFeedback.stopping` False:
+standstill, brake holding, inverter off; before that it raises DriveError, nothing changes), and
+then enable() is needed to drive again. halt() and resume() do not change the state (an ENABLED
+drive stays ENABLED, holding: `DriveFeedback.halted`); resume() raises in QUICK_STOP and FAULT.
+The same rules as data: DRIVE_TRANSITIONS (test_drive_simulated checks SimulatedDrive against
+every pair). Nothing leaves QUICK_STOP or FAULT by itself: no automatic fault reset, ever.
 
 Modes (CiA 402 0x6060, `DriveMode`; set_mode() only while not ENABLED): CST, the host's PID sends
 a current (command_current, A); CSP, the drive's own PID (drives.pid, gains written by

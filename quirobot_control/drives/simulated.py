@@ -60,6 +60,9 @@ from quirobot_description.parameters import (
     TransmissionParameters,
 )
 
+#: The states a stop leaves a drive in (its `stopping` is reported in these).
+_STOPPED_STATES = (DriveState.QUICK_STOP, DriveState.FAULT)
+
 
 class SimulatedDrive:
     """A brushless servo drive on one joint: motor + current PI loop + transmission + encoder.
@@ -265,7 +268,7 @@ class SimulatedDrive:
             homed=self.control.homed,
             mode=self.control.mode,
             halted=self.control.halted,
-            stopping=self.control.stop_in_progress and self._state in (DriveState.QUICK_STOP, DriveState.FAULT),
+            stopping=self.control.stop_in_progress and self._state in _STOPPED_STATES,
         )
 
     # --- simulation side ----------------------------------------------------------------------
