@@ -347,6 +347,8 @@ def test_configure_does_not_clear_a_latched_stop(parameters, control, info):
     assert hw.on_activate() is CallbackReturn.ERROR
     assert "acknowledge" in hw.refused
     assert all_stopped(rig.states())
+    for _ in range(50):  # the stops end: standstill, brake holding, inverter off
+        rig.cycle()
     assert hw.acknowledge_stop("operator: cooled down") is CallbackReturn.SUCCESS
     assert any("acknowledged" in e and "over-temperature" in e and "cooled down" in e for e in hw.events)
     assert hw.stop_reason is None

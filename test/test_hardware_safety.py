@@ -276,6 +276,8 @@ def test_on_error_quick_stops(parameters, control, info):
     # where the joints are.
     assert rig.hardware.on_configure() is CallbackReturn.SUCCESS
     assert rig.hardware.on_activate() is CallbackReturn.ERROR  # the stop is latched
+    for _ in range(50):  # the stops end: standstill, brake holding, inverter off
+        rig.cycle()
     assert rig.hardware.acknowledge_stop("test: recovery") is CallbackReturn.SUCCESS
     assert rig.hardware.on_activate() is CallbackReturn.SUCCESS
     assert all(s is DriveState.ENABLED for s in rig.states())

@@ -188,3 +188,44 @@ def test_a_jog_too_fast_near_the_entry_stops_naming_the_limit(parameters, urdf):
     assert 0.05 < speeds[-1] < 0.052  # stopped in the period the limit was passed
     assert robot.hw.stop_reason.startswith("virtual fixture: commanded drill tip speed 5")
     assert "within 50 mm of the entry exceeds the tip-speed limit 50.0 mm/s" in robot.hw.stop_reason
+
+
+def test_an_acknowledge_during_the_ramp_is_refused_and_gantry_z_stops_on_its_ramp(parameters, urdf):
+    """Issue 19 item 1: acknowledge_stop() right after a stop, while gantry_z (moving down at
+    0.5 m/s, towards the patient) is in its category-1 ramp, is refused naming it ("stop still in
+    progress"): no drive is reset, gantry_z stops within v^2 / (2 a) and brakes at standstill.
+    Before: the fault reset switched its inverter off mid-ramp; gantry_z coasted under gravity and
+    reached its brake moving (measured: 14.24 mm travel for the 8.50 mm of the ramp, 0.62 m/s at the
+    brake; now 8.56 mm and 0.05 mm/s)."""
+    robot = Robot(parameters, urdf)
+    speed = 0.5
+    jog = np.zeros(6)
+    jog[Z] = speed
+    for _ in range(600):
+        assert robot.cycle(jog) is ReturnType.OK
+    moving = float(robot.plant.velocity[Z])
+    assert moving == pytest.approx(speed, rel=0.02)
+    at_stop = float(robot.plant.position[Z])
+    robot.hw.stop("test: operator stop")
+    assert robot.hw.acknowledge_stop("operator: at once") is CallbackReturn.ERROR
+    assert robot.hw.refused.startswith("acknowledge refused: stop still in progress on ")
+    assert "gantry_z (ramping or braking)" in robot.hw.refused
+    assert robot.hw.stop_reason == "test: operator stop"  # still latched
+    assert robot.drives["gantry_z"].control.power  # not reset: still ramping under power
+    speed_at_brake, refusals = None, 0
+    deepest = at_stop
+    for _ in range(400):
+        robot.cycle()
+        deepest = max(deepest, float(robot.plant.position[Z]))
+        if speed_at_brake is None and robot.drives["gantry_z"].brake_engaged:
+            speed_at_brake = abs(float(robot.plant.velocity[Z]))
+        if robot.hw.stops_in_progress():
+            refusals += robot.hw.acknowledge_stop("operator: again") is CallbackReturn.ERROR
+    assert refusals > 0
+    predicted = moving**2 / (2.0 * parameters.drive.quick_stop_deceleration["gantry_z"])
+    assert deepest - at_stop <= predicted + moving * 2 * robot.dt + 2e-4, (deepest - at_stop, predicted)
+    assert speed_at_brake is not None and speed_at_brake < 1e-3, speed_at_brake
+    # Stopped: the acknowledgement goes through now.
+    assert robot.hw.stops_in_progress() == []
+    assert robot.hw.acknowledge_stop("operator: stopped") is CallbackReturn.SUCCESS
+    assert robot.hw.stop_reason is None

@@ -54,7 +54,8 @@ only from UNCONFIGURED, activate only from INACTIVE, deactivate only from ACTIVE
 INACTIVE, error from any state; read/write only while ACTIVE. A refused request returns ERROR,
 says why in `refused` and touches no drive. One way into a stop: `stop(reason)` quick-stops every
 drive and latches the reason. A latched stop survives deactivate, error and configure; activation
-is refused until `acknowledge_stop(note)` (logged in `events`) resets the drives' faults.
+is refused until `acknowledge_stop(note)` (logged in `events`) resets the drives' faults, which it
+does only once every drive's stop is complete (`stops_in_progress()`; else "stop still in progress").
 
 Every cycle each drive must report the state commanded (ENABLED while ACTIVE): any other state
 (disabled, quick stop, fault) stops every drive naming the joint and the state. Anything raised
@@ -403,8 +404,18 @@ class QuirobotHardware:
 
     def acknowledge_stop(self, note: str) -> CallbackReturn:
         """Clear a latched stop (not while ACTIVE): reset every drive's fault and log who and why
-        (`note`, e.g. "operator: bit replaced"). on_activate is needed to drive again."""
+        (`note`, e.g. "operator: bit replaced"). on_activate is needed to drive again.
+
+        Refused (ERROR, `refused` says "stop still in progress" naming the drives; no drive is
+        touched) until every stopped drive reports its stop complete (standstill, brake holding,
+        inverter off: DriveFeedback.stopping False) and confirmed by the drive itself: a fault
+        reset during a category 1 ramp would switch the inverter off and let the axis coast onto
+        its brake. Ask again once they have stopped."""
         if not self._allowed("acknowledge"):
+            return CallbackReturn.ERROR
+        pending = self.stops_in_progress()
+        if pending:
+            self.refused = f"acknowledge refused: stop still in progress on {'; '.join(pending)}; try again"
             return CallbackReturn.ERROR
         failures = []
         for joint in self.joints:
@@ -786,16 +797,39 @@ class QuirobotHardware:
             self.lifecycle = LifecycleState.INACTIVE
 
     def unconfirmed_stops(self) -> list[str]:
-        """The joints whose drive does not (yet) report QUICK_STOP or FAULT (or cannot say)."""
+        """The joints whose drive does not (yet) report QUICK_STOP or FAULT itself (or cannot
+        say): a state only the host holds (DriveFeedback.confirmed False, e.g. a quick stop sent to
+        a drive that still reports Operation enabled) is not a confirmed stop."""
         unconfirmed = []
         for joint in self.joints:
             try:
-                state = joint.drive.feedback().state
+                feedback = joint.drive.feedback()
             except Exception:  # noqa: BLE001 - a drive that cannot answer is not confirmed
-                state = None
-            if state not in (DriveState.QUICK_STOP, DriveState.FAULT):
+                feedback = None
+            if (
+                feedback is None
+                or feedback.state not in (DriveState.QUICK_STOP, DriveState.FAULT)
+                or not feedback.confirmed
+            ):
                 unconfirmed.append(joint.name)
         return unconfirmed
+
+    def stops_in_progress(self) -> list[str]:
+        """The drives whose stop is not complete, each with why: still ramping or braking under
+        power (DriveFeedback.stopping), or stopped only in the host's view (not confirmed by the
+        drive: e.g. a quick stop sent that the drive has not reported), or that cannot answer."""
+        pending = []
+        for joint in self.joints:
+            try:
+                feedback = joint.drive.feedback()
+            except Exception as error:  # noqa: BLE001 - a drive that cannot answer is not known stopped
+                pending.append(f"{joint.name} (no feedback: {error})")
+                continue
+            if feedback.stopping:
+                pending.append(f"{joint.name} (ramping or braking)")
+            elif not feedback.confirmed:
+                pending.append(f"{joint.name} (its stop not confirmed by the drive)")
+        return pending
 
     # --- internals ----------------------------------------------------------------------------
     def _allowed(self, request: str) -> bool:
