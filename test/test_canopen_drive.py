@@ -434,6 +434,12 @@ def test_stale_feedback_is_a_fault_after_n_periods(make_rig, params):
     with pytest.raises(DriveError, match="feedback timeout"):
         drive.command_current(1.0)
     sim.resume_feedback()
+    with pytest.raises(DriveError, match="stop still in progress"):
+        drive.reset_fault()  # the drive still ramps: no Disable voltage mid-ramp
+    for _ in range(100):
+        rig.step()
+        if sim.state is Cia402State.SWITCH_ON_DISABLED:
+            break
     drive.reset_fault()
     rig.step()
     assert drive.feedback().state is DriveState.DISABLED
@@ -593,7 +599,8 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     assert hardware.read(0.2, control.dt) is ReturnType.ERROR
     assert "wrist_yaw" in hardware.stop_reason and "0x4310" in hardware.stop_reason
     for axis, sim in rig.simulators.items():
-        expected = Cia402State.FAULT if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
+        # An over-temperature ramps under power (Fault reaction active), the others quick-stop.
+        expected = Cia402State.FAULT_REACTION_ACTIVE if axis == "wrist_yaw" else Cia402State.QUICK_STOP_ACTIVE
         assert wait_until(lambda sim=sim, expected=expected: sim.state is expected), axis
 
 

@@ -240,8 +240,13 @@ def test_the_fault_reaction_depends_on_the_error_code(make_rig, control):
         enable_all(rig, control)
         drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
         sim.inject_fault(code)
-        assert sim.drive.control.power is ramps and sim.state is Cia402State.FAULT
+        # Ramping under power: Fault reaction active (every controlword ignored), then Fault.
+        reacting = Cia402State.FAULT_REACTION_ACTIVE if ramps else Cia402State.FAULT
+        assert sim.drive.control.power is ramps and sim.state is reacting
+        rig.step()
+        assert drive.feedback().state is DriveState.FAULT and drive.feedback().stopping is ramps
         rig.step(25)  # 50 ms: the standstill, the brake's 15 ms, the switch-off
+        assert sim.state is Cia402State.FAULT and not drive.feedback().stopping
         assert drive.feedback().state is DriveState.FAULT
         assert sim.drive.brake_engaged and not sim.drive.control.power
 
@@ -376,7 +381,7 @@ def test_homing_on_the_bus_finds_the_switch_and_reports_homed(make_rig, params, 
     assert drive.feedback().homed
     # The node restarts (power loss, reset: its boot-up frame): a fault, and the incremental
     # position is lost with it; the fault reset does not bring it back.
-    rig.sniffer.send(can.Message(arbitration_id=0x701, data=bytes([0]), is_extended_id=False))
+    sim.reboot()
     assert wait_until(lambda: drive.feedback().state is DriveState.FAULT)
     assert "boot-up" in drive.feedback().fault and not drive.feedback().homed
     drive.reset_fault()
@@ -395,3 +400,97 @@ def test_an_absolute_drive_stays_homed_through_a_restart_but_not_an_encoder_faul
     rig.step()
     assert not drive.feedback().homed
     assert "encoder" in drive.read_error_code()
+
+
+# --- issue 19: acknowledging during a ramp, a node that restarts -------------------------------------
+def test_a_fault_reset_during_the_ramp_is_refused_and_the_drive_finishes_its_stop(make_rig, params, control):
+    """Issue 19 item 1 on the bus. gantry_z at 0.2 m/s (down, towards the patient), quick stop; the
+    master's reset_fault() at once is refused naming the stop in progress and sends nothing (no
+    Disable voltage mid-ramp); a Disable voltage sent anyway (another master) does not cut the
+    drive's ramp either. The joint stops within v^2 / (2 a) and brakes at standstill. Before: the
+    reset's Disable voltage switched the power stage off at once and the joint coasted on."""
+    rig = make_rig(axes=("gantry_z",), positions={"gantry_z": 0.3}, mode=DriveMode.CSP)
+    enable_all(rig, control)
+    drive, sim = rig.drives["gantry_z"], rig.simulators["gantry_z"]
+    speed = 0.2
+    move(rig, control, speed, 0.3, {"gantry_z": 0.3})
+    start = sim.joint.position
+    drive.quick_stop()
+    assert wait_until(lambda: sim.state is Cia402State.QUICK_STOP_ACTIVE)
+    rig.step()
+    assert drive.feedback().stopping and drive.feedback().confirmed
+    rig.frames()
+    with pytest.raises(DriveError, match="stop still in progress .*Quick stop active"):
+        drive.reset_fault()
+    assert sdo_downloads(rig.frames(), sim.node.id, 0x6040) == []  # no controlword written
+    rig.sniffer.send(
+        can.Message(arbitration_id=0x205, data=struct.pack("<Hhh", 0x00, 0, 0), is_extended_id=False)
+    )
+    rig.step()
+    assert sim.state is Cia402State.QUICK_STOP_ACTIVE and sim.drive.control.power
+    speed_at_brake = None
+    for _ in range(round(0.3 / rig.period)):
+        rig.step()
+        if speed_at_brake is None and sim.drive.brake_engaged:
+            speed_at_brake = abs(sim.joint.velocity)
+    predicted = speed**2 / (2 * params.drive.quick_stop_deceleration["gantry_z"])
+    assert sim.joint.position - start == pytest.approx(predicted, rel=0.05)
+    assert speed_at_brake is not None and speed_at_brake < 1e-3
+    assert sim.state is Cia402State.SWITCH_ON_DISABLED and not drive.feedback().stopping
+    drive.reset_fault()  # complete: the reset goes through
+    assert drive.feedback().state is DriveState.DISABLED
+
+
+def test_a_restarted_node_is_reconfigured_before_it_is_enabled(make_rig, params, control):
+    """Issue 19 item 9. The node restarts (boot-up frame: pre-operational, the EDS defaults: no
+    consumer heartbeat, abort-connection option 1, no PDO until started). The master latches a
+    fault; its fault reset configures the node again as at start-up (stop options, heartbeat
+    watch, PDOs, NMT operational) before it clears the fault, so after enable() the next quick stop
+    (one RPDO) reaches the drive. Before: acknowledge + enable powered the node up
+    pre-operational and unconfigured, the quick stop RPDO was ignored, and the master called
+    the stop confirmed."""
+    rig = make_rig(axes=("gantry_x",), positions=FEED_START, mode=DriveMode.CSP)
+    enable_all(rig, control)
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    move(rig, control, 0.01, 0.05, dict(FEED_START))
+    sim.reboot()
+    assert wait_until(lambda: drive.feedback().state is DriveState.FAULT)
+    fb = drive.feedback()
+    assert "boot-up" in fb.fault and not fb.stopping and fb.confirmed  # it boots switched off
+    assert sim.nmt_state == "PRE-OPERATIONAL" and sim.node.sdo[0x6007].raw == 1
+    drive.reset_fault()
+    assert sim.nmt_state == "OPERATIONAL"
+    assert sim.node.sdo[0x605A].raw == 2 and sim.node.sdo[0x6007].raw == 3
+    milliseconds = round(params.drive.master_timeout * 1000)
+    assert sim.node.sdo[0x1016][1].raw == params.canopen.master_node_id << 16 | milliseconds
+    rig.step()  # the first TPDOs of the restarted node: enable() waits for them
+    drive.configure_position_loop(control.joint("gantry_x").gains, control.dt)
+    drive.enable()
+    assert sim.state is Cia402State.OPERATION_ENABLED
+    rig.step(5)
+    drive.quick_stop()
+    assert wait_until(lambda: sim.state is Cia402State.QUICK_STOP_ACTIVE)
+    rig.step()
+    assert drive.feedback().confirmed
+
+
+def test_a_stop_that_cannot_reach_the_drive_is_never_confirmed(make_rig, control):
+    """Issue 19 item 9: the node left operational (here an NMT command; after a restart it is
+    pre-operational), so the quick stop RPDO does not reach it. The master's state says QUICK_STOP
+    (latched) but not confirmed by the drive; after the feedback timeout it is a FAULT, still not
+    a confirmed stop; the fault reset is refused while the drive reports Operation enabled."""
+    rig = make_rig(axes=("gantry_x",), positions=FEED_START, mode=DriveMode.CSP)
+    enable_all(rig, control)
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    rig.step(3)
+    rig.sniffer.send(can.Message(arbitration_id=0x000, data=bytes([0x80, sim.node.id]), is_extended_id=False))
+    assert wait_until(lambda: sim.nmt_state == "PRE-OPERATIONAL")
+    drive.quick_stop()
+    fb = drive.feedback()
+    assert fb.state is DriveState.QUICK_STOP and not fb.confirmed
+    assert sim.state is Cia402State.OPERATION_ENABLED  # the RPDO did not reach it
+    rig.clock.now += 2 * rig.params.canopen.feedback_timeout
+    fb = drive.feedback()
+    assert fb.state is DriveState.FAULT and not fb.confirmed
+    with pytest.raises(DriveError, match="stop still in progress .*Operation enabled"):
+        drive.reset_fault()

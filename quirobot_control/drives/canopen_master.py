@@ -149,6 +149,8 @@ from quirobot_description.parameters import (
 )
 
 _COMMUNICATION_ERRORS = (SdoCommunicationError, SdoAbortedError, can.CanError, OSError)
+#: CiA 402 states of a drive still carrying out a stop (its ramp, or the brake engaging under power).
+_STOPPING_STATES = (Cia402State.QUICK_STOP_ACTIVE, Cia402State.FAULT_REACTION_ACTIVE)
 #: NMT heartbeat state of a boot-up frame (CiA 301).
 NMT_BOOT_UP = 0
 #: 0x6060 value of each mode.
@@ -230,6 +232,7 @@ class CanopenDrive:
         self._quick_stop_time: float | None = None  # clock() when the quick stop was requested
         self._drive_fault_text: str | None = None  # text of the current fault's error code
         self._emcy_fault = False  # an EMCY with a non-zero error code arrived
+        self._rebooted = False  # a boot-up frame since the last configuration: reconfigure first
         self.emcy_log: list[tuple[float, int, int]] = []  # (clock(), error code, error register)
         self.node.emcy.add_callback(self._on_emcy)
         self.node.nmt.add_heartbeat_callback(self._on_heartbeat)
@@ -246,6 +249,13 @@ class CanopenDrive:
         """
         if self.node.network.bus is None:
             raise DriveError(f"{self._who()}: the CANopen network is not connected (call network.connect())")
+        self._configure_node("start-up")
+        with self._lock:
+            self._started = True
+
+    def _configure_node(self, what: str) -> None:
+        """Everything start() writes, by SDO in pre-operational, then NMT operational; the
+        feedback watchdog re-arms at the first TPDOs after it (enable() waits for them)."""
         try:
             self.node.nmt.state = "PRE-OPERATIONAL"
             self._check_scaling()
@@ -262,12 +272,12 @@ class CanopenDrive:
             current = self.node.sdo[CURRENT_ACTUAL].raw
             self.node.nmt.state = "OPERATIONAL"
         except _COMMUNICATION_ERRORS as error:
-            raise DriveError(f"{self._who()}: start-up failed: {error}") from error
+            raise DriveError(f"{self._who()}: {what} failed: {error}") from error
         with self._lock:
             self._statusword = statusword
             self._position_counts, self._velocity_counts, self._current_actual = position, velocity, current
             self._tpdo_times = [None, None]  # the watchdog arms at the first TPDOs
-            self._started = True
+            self._rebooted = False
 
     def _check_scaling(self) -> None:
         expected = {
@@ -392,9 +402,13 @@ class CanopenDrive:
     def _on_heartbeat(self, state: int) -> None:
         """NMT heartbeat / boot-up (network thread): a started node that boots again is a fault."""
         if state == NMT_BOOT_UP and self._started:
-            if not self.absolute:
-                with self._lock:
+            with self._lock:
+                if not self.absolute:
                     self._homed = False  # an incremental position restarts from zero
+                # A node boots in Switch on disabled, power stage off; it sends no TPDO until it
+                # is configured and started again (reset_fault() does that).
+                self._statusword = STATUSWORD_PATTERNS[Cia402State.SWITCH_ON_DISABLED][1]
+                self._rebooted = True
             self._latch_fault(
                 f"node {self.node_id} sent a boot-up frame: it restarted (power loss or reset) and "
                 f"lost its configuration"
@@ -513,12 +527,26 @@ class CanopenDrive:
         """FAULT or QUICK_STOP -> DISABLED: CiA 402 fault reset (rising edge of bit 7) or Disable voltage.
 
         No-op otherwise. Re-arms the feedback watchdog. DriveError if the drive does not answer
-        or stays faulted (the cause persists).
+        or stays faulted (the cause persists), and, with nothing sent, while the drive reports its
+        stop still in progress (Quick stop active, Fault reaction active) or still Operation
+        enabled (the quick stop did not reach it: sent again). A node that restarted (boot-up
+        frame, or its stop configuration read back changed) is configured again as at start()
+        before its fault is cleared; enable() then waits for its first TPDOs.
         """
         if self._state() not in (DriveState.FAULT, DriveState.QUICK_STOP):
             return
         state = self._read_state()
-        if state in (Cia402State.FAULT, Cia402State.FAULT_REACTION_ACTIVE):
+        if state in _STOPPING_STATES or state is Cia402State.OPERATION_ENABLED:
+            # Disable voltage now would switch the power stage off mid-ramp (CiA 402 transition
+            # 12): refused until the drive reports its stop complete. Operation enabled: the stop
+            # has not reached it; it is sent again.
+            if state is Cia402State.OPERATION_ENABLED:
+                self._send_rpdo(CW_QUICK_STOP, 0, best_effort=True)
+            raise DriveError(
+                f"{self._who()}: stop still in progress (the drive reports {state.value}): fault "
+                "reset refused until it is at standstill with its brake holding"
+            )
+        if state is Cia402State.FAULT:
             self._write_controlword(CW_DISABLE_VOLTAGE)
             self._write_controlword(CW_FAULT_RESET)
         self._write_controlword(CW_DISABLE_VOLTAGE)
@@ -529,6 +557,15 @@ class CanopenDrive:
                     f"{self._who()}: fault reset did not reach Switch on disabled within "
                     f"{self.bus.transition_timeout} s: it is in {state.value} ({self._fault_reason_read()})"
                 )
+        with self._lock:
+            reconfigure = self._rebooted
+        if reconfigure or self._configuration_lost():
+            reconfigure = True
+            # The node restarted: its PDOs, stop options and heartbeat watch are gone, and a quick
+            # stop by RPDO would not reach it. Configured again (the fault stays latched if that
+            # fails); the feedback watchdog re-arms at its first TPDOs, which enable() waits for.
+            self._configure_node("reconfiguration after a restart")
+            logger.warning("%s: reconfigured after a restart", self._who())
         now = self.clock()
         with self._lock:
             self._master_fault = None
@@ -536,8 +573,21 @@ class CanopenDrive:
             self._emcy_fault = False
             self._quick_stop_latched = False
             self._quick_stop_time = None
-            self._tpdo_times = [now, now]
+            if not reconfigure:
+                self._tpdo_times = [now, now]
         logger.info("%s: fault reset", self._who())
+
+    def _configuration_lost(self) -> bool:
+        """The stop configuration read back by SDO differs from what start() wrote (a restart
+        whose boot-up frame was missed)."""
+        try:
+            options = (
+                self.node.sdo[QUICK_STOP_OPTION_CODE].raw,
+                self.node.sdo[ABORT_CONNECTION_OPTION_CODE].raw,
+            )
+        except _COMMUNICATION_ERRORS as error:
+            raise DriveError(f"{self._who()}: configuration not readable: {error}") from error
+        return options != (QUICK_STOP_RAMP_THEN_DISABLE, ABORT_CONNECTION_QUICK_STOP)
 
     def command_current(self, current: float) -> None:
         """CST: send the q-axis current reference (A) as target torque 0x6071 in RPDO1.
@@ -666,6 +716,8 @@ class CanopenDrive:
             )
         state = self._state()
         current = self.scaling.current(current_actual)
+        stopped = state in (DriveState.QUICK_STOP, DriveState.FAULT)
+        reported = self._reported_state()  # the drive's own word: a latched stop is not it
         return DriveFeedback(
             position=self.encoder.position(counts),
             velocity=velocity_counts * self.encoder.resolution,
@@ -676,6 +728,8 @@ class CanopenDrive:
             homed=self.homed,
             mode=self._mode,
             halted=self._halted and state is DriveState.ENABLED,
+            stopping=stopped and reported in _STOPPING_STATES,
+            confirmed=not stopped or reported is not Cia402State.OPERATION_ENABLED,
         )
 
     def stop(self) -> None:
@@ -740,6 +794,14 @@ class CanopenDrive:
         if state is DriveState.FAULT:
             return state
         return DriveState.QUICK_STOP if self._quick_stop_latched else state
+
+    def _reported_state(self) -> Cia402State | None:
+        """The CiA 402 state of the last statusword received (None: not decodable)."""
+        with self._lock:
+            try:
+                return decode_statusword(self._statusword)
+            except StatuswordError:
+                return None
 
     def _latch_fault(self, reason: str) -> None:
         with self._lock:

@@ -31,7 +31,12 @@ What it does, as a real drive would:
   power stage off at once.
 - Stops: Quick stop (controlword or lost master) per 0x605A: 0 torque off (category 0); 1, 2 the
   drive's ramp at 0x6085, brake at standstill, then Switch on disabled (category 1); 5, 6 the
-  ramp, then hold in Quick stop active (category 2). Halt (bit 8): the ramp and hold, in
+  ramp, then hold in Quick stop active (category 2). A stop in progress is not cut short: a
+  Disable voltage (the master's way out of Quick stop active) during the ramp or while the brake
+  engages under power is ignored, and the drive goes to Switch on disabled when the stop is
+  complete (design assumption: CiA 402 transition 12 would switch the power stage off at once and
+  let a vertical axis coast onto its brake; the master never sends it before the statusword
+  reports the stop complete either, drives.canopen_master). Halt (bit 8): the ramp and hold, in
   Operation enabled. Homing (mode 6, bit 4 rising edge): statusword bit 12 homing attained,
   bit 13 homing error.
 - The master is watched (CiA 301): SYNC loss (no SYNC for `sync_loss_periods` periods once
@@ -40,11 +45,13 @@ What it does, as a real drive would:
   3 quick stop), with an EMCY (0x8100 SYNC lost, 0x8130 heartbeat); `master_lost` says why.
 - Faults: `inject_fault(code)` (or the SimulatedDrive's own overspeed fault, code 0x8400) puts
   the drive in Fault (its reaction, 0x605E: the quick-stop ramp, category 1, for a temperature,
-  communication or following-error code; torque off, category 0, for any other), sets 0x603F
+  communication or following-error code, in Fault reaction active until braked and off, which
+  ignores every controlword; torque off, category 0, for any other), sets 0x603F
   and the error register 0x1001, and sends an EMCY; only a fault reset (rising edge of
   controlword bit 7) clears it: nothing here resets or restarts by itself.
 - Test hooks: `stop_feedback()` silences the TPDOs (a dead node seen from the master),
-  `stop_sdo_server()` leaves SDO requests unanswered (a hung SDO server).
+  `stop_sdo_server()` leaves SDO requests unanswered (a hung SDO server), `reboot()` restarts the
+  node (power loss, reset: boot-up frame, pre-operational, configuration back to the EDS's).
 
 Bench-top demo: `python -m quirobot_cli.canopen_servo_simulator --channel vcan0` serves every
 axis on a (virtual) SocketCAN bus until Ctrl-C (`serve`); see docs/canopen.md.
@@ -140,6 +147,9 @@ CONFIGURATION_OBJECTS = (
     HOMING_ACCELERATION,
     HOME_OFFSET,
 )
+_FAULT_STATES = (Cia402State.FAULT, Cia402State.FAULT_REACTION_ACTIVE)
+#: Objects a restart keeps (the drive's rating, written at the factory; everything else is volatile).
+_FACTORY_OBJECTS = (MOTOR_RATED_CURRENT, MOTOR_RATED_TORQUE, POSITION_ENCODER_RESOLUTION)
 _SDO_VALUE_RANGE_EXCEEDED = 0x06090030  # CiA 301 SDO abort codes
 _SDO_STATE_CONFLICT = 0x08000022  # data cannot be transferred in the present device state
 
@@ -364,6 +374,33 @@ class CanopenServoSimulator:
         with self._lock:
             self._enter_fault(error_code)
 
+    def reboot(self) -> None:
+        """The node restarts (power loss, reset): the power stage off and the brake falling in,
+        the volatile configuration gone (the object dictionary back to the EDS defaults: PDO
+        mappings, quick-stop and abort-connection options, consumer heartbeat; mode 0), Switch on
+        disabled, then the NMT boot-up frame and pre-operational (no PDO until the master starts it
+        again); an incremental encoder's count is lost."""
+        with self._lock:
+            self.drive.power_cycle()
+            self.drive.control.settings = dataclasses.replace(
+                self.drive.control.settings, master_timeout=None
+            )
+            store = self.node.data_store
+            for index in [i for i in store if i not in _FACTORY_OBJECTS]:
+                del store[index]
+            self._unsubscribe_rpdos()
+            self._watch_heartbeat_of(None)
+            self._state = Cia402State.SWITCH_ON_DISABLED
+            self._controlword = self._mode = self._error_code = 0
+            self._target_torque = self._torque_offset = self._target_position = self._velocity_offset = 0
+            self._homing_error = False
+            self._last_sync = None
+            self.master_lost = self.master_lost_time = None
+            self.drive.advance(0.0, self.joint.position, self.joint.velocity)
+            self._sense()
+        self.node.nmt.state = "RESET"  # boot-up frame (NMT state 0)
+        self.node.nmt.state = "PRE-OPERATIONAL"
+
     def stop_feedback(self) -> None:
         """Stop sending TPDOs (the simulation keeps running on SYNC)."""
         with self._lock:
@@ -531,7 +568,10 @@ class CanopenServoSimulator:
     def _apply(self, index: int, value: int) -> None:
         if index == CONTROLWORD:
             previous, self._controlword = self._controlword, value
-            self._transition(next_state(self._state, value, previous))
+            new = next_state(self._state, value, previous)
+            if self._state is Cia402State.QUICK_STOP_ACTIVE and self.drive.control.stop_in_progress:
+                new = self._state  # the stop goes on: off once braked (see the module doc)
+            self._transition(new)
             if self._state is Cia402State.OPERATION_ENABLED:
                 self._operation_bits(value, previous)
         elif index == TARGET_TORQUE:
@@ -652,12 +692,13 @@ class CanopenServoSimulator:
             drive.reset_fault()
 
     def _enter_fault(self, error_code: int) -> None:
-        self._state = Cia402State.FAULT
         self._error_code = int(error_code)
         if self.drive.state is not DriveState.FAULT:
             self.drive.inject_fault(
                 describe_error_code(error_code), controllable=fault_reaction_ramps(error_code)
             )
+        # Fault reaction active while the drive still ramps and brakes under power, then Fault.
+        self._state = Cia402State.FAULT_REACTION_ACTIVE if self.drive.control.power else Cia402State.FAULT
         if self.network is not None:
             self.node.emcy.send(self._error_code, ERROR_REGISTER_GENERIC)
 
@@ -743,8 +784,10 @@ class CanopenServoSimulator:
                 and not drive.control.power
             ):
                 self._transition(Cia402State.SWITCH_ON_DISABLED)  # category 1 done: braked, off
+            elif self._state is Cia402State.FAULT_REACTION_ACTIVE and not drive.control.power:
+                self._state = Cia402State.FAULT  # the fault reaction ended: braked, off
         drive.advance(0.0, joint.position, joint.velocity)  # latch the encoder at the SYNC instant
-        if drive.state is DriveState.FAULT and self._state is not Cia402State.FAULT:
+        if drive.state is DriveState.FAULT and self._state not in _FAULT_STATES:
             self._enter_fault(OVERSPEED_ERROR_CODE)
         self._sense()
 
