@@ -23,6 +23,7 @@ from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.drives.interface import DriveError, DriveMode, DriveState
 from quirobot_control.drives.pid import PID
 from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.loop.homing import homing_sequence
 from quirobot_control.planning.tasks import load_task
 from quirobot_description.parameters import AXES, load_parameters
 
@@ -408,7 +409,8 @@ def test_a_fault_reset_during_the_ramp_is_refused_and_the_drive_finishes_its_sto
     master's reset_fault() at once is refused naming the stop in progress and sends nothing (no
     Disable voltage mid-ramp); a Disable voltage sent anyway (another master) does not cut the
     drive's ramp either. The joint stops within v^2 / (2 a) and brakes at standstill. Before: the
-    reset's Disable voltage switched the power stage off at once and the joint coasted on."""
+    reset's Disable voltage switched the power stage off at once and the joint coasted on
+    (measured: 3.16 mm to the brake for the ramp's 1.36 mm; now 1.32 mm)."""
     rig = make_rig(axes=("gantry_z",), positions={"gantry_z": 0.3}, mode=DriveMode.CSP)
     enable_all(rig, control)
     drive, sim = rig.drives["gantry_z"], rig.simulators["gantry_z"]
@@ -494,3 +496,33 @@ def test_a_stop_that_cannot_reach_the_drive_is_never_confirmed(make_rig, control
     assert fb.state is DriveState.FAULT and not fb.confirmed
     with pytest.raises(DriveError, match="stop still in progress .*Operation enabled"):
         drive.reset_fault()
+
+
+def test_a_master_that_dies_during_homing_leaves_every_drive_stopped(make_rig, params, control):
+    """Issue 19 item 2 on the bus: the homing sequence (loop.homing) runs over CANopen, drill_feed
+    homed and gantry_z homing (drill_feed holding in CSP with the sequence's commands), when the
+    master freezes (no SYNC, no heartbeat, no command). Every drive stops itself (the CiA 301
+    watchdogs act in every mode, the homing drive's too: at once, within its allowance) within
+    drive.master_timeout, ends in Switch on disabled with its brake holding."""
+    axes = ("drill_feed", "gantry_z")
+    positions = {"drill_feed": 0.004, "gantry_z": 0.03}
+    rig = make_rig(axes=axes, positions=positions, mode=DriveMode.CSP, absolute_encoder=False)
+    for axis, drive in rig.drives.items():
+        drive.configure_position_loop(control.joint(axis).gains, control.dt)
+    sequence = homing_sequence(params, rig.drives, DriveMode.CSP)
+    t, progress = 0.0, None
+    homing_since = None
+    while homing_since is None or t - homing_since < 0.1:  # gantry_z homes for 0.1 s
+        progress = sequence.step(t)
+        rig.step()
+        t += rig.period
+        if homing_since is None and progress.axis == "gantry_z":
+            homing_since = t
+        assert t < 30.0, progress
+    assert progress.homed == ("drill_feed",)
+    assert rig.drives["drill_feed"].mode is DriveMode.CSP and rig.drives["gantry_z"].mode is DriveMode.HOMING
+    result = run_frozen(rig, 0.1)
+    for axis, r in result.items():
+        assert r["reason"] is not None and "master lost" in r["reason"], axis
+        assert r["detected"] <= params.drive.master_timeout + 1e-9, (axis, r)
+        assert r["switched_off"] is not None and r["brake"], (axis, r)
