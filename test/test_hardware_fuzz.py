@@ -1,14 +1,20 @@
 """Property test (hypothesis) of the hardware component on the MuJoCo plant (issue 11).
 
 Random command streams (jogs at any allowed speed, steps to anywhere including past the end
-stops, silences), drive-state changes behind the component's back (a drive disabled, quick-stopped
-or faulted), malformed commands and control periods, from random start poses: the true position
-of every joint (the MuJoCo plant's, a model the controller does not contain) never passes a hard
-limit, no drive is left enabled after a stop, and nothing raises out of the component.
+stops, silences), drive-state changes behind the component's back (a drive disabled, quick-stopped,
+faulted or restarted), malformed commands and control periods, stops acknowledged at once and
+again every period (issue 19: during the ramps) and activation after them, and, at the end, homing
+with the host lost: from random start poses the true position of every joint (the MuJoCo plant's,
+a model the controller does not contain) never passes a hard limit, no drive is left enabled after
+a stop, an acknowledgement goes through only with every joint at standstill (the plant's velocity)
+and does within a second of a stop, a host lost mid-homing leaves every drive not homing stopped,
+and nothing raises out of the component. The drives have their master watchdog
+(drive.master_timeout).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,7 +26,8 @@ from test_hardware_hardening import PlantRig
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.loop.control_config import control_configuration
-from quirobot_control.loop.hardware import hardware_info_from_urdf
+from quirobot_control.loop.hardware import CallbackReturn, LifecycleState, hardware_info_from_urdf
+from quirobot_control.loop.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_description.parameters import AXES, load_parameters
 from quirobot_description.urdf import robot_description
@@ -37,7 +44,8 @@ SEGMENT = st.one_of(
     st.tuples(st.just("jog"), JOINT, st.one_of(st.floats(-1.0, 1.0), st.sampled_from([-1.0, 1.0])), CYCLES),
     st.tuples(st.just("step"), JOINT, st.floats(-0.2, 1.2), CYCLES),
     st.tuples(st.just("silence"), st.integers(10, 600)),
-    st.tuples(st.just("drive"), JOINT, st.sampled_from(["disable", "quick_stop", "fault"]), CYCLES),
+    st.tuples(st.just("drive"), JOINT, st.sampled_from(["disable", "quick_stop", "fault", "reboot"]), CYCLES),
+    st.tuples(st.just("acknowledge"), CYCLES),
     st.tuples(
         st.just("garbage"),
         st.sampled_from(["string", "nan", "inf", "short", "huge effort", "string time"]),
@@ -76,6 +84,11 @@ class Campaign:
         self.limits = w.limits
         q0 = w.limits.soft_lower + np.array(start) * (w.limits.soft_upper - w.limits.soft_lower)
         self.rig = PlantRig(w.params, w.control, w.info, w.gravity, q0)
+        for drive in self.rig.backend.drives.values():  # the drives watch their master
+            drive.control.settings = dataclasses.replace(
+                drive.control.settings, master_timeout=w.params.drive.master_timeout
+            )
+        self.master_timeout = w.params.drive.master_timeout
         self.command = q0.copy()
         self.velocity = np.zeros(6)
         self.worst = 0.0  # largest excursion past a hard limit seen, m or rad
@@ -92,6 +105,10 @@ class Campaign:
         self.check()
 
     def check(self) -> None:
+        self.check_limits()
+        self.check_states()
+
+    def check_limits(self) -> None:
         q = self.rig.true_position
         past = np.maximum(self.limits.lower - q, q - self.limits.upper)
         self.worst = max(self.worst, float(past.max()))
@@ -99,11 +116,13 @@ class Campaign:
             f"{AXES[int(past.argmax())]} {past.max():.4g} past its hard limit; stop: "
             f"{self.rig.hardware.stop_reason}; events: {self.rig.hardware.events[-3:]}"
         )
+
+    def check_states(self) -> None:
         states = self.rig.states()
         if self.rig.hardware.stop_reason is not None:
             enabled = [n for n, s in zip(AXES, states, strict=True) if s is DriveState.ENABLED]
             assert not enabled, f"{enabled} enabled after the stop: {self.rig.hardware.stop_reason}"
-        else:  # running: every drive is in the state commanded, or the component has stopped
+        elif self.rig.hardware.lifecycle is LifecycleState.ACTIVE:  # running: every drive enabled
             off = [f"{n} {s.value}" for n, s in zip(AXES, states, strict=True) if s is not DriveState.ENABLED]
             assert not off, f"{off} while the component runs unstopped"
 
@@ -132,6 +151,8 @@ class Campaign:
             drive = self.rig.backend.drives[AXES[j]]
             if action == "fault":
                 drive.inject_fault("fuzz: injected fault")
+            elif action == "reboot":
+                drive.power_cycle()
             else:
                 getattr(drive, action)()
             for _ in range(cycles):
@@ -153,6 +174,59 @@ class Campaign:
                 self.cycle(send=what == "huge effort")
         elif kind == "period":
             self.cycle(period=segment[1])
+        elif kind == "acknowledge":
+            hw.stop("fuzz: operator stop")
+            for _ in range(segment[1]):
+                self.cycle(send=hw.lifecycle is LifecycleState.ACTIVE)
+                if hw.stop_reason is not None:
+                    self.acknowledge()
+
+    def acknowledge(self) -> bool:
+        """Try acknowledge_stop(); if it goes through, check the robot stood still and activate."""
+        hw = self.rig.hardware
+        moving = np.abs(self.rig.backend.plant.velocity)
+        if hw.acknowledge_stop("fuzz: operator") is not CallbackReturn.SUCCESS:
+            assert "stop still in progress" in hw.refused or "reset of" in hw.refused, hw.refused
+            return False
+        # A drive's stop ends at standstill: brake holding, inverter off.
+        assert (moving < 5e-3).all(), f"acknowledged while moving: {dict(zip(AXES, moving, strict=True))}"
+        if hw.on_activate() is CallbackReturn.SUCCESS:
+            self.command = np.array([hw.state(n, "position") for n in AXES])
+            self.velocity[:] = 0.0
+        return True
+
+    def home_and_lose_the_host(self, axis: int, homing_cycles: int) -> None:
+        """Stop, acknowledge once every stop is complete (within a second), re-home `axis` for
+        `homing_cycles` periods, then the host is gone: the plant and the drives go on alone."""
+        rig, hw = self.rig, self.rig.hardware
+        if hw.lifecycle is LifecycleState.ACTIVE:
+            hw.stop("fuzz: before homing")
+        for _ in range(1000):
+            if hw.stop_reason is None or self.acknowledge():
+                break
+            self.cycle(send=False)
+        assert hw.stop_reason is None, f"no acknowledgement within 1 s of the stop: {hw.refused}"
+        if hw.lifecycle is LifecycleState.ACTIVE:
+            hw.on_deactivate()
+        homing = AXES[axis]
+        try:
+            for _ in range(homing_cycles):
+                rig.backend.before_read()
+                hw.home(rig.t, rehome=(homing,))
+                rig.backend.after_write()
+                rig.t += DT
+                self.check_limits()
+        except HomingError:
+            return  # the sequence failed and stopped every drive (e.g. a drive still stopping)
+        for _ in range(round(3 * self.master_timeout / DT) + 100):  # the host is gone
+            rig.backend.before_read()
+            rig.backend.after_write()
+            rig.t += DT
+            self.check_limits()
+        homing_now = hw.homing.axis if hw.homing is not None else None
+        for name, drive in rig.backend.drives.items():
+            if name != homing_now:
+                assert not drive.control.power, f"{name} still powered after the host was lost"
 
 
 @settings(
@@ -164,10 +238,13 @@ class Campaign:
 @given(
     start=st.lists(START, min_size=6, max_size=6),
     segments=st.lists(SEGMENT, min_size=1, max_size=5),
+    homing=st.one_of(st.none(), st.tuples(JOINT, st.integers(1, 300))),
 )
-def test_no_command_stream_drive_change_or_garbage_breaks_a_limit_or_escapes(start, segments):
+def test_no_command_stream_drive_change_or_garbage_breaks_a_limit_or_escapes(start, segments, homing):
     campaign = Campaign(start)
     for segment in segments:
         campaign.run(segment)
     for _ in range(150):  # whatever happened last coasts out (brakes, quick stop)
         campaign.cycle(send=False)
+    if homing is not None:
+        campaign.home_and_lose_the_host(*homing)
