@@ -454,7 +454,7 @@ class DriveBridge:
 
     def home(self) -> str:
         """Start the hardware's homing sequence (loop.homing: each axis in the parameter file's
-        order, the others disabled and braked); `step` runs it one period at a time until every
+        order, the others held under power); `step` runs it one period at a time until every
         drive is homed (then enable). BridgeError while enabled or with a stop latched."""
         hw = self.hardware
         if hw.lifecycle is LifecycleState.ACTIVE:

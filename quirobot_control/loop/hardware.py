@@ -676,7 +676,8 @@ class QuirobotHardware:
         """Run the homing sequence (loop.homing) one control period at `time` (s): call once per
         period, while INACTIVE (after on_configure, before on_activate), until `.done`.
 
-        Axes in the parameter file's homing.order, one at a time, the others disabled and braked;
+        Axes in the parameter file's homing.order, one at a time, the others held in CSP by the
+        sequence's commands (so a host that stops calling leaves them stopped by their watchdog);
         an axis whose drive reports homed (absolute encoder) is skipped unless named in `rehome`
         (given at the first call). Joint states are updated from the drives' feedback. A refused
         request (not INACTIVE, a stop latched) raises HardwareError; a failure (a drive fault, a
