@@ -292,3 +292,41 @@ def test_bad_control_settings_are_refused_by_name(parameters, field, value):
     values = {f: getattr(good, f) for f in good.__dataclass_fields__} | {field: value}
     with pytest.raises(ValueError, match=field):
         DriveControlSettings(**values)
+
+
+@pytest.mark.parametrize("stop", ["quick_stop", "controllable fault"])
+def test_a_fault_reset_is_refused_until_the_stop_is_complete(parameters, stop):
+    """Issue 19 item 1 on one drive: gantry_z moving down at 0.5 m/s, a category 1 stop (a quick
+    stop, or a fault the drive still controls); reset_fault() during the ramp and while the brake
+    engages under power raises "stop still in progress" and changes nothing (still stopping under
+    power); the axis stops within v^2 / (2 a) (Newton here, not the drive's model) with the brake
+    holding, and then the reset goes through."""
+    drive = configured(parameters, "gantry_z", DriveMode.CSP)
+    axis = PointMass(parameters, drive, 0.3)
+    drive.enable()
+    speed, target, v = 0.5, 0.3, 0.0
+    for _ in range(300):  # ramp up at 5 m/s^2, then cruise
+        v = min(speed, v + 5.0 * axis.dt)
+        target += v * axis.dt
+        axis.period(lambda d, target=target, v=v: d.command_position(target, v))
+    assert axis.v == pytest.approx(speed, rel=0.02)
+    start, v0 = axis.x, axis.v
+    if stop == "quick_stop":
+        drive.quick_stop()
+    else:
+        drive.inject_fault("over-temperature", controllable=True)
+    refused = 0
+    for _ in range(400):
+        feedback = drive.feedback()
+        if feedback.stopping:
+            with pytest.raises(DriveError, match="stop still in progress"):
+                drive.reset_fault()
+            refused += 1
+            assert drive.control.power and drive.feedback().state is feedback.state  # unchanged
+        axis.period()
+    assert refused > 0 and not drive.feedback().stopping
+    assert drive.brake_engaged and not drive.control.power
+    predicted = v0**2 / (2 * parameters.drive.quick_stop_deceleration["gantry_z"])
+    assert axis.x - start == pytest.approx(predicted, rel=0.02, abs=2 * v0 * axis.dt)
+    drive.reset_fault()
+    assert drive.feedback().state is DriveState.DISABLED
