@@ -461,7 +461,7 @@ def test_a_restarted_node_is_reconfigured_before_it_is_enabled(make_rig, params,
     assert "boot-up" in fb.fault and not fb.stopping and fb.confirmed  # it boots switched off
     assert sim.nmt_state == "PRE-OPERATIONAL" and sim.node.sdo[0x6007].raw == 1
     drive.reset_fault()
-    assert sim.nmt_state == "OPERATIONAL"
+    assert wait_until(lambda: sim.nmt_state == "OPERATIONAL")  # the NMT command is not confirmed
     assert sim.node.sdo[0x605A].raw == 2 and sim.node.sdo[0x6007].raw == 3
     milliseconds = round(params.drive.master_timeout * 1000)
     assert sim.node.sdo[0x1016][1].raw == params.canopen.master_node_id << 16 | milliseconds
