@@ -39,7 +39,10 @@ faults); without one the reason says so, and `read_error_code()` reads 0x603F by
 
 Events that are faults at once: an EMCY with a non-zero error code (logged, its code is the
 fault's reason); a boot-up frame (NMT heartbeat state 0) from a started node (it restarted and
-lost its configuration: power loss, reset); `latch_fault()` by the owner of the bus (a SYNC the
+lost its configuration: power loss, reset; it boots in Switch on disabled, power stage off, and
+`reset_fault()` configures it again as start() did, NMT operational included, before clearing the
+fault, so it is never enabled unconfigured; a restart whose boot-up frame was missed is found by
+reading the stop options back at the reset); `latch_fault()` by the owner of the bus (a SYNC the
 bus refused to send: bus off).
 
 Feedback timeout. Every TPDO is time-stamped with `clock` (time.monotonic unless injected: wall
@@ -54,7 +57,12 @@ State mapping to `DriveState`: Operation enabled -> ENABLED; Quick stop active -
 Fault reaction active and Fault -> FAULT (reason from 0x603F); every other state -> DISABLED.
 As in `SimulatedDrive`, QUICK_STOP and FAULT are latched on the master side: `quick_stop()` on a
 disabled drive (which CiA 402 leaves in Switch on disabled) still reports QUICK_STOP, and only
-`reset_fault()` clears either; enable() then starts the drive again.
+`reset_fault()` clears either; enable() then starts the drive again. The latch is the host's view:
+`DriveFeedback.confirmed` says whether the drive's own statusword agrees (False while it still
+reports Operation enabled: the quick stop has not reached it, e.g. a node not operational), and
+`DriveFeedback.stopping` whether it still carries the stop out (Quick stop active, Fault reaction
+active). `reset_fault()` is refused, sending nothing, in either case: its Disable voltage would
+switch the power stage off mid-ramp (CiA 402 transition 12).
 """
 
 from __future__ import annotations
