@@ -138,3 +138,12 @@ def test_system_python_pip_editable_install_puts_quirobot_in_the_venv_bin(tmp_pa
     _assert_scripts_in_bin(venv)
     shebang = (venv / "bin" / "quirobot").read_text().splitlines()[0]
     assert shebang == f"#!{venv / 'bin' / 'python'}" or shebang.startswith(f"#!{venv}/bin/python"), shebang
+
+
+def test_ci_runs_the_main_job_again_with_the_system_python():
+    """.ci/run's second run of the README's first command puts /usr/bin/python3 first on PATH."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    main_job = _readme_commands()[0]
+    assert ci.count(main_job) >= 2
+    system_step = ci[ci.index("ln -s /usr/bin/python3") :]
+    assert main_job in system_step and "PATH=$PWD/.system-python:$PATH" in system_step
