@@ -3,7 +3,9 @@
     ros2 launch quirobot display.launch.py [tool:=drill|arthroscope|none] [gui:=true|false]
                                            [rviz:=true|false] [replay:=true|false]
 
-gui:=false runs joint_state_publisher (no window) instead of joint_state_publisher_gui;
+gui:=false runs joint_state_publisher (no window) instead of joint_state_publisher_gui; gui
+defaults to true where joint_state_publisher_gui is installed, to false (with a line saying so)
+where it is not (a minimal ROS install, the test environment);
 rviz:=false leaves RViz2 out (headless, as in test/ros/test_launch_display.py).
 replay:=true shows a recorded run instead: no joint publisher, and every node on the bag's clock
 (use_sim_time), since a `quirobot simulate` log is stamped in simulated time from 0 s:
@@ -14,7 +16,8 @@ replay:=true shows a recorded run instead: no joint publisher, and every node on
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+from launch.actions import DeclareLaunchArgument, LogInfo
 from launch.conditions import IfCondition
 from launch.substitutions import (
     AndSubstitution,
@@ -29,6 +32,16 @@ from quirobot_description.launch_description import robot_description_parameter
 from quirobot_description.urdf import TOOLS
 
 BOOLEAN = ["true", "false"]
+GUI_PACKAGE = "joint_state_publisher_gui"
+
+
+def installed(package: str) -> bool:
+    """Whether the ament index knows `package` (what launch_ros needs to start its nodes)."""
+    try:
+        get_package_prefix(package)
+    except PackageNotFoundError:
+        return False
+    return True
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -39,6 +52,18 @@ def generate_launch_description() -> LaunchDescription:
     replay = LaunchConfiguration("replay")
     sim_time = {"use_sim_time": replay}
     robot_description = robot_description_parameter(tool=tool)
+    has_gui = installed(GUI_PACKAGE)
+    fallback = (
+        []
+        if has_gui
+        else [
+            LogInfo(
+                msg=f"{GUI_PACKAGE} is not installed: no joint sliders (gui defaults to false, "
+                "joint_state_publisher instead, no window)",
+                condition=IfCondition(NotSubstitution(replay)),
+            )
+        ]
+    )
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -49,9 +74,9 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument(
                 "gui",
-                default_value="true",
+                default_value="true" if has_gui else "false",
                 choices=BOOLEAN,
-                description="joint sliders (joint_state_publisher_gui)",
+                description=f"joint sliders ({GUI_PACKAGE}; default true where it is installed)",
             ),
             DeclareLaunchArgument("rviz", default_value="true", choices=BOOLEAN, description="start RViz2"),
             DeclareLaunchArgument(
@@ -66,9 +91,10 @@ def generate_launch_description() -> LaunchDescription:
                 parameters=[{"robot_description": robot_description, **sim_time}],
                 output="screen",
             ),
+            *fallback,
             Node(
-                package="joint_state_publisher_gui",
-                executable="joint_state_publisher_gui",
+                package=GUI_PACKAGE,
+                executable=GUI_PACKAGE,
                 condition=IfCondition(AndSubstitution(gui, NotSubstitution(replay))),
             ),
             Node(

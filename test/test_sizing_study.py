@@ -35,8 +35,9 @@ def test_reproduces_the_report_table_entry(report_result):
 
 def test_report_table_matches_hand_derivation_at_q0(params, report_result):
     """The rest of the report's table, derived on paper for q = 0 (link 5 horizontal along x),
-    every joint driven in the report's positive direction at once (its joint 3 lifts the ram:
-    d3 decreasing in our frames), no search over poses or directions.
+    every joint driven in its positive direction at once (d3 growing: the ram descends), with the
+    report code's gravity torques (+(mc + m5) g on joint 3, +m5 g r on joint 5: the opposite of
+    the physics), no search over poses or directions.
 
     Link 5 (m5 = 7 kg, COM r = l5/2 from the pitch axis, inertia about the pitch and yaw axes
     I = m r5^2/2 + m l5^2/3 + m r^2 = 0.16893) is the only rotating mass. Its COM accelerates by
@@ -57,15 +58,28 @@ def test_report_table_matches_hand_derivation_at_q0(params, report_result):
     peak = [
         (3 * mc + m5) * a + m5 * r * 2 * w**2 - bp * v,  # braking: centripetal adds, friction helps
         (2 * mc + m5) * a - m5 * r * alpha + bp * v,  # accelerating: the yaw swing helps
-        (mc + m5) * (g + a) - m5 * r * alpha + bp * v,  # lifting while the pitch tilts down
+        (mc + m5) * (g + a) + m5 * r * alpha + bp * v,  # accelerated: the pitch swings link 5 down too
         m5 * r * a - J5 * alpha + br * w,  # braking: the lateral base acceleration dominates
-        m5 * r * (g + a) - J5 * alpha,  # at rest, starting: gravity and the ram's lift
+        m5 * r * (g + a) + J5 * alpha + br * w,  # accelerated: gravity (the code's sign), the ram, inertia
     ]
-    nominal = [m5 * r * 2 * w**2 - bp * v, bp * v, (mc + m5) * g + bp * v, br * w, m5 * g * r - br * w]
+    nominal = [m5 * r * 2 * w**2 - bp * v, bp * v, (mc + m5) * g + bp * v, br * w, m5 * g * r + br * w]
     for joint, ratio, p, n in zip(report_result.joints, ratios, peak, nominal, strict=True):
         assert joint.peak_torque == pytest.approx(p / ratio, rel=1e-9), joint.name
         assert joint.nominal_torque == pytest.approx(n / ratio, rel=1e-9), joint.name
         assert joint.peak_speed == pytest.approx((v if joint.name.startswith("gantry") else w) * ratio)
+
+
+def test_report_gravity_has_the_sign_of_the_reports_code(params):
+    """Issue 19 item 15: at q = 0 the report's dynamics code holds joint 3 with +117.6 N and joint 5
+    with +6.86 N*m; the physics (the report model's RNEA, pinocchio-checked) with -117.6 and -6.86.
+    The sizing's report mode takes the code's sign for both joints (REPORT_DIRECTION flipped joint
+    3's motion instead, which fixed one entry and left joint 5 the physical way round)."""
+    from quirobot_control.analysis.sizing import REPORT_DIRECTION, REPORT_GRAVITY_SIGN
+
+    physics = Dynamics(build_model(params, "report")).gravity_torques(np.zeros(5))
+    np.testing.assert_allclose(physics, [0.0, 0.0, -117.6, 0.0, -6.86], atol=1e-9)
+    np.testing.assert_allclose(REPORT_GRAVITY_SIGN * physics, [0.0, 0.0, 117.6, 0.0, 6.86], atol=1e-9)
+    np.testing.assert_array_equal(REPORT_DIRECTION, np.ones(5))
 
 
 def test_report_method_searches_neither_poses_nor_directions(params, report_result):
@@ -80,7 +94,8 @@ def test_report_method_searches_neither_poses_nor_directions(params, report_resu
 
 def brute_force(params, poses, model="physical", directions=None):
     """Independent evaluation: inverse dynamics at every sample of every direction (or of the
-    given direction sign tuples and their way back), finely sampled."""
+    given direction sign tuples and their way back), finely sampled. The report model's gravity
+    torque is turned round as the report's code has it (+117.6 N on joint 3 at q = 0)."""
     rigid = build_model(params, model)
     report = model == "report"
     if not report:
@@ -122,7 +137,10 @@ def brute_force(params, poses, model="physical", directions=None):
             for speed, accel, duration in phases:
                 qd = speed[:, None] * s * v
                 qdd = accel[:, None] * s * v
-                tau_m = to_motor(dynamics.inverse_dynamics(np.tile(q, (k, 1)), qd, qdd), qd)
+                tau = dynamics.inverse_dynamics(np.tile(q, (k, 1)), qd, qdd)
+                if report:
+                    tau = tau - 2.0 * dynamics.gravity_torques(q)  # the code's gravity: -G, not +G
+                tau_m = to_motor(tau, qd)
                 peak = np.maximum(peak, np.abs(tau_m).max(axis=0))
                 if duration == sizing.cruise_time:
                     nominal = np.maximum(nominal, np.abs(tau_m).max(axis=0))
@@ -232,3 +250,26 @@ def test_bad_requests_are_refused(params):
         size_servos(params, "physical", poses=0)
     with pytest.raises(SizingError, match=r"\(N, 5\)"):
         size_servos(params, "physical", poses=np.zeros((3, 4)))
+
+
+def test_docs_report_table_is_the_tools(report_result):
+    """docs/sizing.md's first table is `quirobot size --model report`'s (peak, nominal, RMS, margin)."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "sizing.md").read_text()
+    section = doc.split("## The report's table", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        cells[0]: cells
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| joint") and "---" not in line
+        for cells in [[c.strip().strip("*") for c in line.strip("|").split("|")]]
+    }
+    assert set(rows) == {joint.name for joint in report_result.joints}
+    for joint in report_result.joints:
+        _, motor, peak, nominal, rms, speed, margin, ok, limited = rows[joint.name]
+        assert motor == joint.motor
+        assert (peak, nominal, rms) == tuple(
+            f"{x:.4f}" for x in (joint.peak_torque, joint.nominal_torque, joint.rms_torque)
+        ), joint.name
+        assert margin.replace("−", "-") == f"{joint.margin * 100:+.1f} %", joint.name
+        assert limited == joint.limiting

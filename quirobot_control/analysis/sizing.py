@@ -29,11 +29,15 @@ Holding torque between moves (no power flow) is counted as driving: |G| / (ratio
 
 `--model report` reproduces the report as the report computed it: its model (m5 = 7 kg lumped,
 its inertia formula, g = 9.8, no efficiency, no rotor inertia) at q = 0 only, every joint driven
-in the report's positive direction at once (REPORT_DIRECTION): no pose search, no direction
-search (those belong to the physical model). Its one published table entry, joint 3 nominal
-1.2385 N*m = (12*9.8 + 0.06*1)/95, comes out exactly: gravity and viscous friction add, so the
-report's positive joint 3 lifts the ram, which is d3 decreasing in our frames (the tool descends
-as d3 grows, report DH table). The RMS duty cycle moves out in that direction and back.
+in its positive direction at once (REPORT_DIRECTION, all +1, the report's joint coordinates are
+ours): no pose search, no direction search (those belong to the physical model). Its gravity
+torques have the sign of the report's own dynamics code (REPORT_GRAVITY_SIGN): at q = 0 that code
+gives +117.6 N on joint 3 and +6.86 N*m on joint 5 where the physics (our model, pinocchio) gives
+-117.6 and -6.86 (the ram's and the drill's weight pull d3 and theta5 positive). So in the report's
+joint 3 nominal entry, 1.2385 N*m = (12*9.8 + 0.06*1)/95, gravity and friction add while d3
+grows; joint 5's entries carry the same sign. (Flipping joint 3's direction instead, as before,
+fixed that one entry but also turned the wrist's coupling on joint 3 and left joint 5's gravity
+the physical way round.) The RMS duty cycle moves out in that direction and back.
 """
 
 from __future__ import annotations
@@ -52,10 +56,12 @@ from quirobot_description.parameters import RobotParameters
 #: RMS torques are computed exactly from the phase polynomials).
 PHASE_SAMPLES = 21
 #: The report's one direction (ch.6: every joint driven "positive" at once), as joint velocity signs
-#: in our frames. Joints 1, 2, 4, 5: our positive is the report's (same DH table). Joint 3: the
-#: report's published entry (nominal (12*9.8 + 0.06*1)/95: gravity and friction add) pins its
-#: positive motion as lifting the ram, our d3 decreasing.
-REPORT_DIRECTION = np.array([1.0, 1.0, -1.0, 1.0, 1.0])
+#: in our frames: its joint coordinates are ours (same DH table, same zero, same sign).
+REPORT_DIRECTION = np.array([1.0, 1.0, 1.0, 1.0, 1.0])
+#: The sign of gravity's torque in the report's dynamics code relative to the physics: -1, its code
+#: holds q = 0 with +117.6 N on joint 3 and +6.86 N*m on joint 5 (issue 19 item 15), the physics
+#: with -117.6 and -6.86 (the weight pulls d3 and theta5 positive).
+REPORT_GRAVITY_SIGN = -1.0
 #: Poses evaluated per vectorized batch (and per progress-bar step).
 CHUNK = 256
 
@@ -289,7 +295,7 @@ def size_servos(
 
     chunks = [pose_set[k : k + CHUNK] for k in range(0, len(pose_set), CHUNK)]
     for q in progress(chunks) if progress is not None else chunks:
-        G = dynamics.gravity_torques(q)  # (n, 5)
+        G = dynamics.gravity_torques(q) * (REPORT_GRAVITY_SIGN if report else 1.0)  # (n, 5)
         H = dynamics.mass_matrix(q)  # (n, 5, 5), armature included
         C_half = np.stack(
             [dynamics.velocity_torques(q, np.broadcast_to(s * velocity, q.shape)) for s in signs[:half]],

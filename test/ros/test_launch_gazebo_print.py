@@ -34,6 +34,18 @@ from quirobot_description.urdf import TOOLS  # noqa: E402
 from quirobot_kinematics.service_translation import ORIENTATION_MODES  # noqa: E402
 
 BOOLEAN = ["true", "false"]
+
+
+def _installed(package: str) -> bool:
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        get_package_prefix(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 #: launch file -> argument -> its choices (None: free-form) and default
 ARGUMENTS = {
     "gazebo.launch.py": {"tool": (list(TOOLS), "drill"), "world": (None, "empty.sdf")},
@@ -44,7 +56,8 @@ ARGUMENTS = {
     },
     "display.launch.py": {
         "tool": (list(TOOLS), "drill"),
-        "gui": (BOOLEAN, "true"),
+        # true where joint_state_publisher_gui is installed (not in the test environment)
+        "gui": (BOOLEAN, "true" if _installed("joint_state_publisher_gui") else "false"),
         "rviz": (BOOLEAN, "true"),
         "replay": (BOOLEAN, "false"),
     },

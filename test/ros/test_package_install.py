@@ -110,8 +110,11 @@ def test_interfaces_are_generated():
     }
     assert set(DrillHole.Result.get_fields_and_field_types()) == {
         "success",
+        "error_code",
         "achieved_depth",
         "max_lateral_deviation",
+        "bone_model",
+        "bit_in_bone",
         "message",
     }
     assert {"enabled", "homed", "busy", "fault", "fault_reason", "phase"} <= set(
