@@ -140,7 +140,8 @@ def test_a_chattering_cortex_is_not_a_breakthrough(parameters):
     thrust = 36.0 + 22.0 * np.sin(2 * np.pi * 94.0 * t)
     for k, force in enumerate(thrust):
         assert cruise(monitor, t[k], 1e-3 + 0.0015 * t[k], force + s.feed_damping * 0.0015) is None
-    filtered = DrillingMonitor(replace(s, average_time=DT))  # no averaging: the same drop fires
+    # Neither averaged nor held (the raw thrust): the same drop fires.
+    filtered = DrillingMonitor(replace(s, average_time=DT, peak_time=DT))
     events = [cruise(filtered, t[k], 1e-3, f + s.feed_damping * 0.0015) for k, f in enumerate(thrust)]
     assert any(e is not None and e.kind is DrillingStop.BREAKTHROUGH for e in events)
 

@@ -197,7 +197,7 @@ def breakthrough_report(
     depth = _depths(log, entry, direction)
     event = log.drilling_event
     detected = None
-    if event is not None and event.success:
+    if event is not None and not event.is_fault:  # a breakthrough, early or not
         detected = float(depth[int(np.searchsorted(log.time, event.time - 1e-9))])
     return {
         "exit_depth": float(exit_depth),
