@@ -310,6 +310,7 @@ def test_a_harder_bone_ends_in_the_thrust_limit_stop_through_the_cli(
     assert set(fault) == {
         "kind",
         "at",
+        "not_applied",
         "detected_after",
         "stopped_after",
         "tip_travel_after_fault",

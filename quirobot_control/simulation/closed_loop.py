@@ -136,6 +136,14 @@ def plan_feedforward(
     return efforts
 
 
+def planned_tip(params: RobotParameters, trajectory: JointTrajectory) -> tuple[np.ndarray, np.ndarray]:
+    """(tip, tool0): the planned drill tip and tool0 (N, 3) in the world, m (FK of the plan, the
+    feed along tool z)."""
+    poses = forward_kinematics(trajectory.positions[:, :FEED_INDEX], KinematicModel.from_parameters(params))
+    tip = poses[:, :3, 3] + poses[:, :3, 2] * trajectory.positions[:, FEED_INDEX : FEED_INDEX + 1]
+    return tip, poses[:, :3, 3]
+
+
 @dataclass(frozen=True)
 class FeedStop:
     """The host's stop of the feed: from the commanded position (m) and velocity (m/s) at `time`
@@ -252,13 +260,7 @@ class ClosedLoopSimulation:
                 self.feedforward = self.feedforward + thrust_feedforward(
                     params, trajectory, drilling.entry, drilling.direction, drilling.bone
                 )
-        kinematics = KinematicModel.from_parameters(params)
-        arm = trajectory.positions[:, :FEED_INDEX]
-        poses = forward_kinematics(arm, kinematics)
-        self.planned_tip = (
-            poses[:, :3, 3] + poses[:, :3, 2] * trajectory.positions[:, FEED_INDEX : FEED_INDEX + 1]
-        )
-        self.planned_tool0 = poses[:, :3, 3]
+        self.planned_tip, self.planned_tool0 = planned_tip(params, trajectory)
         #: Hook called before each control cycle with (cycle index, simulation): tests inject faults here.
         self.before_cycle: Callable[[int, ClosedLoopSimulation], None] | None = None
         #: Extra world force (3,) N at the drill tip, e.g. a collision in a test.
