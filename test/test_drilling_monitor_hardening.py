@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from bone_profiles import engaged_thrust
 
 from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings, DrillingStop
 from quirobot_control.models.bone import BoneLayer
@@ -49,23 +50,10 @@ def step(monitor, k, depth, effort, velocity=FEED_RATE):
     )
 
 
-def engaged_thrust(depth: np.ndarray, bone, rate: float = FEED_RATE) -> np.ndarray:
-    """Quasi-static thrust (N): F_ref (v / v_ref)^n times the point's cortical-equivalent engagement."""
-    engaged = np.zeros_like(depth)
-    start = 0.0
-    for layer in bone.layers:
-        end = start + layer.thickness
-        low = np.maximum(depth - bone.point_length, start)
-        engaged += layer.thrust_factor * np.clip(np.minimum(depth, end) - low, 0.0, None) / bone.point_length
-        start = end
-    scale = (rate / bone.reference_feed_rate) ** bone.feed_rate_exponent
-    return bone.reference_thrust * scale * engaged
-
-
 def drill_through(monitor, bone, extra=None):
     """Feed through the bone at FEED_RATE; `extra(k) -> N` adds to the thrust. The first event."""
     depths = np.arange(0.0, bone.thickness + 2e-3, FEED_RATE * DT)
-    thrust = engaged_thrust(depths, bone)
+    thrust = engaged_thrust(depths, bone, FEED_RATE)
     damping = monitor.settings.feed_damping * FEED_RATE
     for k, (depth, force) in enumerate(zip(depths, thrust, strict=True)):
         event = step(monitor, k, depth, force + damping + (extra(k) if extra else 0.0))

@@ -30,6 +30,7 @@ import numpy as np
 from quirobot_control.loop.breakthrough_plan import FeedPlan, plan_breakthrough, target_cortex
 from quirobot_control.loop.control_config import ControlConfig, control_configuration
 from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
+from quirobot_control.models.bone import BoneParameters
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import (
     IncisionTask,
@@ -96,12 +97,15 @@ def run_task(
     process_safety: bool = True,
     breakthrough_detection: bool = True,
     until: str | None = None,
+    bone: BoneParameters | None = None,
 ) -> TaskResult:
     """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's; `plant`,
     `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation; `injection` (one or
     several), `process_safety`, `breakthrough_detection`: see the module docstring; `until`: end the
     run at the end of that phase of the plan (a shorter run, e.g. "retract"). An injection timed
-    after the planned run's end is refused (FaultError naming the end)."""
+    after the planned run's end is refused (FaultError naming the end). `bone`: the bone the plant
+    drills, where it differs from the task's (the bone as imaged, which the plan and the monitor
+    know): a thinner bone, a porous band."""
     if isinstance(task, str):
         task = load_task(task)
     control = control or control_configuration(params)
@@ -111,7 +115,7 @@ def run_task(
         if feed_rate is not None:
             task = replace(task, feed_rate=float(feed_rate))
         trajectory = plan_incision(task, params, control.dt)
-        drilling = Drilling(task.entry, task.direction, task.bone)
+        drilling = Drilling(task.entry, task.direction, bone or task.bone)
         far_cortex = target_cortex(task.bone, task.depth)
         if process_safety:
             settings = DrillingMonitorSettings.from_parameters(
