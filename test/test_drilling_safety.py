@@ -341,6 +341,13 @@ def test_a_harder_bone_ends_in_the_thrust_limit_stop_through_the_cli(
         ("estop@soon", "the time must be"),
         ("estop:gantry_z@3", "only drive-fault and power-fault name a drive"),
         ("drive-fault:knee@3", "only drive-fault and power-fault name a drive"),
+        # Issue 19: an empty drive, and times float() reads but nobody writes, were accepted.
+        ("drive-fault:@5", "KIND:JOINT@SECONDS"),
+        ("power-fault:@1", "KIND:JOINT@SECONDS"),
+        ("estop@5_0", "the time must be"),
+        ("estop@nan", "the time must be"),
+        ("estop@inf", "the time must be"),
+        ("estop@5@6", "KIND@SECONDS"),
     ],
 )
 def test_malformed_injections_are_refused_by_name(text, message):
