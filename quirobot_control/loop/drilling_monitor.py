@@ -163,6 +163,10 @@ class DrillingMonitorSettings:
         )
 
 
+#: N: the thrust estimate is clipped to +-this before the filters (a million newtons, far beyond any
+#: feed: it keeps the filters' sums finite whatever finite effort is reported; the limit still trips).
+THRUST_CLIP = 1e6
+
 #: m/s^2: below this the commanded feed acceleration is taken as a constant feed rate.
 CRUISING_ACCELERATION = 1e-6
 
@@ -218,8 +222,19 @@ class DrillingMonitor:
             if self.fault is not None:
                 return None
             return self._stop(DrillingStop.NON_FINITE, time, depth if math.isfinite(depth) else math.nan, bad)
-        self._cycle += 1
         raw = effort - s.feed_mass * commanded_acceleration - s.feed_damping * velocity
+        if not math.isfinite(raw):  # finite inputs whose terms overflow
+            if self.fault is not None:
+                return None
+            return self._stop(
+                DrillingStop.NON_FINITE,
+                time,
+                depth,
+                f"thrust estimate {raw} from effort {effort}, velocity {velocity} and commanded "
+                f"acceleration {commanded_acceleration} is not a finite number",
+            )
+        raw = min(max(raw, -THRUST_CLIP), THRUST_CLIP)
+        self._cycle += 1
         alpha = 1.0 - math.exp(-dt / s.filter_time)
         self.thrust += alpha * (raw - self.thrust)
         self._window.append(raw)
