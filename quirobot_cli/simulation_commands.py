@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--depth",
         type=float,
         help="incision depth below the entry point, m (overrides the task); past the far cortex, the "
-        "breakthrough detector stops the feed",
+        "breakthrough detector stops the feed (a plan whose breakthrough it would not see is refused)",
     )
     parser.add_argument("--feed-rate", type=float, help="incision feed rate, m/s (overrides the task)")
     parser.add_argument(
