@@ -168,3 +168,13 @@ def test_a_30_ms_thrust_bump_in_the_far_cortex_is_not_a_breakthrough(parameters,
     event = drill_through(monitor, bone, lambda k: bump if middle <= k < middle + 30 else 0.0)
     assert event is not None and event.kind is DrillingStop.BREAKTHROUGH, event
     assert exit_depth < event.depth < exit_depth + 0.5e-3
+
+
+def test_a_thrust_just_above_the_limit_is_printed_above_it(parameters):
+    """Before: `feed thrust 80.0 N above the limit 80.0 N` (rounded to the limit's decimals)."""
+    s = settings(parameters)
+    monitor = DrillingMonitor(replace(s, filter_time=1e-6))  # the estimate follows the sample at once
+    effort = s.thrust_limit + 0.004 + s.feed_damping * FEED_RATE
+    event = step(monitor, 0, 0.001, effort)
+    assert event is not None and event.kind is DrillingStop.THRUST_LIMIT
+    assert "feed thrust 80.004 N above the limit 80.0 N" in event.message

@@ -262,7 +262,7 @@ class DrillingMonitor:
                 DrillingStop.THRUST_LIMIT,
                 time,
                 depth,
-                f"feed thrust {thrust:.1f} N above the limit {s.thrust_limit:.1f} N "
+                f"feed thrust {_above(thrust, s.thrust_limit)} N above the limit {s.thrust_limit:.1f} N "
                 f"({s.filter_time * 1e3:.0f} ms filter) at "
                 + ("depth" if s.drilling_context else "feed position")
                 + f" {depth * 1e3:.2f} mm",
@@ -315,6 +315,15 @@ class DrillingMonitor:
         if event.is_fault:
             self.fault = event
         return event
+
+
+def _above(value: float, limit: float) -> str:
+    """value (> limit) with the decimals that show it above the limit (80.04, not 80.0 against 80.0)."""
+    for digits in (1, 2, 3):
+        text = f"{value:.{digits}f}"
+        if float(text) > round(limit, digits):
+            return text
+    return f"{value:.6g}"
 
 
 def _non_finite(**values: float) -> str | None:
