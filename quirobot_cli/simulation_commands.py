@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--depth",
         type=float,
         help="incision depth below the entry point, m (overrides the task); past the far cortex, the "
-        "breakthrough detector stops the feed",
+        "breakthrough detector stops the feed (a plan whose breakthrough it would not see is refused)",
     )
     parser.add_argument("--feed-rate", type=float, help="incision feed rate, m/s (overrides the task)")
     parser.add_argument(
@@ -65,13 +65,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--inject",
         metavar="KIND@SECONDS",
-        help="inject a fault at that simulation time: master-loss (the host stops; the drives' watchdog "
+        action="append",
+        help="inject a fault at that simulation time (repeat for several: each applies at its time): "
+        "master-loss (the host stops; the drives' watchdog "
         "must stop them), drive-fault (a fault the feed's drive still controls: its quick-stop ramp; "
         "drive-fault:JOINT for another drive), power-fault[:JOINT] (a power-stage fault: torque off and "
         "brake at once), estop (the "
         "host's quick stop), bone-harder (3x thrust from then: the thrust limit must stop the feed), "
-        "spindle-stall (a jammed bit: the spindle's stall must stop the feed); "
-        'the JSON gets "fault" (s and m)',
+        "spindle-stall (a jammed bit: the spindle's stall must stop the feed); a time after the run's "
+        'end is refused; the JSON gets "faults" (s and m; "fault": the first)',
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(handler=simulate)
@@ -97,10 +99,10 @@ def simulate(args: argparse.Namespace) -> int:
         raise ValueError("--no-compensation applies to --plant realistic only")
     _finite_positive(args.depth, "--depth")
     _finite_positive(args.feed_rate, "--feed-rate")
-    injection = Injection.parse(args.inject) if args.inject is not None else None
+    injections = [Injection.parse(text) for text in args.inject or ()]
     task = load_task(args.task)
     if not isinstance(task, IncisionTask) and (
-        args.depth is not None or args.feed_rate is not None or injection is not None
+        args.depth is not None or args.feed_rate is not None or injections
     ):
         raise ValueError("--depth, --feed-rate and --inject apply to an incision task only")
     # Checked before the run: a path that cannot be written fails now, not after the simulation.
@@ -134,7 +136,7 @@ def simulate(args: argparse.Namespace) -> int:
             feed_rate=args.feed_rate,
             plant=args.plant,
             compensated=not args.no_compensation,
-            injection=injection,
+            injection=injections,
         )
     finally:
         if bar is not None:
@@ -166,8 +168,8 @@ def simulate(args: argparse.Namespace) -> int:
                 },
                 **document,
             }
-            if result.fault is not None:
-                document["fault"] = result.fault
+            if result.faults:
+                document["fault"], document["faults"] = result.faults[0], result.faults
             if result.breakthrough is not None:
                 document["breakthrough"] = result.breakthrough
             document["metrics"]["unsafe"] = result.unsafe  # why the robot did not end safe (empty: it did)
@@ -179,7 +181,7 @@ def simulate(args: argparse.Namespace) -> int:
             else 0.0
         )
         _print_summary(result, met, log_path, plot_path, detectable)
-    return exit_status(result, injected=injection is not None)
+    return exit_status(result, injected=bool(injections))
 
 
 def exit_status(result, *, injected: bool) -> int:
@@ -248,13 +250,13 @@ def _print_summary(
         print(f"  STOPPED: {m['stop_reason']}")
     if m.get("feed_end") == "breakthrough":
         print(f"  FEED ENDED: {m['drilling_stop']}")
-    fault, breakthrough = getattr(result, "fault", None), getattr(result, "breakthrough", None)
-    if fault is not None:
-        numbers = ", ".join(
+    breakthrough = getattr(result, "breakthrough", None)
+    for fault in getattr(result, "faults", []):
+        numbers = fault["not_applied"] or ", ".join(
             f"{key} {value * (1e3 if key.endswith('_after') else 1e6):.1f} "
             f"{'ms' if key.endswith('_after') else 'um'}"
             for key, value in fault.items()
-            if key not in ("kind", "at") and value is not None
+            if key not in ("kind", "at", "not_applied") and value is not None
         )
         print(f"  FAULT {fault['kind']} at {fault['at']} s: {numbers}")
     if breakthrough is not None:

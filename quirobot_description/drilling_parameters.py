@@ -41,6 +41,8 @@ class ProcessSafetyParameters:
     breakthrough_drop: float  # 1, fraction of the far cortex's peak thrust lost at breakthrough
     breakthrough_min_thrust: float  # N, the peak must have been at least this (cortical bone)
     breakthrough_arm_margin: float  # m, detection armed this far before the imaged far cortex
+    breakthrough_exit_tolerance: float  # m, a breakthrough further before the imaged exit is early
+    breakthrough_peak_time: float  # s, a thrust level counts as the peak when held this long
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,10 @@ def verb_argv(draw) -> list[str]:
                     ],
                     ["simulate", "--task", draw(WORDS), "--no-progress"],
                     ["simulate", "--plant", draw(WORDS), "--no-progress"],
+                    # Issue 19: malformed, never-reached and repeated injections; an unseen breakthrough.
+                    ["simulate", "--inject", draw(st.sampled_from(INJECTIONS)), "--no-progress"],
+                    ["simulate", "--inject", "estop@5", "--inject", draw(WORDS), "--no-progress"],
+                    ["simulate", "--depth", "0.0259", "--feed-rate", "0.003", "--no-progress"],
                 ]
             )
         )
@@ -156,6 +160,10 @@ def verb_argv(draw) -> list[str]:
     if verb == "check":
         return ["check", "--samples", draw(st.sampled_from(["0", "-1", "1000001", "10**9"]))]
     return ["accuracy", "--samples", draw(st.sampled_from(["0", "-1", "100000", "abc"]))]
+
+
+#: --inject values refused before the run: malformed, or after the run's end.
+INJECTIONS = ["drive-fault:@5", "estop@nan", "estop@1e999", "estop@5_0", "estop@-1", "estop@99999", "@", ":@"]
 
 
 @SETTINGS

@@ -140,7 +140,8 @@ def test_a_chattering_cortex_is_not_a_breakthrough(parameters):
     thrust = 36.0 + 22.0 * np.sin(2 * np.pi * 94.0 * t)
     for k, force in enumerate(thrust):
         assert cruise(monitor, t[k], 1e-3 + 0.0015 * t[k], force + s.feed_damping * 0.0015) is None
-    filtered = DrillingMonitor(replace(s, average_time=DT))  # no averaging: the same drop fires
+    # Neither averaged nor held (the raw thrust): the same drop fires.
+    filtered = DrillingMonitor(replace(s, average_time=DT, peak_time=DT))
     events = [cruise(filtered, t[k], 1e-3, f + s.feed_damping * 0.0015) for k, f in enumerate(thrust)]
     assert any(e is not None and e.kind is DrillingStop.BREAKTHROUGH for e in events)
 
@@ -309,6 +310,7 @@ def test_a_harder_bone_ends_in_the_thrust_limit_stop_through_the_cli(
     assert set(fault) == {
         "kind",
         "at",
+        "not_applied",
         "detected_after",
         "stopped_after",
         "tip_travel_after_fault",
@@ -339,6 +341,13 @@ def test_a_harder_bone_ends_in_the_thrust_limit_stop_through_the_cli(
         ("estop@soon", "the time must be"),
         ("estop:gantry_z@3", "only drive-fault and power-fault name a drive"),
         ("drive-fault:knee@3", "only drive-fault and power-fault name a drive"),
+        # Issue 19: an empty drive, and times float() reads but nobody writes, were accepted.
+        ("drive-fault:@5", "KIND:JOINT@SECONDS"),
+        ("power-fault:@1", "KIND:JOINT@SECONDS"),
+        ("estop@5_0", "the time must be"),
+        ("estop@nan", "the time must be"),
+        ("estop@inf", "the time must be"),
+        ("estop@5@6", "KIND@SECONDS"),
     ],
 )
 def test_malformed_injections_are_refused_by_name(text, message):

@@ -13,7 +13,11 @@
   following error, overspeed, command watchdog armed at activation; one latched stop);
 - event_log: `EventLog`, the bounded, counted log of non-fatal safety events;
 - drilling_monitor: `DrillingMonitor`, the drilling process safety run every cycle on the feed's
-  effort and the spindle (thrust limit, far-cortex breakthrough, spindle interlock and stall);
+  effort and the spindle (thrust limit, far-cortex breakthrough, early breakthrough, spindle
+  interlock and stall, non-finite input);
+- breakthrough_plan: `plan_breakthrough`, the plan-time check that the breakthrough detector will
+  see the breakthrough a plan relies on (armed on the far cortex the plan drills into), or
+  `BreakthroughPlanError` naming why not;
 - control_config: config/control.yaml as a `ControlConfig` (`control_configuration(params)`).
 
 Real-motor path: nothing here loads MuJoCo, ruckig, matplotlib or pinocchio.

@@ -22,11 +22,21 @@ current) and the spindle's state, and says when the feed must stop (one latched 
   22:1060) and only while the feed is commanded at a constant rate (a planned deceleration lowers
   the thrust too, thrust ~ v^n), it tracks the averaged thrust's peak and fires when it has
   fallen by tools.drill.breakthrough_drop of a peak of at least
-  tools.drill.breakthrough_min_thrust (cortical bone). A breakthrough is the drilling's success:
-  the feed stops and the task goes on;
+  tools.drill.breakthrough_min_thrust (cortical bone). The peak is a sustained one: the largest
+  level the average held for tools.drill.breakthrough_peak_time (the running minimum over that
+  time), so a short thrust bump (a chip jam, a tooth catching) is not a peak whose end looks like
+  a drop. A breakthrough is the drilling's success: the feed stops and the task goes on. One
+  detected more than tools.drill.breakthrough_exit_tolerance before the imaged far cortex' exit
+  (`exit_depth`) is `EARLY_BREAKTHROUGH`: the feed stops and the task retracts as after a
+  breakthrough (the thrust fell: pushing on is not safer), but it is not a success (a porous band
+  in the cortex, a bone other than imaged: the hole may not pass through the far cortex);
 - spindle interlock: the feed may not advance within its stopping distance of the bone (depth >
   -v_max^2 / (2 a_max) of the feed axis) unless the spindle is at speed; a spindle stall stops
-  the feed.
+  the feed;
+- non-finite input: a NaN or infinite effort, depth, velocity or command, or a period that is not
+  a positive finite number, is a fault naming the input (`NON_FINITE`), like a non-finite
+  position in the hardware component; it never reaches the filters, which would stay NaN and
+  disable the thrust limit and the breakthrough detector for good (`NaN > limit` is false).
 
 What the host does with an event (decelerate the feed at its acceleration limit and hold it: a
 category 2 stop of the feed, then stop or go on) is the caller's (simulation.closed_loop).
@@ -54,6 +64,13 @@ class DrillingStop(enum.Enum):
     BREAKTHROUGH = "breakthrough"
     SPINDLE_STALL = "spindle stall"
     SPINDLE_NOT_AT_SPEED = "spindle not at speed"
+    EARLY_BREAKTHROUGH = "early breakthrough"
+    NON_FINITE = "non-finite input"
+
+
+#: The events that end the feed as a breakthrough does (the feed stops, holds, then the task
+#: retracts): every other one is a fault, the host's stop of every drive.
+ENDS_THE_FEED = frozenset({DrillingStop.BREAKTHROUGH, DrillingStop.EARLY_BREAKTHROUGH})
 
 
 @dataclass(frozen=True)
@@ -68,8 +85,13 @@ class DrillingEvent:
 
     @property
     def success(self) -> bool:
-        """A breakthrough ends the feed as planned; every other event is a fault."""
+        """A breakthrough at the imaged far cortex ends the feed as planned; nothing else does."""
         return self.kind is DrillingStop.BREAKTHROUGH
+
+    @property
+    def is_fault(self) -> bool:
+        """A fault stops every drive; a breakthrough, early or not, ends the feed only."""
+        return self.kind not in ENDS_THE_FEED
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,10 @@ class DrillingMonitorSettings:
     feed_damping: float  # N*s/m
     average_time: float  # s, the breakthrough detector's moving average (one spindle revolution)
     drilling_context: bool = True  # False: thrust limit only, `depth` is the feed joint's position
+    # m, the imaged far cortex' exit below the entry; None: no early-breakthrough check
+    exit_depth: float | None = None
+    exit_tolerance: float = 0.0  # m, a breakthrough this far before exit_depth is still on time
+    peak_time: float = 0.0  # s, how long the average must hold a level for it to count as the peak
 
     @classmethod
     def thrust_limit_only(
@@ -113,9 +139,12 @@ class DrillingMonitorSettings:
         spindle: SpindleParameters,
         feed_mass: float,
         far_cortex_depth: float | None,
+        *,
+        exit_depth: float | None = None,
     ) -> DrillingMonitorSettings:
         """far_cortex_depth: where the imaged far cortex begins below the entry (m), None: no far
-        cortex to detect; feed_mass: the feed's effective inertia (control configuration)."""
+        cortex to detect; exit_depth: where it ends (m; None: no early-breakthrough check);
+        feed_mass: the feed's effective inertia (control configuration)."""
         return cls(
             thrust_limit=safety.thrust_limit,
             filter_time=safety.thrust_filter_time,
@@ -128,8 +157,15 @@ class DrillingMonitorSettings:
             feed_mass=feed_mass,
             feed_damping=drill.feed_damping,
             average_time=2.0 * math.pi / spindle.speed,
+            exit_depth=None if far_cortex_depth is None else exit_depth,
+            exit_tolerance=safety.breakthrough_exit_tolerance,
+            peak_time=safety.breakthrough_peak_time,
         )
 
+
+#: N: the thrust estimate is clipped to +-this before the filters (a million newtons, far beyond any
+#: feed: it keeps the filters' sums finite whatever finite effort is reported; the limit still trips).
+THRUST_CLIP = 1e6
 
 #: m/s^2: below this the commanded feed acceleration is taken as a constant feed rate.
 CRUISING_ACCELERATION = 1e-6
@@ -149,6 +185,11 @@ class DrillingMonitor:
         self.fault: DrillingEvent | None = None
         self._window: deque[float] = deque()
         self._window_sum = 0.0
+        # The averages of the last peak_time (cycle index, value), increasing: the front is the
+        # running minimum, the level held over the whole window.
+        self._held: deque[tuple[int, float]] = deque()
+        self._held_since: int | None = None  # the cycle the current armed stretch began
+        self._cycle = 0
 
     def update(
         self,
@@ -168,7 +209,32 @@ class DrillingMonitor:
         effort (N, the feed drive's), velocity (m/s, measured), the feed's commanded velocity and
         acceleration; returns the event that stops the feed this cycle (None: go on)."""
         s = self.settings
+        bad = _non_finite(
+            time=time,
+            dt=dt,
+            effort=effort,
+            depth=depth,
+            velocity=velocity,
+            commanded_velocity=commanded_velocity,
+            commanded_acceleration=commanded_acceleration,
+        )
+        if bad is not None:  # never into the filters: they would stay NaN
+            if self.fault is not None:
+                return None
+            return self._stop(DrillingStop.NON_FINITE, time, depth if math.isfinite(depth) else math.nan, bad)
         raw = effort - s.feed_mass * commanded_acceleration - s.feed_damping * velocity
+        if not math.isfinite(raw):  # finite inputs whose terms overflow
+            if self.fault is not None:
+                return None
+            return self._stop(
+                DrillingStop.NON_FINITE,
+                time,
+                depth,
+                f"thrust estimate {raw} from effort {effort}, velocity {velocity} and commanded "
+                f"acceleration {commanded_acceleration} is not a finite number",
+            )
+        raw = min(max(raw, -THRUST_CLIP), THRUST_CLIP)
+        self._cycle += 1
         alpha = 1.0 - math.exp(-dt / s.filter_time)
         self.thrust += alpha * (raw - self.thrust)
         self._window.append(raw)
@@ -196,29 +262,78 @@ class DrillingMonitor:
                 DrillingStop.THRUST_LIMIT,
                 time,
                 depth,
-                f"feed thrust {thrust:.1f} N above the limit {s.thrust_limit:.1f} N "
+                f"feed thrust {_above(thrust, s.thrust_limit)} N above the limit {s.thrust_limit:.1f} N "
                 f"({s.filter_time * 1e3:.0f} ms filter) at "
                 + ("depth" if s.drilling_context else "feed position")
                 + f" {depth * 1e3:.2f} mm",
             )
         cruising = commanded_velocity > 0.0 and abs(commanded_acceleration) < CRUISING_ACCELERATION
-        if self.event is None and s.arm_depth is not None and depth >= s.arm_depth and cruising and averaged:
+        armed = s.arm_depth is not None and depth >= s.arm_depth and cruising and averaged
+        if self.event is None and armed:
             average = self.average
-            self.peak = max(self.peak, average)
+            self.peak = max(self.peak, self._held_level(average, dt))
             if self.peak >= s.breakthrough_min_thrust and average <= (1.0 - s.breakthrough_drop) * self.peak:
-                return self._stop(
-                    DrillingStop.BREAKTHROUGH,
-                    time,
-                    depth,
-                    f"far-cortex breakthrough at depth {depth * 1e3:.2f} mm: thrust {average:.1f} N "
-                    f"(one revolution's mean) from a peak of {self.peak:.1f} N",
-                )
+                return self._breakthrough(time, depth, average)
+        else:
+            self._held.clear()
+            self._held_since = None
         return None
+
+    def _held_level(self, average: float, dt: float) -> float:
+        """The lowest average over the last peak_time (the level held that long; -inf until the
+        window is full): a running minimum over a monotonic queue."""
+        held, k = self._held, self._cycle
+        while held and held[-1][1] >= average:
+            held.pop()
+        held.append((k, average))
+        span = max(1, round(self.settings.peak_time / dt))
+        while held[0][0] <= k - span:
+            held.popleft()
+        if self._held_since is None:
+            self._held_since = k
+        return held[0][1] if k - self._held_since + 1 >= span else -math.inf
+
+    def _breakthrough(self, time: float, depth: float, average: float) -> DrillingEvent:
+        s = self.settings
+        found = f"thrust {average:.1f} N (one revolution's mean) from a held peak of {self.peak:.1f} N"
+        if s.exit_depth is not None and depth < s.exit_depth - s.exit_tolerance:
+            return self._stop(
+                DrillingStop.EARLY_BREAKTHROUGH,
+                time,
+                depth,
+                f"at depth {depth * 1e3:.2f} mm, {(s.exit_depth - depth) * 1e3:.2f} mm short of the "
+                f"imaged far cortex exit at {s.exit_depth * 1e3:.2f} mm (tolerance "
+                f"{s.exit_tolerance * 1e3:.1f} mm): {found}; the hole may not pass through the far cortex",
+            )
+        message = f"far-cortex breakthrough at depth {depth * 1e3:.2f} mm: {found}"
+        return self._stop(DrillingStop.BREAKTHROUGH, time, depth, message)
 
     def _stop(self, kind: DrillingStop, time: float, depth: float, message: str) -> DrillingEvent:
         event = DrillingEvent(kind, float(time), float(depth), float(self.thrust), f"{kind.value}: {message}")
         if self.event is None:
             self.event = event
-        if not event.success:
+        if event.is_fault:
             self.fault = event
         return event
+
+
+def _above(value: float, limit: float) -> str:
+    """value (> limit) with the decimals that show it above the limit (80.04, not 80.0 against 80.0)."""
+    for digits in (1, 2, 3):
+        text = f"{value:.{digits}f}"
+        if float(text) > round(limit, digits):
+            return text
+    return f"{value:.6g}"
+
+
+def _non_finite(**values: float) -> str | None:
+    """The first input that is not a finite number (the period also not > 0), as a reason."""
+    for name, value in values.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return f"{name} {value!r} is not a number"
+        if not math.isfinite(number) or (name == "dt" and number <= 0.0):
+            what = "control period" if name == "dt" else name.replace("_", " ")
+            return f"{what} {number} is not a finite number" + (" > 0" if name == "dt" else "")
+    return None

@@ -15,7 +15,8 @@ own ramp and braking at standstill; the arm stands still during the feed anyway)
 log.stop_reason. A breakthrough ends the feed as planned: the host decelerates the feed at its
 acceleration limit (`FeedStop`, a category 2 stop of the feed: held under power, the arm fed
 gravity only), holds it through the dwell and rejoins the plan over the retract (`rejoin`); the
-task goes on.
+task goes on. An early breakthrough (short of the imaged far cortex) ends the feed the same way,
+but is no success: its message is log.stop_reason.
 
 Fault injection hooks: `before_cycle`, `host_running` (False: the host no longer calls read or
 write, the drives keep being advanced by the plant: a lost master) and `end_time`.
@@ -135,6 +136,14 @@ def plan_feedforward(
     return efforts
 
 
+def planned_tip(params: RobotParameters, trajectory: JointTrajectory) -> tuple[np.ndarray, np.ndarray]:
+    """(tip, tool0): the planned drill tip and tool0 (N, 3) in the world, m (FK of the plan, the
+    feed along tool z)."""
+    poses = forward_kinematics(trajectory.positions[:, :FEED_INDEX], KinematicModel.from_parameters(params))
+    tip = poses[:, :3, 3] + poses[:, :3, 2] * trajectory.positions[:, FEED_INDEX : FEED_INDEX + 1]
+    return tip, poses[:, :3, 3]
+
+
 @dataclass(frozen=True)
 class FeedStop:
     """The host's stop of the feed: from the commanded position (m) and velocity (m/s) at `time`
@@ -251,13 +260,7 @@ class ClosedLoopSimulation:
                 self.feedforward = self.feedforward + thrust_feedforward(
                     params, trajectory, drilling.entry, drilling.direction, drilling.bone
                 )
-        kinematics = KinematicModel.from_parameters(params)
-        arm = trajectory.positions[:, :FEED_INDEX]
-        poses = forward_kinematics(arm, kinematics)
-        self.planned_tip = (
-            poses[:, :3, 3] + poses[:, :3, 2] * trajectory.positions[:, FEED_INDEX : FEED_INDEX + 1]
-        )
-        self.planned_tool0 = poses[:, :3, 3]
+        self.planned_tip, self.planned_tool0 = planned_tip(params, trajectory)
         #: Hook called before each control cycle with (cycle index, simulation): tests inject faults here.
         self.before_cycle: Callable[[int, ClosedLoopSimulation], None] | None = None
         #: Extra world force (3,) N at the drill tip, e.g. a collision in a test.
@@ -364,7 +367,7 @@ class ClosedLoopSimulation:
                     event = self._monitor_cycle(k, t, velocity)
                     if event is not None:  # the feed stops this cycle
                         position, velocity, effort = self._commands(k, t)
-                        if not event.success:  # a fault: the host's one way to stop
+                        if event.is_fault:  # a fault: the host's one way to stop
                             hardware.stop(event.message)
                     hardware.set_commands(t, position, velocity, None, effort)
                     status = hardware.write(t, self.dt)
@@ -417,9 +420,10 @@ class ClosedLoopSimulation:
 
     # --- drilling process safety --------------------------------------------------------------
     @property
-    def feed_stop_is_success(self) -> bool:
+    def feed_stop_retracts(self) -> bool:
+        """The feed stop ended the feed as a breakthrough does (early or not): the task retracts."""
         event = self.monitor.event if self.monitor is not None else None
-        return event is not None and event.success
+        return event is not None and not event.is_fault
 
     def _run_spindle(self, t: float, thrust: float) -> None:
         """The spindle's schedule (on from the align phase to the end of the retract), one step."""
@@ -442,7 +446,7 @@ class ClosedLoopSimulation:
         if stop is None:
             return position, velocity, effort
         retract = self._retract
-        if self.feed_stop_is_success and retract is not None and t >= retract.start_time:
+        if self.feed_stop_retracts and retract is not None and t >= retract.start_time:
             if t > retract.end_time:
                 return position, velocity, effort
             # Rejoin the plan over the retract from where the feed stopped.

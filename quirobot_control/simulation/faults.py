@@ -18,12 +18,16 @@ same for power-fault):
 - spindle-stall: a jammed bit (a load of twice the spindle's torque limit): the spindle slowing
   below its at-speed band (the interlock, within a cycle) or its stall must stop the feed.
 
-The run ends FAULT_OBSERVE_TIME after the fault (sooner: POST_STOP_TIME after a stop).
+Several injections all apply, each at its time. The run ends FAULT_OBSERVE_TIME after a fault
+(sooner: POST_STOP_TIME after a stop); a bone fault (BONE_FAULT_KINDS) acts only when the bit
+cuts, so the run goes on to its end or to the stop it causes. An injection whose time the run
+never reaches is reported (`not_applied`), never taken for a safe outcome.
 `fault_report`: when it was noticed (`detected_after`, s), when the tip came to rest for good
 (`stopped_after`, s; the tip slower than STOPPED_SPEED from then on; None: still moving at the
 end), how far the tip moved (`tip_travel_after_fault`, m) and how much deeper it went
-(`extra_depth`, m: the deepest depth after the fault less the depth at the fault; a harder bone:
-after the thrust-limit stop less the depth at it). `breakthrough_report`: the far cortex' exit
+(`extra_depth`, m, into the bone: the deepest depth after the fault less the depth at the
+fault, depths above the bone's surface counted as 0; a bone fault: after the monitor's stop less
+the depth at it). `breakthrough_report`: the far cortex' exit
 depth, where the monitor detected the breakthrough, and how far past the exit the tip went.
 `safety_verdict`: did the robot end safe (at rest, no more than EXTRA_DEPTH_LIMIT deeper, no
 more than BREAKTHROUGH_LIMIT past the far cortex, not past the planned depth).
@@ -31,6 +35,8 @@ more than BREAKTHROUGH_LIMIT past the far cortex, not past the planned depth).
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +48,9 @@ from quirobot_description.parameters import AXES, FEED_JOINT
 FAULT_KINDS = ("master-loss", "drive-fault", "power-fault", "estop", "bone-harder", "spindle-stall")
 #: The kinds that name a drive (KIND:JOINT).
 DRIVE_FAULT_KINDS = ("drive-fault", "power-fault")
+#: The kinds that change the bone or the bit: they act only when the bit cuts, so the run goes on
+#: to its end (or POST_STOP_TIME after the stop they cause), not FAULT_OBSERVE_TIME after them.
+BONE_FAULT_KINDS = ("bone-harder", "spindle-stall")
 #: The harder bone's thrust factor (issue 8: "a 3x harder bone").
 BONE_HARDER = 3.0
 #: s of simulation after the fault, as closed_loop.POST_STOP_TIME after a stop: the stops (10 ms
@@ -70,24 +79,28 @@ class Injection:
 
     @classmethod
     def parse(cls, text: str) -> Injection:
-        """ "KIND@SECONDS" or "drive-fault:JOINT@SECONDS" (or power-fault:JOINT)."""
-        kind, at_sign, seconds = str(text).partition("@")
-        kind, _, joint = kind.partition(":")
-        if not at_sign or kind not in FAULT_KINDS:
+        """ "KIND@SECONDS" or "drive-fault:JOINT@SECONDS" (or power-fault:JOINT); SECONDS a plain
+        decimal number (no sign, underscores, hex, nan or inf)."""
+        match = _SPEC.fullmatch(str(text))
+        if match is None or match["kind"] not in FAULT_KINDS:
             raise FaultError(
-                f"--inject {text!r}: expected KIND@SECONDS with KIND one of {', '.join(FAULT_KINDS)}"
+                f"--inject {text!r}: expected KIND@SECONDS or KIND:JOINT@SECONDS with KIND one of "
+                f"{', '.join(FAULT_KINDS)}"
             )
-        try:
-            at = float(seconds)
-        except ValueError:
-            at = float("nan")
+        kind, joint, seconds = match["kind"], match["joint"], match["seconds"]
+        at = float(seconds) if _SECONDS.fullmatch(seconds) else math.nan
         if not 0.0 <= at < 1e6:
             raise FaultError(f"--inject {text!r}: the time must be a number of seconds >= 0, got {seconds!r}")
-        if joint and (kind not in DRIVE_FAULT_KINDS or joint not in AXES):
+        if joint is not None and (kind not in DRIVE_FAULT_KINDS or joint not in AXES):
             raise FaultError(
                 f"--inject {text!r}: only drive-fault and power-fault name a drive, one of {', '.join(AXES)}"
             )
         return cls(kind, at, joint or FEED_JOINT)
+
+
+#: KIND[:JOINT]@SECONDS: a joint, if named, is not empty.
+_SPEC = re.compile(r"(?P<kind>[^:@]+)(?::(?P<joint>[^:@]+))?@(?P<seconds>[^@]*)")
+_SECONDS = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?")
 
 
 class FaultInjector:
@@ -116,8 +129,9 @@ class FaultInjector:
             if t < injection.at - 1e-9:
                 return
             self.time = t
-            end = t + FAULT_OBSERVE_TIME
-            sim.end_time = end if sim.end_time is None else min(sim.end_time, end)
+            if injection.kind not in BONE_FAULT_KINDS:  # a bone fault acts when the bit cuts
+                end = t + FAULT_OBSERVE_TIME
+                sim.end_time = end if sim.end_time is None else min(sim.end_time, end)
             if injection.kind == "master-loss":
                 sim.host_running = False
             elif injection.kind == "drive-fault":
@@ -153,12 +167,14 @@ def _depths(log: SimulationLog, entry: np.ndarray, direction: np.ndarray) -> np.
 def fault_report(
     injector: FaultInjector, log: SimulationLog, entry: np.ndarray, direction: np.ndarray
 ) -> dict[str, float | str | None]:
-    """{"kind", "at", "detected_after", "stopped_after", "tip_travel_after_fault", "extra_depth"}
-    (s and m; None where it did not happen) of an injected run."""
+    """{"kind", "at", "not_applied", "detected_after", "stopped_after", "tip_travel_after_fault",
+    "extra_depth"} (s and m; None where it did not happen) of an injected run; "not_applied" says
+    why the fault never happened (the run ended before its time), else None."""
     injection = injector.injection
     report: dict[str, float | str | None] = {
         "kind": injection.kind,
         "at": injection.at,
+        "not_applied": None,
         "detected_after": None,
         "stopped_after": None,
         "tip_travel_after_fault": None,
@@ -167,6 +183,8 @@ def fault_report(
     if injection.kind in DRIVE_FAULT_KINDS:
         report["kind"] = f"{injection.kind}:{injection.joint}"
     if injector.time is None:  # the run ended before the fault
+        end = float(log.time[-1]) if len(log.time) else 0.0
+        report["not_applied"] = f"the run ended at {end:.3f} s, before {injection.at} s"
         return report
     start = int(np.searchsorted(log.time, injector.time - 1e-9))
     if injector.detected is not None:
@@ -178,12 +196,17 @@ def fault_report(
         rest = 0 if not len(moving) else int(moving[-1]) + 1
         report["stopped_after"] = float(log.time[start + rest] - injector.time)
     report["tip_travel_after_fault"] = float(np.max(np.linalg.norm(tip - tip[0], axis=1)))
-    # How much deeper the stop let the bit go: from the fault, or for a harder bone (drilling on in
-    # it is intended until the thrust limit trips) from the thrust-limit stop.
-    reference = start
-    if injection.kind == "bone-harder" and injector.detected is not None:
+    # How much deeper into the bone the stop let the bit go: from the fault, or for a bone fault
+    # (drilling on in it is intended until the monitor stops the feed) from that stop; none if the
+    # monitor never had to stop it (the hole completed as planned). Depth above the bone's surface
+    # (a transfer, the approach) is not counted.
+    if injection.kind in BONE_FAULT_KINDS:
+        if injector.detected is None:
+            return report
         reference = int(np.searchsorted(log.time, injector.detected - 1e-9))
-    depth = _depths(log, entry, direction)
+    else:
+        reference = start
+    depth = np.maximum(_depths(log, entry, direction), 0.0)
     report["extra_depth"] = float(max(depth[reference:].max() - depth[reference], 0.0))
     return report
 
@@ -197,7 +220,7 @@ def breakthrough_report(
     depth = _depths(log, entry, direction)
     event = log.drilling_event
     detected = None
-    if event is not None and event.success:
+    if event is not None and not event.is_fault:  # a breakthrough, early or not
         detected = float(depth[int(np.searchsorted(log.time, event.time - 1e-9))])
     return {
         "exit_depth": float(exit_depth),
@@ -211,19 +234,21 @@ def safety_verdict(
     planned_depth: float,
     entry: np.ndarray,
     direction: np.ndarray,
-    fault: dict | None,
+    faults: list[dict],
     breakthrough: dict | None,
 ) -> list[str]:
     """Why the robot did not end safe (empty: it did): not at rest after a fault, deeper by more
-    than EXTRA_DEPTH_LIMIT after it, past the far cortex by more than BREAKTHROUGH_LIMIT or past
-    the planned depth by more than DEPTH_LIMIT."""
+    than EXTRA_DEPTH_LIMIT after one, past the far cortex by more than BREAKTHROUGH_LIMIT or past
+    the planned depth by more than DEPTH_LIMIT. `faults`: fault_report of each injection."""
     reasons = []
-    if fault is not None and fault["at"] is not None and fault["extra_depth"] is not None:
+    for fault in faults:
+        if fault["not_applied"] is not None:
+            continue
         if fault["stopped_after"] is None:
-            reasons.append("the tip was still moving at the end of the run")
-        if fault["extra_depth"] > EXTRA_DEPTH_LIMIT:
+            reasons.append(f"{fault['kind']}: the tip was still moving at the end of the run")
+        if fault["extra_depth"] is not None and fault["extra_depth"] > EXTRA_DEPTH_LIMIT:
             reasons.append(
-                f"the bit went {fault['extra_depth'] * 1e3:.3f} mm deeper after the fault "
+                f"{fault['kind']}: the bit went {fault['extra_depth'] * 1e3:.3f} mm deeper after the fault "
                 f"(limit {EXTRA_DEPTH_LIMIT * 1e3:.2f} mm)"
             )
     if breakthrough is not None and breakthrough["overshoot"] > BREAKTHROUGH_LIMIT:

@@ -14,21 +14,23 @@ An incision runs with the drilling process safety (loop.drilling_monitor: thrust
 breakthrough, spindle interlock; models.spindle) unless `process_safety=False`;
 `breakthrough_detection=False` disarms only the breakthrough detector (an unsafe run on purpose,
 for tests). When the breakthrough detector ends the feed, the depth reached is the bone's, not the
-plan's: final_depth_error is not applicable (NaN, no target) and `feed_end` says "breakthrough". An
-`Injection` (simulation.faults) injects a fault and adds the `fault` report; a far cortex within
-reach of the planned depth adds the `breakthrough` report; `unsafe` lists why the robot did not
-end safe (empty: it did).
+plan's: final_depth_error is not applicable (NaN, no target) and `feed_end` says "breakthrough".
+Each `Injection` (simulation.faults; one or several) injects a fault and adds its report to
+`faults`; a far cortex within reach of the planned depth adds the `breakthrough` report;
+`unsafe` lists why the robot did not end safe (empty: it did).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from quirobot_control.loop.breakthrough_plan import FeedPlan, plan_breakthrough, target_cortex
 from quirobot_control.loop.control_config import ControlConfig, control_configuration
 from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
+from quirobot_control.models.bone import BoneParameters
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import (
     IncisionTask,
@@ -39,15 +41,17 @@ from quirobot_control.planning.tasks import (
     task_fixtures,
 )
 from quirobot_control.planning.trajectory import JointTrajectory
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog, planned_tip
 from quirobot_control.simulation.faults import (
+    BREAKTHROUGH_LIMIT,
+    FaultError,
     FaultInjector,
     Injection,
     breakthrough_report,
     fault_report,
     safety_verdict,
 )
-from quirobot_description.parameters import FEED_JOINT, RobotParameters
+from quirobot_description.parameters import FEED_INDEX, FEED_JOINT, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 
 #: The issue's targets, m (controller time in s, real-time factor dimensionless).
@@ -70,7 +74,8 @@ class TaskResult:
     trajectory: JointTrajectory
     log: SimulationLog
     metrics: dict[str, float | str | list[float] | dict[str, float] | None]
-    fault: dict | None = None  # simulation.faults.fault_report, with an injection
+    fault: dict | None = None  # simulation.faults.fault_report of the first injection
+    faults: list[dict] = field(default_factory=list)  # fault_report of every injection, in order
     breakthrough: dict | None = None  # simulation.faults.breakthrough_report, far cortex within reach
     unsafe: list[str] = field(default_factory=list)  # why the robot did not end safe (empty: it did)
 
@@ -88,15 +93,19 @@ def run_task(
     compensated: bool = True,
     plant_parameters: PlantParameters | None = None,
     seed: int = 0,
-    injection: Injection | None = None,
+    injection: Injection | Sequence[Injection] | None = None,
     process_safety: bool = True,
     breakthrough_detection: bool = True,
     until: str | None = None,
+    bone: BoneParameters | None = None,
 ) -> TaskResult:
     """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's; `plant`,
-    `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation; `injection`,
-    `process_safety`, `breakthrough_detection`: see the module docstring; `until`: end the run at
-    the end of that phase of the plan (a shorter run, e.g. "retract")."""
+    `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation; `injection` (one or
+    several), `process_safety`, `breakthrough_detection`: see the module docstring; `until`: end the
+    run at the end of that phase of the plan (a shorter run, e.g. "retract"). An injection timed
+    after the planned run's end is refused (FaultError naming the end). `bone`: the bone the plant
+    drills, where it differs from the task's (the bone as imaged, which the plan and the monitor
+    know): a thinner bone, a porous band."""
     if isinstance(task, str):
         task = load_task(task)
     control = control or control_configuration(params)
@@ -106,16 +115,24 @@ def run_task(
         if feed_rate is not None:
             task = replace(task, feed_rate=float(feed_rate))
         trajectory = plan_incision(task, params, control.dt)
-        drilling = Drilling(task.entry, task.direction, task.bone)
-        far_cortex = task.bone.far_cortex
+        drilling = Drilling(task.entry, task.direction, bone or task.bone)
+        far_cortex = target_cortex(task.bone, task.depth)
         if process_safety:
             settings = DrillingMonitorSettings.from_parameters(
                 params.drilling.safety,
                 params.drill,
                 params.drilling.spindle,
                 control.joint(FEED_JOINT).effective_inertia,
-                far_cortex[0] if far_cortex is not None and breakthrough_detection else None,
+                None,
             )
+            if breakthrough_detection:  # armed on the plan's far cortex, or the plan is refused
+                settings = plan_breakthrough(
+                    task.bone,
+                    feed_plan(params, trajectory, task),
+                    settings,
+                    params.drilling.safety.breakthrough_arm_margin,
+                    BREAKTHROUGH_LIMIT,
+                )
             monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
         else:
             monitor = spindle = None
@@ -141,9 +158,8 @@ def run_task(
     simulation.hardware.set_fixtures(task_fixtures(task, params))
     if until is not None:
         simulation.end_time = trajectory.phase(until).end_time
-    injector = None
-    if injection is not None:
-        injector = FaultInjector(injection)
+    injectors = [FaultInjector(item) for item in _injections(injection, simulation, trajectory)]
+    for injector in injectors:
         injector.install(simulation)
     log = simulation.run(progress=progress)
     metrics = common_metrics(log, trajectory)
@@ -151,20 +167,56 @@ def run_task(
         metrics.update(line_metrics(trajectory, log))
         return TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
     metrics.update(incision_metrics(task, trajectory, log))
-    fault = fault_report(injector, log, task.entry, task.direction) if injector is not None else None
+    faults = [fault_report(injector, log, task.entry, task.direction) for injector in injectors]
     breakthrough = None
-    if far_cortex is not None and task.depth >= far_cortex[1] - task.bone.point_length:
-        breakthrough = breakthrough_report(log, task.entry, task.direction, far_cortex[1])
-    unsafe = safety_verdict(log, task.depth, task.entry, task.direction, fault, breakthrough)
+    if far_cortex is not None and task.depth >= far_cortex.exit - task.bone.point_length:
+        breakthrough = breakthrough_report(log, task.entry, task.direction, far_cortex.exit)
+    unsafe = safety_verdict(log, task.depth, task.entry, task.direction, faults, breakthrough)
     return TaskResult(
         task=task,
         trajectory=trajectory,
         log=log,
         metrics=metrics,
-        fault=fault,
+        fault=faults[0] if faults else None,
+        faults=faults,
         breakthrough=breakthrough,
         unsafe=unsafe,
     )
+
+
+def feed_plan(params: RobotParameters, trajectory: JointTrajectory, task: IncisionTask) -> FeedPlan:
+    """The planned feed and dwell of an incision as loop.breakthrough_plan checks it: the planned
+    tip's depth below the entry, the feed joint's commanded velocity and acceleration."""
+    feed, dwell = trajectory.phase("feed"), trajectory.phase("dwell")
+    dt = trajectory.dt
+    window = slice(int(round(feed.start_time / dt)), int(round(dwell.end_time / dt)) + 1)
+    tip, _ = planned_tip(params, trajectory)
+    return FeedPlan(
+        depth=(tip[window] - task.entry) @ task.direction,
+        velocity=trajectory.velocities[window, FEED_INDEX],
+        acceleration=trajectory.accelerations[window, FEED_INDEX],
+        dt=dt,
+    )
+
+
+def _injections(
+    injection: Injection | Sequence[Injection] | None,
+    simulation: ClosedLoopSimulation,
+    trajectory: JointTrajectory,
+) -> list[Injection]:
+    """The injections as a list, each timed within the planned run (else FaultError naming its end)."""
+    if injection is None:
+        return []
+    items = [injection] if isinstance(injection, Injection) else list(injection)
+    end = (len(trajectory.positions) - 1) * simulation.dt
+    if simulation.end_time is not None:
+        end = min(end, simulation.end_time)
+    for item in items:
+        if item.at > end + 1e-9:
+            raise FaultError(
+                f"--inject {item.kind}@{item.at:g}: the run ends at {end:.3f} s, the fault would never happen"
+            )
+    return items
 
 
 def common_metrics(log: SimulationLog, trajectory: JointTrajectory) -> dict:
