@@ -390,7 +390,16 @@ class DriveBridge:
             self._home_one_period(now)
         self.backend.after_write()
         self.time += self.dt
+        return self.sample(active)
+
+    def sample(self, active: bool | None = None) -> JointStateSample:
+        """The joint state as the last period left it (running none): the hardware's state
+        interfaces if `active` (default: the hardware is active now), else the drives' own
+        feedback."""
+        hw = self.hardware
         keys = ("position", "velocity", "effort")
+        if active is None:
+            active = hw.lifecycle is LifecycleState.ACTIVE
         if active:
             state = {key: [hw.state(n, key) for n in self.names] for key in keys}
         else:
