@@ -52,19 +52,33 @@ def test_every_sample_wakes_the_controller_manager_once():
     assert any(b - a < cm_period for a, b in zip(stamps, stamps[1:], strict=False))
 
 
+def test_start_up_runs_a_period_per_guard_interval_until_the_first_command():
+    """ros2_control_node's loop needs the clock to move before it writes anything."""
+    clock = shipped_lockstep(republish_after=0.05, dead_after=10.0)
+    assert clock.on_guard(0.0).periods == 0  # the first tick starts the count
+    ran = 0
+    for n in range(1, 101):  # 1 s of wall time, ticks of 10 ms
+        action = clock.on_guard(n * 0.01 + 1e-9)
+        assert not action.republish and action.stop_reason is None
+        clock.ran(action.periods)
+        ran += action.periods
+    assert 1.0 / 0.06 - 1 <= ran <= 1.0 / 0.05 and clock.periods == ran  # every 0.05 s, or a tick later
+    # Its silence is never a dead controller manager: none has commanded yet.
+    assert clock.on_guard(100.0).stop_reason is None
+
+
 def test_guard_republishes_only_on_silence_and_never_runs_the_plant_while_alive():
     clock = shipped_lockstep(republish_after=0.05, dead_after=10.0)
-    assert clock.on_guard(0.0).republish is False  # the first tick starts the count
-    action = clock.on_guard(0.06)
-    assert action.republish and action.free_run == 0 and action.stop_reason is None
     clock.on_command(0.07)
     clock.ran(1)
     assert clock.on_guard(0.08).republish is False
+    action = clock.on_guard(0.13)
+    assert action.republish and action.periods == 0 and action.stop_reason is None
     # A slow controller manager (9 s without a command) is waited for, the clock sent again.
-    actions = [clock.on_guard(0.07 + 0.01 * n) for n in range(1, 900)]
-    assert all(a.free_run == 0 and a.stop_reason is None for a in actions)
+    actions = [clock.on_guard(0.13 + 0.01 * n) for n in range(1, 890)]
+    assert all(a.periods == 0 and a.stop_reason is None for a in actions)
     # Once per 0.05 s, or a tick (0.01 s) later.
-    assert 9.0 / 0.06 - 1 <= sum(a.republish for a in actions) <= 9.0 / 0.05 + 1
+    assert 8.9 / 0.06 - 1 <= sum(a.republish for a in actions) <= 8.9 / 0.05 + 1
     assert clock.periods == 1
 
 
@@ -77,12 +91,12 @@ def test_a_dead_controller_manager_stops_the_drives_once_then_the_plant_runs_on_
     assert "10.0 s" in dead.stop_reason and "controller manager" in dead.stop_reason
     assert clock.dead
     run = clock.on_guard(11.5)
-    assert run.stop_reason is None and run.free_run == 100  # capped per tick
-    clock.ran(run.free_run)
-    assert clock.on_guard(11.6).free_run == 100  # 600 periods due, 100 run: capped again
+    assert run.stop_reason is None and run.periods == 100  # capped per tick
+    clock.ran(run.periods)
+    assert clock.on_guard(11.6).periods == 100  # 600 periods due, 100 run: capped again
     # Its command puts the plant back in lock-step.
     assert clock.on_command(12.0) == 1 and not clock.dead
-    assert clock.on_guard(12.01).free_run == 0
+    assert clock.on_guard(12.01).periods == 0
 
 
 def test_bad_guards_are_refused():

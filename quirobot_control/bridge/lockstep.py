@@ -17,15 +17,20 @@ the controller manager inside the physics step). Times are integer nanoseconds: 
 k * period exactly, so that t_{k+1} always reaches the controller manager's `t_k + period`
 (floats of ~1.7e9 s carry 240 ns of rounding: a sample 1 ns short of it never wakes the loop).
 
-Wall time enters only as guards, never into the simulation:
+Before the first command the controller manager is not writing yet (no robot description, no
+hardware component): its loop still waits for the clock, first to start (`wait_until_started`),
+then for one period (`sleep_for`), then a period per cycle. So until the first command arrives the
+plant runs one period every `republish_after` s of wall time (start-up: the drives hold where
+they are), which lets the controller manager come up; from the first command on, lock-step.
+
+Wall time enters only as guards, never into the simulation once commands flow:
 - `republish_after` (s) without a command: /clock t_k again (best effort, rclcpp's ClockQoS, a
   sample can be lost; one the controller manager already had changes nothing: its sleep wakes on
-  a forward jump only). Also what starts the loop when the controller manager comes up after us.
+  a forward jump only).
 - `dead_after` (s) without a command once the loop ran: the controller manager is taken as dead.
   The drives are stopped (the hardware's stop, with the reason) and the plant runs on the wall
   clock (`free_run`) so that the stop plays out and the states keep coming; a command that arrives
   after that puts the plant back in lock-step (the stop stays latched until acknowledged).
-Before the first command the plant is paused (nothing simulated happens in no simulated time).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ class GuardAction:
 
     republish: bool = False  # publish /clock t_k (and the joint states) again
     stop_reason: str | None = None  # stop every drive with this reason (once, when found dead)
-    free_run: int = 0  # control periods to run now on the wall clock (controller manager dead)
+    periods: int = 0  # control periods to run now (start-up, or a dead controller manager's free run)
 
 
 @dataclass
@@ -103,7 +108,7 @@ class Lockstep:
         if self._free_run_from is not None:
             start_wall, start_periods = self._free_run_from
             due = int((wall - start_wall) / (self.period_ns * 1e-9)) - (self.periods - start_periods)
-            return GuardAction(republish=False, free_run=max(min(due, 100), 0))
+            return GuardAction(periods=max(min(due, 100), 0))
         if self._last_command is not None and wall - self._last_command >= self.dead_after:
             self.dead = True
             self._free_run_from = (wall, self.periods)
@@ -115,6 +120,8 @@ class Lockstep:
             )
         if wall - self._last_activity >= self.republish_after:
             self._last_activity = wall
+            if self._last_command is None:  # start-up: a period, for the controller manager's clock
+                return GuardAction(periods=1)
             self.republished += 1
             return GuardAction(republish=True)
         return GuardAction()

@@ -33,11 +33,13 @@ Time of the simulated plant, two ways:
   joint states and then /clock t_k; ros2_control_node runs its cycle at t_k and writes the command
   of period k; when it arrives the plant runs period k, and so on. The plant never runs without
   its period's command, so a slow machine slows the simulation and never changes its result.
-  Wall time is only a guard: /clock is sent again after `lockstep_republish` s (default 0.05)
-  without a command (a lost best-effort sample, a controller manager that starts after us), and
+  Until the first command (the controller manager starting) the plant runs a period every
+  `lockstep_republish` s (default 0.05) of wall time: its loop needs the clock to move to start.
+  From then on wall time is only a guard: /clock is sent again after `lockstep_republish` s
+  without a command (a lost best-effort sample), and
   after `lockstep_timeout` s (default 10) without one the controller manager is taken as dead:
   every drive is stopped with that reason and the plant runs on the wall clock until commands
-  come back. Before the first command the plant is paused.
+  come back.
 
 Services (std_srvs/Trigger), the hardware component's lifecycle (bridge.drive_bridge):
 /quirobot/drives/acknowledge_stop (clear a latched stop: every drive's fault reset, logged),
@@ -252,10 +254,14 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
 
     def on_lockstep_guard() -> None:
         action = lockstep.on_guard(time.monotonic())
+        import os
+
+        if os.environ.get("QUIROBOT_LOCKSTEP_DEBUG") and lockstep.republished % 20 == 1 and action.republish:
+            node.get_logger().warning(f"DEBUG lockstep {lockstep}")
         if action.stop_reason is not None:
             bridge.hardware.stop(action.stop_reason)
-        if action.free_run or action.stop_reason is not None or action.republish:
-            advance(action.free_run)
+        if action.periods or action.stop_reason is not None or action.republish:
+            advance(action.periods)
 
     def lifecycle_service(action):
         def serve(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
