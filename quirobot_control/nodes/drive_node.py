@@ -50,6 +50,12 @@ command must be near it), /quirobot/drives/disable (deactivate: inverters off, b
 start-up (the hardware refuses to enable them until /quirobot/drives/home has run); by default the
 simulated drives have absolute encoders and start homed, and real drives report their own.
 
+Controllers stop with the drives (bridge.controller_stopper, as the UR driver's
+controller_stopper): when the drives stop or are disabled, the controllers of `stop_controllers`
+(default joint_trajectory_controller, drill_feed_controller) are deactivated through
+/controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
+deactivation; the reason is on /quirobot/drive_stop); /quirobot/drives/enable reactivates them.
+
 Outputs: a stop (a safety stop, the command watchdog, a drive fault) is logged once as an error
 line "drives stopped: <reason>" and published on /quirobot/drive_stop (std_msgs/String, latched);
 /quirobot/drives/state (quirobot/msg/DrivesState, latched: lifecycle, enabled, homed, the
@@ -82,6 +88,7 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     from std_srvs.srv import Trigger
 
     from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
+    from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS
     from quirobot_control.bridge.diagnostics import drive_diagnostics
     from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
     from quirobot_control.loop.control_config import control_configuration
@@ -107,6 +114,9 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     lockstep_timeout = float(node.declare_parameter("lockstep_timeout", 10.0).value)
     lockstep_republish = float(node.declare_parameter("lockstep_republish", 0.05).value)
     homing = bool(node.declare_parameter("homing", False).value)
+    stopped_controllers = list(
+        node.declare_parameter("stop_controllers", list(DEFAULT_STOPPED_CONTROLLERS)).value
+    )
 
     def shut_down() -> None:
         node.destroy_node()
@@ -212,8 +222,11 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             reported["state"] = key
             publish_status()
 
+    stop_controllers = _controller_stopper(node, stopped_controllers)
+
     def publish_status(status=None) -> None:
         status = status or bridge.status()
+        stop_controllers(status.enabled, status.stop_reason)
         state = DrivesState()
         state.stamp = stamp()
         state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
@@ -254,10 +267,6 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
 
     def on_lockstep_guard() -> None:
         action = lockstep.on_guard(time.monotonic())
-        import os
-
-        if os.environ.get("QUIROBOT_LOCKSTEP_DEBUG") and lockstep.republished % 20 == 1 and action.republish:
-            node.get_logger().warning(f"DEBUG lockstep {lockstep}")
         if action.stop_reason is not None:
             bridge.hardware.stop(action.stop_reason)
         if action.periods or action.stop_reason is not None or action.republish:
@@ -318,6 +327,46 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             node.get_logger().warning(f"shutdown: {problem}")
         shut_down()
     return 0
+
+
+def _controller_stopper(node, controllers: list[str]):
+    """The controllers stop with the drives (bridge.controller_stopper): a callable of the drives'
+    (enabled, stop_reason) that asks /controller_manager/switch_controller, never waiting for it
+    (the controller manager switches in its update loop, which the simulated plant's clock drives)."""
+    from controller_manager_msgs.srv import SwitchController
+
+    from quirobot_control.bridge.controller_stopper import ControllerStopper
+
+    stopper = ControllerStopper(controllers)
+    client = node.create_client(SwitchController, "/controller_manager/switch_controller")
+
+    def answered(switch, future) -> None:
+        response = future.result() if future.exception() is None else None
+        ok = response is not None and response.ok
+        stopper.done(switch, ok)
+        verb = "activated" if switch.activate else "deactivated"
+        if ok:
+            node.get_logger().info(f"controllers {verb} ({switch.reason}): {', '.join(switch.controllers)}")
+        else:
+            why = response.message if response is not None else str(future.exception())
+            node.get_logger().warning(f"controllers not {verb} ({switch.reason}): {why or 'refused'}")
+
+    def update(enabled: bool, stop_reason: str | None) -> None:
+        if stopper.pending is None and not client.service_is_ready():
+            return  # no controller manager yet: nothing to switch, asked again on the next state
+        switch = stopper.update(enabled, stop_reason)
+        if switch is None:
+            return
+        request = SwitchController.Request()
+        names = list(switch.controllers)
+        request.activate_controllers, request.deactivate_controllers = (
+            (names, []) if switch.activate else ([], names)
+        )
+        request.strictness = SwitchController.Request.BEST_EFFORT  # the feed controller only with the drill
+        future = client.call_async(request)
+        future.add_done_callback(lambda done: answered(switch, done))
+
+    return update
 
 
 def _time_message(nanoseconds: int):
