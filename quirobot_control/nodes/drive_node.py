@@ -56,6 +56,12 @@ controller_stopper): when the drives stop or are disabled, the controllers of `s
 /controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
 deactivation; the reason is on /quirobot/drive_stop); /quirobot/drives/enable reactivates them.
 
+The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
+task_node publishes it at a goal's start and end) sets the bridge's drilling monitor and virtual
+fixtures (bridge.drilling_context): with a task file the whole monitor (thrust limit,
+breakthrough from its far cortex, spindle interlock) and its no-go zones every cycle; without
+one breakthrough from the measured thrust alone; without a context the thrust limit only.
+
 Outputs: a stop (a safety stop, the command watchdog, a drive fault) is logged once as an error
 line "drives stopped: <reason>" and published on /quirobot/drive_stop (std_msgs/String, latched);
 /quirobot/drives/state (quirobot/msg/DrivesState, latched: lifecycle, enabled, homed, the
@@ -311,6 +317,7 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
         node.create_timer(LOCKSTEP_GUARD_TICK, on_lockstep_guard)
         advance(0)  # t_0: the first clock sample, the controller manager's first cycle
         node.get_logger().info("simulated clock: lock-step with the controller manager")
+    _drilling_context_subscription(node, bridge)
     node.create_timer(1.0, publish_status)
     publish_status()
     try:
@@ -327,6 +334,34 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             node.get_logger().warning(f"shutdown: {problem}")
         shut_down()
     return 0
+
+
+def _drilling_context_subscription(node, bridge) -> None:
+    """/quirobot/drilling_context (msg/DrillingContext, latched) into the bridge's drilling monitor
+    and fixtures (bridge.drilling_context); a context it cannot use is logged in one line and the
+    previous one stays in force."""
+    from quirobot.msg import DrillingContext
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+
+    from quirobot_control.bridge.drilling_context import HoleContext
+
+    def on_context(message: DrillingContext) -> None:
+        try:
+            context = HoleContext(
+                active=bool(message.active),
+                entry=[message.entry.x, message.entry.y, message.entry.z],
+                direction=[message.direction.x, message.direction.y, message.direction.z],
+                depth=float(message.depth),
+                feed_rate=float(message.feed_rate),
+                max_thrust=float(message.max_thrust),
+                task=message.task,
+            )
+            node.get_logger().info(bridge.set_drilling_context(context))
+        except ValueError as error:
+            node.get_logger().error(f"drilling context refused: {' '.join(str(error).split())}")
+
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    node.create_subscription(DrillingContext, "/quirobot/drilling_context", on_context, latched)
 
 
 def _controller_stopper(node, controllers: list[str]):
