@@ -131,7 +131,7 @@ def test_the_spindle_interlock_refuses_a_feed_towards_the_bone_before_the_spindl
 
 
 @pytest.mark.slow
-def test_far_cortex_breakthrough_holds_the_feed(parameters, control):
+def test_far_cortex_breakthrough_holds_the_feed(parameters, control, tmp_path):
     """The shipped bone laid along the feed axis, drilled at 2.5 mm/s past its far cortex: the
     bridge's monitor (armed from the task file's far cortex) ends the feed within 0.5 mm past the
     far surface (issue 8's aim) and holds it there while the command goes on; no stop latched."""
@@ -145,7 +145,14 @@ def test_far_cortex_breakthrough_holds_the_feed(parameters, control):
         for k in range(50):  # the spindle up to speed before the feed
             bridge.command(list(AXES), START, now=k * bridge.dt)
             bridge.step(k * bridge.dt)
-        bridge.set_drilling_context(dataclasses.replace(context(entry, axis, "incision"), feed_rate=0.0025))
+        # The incision's bone without its zones: the test bone lies wherever the arm stands.
+        raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
+        raw.pop("no_go_zones")
+        raw.pop("entry_speed_limit")
+        task_file = tmp_path / "bone_only.yaml"
+        task_file.write_text(yaml.safe_dump(raw))
+        hole = dataclasses.replace(context(entry, axis, str(task_file)), feed_rate=0.0025)
+        assert "breakthrough armed from the task's far cortex" in bridge.set_drilling_context(hole)
         spin_up = 50 + round(1.0 / bridge.dt)
         for k in range(50, spin_up):
             bridge.command(list(AXES), START, now=k * bridge.dt)
