@@ -5,7 +5,10 @@ Over DDS, with the controller manager's list_controllers as the witness:
 1. /quirobot/drives/disable deactivates joint_trajectory_controller and drill_feed_controller
    (the joint_state_broadcaster stays active); /quirobot/drives/enable reactivates them;
 2. a fault of the feed drive deactivates them (and an arm goal in progress ends unsuccessful);
-   they stay inactive after acknowledge_stop and come back with enable.
+   they stay inactive after acknowledge_stop and come back with enable;
+3. a drilling context (published by the test, as task_node does at a goal's start: latched
+   /quirobot/drilling_context) whose task file has a no-go zone around the tool where it stands:
+   drive_node's per-cycle fixtures stop the drives naming the zone, and the controllers stop.
 CI's ROS tier: `.ci/ros-tier -k controller_stopper`.
 """
 
@@ -30,6 +33,10 @@ from rclpy.action import ActionClient  # noqa: E402
 from ros_graph import GraphClient  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
+from quirobot_control.planning.tasks import Kinematics  # noqa: E402
+from quirobot_description.data_files import find_data_file  # noqa: E402
+from quirobot_description.parameters import AXES, load_parameters  # noqa: E402
+from quirobot_kinematics import KinematicModel  # noqa: E402
 
 MOVING = ("joint_trajectory_controller", "drill_feed_controller")
 ARM = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
@@ -138,3 +145,49 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
         self.assertEqual([states[name] for name in MOVING], ["inactive", "inactive"], states)
         self.trigger("/quirobot/drives/enable")
         self.wait_states({name: "active" for name in CONTROLLERS}, "the controllers reactivated on enable")
+
+    def test_3_a_drilling_contexts_no_go_zone_stops_the_drives(self) -> None:
+        import tempfile
+        from pathlib import Path
+
+        import numpy as np
+        import yaml
+        from quirobot.msg import DrillingContext
+        from ros_graph import LATCHED
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+
+        self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
+        state = self.graph.next_message(JointState, STATES, timeout=60.0)
+        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in AXES])
+        tip = Kinematics(KinematicModel.from_parameters(load_parameters())).tip(q)
+        raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
+        raw["no_go_zones"] = [
+            {
+                "name": "test_zone_around_the_tool",
+                "shape": "box",
+                "center": {"value": [float(v) for v in tip], "unit": "m", "source": "test"},
+                "size": {"value": [0.05, 0.05, 0.05], "unit": "m", "source": "test"},
+            }
+        ]
+        with tempfile.TemporaryDirectory() as directory:
+            task_file = Path(directory) / "zone.yaml"
+            task_file.write_text(yaml.safe_dump(raw))
+            stops = self.graph.messages(String, "/quirobot/drive_stop", LATCHED)
+            publisher = self.graph.node.create_publisher(
+                DrillingContext, "/quirobot/drilling_context", LATCHED
+            )
+            context = DrillingContext(
+                active=True, depth=0.02, feed_rate=0.0015, max_thrust=60.0, task=str(task_file)
+            )
+            context.entry.x, context.entry.y, context.entry.z = (float(v) for v in tip)
+            context.direction.z = -1.0
+            publisher.publish(context)
+            self.graph.spin_until(
+                lambda: any("test_zone_around_the_tool" in m.data for m in stops),
+                60.0,
+                "a stop naming the zone",
+            )
+        self.wait_states(
+            {name: "inactive" for name in MOVING}, "the controllers deactivated on the fixture stop"
+        )
