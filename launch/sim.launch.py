@@ -38,11 +38,12 @@ def generate_launch_description() -> LaunchDescription:
     task_node = Node(
         package="quirobot",
         executable="task_node",
-        # The plant's clock: the controllers' trajectories start on it, so a stalled simulation
-        # no longer opens a following error. What remains is the joint states' lag at the
-        # controllers, in plant time: about one drive_node tick (median 9 ms measured under load,
-        # peaks of 40 ms); tracking_lag keeps those peaks within half the path tolerances.
-        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0}],
+        # The plant's clock, in lock-step with the controller manager (bridge.lockstep): the joint
+        # states reach the controllers one or two periods (1-2 ms of plant time) after they were
+        # measured, whatever the load; tracking_lag 10 ms keeps speed x lag within half the path
+        # tolerances with margin (it was 40 ms for the wall-clock plant's peaks). start_delay: the
+        # goal reaches the controllers within a few cycles of plant time (the plant waits for them).
+        parameters=[{"use_sim_time": True, "tracking_lag": 0.01, "start_delay": 1.0}],
         output="screen",
     )
     return LaunchDescription(
