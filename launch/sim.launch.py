@@ -40,11 +40,11 @@ def generate_launch_description() -> LaunchDescription:
         executable="task_node",
         # The plant's clock, in lock-step with the controller manager (bridge.lockstep): the joint
         # states reach the controllers one or two periods (1-2 ms of plant time) after they were
-        # measured, whatever the load; what tracking_lag must cover is the drives' own following
-        # error: 20 ms (10 ms let the feed's 10 mm/s retract reach its 0.2 mm path tolerance; it
-        # was 40 ms for the wall-clock plant's peaks). start_delay: the goal reaches the
-        # controllers within a few cycles of plant time (the plant waits for them).
-        parameters=[{"use_sim_time": True, "tracking_lag": 0.02, "start_delay": 1.0}],
+        # measured, whatever the load. What tracking_lag must cover is the drives' own following
+        # error on the ROS path (no feed-forward): 40 ms (20 ms let gantry_z reach 1.025 mm against
+        # its 1 mm path tolerance in the approach, 10 ms the feed's retract its 0.2 mm).
+        # start_delay: the goal reaches the controllers within a few cycles of plant time.
+        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 1.0}],
         output="screen",
     )
     return LaunchDescription(
