@@ -43,8 +43,9 @@ def generate_launch_description() -> LaunchDescription:
         # measured, whatever the load. What tracking_lag must cover is the drives' own following
         # error on the ROS path (no feed-forward): 40 ms (20 ms let gantry_z reach 1.025 mm against
         # its 1 mm path tolerance in the approach, 10 ms the feed's retract its 0.2 mm).
-        # start_delay: the goal reaches the controllers within a few cycles of plant time.
-        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 1.0}],
+        # start_delay 4 s of plant time for the controllers to accept both goals (1 s was too
+        # short in the load test: an action round trip takes seconds of wall time under load).
+        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0}],
         output="screen",
     )
     return LaunchDescription(
