@@ -104,4 +104,3 @@ def test_bad_guards_are_refused():
         shipped_lockstep(republish_after=5.0, dead_after=1.0)
     with pytest.raises(ValueError, match="period"):
         Lockstep(period_ns=0, epoch_ns=EPOCH_NS)
-
