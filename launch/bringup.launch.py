@@ -29,6 +29,11 @@ from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
 from quirobot_description.launch_description import robot_description_parameter
 from quirobot_description.urdf import TOOLS
 
+#: The spawners wait this long (s of wall time) for the controller manager's loop to switch a
+#: controller (default 5 s): with sim_clock the loop runs on drive_node's clock, which a loaded
+#: machine starts late and runs slowly (a 5 s wait failed the broadcaster's activation there).
+SWITCH_TIMEOUT = ["--switch-timeout", "60"]
+
 #: The hardware bringup runs under ros2_control_node (Gazebo brings its own: gazebo.launch.py).
 HARDWARE = ("mock", "real")
 
@@ -58,17 +63,22 @@ def generate_launch_description() -> LaunchDescription:
     broadcaster = Node(
         package="controller_manager",
         executable="spawner",
-        arguments=["joint_state_broadcaster", "--controller-manager", "/controller_manager"],
+        arguments=["joint_state_broadcaster", "--controller-manager", "/controller_manager", *SWITCH_TIMEOUT],
     )
     arm_controller = Node(
         package="controller_manager",
         executable="spawner",
-        arguments=["joint_trajectory_controller", "--controller-manager", "/controller_manager"],
+        arguments=[
+            "joint_trajectory_controller",
+            "--controller-manager",
+            "/controller_manager",
+            *SWITCH_TIMEOUT,
+        ],
     )
     feed_controller = Node(
         package="controller_manager",
         executable="spawner",
-        arguments=["drill_feed_controller", "--controller-manager", "/controller_manager"],
+        arguments=["drill_feed_controller", "--controller-manager", "/controller_manager", *SWITCH_TIMEOUT],
         condition=IfCondition(EqualsSubstitution(tool, "drill")),
     )
     drive_node = Node(

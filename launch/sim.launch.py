@@ -38,10 +38,13 @@ def generate_launch_description() -> LaunchDescription:
     task_node = Node(
         package="quirobot",
         executable="task_node",
-        # The plant's clock: the controllers' trajectories start on it, so a stalled simulation
-        # no longer opens a following error. What remains is the joint states' lag at the
-        # controllers, in plant time: about one drive_node tick (median 9 ms measured under load,
-        # peaks of 40 ms); tracking_lag keeps those peaks within half the path tolerances.
+        # The plant's clock, in lock-step with the controller manager (bridge.lockstep): the joint
+        # states reach the controllers one or two periods (1-2 ms of plant time) after they were
+        # measured, whatever the load. What tracking_lag must cover is the drives' own following
+        # error on the ROS path (no feed-forward): 40 ms (20 ms let gantry_z reach 1.025 mm against
+        # its 1 mm path tolerance in the approach, 10 ms the feed's retract its 0.2 mm).
+        # start_delay 4 s of plant time for the controllers to accept both goals (1 s was too
+        # short in the load test: an action round trip takes seconds of wall time under load).
         parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0}],
         output="screen",
     )

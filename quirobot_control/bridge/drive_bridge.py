@@ -41,13 +41,19 @@ time.monotonic()): the watchdog measures the age of the last command on it, and 
 periods counted since, whichever is larger, so neither a late loop nor a frozen clock hides a
 stale command stream; a non-finite clock stops every drive.
 
-Process safety: with a drill feed among the joints, each active period after write runs the thrust
-limit of loop.drilling_monitor on the feed drive's measured effort (`thrust_monitor`,
-DrillingMonitorSettings.thrust_limit_only; the commanded acceleration is the safety layer's
-filtered feed command's): a filtered thrust estimate above tools.drill.thrust_limit stops every
-drive (the hardware's category 1 stop) with the monitor's reason, so a stalled feed does not push
-at its current limit. Not on this path yet: far-cortex breakthrough detection (needs the goal's
-far-cortex depth) and the spindle interlock (no spindle state here).
+Process safety: with a drill feed among the joints, each active period after write runs
+loop.drilling_monitor on the feed drive's measured effort (`thrust_monitor`; the commanded
+acceleration is the safety layer's filtered feed command's). What it watches comes from the hole
+being drilled (`set_drilling_context`, bridge.drilling_context: drive_node passes task_node's
+/quirobot/drilling_context): without one the thrust limit alone, on the feed position; with one
+the whole monitor, as `quirobot simulate` runs it: thrust limit (the goal's max_thrust if lower),
+far-cortex breakthrough (armed from the task file's far cortex, or from the entry without a bone
+model), the spindle interlock (the backend's `spindle` model if it has one, else taken as at
+speed: no spindle drive on the bus), on the tip's depth along the hole (FK of the measured
+joints); and the task file's virtual fixtures every cycle (QuirobotHardware.set_fixtures). A
+fault (thrust limit, spindle) stops every drive (the hardware's category 1 stop) with the
+monitor's reason; a breakthrough holds the feed where it is (the drilling's success) until the
+feed is commanded back (a retract) or the context ends.
 
 Lifecycle from outside (drive_node's services): `acknowledge_stop(note)` clears a latched stop
 through the hardware's acknowledge_stop (the drives' faults reset, logged), `enable(now)` activates
@@ -75,11 +81,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quirobot_control.axes.virtual_fixtures import ToolGeometry, tip_positions
 from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
+from quirobot_control.bridge.drilling_context import HoleContext, HoleSetup, hole_setup
 from quirobot_control.drives.interface import Drive
 from quirobot_control.loop.control_config import ControlConfig
-from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
+from quirobot_control.loop.drilling_monitor import DrillingMonitor
 from quirobot_control.loop.hardware import (
     CallbackReturn,
     HardwareError,
@@ -239,8 +247,12 @@ class DriveBridge:
         self._closed = False
         # The last command accepted: joint names, positions, velocities, receipt time (s).
         self._command: tuple[tuple[str, ...], list[float], list[float], float] | None = None
-        #: The feed's thrust limit (module docstring); None without a feed (arthroscope).
+        #: The hole being drilled (set_drilling_context) and the feed's drilling monitor from it
+        #: (module docstring); no monitor without a feed (arthroscope).
+        self.hole: HoleSetup = hole_setup(None, params, control)
         self.thrust_monitor = self._new_thrust_monitor()
+        self._tool = ToolGeometry.from_parameters(params)
+        self._feed_hold: float | None = None  # m: the feed held here after a breakthrough
         try:
             self.hardware = self._start_hardware(now)
         except BaseException:
@@ -275,31 +287,85 @@ class DriveBridge:
     def _new_thrust_monitor(self) -> DrillingMonitor | None:
         if FEED_JOINT not in self.names:
             return None
-        settings = DrillingMonitorSettings.thrust_limit_only(
-            self.params.drilling.safety, self.params.drill, self.control.joint(FEED_JOINT).effective_inertia
-        )
-        return DrillingMonitor(settings)
+        return DrillingMonitor(self.hole.settings)
+
+    def set_drilling_context(self, context: HoleContext | None) -> str:
+        """Drill the hole of `context` from the next period on (None or not active: no hole): the
+        monitor and the fixtures of bridge.drilling_context.hole_setup, the backend's spindle
+        switched on with an active context and off without. What is now watched, as text.
+        ValueError (naming the task file) leaves the previous context in force."""
+        setup = hole_setup(context, self.params, self.control)
+        self.hole = setup
+        self.thrust_monitor = self._new_thrust_monitor()
+        self._feed_hold = None
+        self.hardware.set_fixtures(setup.fixtures)
+        spindle = getattr(self.backend, "spindle", None)
+        if spindle is not None:
+            if setup.context is not None and not spindle.stalled:
+                spindle.switch_on()
+            elif setup.context is None:
+                spindle.switch_off()
+        if setup.context is None:
+            text = "drilling context: none (thrust limit only, on the feed position)"
+        else:
+            s = setup.settings
+            cortex = "the task's far cortex" if setup.bone_model else "the entry (no bone model)"
+            zones = len(setup.fixtures.zones) if setup.fixtures is not None else 0
+            text = (
+                f"drilling context: thrust limit {s.thrust_limit:.1f} N, breakthrough armed from {cortex} "
+                f"at {s.arm_depth * 1e3:.2f} mm, spindle interlock, {zones} no-go zone(s)"
+            )
+        self.events.append(text)
+        return text
+
+    def _feed_depth(self) -> float:
+        """The monitor's depth (m): the tip past the entry along the hole (FK of the measured
+        joints) with a context, else the feed joint's position."""
+        hw, context = self.hardware, self.hole.context
+        if context is None:
+            return hw.state(FEED_JOINT, "position")
+        q = np.array([[hw.state(name, "position") if name in self.names else 0.0 for name in AXES]])
+        return float((tip_positions(q, self._tool)[0] - context.entry) @ context.direction)
 
     def _run_thrust_monitor(self, velocity_before: float | None) -> None:
-        """The thrust limit on the feed's measured effort this period; a trip stops every drive."""
+        """The drilling monitor this period; a fault stops every drive, a breakthrough holds the
+        feed (module docstring)."""
         monitor, hw = self.thrust_monitor, self.hardware
         if monitor is None or velocity_before is None or hw.lifecycle is not LifecycleState.ACTIVE:
             return
         feed = next(j for j in hw.joints if j.name == FEED_JOINT)
         commanded = feed.last_velocity_command  # the safety layer's filtered command, m/s
+        spindle = getattr(self.backend, "spindle", None)
         event = monitor.update(
             self.time,
             self.dt,
-            depth=feed.state["position"],
+            depth=self._feed_depth(),
             effort=feed.state["effort"],
             velocity=feed.state["velocity"],
             commanded_velocity=commanded,
             commanded_acceleration=(commanded - velocity_before) / self.dt,
-            spindle_at_speed=True,  # no spindle state on this path: its interlock is disarmed
-            spindle_stalled=False,
+            spindle_at_speed=spindle.at_speed if spindle is not None else True,
+            spindle_stalled=spindle.stalled if spindle is not None else False,
+            spindle_reason=spindle.stall_reason if spindle is not None else None,
         )
-        if event is not None:
+        if event is None:
+            return
+        if not event.success:
             hw.stop(event.message)
+        elif self._feed_hold is None:
+            self._feed_hold = feed.state["position"]
+            self.events.append(f"{event.message}: the feed holds at {self._feed_hold * 1e3:.2f} mm")
+
+    def _hold_feed_after_breakthrough(self) -> None:
+        """After a breakthrough the feed holds until it is commanded back (a retract)."""
+        if self._feed_hold is None or self._command is None:
+            return
+        names, _, velocity, _ = self._command
+        if FEED_JOINT in names and velocity[names.index(FEED_JOINT)] < 0.0:
+            self._feed_hold = None  # the retract: the controller's commands again
+            return
+        self.hardware.set_command(FEED_JOINT, "position", self._feed_hold)
+        self.hardware.set_command(FEED_JOINT, "velocity", 0.0)
 
     def _holding_efforts(self) -> Callable[[np.ndarray], np.ndarray]:
         """q (n,) of this bridge's joints -> efforts (n,) holding them against gravity (the
@@ -382,6 +448,7 @@ class DriveBridge:
         active = hw.lifecycle is LifecycleState.ACTIVE
         if active:
             self._hold_command_first_order(now)
+            self._hold_feed_after_breakthrough()
             feed_velocity = next((j.last_velocity_command for j in hw.joints if j.name == FEED_JOINT), None)
             hw.read(now, self.dt)
             hw.write(now, self.dt)
@@ -390,7 +457,16 @@ class DriveBridge:
             self._home_one_period(now)
         self.backend.after_write()
         self.time += self.dt
+        return self.sample(active)
+
+    def sample(self, active: bool | None = None) -> JointStateSample:
+        """The joint state as the last period left it (running none): the hardware's state
+        interfaces if `active` (default: the hardware is active now), else the drives' own
+        feedback."""
+        hw = self.hardware
         keys = ("position", "velocity", "effort")
+        if active is None:
+            active = hw.lifecycle is LifecycleState.ACTIVE
         if active:
             state = {key: [hw.state(n, key) for n in self.names] for key in keys}
         else:
@@ -447,6 +523,7 @@ class DriveBridge:
         self._command = None
         self._noted.clear()
         self.thrust_monitor = self._new_thrust_monitor()  # its latched fault was acknowledged
+        self._feed_hold = None
         self.events.append("enabled: waiting for the first controller command near the measured pose")
         if hw.write(now, self.dt) is not ReturnType.OK:  # the holding currents at once (see start-up)
             raise BridgeError(f"activation failed: {hw.stop_reason}")

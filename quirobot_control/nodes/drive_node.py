@@ -29,21 +29,17 @@ Time of the simulated plant, two ways:
   tick (a late tick catches up). Under load the plant can fall behind the controllers, which run
   on the wall clock: a following error of speed x lag.
 - `publish_clock` true (sim.launch.py, with use_sim_time on the controller manager and the task
-  node): the plant's time is the ROS time. drive_node publishes /clock (rosgraph_msgs/Clock) after
-  every tick; ros2_control_node, on sim time, runs a cycle per period of that clock, so the
-  trajectory controllers sample their trajectories at the plant's time. The plant runs with the
-  wall clock (up to 10 periods a tick; time it could not run is dropped, not caught up), but never
-  more than `command_window` (default 0.01 s) of plant time past the last command received: under
-  load the simulation slows down instead of running on stale commands, and the controllers'
-  following error stays below speed x command_window (the bridge holds each command to first
-  order: position + velocity x its age, from its stamp). Waiting, the plant runs one period more
-  every NUDGE_AFTER without a command (a clock sample the controller manager missed would hold
-  it, and so the plant), never as far as the watchdog's hold. A strict lockstep (a period per command)
-  was tried: it deadlocked now and then (a controller-manager cycle waiting for a clock sample
-  that waited for its command) and ran at 4 % of real time on a loaded machine. Without a
-  command for `lockstep_timeout` s of wall time (default 1: no controller manager yet, or a
-  dead one) the plant runs on regardless, so the command watchdog (on the plant's clock then)
-  still stops the drives on a lost stream.
+  node): lock-step on the simulated clock (bridge.lockstep.Lockstep). drive_node publishes the
+  joint states and then /clock t_k; ros2_control_node runs its cycle at t_k and writes the command
+  of period k; when it arrives the plant runs period k, and so on. The plant never runs without
+  its period's command, so a slow machine slows the simulation and never changes its result.
+  Until the first command (the controller manager starting) the plant runs a period every
+  `lockstep_republish` s (default 0.05) of wall time: its loop needs the clock to move to start.
+  From then on wall time is only a guard: /clock is sent again after `lockstep_republish` s
+  without a command (a lost best-effort sample), and
+  after `lockstep_timeout` s (default 10) without one the controller manager is taken as dead:
+  every drive is stopped with that reason and the plant runs on the wall clock until commands
+  come back.
 
 Services (std_srvs/Trigger), the hardware component's lifecycle (bridge.drive_bridge):
 /quirobot/drives/acknowledge_stop (clear a latched stop: every drive's fault reset, logged),
@@ -53,6 +49,18 @@ command must be near it), /quirobot/drives/disable (deactivate: inverters off, b
 `homing` (default false; simulated backend): drives with incremental encoders, not homed at
 start-up (the hardware refuses to enable them until /quirobot/drives/home has run); by default the
 simulated drives have absolute encoders and start homed, and real drives report their own.
+
+Controllers stop with the drives (bridge.controller_stopper, as the UR driver's
+controller_stopper): when the drives stop or are disabled, the controllers of `stop_controllers`
+(default joint_trajectory_controller, drill_feed_controller) are deactivated through
+/controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
+deactivation; the reason is on /quirobot/drive_stop); /quirobot/drives/enable reactivates them.
+
+The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
+task_node publishes it at a goal's start and end) sets the bridge's drilling monitor and virtual
+fixtures (bridge.drilling_context): with a task file the whole monitor (thrust limit,
+breakthrough from its far cortex, spindle interlock) and its no-go zones every cycle; without
+one breakthrough from the measured thrust alone; without a context the thrust limit only.
 
 Outputs: a stop (a safety stop, the command watchdog, a drive fault) is logged once as an error
 line "drives stopped: <reason>" and published on /quirobot/drive_stop (std_msgs/String, latched);
@@ -68,7 +76,6 @@ are released; the node exits with status 0.
 
 from __future__ import annotations
 
-import math
 import signal
 import sys
 import time
@@ -87,6 +94,7 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     from std_srvs.srv import Trigger
 
     from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
+    from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS
     from quirobot_control.bridge.diagnostics import drive_diagnostics
     from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
     from quirobot_control.loop.control_config import control_configuration
@@ -109,9 +117,12 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     simulated_bone = node.declare_parameter("simulated_bone", "").value
     fault_injection = bool(node.declare_parameter("test_fault_injection", False).value)
     publish_clock = bool(node.declare_parameter("publish_clock", False).value)
-    lockstep_timeout = float(node.declare_parameter("lockstep_timeout", 1.0).value)
-    command_window = float(node.declare_parameter("command_window", 0.01).value)
+    lockstep_timeout = float(node.declare_parameter("lockstep_timeout", 10.0).value)
+    lockstep_republish = float(node.declare_parameter("lockstep_republish", 0.05).value)
     homing = bool(node.declare_parameter("homing", False).value)
+    stopped_controllers = list(
+        node.declare_parameter("stop_controllers", list(DEFAULT_STOPPED_CONTROLLERS)).value
+    )
 
     def shut_down() -> None:
         node.destroy_node()
@@ -133,9 +144,6 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             shut_down()
             return 0
         description = received[0]
-    # The plant's clock (publish_clock): `epoch` (wall time at start, s) + periods * dt, so that
-    # stamps look like times; the bridge's clock is the periods run (s).
-    sim = {"epoch": time.time(), "periods": 0}
     try:
         params = load_parameters()
         control = control_configuration(params)
@@ -147,6 +155,9 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
                 "simulated_bone, test_fault_injection, publish_clock and homing are for the simulated "
                 "backend (real drives report whether they are homed)"
             )
+        # The plant's clock in lock-step with the controller manager (publish_clock), from a
+        # whole second of wall time so that stamps look like times.
+        lockstep = _lockstep(control.dt, lockstep_republish, lockstep_timeout) if publish_clock else None
         start = 0.0 if publish_clock else time.monotonic()
         bridge = open_bridge(
             backend_name, params, control, description, now=start, can=can, absolute_encoders=not homing
@@ -159,31 +170,31 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
         return 1
     node.get_logger().info(f"drives up ({backend_name} backend): {', '.join(bridge.names)}")
     publisher = node.create_publisher(JointState, states_topic, qos_profile_sensor_data)
-    reported = {"stop": None, "events": 0, "safety": 0, "state": None, "waiting": False}
+    reported = {"stop": None, "events": 0, "safety": 0, "state": None}
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     stop_publisher = node.create_publisher(String, "/quirobot/drive_stop", latched)
     drives_state_publisher = node.create_publisher(DrivesState, "/quirobot/drives/state", latched)
     diagnostics_publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
     clock_publisher = node.create_publisher(Clock, "/clock", 10) if publish_clock else None
-    # Wall-clock pacing of the simulated plant, and (publish_clock) the period of the last command.
-    wall = {"start": time.monotonic(), "periods": 0, "last_command": -math.inf, "command_time": 0.0}
-    wall["nudged"] = -math.inf  # when the plant last ran a period without a command (on_timer)
+    # Wall-clock pacing of the simulated plant without publish_clock.
+    wall = {"start": time.monotonic(), "periods": 0}
 
     def bridge_now() -> float:
-        """The bridge's clock (s): the plant's periods with publish_clock, else the monotonic clock."""
-        return sim["periods"] * control.dt if publish_clock else time.monotonic()
+        """The bridge's clock (s): the plant's time with publish_clock, else the monotonic clock."""
+        return lockstep.seconds if lockstep is not None else time.monotonic()
 
     def stamp():
-        if publish_clock:
-            seconds = sim["epoch"] + sim["periods"] * control.dt
-            return _time_message(seconds)
+        if lockstep is not None:
+            return _time_message(lockstep.stamp_ns)
         return node.get_clock().now().to_msg()
 
     def advance(count: int) -> None:
         """Run `count` control periods, then publish the state (and the clock)."""
+        sample = bridge.sample()
         for _ in range(count):
             sample = bridge.step(bridge_now())
-            sim["periods"] += 1
+            if lockstep is not None:
+                lockstep.ran(1)
         message = JointState()
         message.header.stamp = stamp()
         message.name = list(sample.names)
@@ -217,8 +228,11 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             reported["state"] = key
             publish_status()
 
+    stop_controllers = _controller_stopper(node, stopped_controllers)
+
     def publish_status(status=None) -> None:
         status = status or bridge.status()
+        stop_controllers(status.enabled, status.stop_reason)
         state = DrivesState()
         state.stamp = stamp()
         state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
@@ -238,64 +252,31 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             )
         diagnostics_publisher.publish(array)
 
-    def command_time(message: JointState) -> float:
-        """When the command was computed, on the bridge's clock (s). With publish_clock the
-        controller manager stamps it with the plant's time (its cycle's), a tick or more before
-        it is received here; else its receipt."""
-        now = bridge_now()
-        if not publish_clock:
-            return now
-        stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9 - sim["epoch"]
-        return min(stamp, now) if math.isfinite(stamp) and stamp > 0.0 else now
-
     def on_command(message: JointState) -> None:
-        received = command_time(message)
         try:
             names, position, velocity = list(message.name), list(message.position), list(message.velocity)
-            bridge.command(names, position, velocity, now=received)
+            bridge.command(names, position, velocity, now=bridge_now())
         except BridgeError as error:
             node.get_logger().error(f"command refused: {error}")
-        wall["last_command"], wall["command_time"] = time.monotonic(), received
+        if lockstep is not None:  # this period's command is in: the plant runs it (lock-step)
+            advance(lockstep.on_command(time.monotonic()))
 
     def on_timer() -> None:
         if not simulated:
             advance(1)
             return
-        now = time.monotonic()
-        # The plant's time follows the wall clock, up to 10 periods a tick; further behind (a late
-        # tick under load), the rest is dropped with publish_clock (the clock is the plant's), or
-        # caught up later without it (the controllers' clock is the wall clock then).
-        due = int((now - wall["start"]) / control.dt) - wall["periods"]
-        if publish_clock and due > 10:
-            wall["periods"] += due - 10
-            due = 10
+        # The plant's time follows the wall clock, up to 10 periods a tick (a late tick catches up).
+        due = int((time.monotonic() - wall["start"]) / control.dt) - wall["periods"]
         due = min(max(due, 1), 10)
-        if publish_clock and now - wall["last_command"] < lockstep_timeout:
-            # Not more than command_window of plant time past the last command.
-            age = bridge_now() - wall["command_time"]
-            window = round((command_window - age) / control.dt)
-            if window <= 0:
-                # A clock sample the controller manager missed (/clock is best effort: rclcpp's
-                # ClockQoS) would hold it, and so the plant: after NUDGE_AFTER without a command
-                # the plant runs one period more (a new clock sample), never as far as the
-                # watchdog's hold. (A sample of the same clock a nanosecond later did not help.)
-                if (
-                    now - wall["last_command"] < NUDGE_AFTER
-                    or now - wall["nudged"] < NUDGE_AFTER
-                    or age + 2 * control.dt >= control.watchdog_timeout
-                ):
-                    return
-                wall["nudged"] = now
-                window = 1
-            due = min(due, window)
-            reported["waiting"] = False
-        elif publish_clock and not reported["waiting"] and bridge.started:
-            reported["waiting"] = True
-            node.get_logger().warning(
-                f"no controller command for {lockstep_timeout} s: the plant runs on the wall clock"
-            )
         wall["periods"] += due
         advance(due)
+
+    def on_lockstep_guard() -> None:
+        action = lockstep.on_guard(time.monotonic())
+        if action.stop_reason is not None:
+            bridge.hardware.stop(action.stop_reason)
+        if action.periods or action.stop_reason is not None or action.republish:
+            advance(action.periods)
 
     def lifecycle_service(action):
         def serve(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -320,7 +301,7 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
         node.create_service(Trigger, f"/quirobot/drives/{name}", lifecycle_service(action))
     # The commands: sensor-data QoS (the plugin publishes reliable, depth 1); with publish_clock
     # reliable, since the plant waits for them.
-    command_qos = QoSProfile(depth=1) if publish_clock else qos_profile_sensor_data
+    command_qos = QoSProfile(depth=1) if lockstep is not None else qos_profile_sensor_data
     node.create_subscription(JointState, commands_topic, on_command, command_qos)
     if fault_injection:
 
@@ -330,7 +311,13 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             return response
 
         node.create_service(Trigger, "~/inject_fault", inject_fault)
-    node.create_timer(control.dt, on_timer)
+    if lockstep is None:
+        node.create_timer(control.dt, on_timer)
+    else:  # the plant runs on commands; a wall-clock guard only (bridge.lockstep)
+        node.create_timer(LOCKSTEP_GUARD_TICK, on_lockstep_guard)
+        advance(0)  # t_0: the first clock sample, the controller manager's first cycle
+        node.get_logger().info("simulated clock: lock-step with the controller manager")
+    _drilling_context_subscription(node, bridge)
     node.create_timer(1.0, publish_status)
     publish_status()
     try:
@@ -349,18 +336,96 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     return 0
 
 
-def _time_message(seconds: float):
-    """builtin_interfaces/Time of `seconds` (s since the epoch)."""
+def _drilling_context_subscription(node, bridge) -> None:
+    """/quirobot/drilling_context (msg/DrillingContext, latched) into the bridge's drilling monitor
+    and fixtures (bridge.drilling_context); a context it cannot use is logged in one line and the
+    previous one stays in force."""
+    from quirobot.msg import DrillingContext
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+
+    from quirobot_control.bridge.drilling_context import HoleContext
+
+    def on_context(message: DrillingContext) -> None:
+        try:
+            context = HoleContext(
+                active=bool(message.active),
+                entry=[message.entry.x, message.entry.y, message.entry.z],
+                direction=[message.direction.x, message.direction.y, message.direction.z],
+                depth=float(message.depth),
+                feed_rate=float(message.feed_rate),
+                max_thrust=float(message.max_thrust),
+                task=message.task,
+            )
+            node.get_logger().info(bridge.set_drilling_context(context))
+        except ValueError as error:
+            node.get_logger().error(f"drilling context refused: {' '.join(str(error).split())}")
+
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    node.create_subscription(DrillingContext, "/quirobot/drilling_context", on_context, latched)
+
+
+def _controller_stopper(node, controllers: list[str]):
+    """The controllers stop with the drives (bridge.controller_stopper): a callable of the drives'
+    (enabled, stop_reason) that asks /controller_manager/switch_controller, never waiting for it
+    (the controller manager switches in its update loop, which the simulated plant's clock drives)."""
+    from controller_manager_msgs.srv import SwitchController
+
+    from quirobot_control.bridge.controller_stopper import ControllerStopper
+
+    stopper = ControllerStopper(controllers)
+    client = node.create_client(SwitchController, "/controller_manager/switch_controller")
+
+    def answered(switch, future) -> None:
+        response = future.result() if future.exception() is None else None
+        ok = response is not None and response.ok
+        stopper.done(switch, ok)
+        verb = "activated" if switch.activate else "deactivated"
+        if ok:
+            node.get_logger().info(f"controllers {verb} ({switch.reason}): {', '.join(switch.controllers)}")
+        else:
+            why = response.message if response is not None else str(future.exception())
+            node.get_logger().warning(f"controllers not {verb} ({switch.reason}): {why or 'refused'}")
+
+    def update(enabled: bool, stop_reason: str | None) -> None:
+        if stopper.pending is None and not client.service_is_ready():
+            return  # no controller manager yet: nothing to switch, asked again on the next state
+        switch = stopper.update(enabled, stop_reason)
+        if switch is None:
+            return
+        request = SwitchController.Request()
+        names = list(switch.controllers)
+        request.activate_controllers, request.deactivate_controllers = (
+            (names, []) if switch.activate else ([], names)
+        )
+        request.strictness = SwitchController.Request.BEST_EFFORT  # the feed controller only with the drill
+        future = client.call_async(request)
+        future.add_done_callback(lambda done: answered(switch, done))
+
+    return update
+
+
+def _time_message(nanoseconds: int):
+    """builtin_interfaces/Time of `nanoseconds` (ns since the epoch, exact)."""
     from builtin_interfaces.msg import Time
 
-    whole = math.floor(seconds)
-    nanoseconds = min(int(round((seconds - whole) * 1e9)), 999_999_999)
-    return Time(sec=int(whole), nanosec=nanoseconds)
+    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
 
-#: s of wall time without a new command, the plant waiting for one, after which (and as often) it
-#: runs one period more (publish_clock): a few controller-manager cycles at 1 kHz.
-NUDGE_AFTER = 0.01
+def _lockstep(dt: float, republish_after: float, dead_after: float):
+    """The plant's clock in lock-step (bridge.lockstep) with a period of `dt` s, from now's whole
+    second of wall time."""
+    from quirobot_control.bridge.lockstep import Lockstep
+
+    return Lockstep(
+        period_ns=round(dt * 1e9),
+        epoch_ns=int(time.time()) * 1_000_000_000,
+        republish_after=republish_after,
+        dead_after=dead_after,
+    )
+
+
+#: s of wall time between ticks of the lock-step's guard (publish_clock).
+LOCKSTEP_GUARD_TICK = 0.01
 
 _INTERRUPTED: list[int] = []
 

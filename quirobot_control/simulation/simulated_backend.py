@@ -18,6 +18,7 @@ from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.interface import DriveError
 from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
 from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import AXES, RobotParameters
 
@@ -72,6 +73,9 @@ class SimulatedBackend:
         #: An optional tip force (MujocoPlant.step_period's callback), e.g. a bone's thrust
         #: (simulation.bone_contact.BoneContact).
         self.tip_force: Callable[[float], np.ndarray | None] | None = None
+        #: The drill's spindle (models.spindle, loaded by the bone's thrust): the drive bridge
+        #: switches it on and off with the drilling context and its monitor reads it.
+        self.spindle = Spindle(params.drilling.spindle)
 
     def place_bone(self, task: str) -> None:
         """Put the bone of task `task` (a name or path, planning.tasks.load_task; an incision) in
@@ -92,6 +96,8 @@ class SimulatedBackend:
     def after_write(self) -> None:
         """One control period of drive electronics and physics (MujocoPlant.step_period)."""
         self.plant.step_period(self._plant_drives, self.substeps, self.tip_force)
+        thrust = getattr(self.tip_force, "force", 0.0) if self.tip_force is not None else 0.0
+        self.spindle.update(self.dt, float(thrust))
 
     def close(self) -> list[str]:
         """Quick-stop every drive (the simulation needs no other release)."""

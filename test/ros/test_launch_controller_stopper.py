@@ -1,0 +1,193 @@
+"""launch_testing: the trajectory controllers stop with the drives (drive_node's controller stopper).
+
+bringup.launch.py hardware:=real (drive_node's simulated drives, its test-only ~/inject_fault).
+Over DDS, with the controller manager's list_controllers as the witness:
+1. /quirobot/drives/disable deactivates joint_trajectory_controller and drill_feed_controller
+   (the joint_state_broadcaster stays active); /quirobot/drives/enable reactivates them;
+2. a fault of the feed drive deactivates them (and an arm goal in progress ends unsuccessful);
+   they stay inactive after acknowledge_stop and come back with enable;
+3. a drilling context (published by the test, as task_node does at a goal's start: latched
+   /quirobot/drilling_context) whose task file has a no-go zone around the tool where it stands:
+   drive_node's per-cycle fixtures stop the drives naming the zone, and the controllers stop.
+CI's ROS tier: `.ci/ros-tier -k controller_stopper`.
+"""
+
+from __future__ import annotations
+
+import unittest
+
+import pytest
+
+pytest.importorskip("launch_testing")
+pytest.importorskip("rclpy")
+
+import launch_testing  # noqa: E402
+import launch_testing.actions  # noqa: E402
+import rclpy  # noqa: E402
+from action_msgs.msg import GoalStatus  # noqa: E402
+from ament_index_python.packages import get_package_share_directory  # noqa: E402
+from bringup_real import CONTROLLERS, STATES  # noqa: E402
+from launch.actions import IncludeLaunchDescription  # noqa: E402
+from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from ros_graph import GraphClient  # noqa: E402
+
+from launch import LaunchDescription  # noqa: E402
+from quirobot_control.planning.tasks import Kinematics  # noqa: E402
+from quirobot_description.data_files import find_data_file  # noqa: E402
+from quirobot_description.parameters import AXES, load_parameters  # noqa: E402
+from quirobot_kinematics import KinematicModel  # noqa: E402
+
+MOVING = ("joint_trajectory_controller", "drill_feed_controller")
+ARM = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
+
+
+@pytest.mark.launch_test
+def generate_test_description():
+    launch_file = f"{get_package_share_directory('quirobot')}/launch/bringup.launch.py"
+    arguments = {
+        "hardware": "real",
+        "tool": "drill",
+        "drive_backend": "simulated",
+        "test_fault_injection": "true",
+    }
+    return LaunchDescription(
+        [
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(launch_file), launch_arguments=arguments.items()
+            ),
+            launch_testing.actions.ReadyToTest(),
+        ]
+    )
+
+
+class TestControllersStopWithTheDrives(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        rclpy.init()
+        cls.graph = GraphClient("test_controller_stopper")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.graph.close()
+        rclpy.shutdown()
+
+    def trigger(self, name: str) -> str:
+        from std_srvs.srv import Trigger
+
+        response = self.graph.call(Trigger, name, Trigger.Request(), timeout=60.0)
+        self.assertTrue(response.success, f"{name}: {response.message}")
+        return response.message
+
+    def wait_states(self, expected: dict[str, str], what: str) -> None:
+        seen: dict[str, str] = {}
+
+        def reached() -> bool:
+            seen.update(self.graph.controller_states())
+            return all(seen.get(name) == state for name, state in expected.items())
+
+        try:
+            self.graph.spin_until(reached, 60.0, what)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; controllers: {seen}") from None
+
+    def test_1_disable_and_enable(self) -> None:
+        from sensor_msgs.msg import JointState
+
+        self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
+        self.graph.next_message(JointState, STATES, timeout=60.0)
+        self.trigger("/quirobot/drives/disable")
+        inactive = {name: "inactive" for name in MOVING}
+        self.wait_states(
+            {**inactive, "joint_state_broadcaster": "active"}, "the controllers deactivated on disable"
+        )
+        self.trigger("/quirobot/drives/enable")
+        self.wait_states({name: "active" for name in CONTROLLERS}, "the controllers reactivated on enable")
+
+    def test_2_a_drive_fault_stops_them_until_enable(self) -> None:
+        from control_msgs.action import FollowJointTrajectory
+        from sensor_msgs.msg import JointState
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
+        state = self.graph.next_message(JointState, STATES, timeout=60.0)
+        position = dict(zip(state.name, state.position, strict=True))
+        # A slow arm goal (20 s, 5 cm along x) in progress when the feed drive faults.
+        client = ActionClient(
+            self.graph.node, FollowJointTrajectory, "/joint_trajectory_controller/follow_joint_trajectory"
+        )
+        try:
+            self.graph.spin_until(client.server_is_ready, 60.0, "the arm controller's action server")
+            goal = FollowJointTrajectory.Goal()
+            goal.trajectory.joint_names = list(ARM)
+            point = JointTrajectoryPoint()
+            point.positions = [position[n] + (0.05 if n == "gantry_x" else 0.0) for n in ARM]
+            point.velocities = [0.0] * len(ARM)
+            point.time_from_start.sec = 20
+            goal.trajectory.points = [point]
+            future = client.send_goal_async(goal)
+            self.graph.spin_until(future.done, 60.0, "the arm goal's acceptance")
+            handle = future.result()
+            self.assertTrue(handle.accepted)
+            self.trigger("/drive_node/inject_fault")
+            self.wait_states(
+                {name: "inactive" for name in MOVING}, "the controllers deactivated on a drive fault"
+            )
+            result = handle.get_result_async()
+            self.graph.spin_until(result.done, 60.0, "the arm goal's end")
+            self.assertNotEqual(result.result().status, GoalStatus.STATUS_SUCCEEDED)
+        finally:
+            client.destroy()
+        self.trigger("/quirobot/drives/acknowledge_stop")
+        for _ in range(10):  # still inactive after the acknowledge: nothing is enabled yet
+            rclpy.spin_once(self.graph.node, timeout_sec=0.1)
+        states = self.graph.controller_states()
+        self.assertEqual([states[name] for name in MOVING], ["inactive", "inactive"], states)
+        self.trigger("/quirobot/drives/enable")
+        self.wait_states({name: "active" for name in CONTROLLERS}, "the controllers reactivated on enable")
+
+    def test_3_a_drilling_contexts_no_go_zone_stops_the_drives(self) -> None:
+        import tempfile
+        from pathlib import Path
+
+        import numpy as np
+        import yaml
+        from quirobot.msg import DrillingContext
+        from ros_graph import LATCHED
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+
+        self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
+        state = self.graph.next_message(JointState, STATES, timeout=60.0)
+        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in AXES])
+        tip = Kinematics(KinematicModel.from_parameters(load_parameters())).tip(q)
+        raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
+        raw["no_go_zones"] = [
+            {
+                "name": "test_zone_around_the_tool",
+                "shape": "box",
+                "center": {"value": [float(v) for v in tip], "unit": "m", "source": "test"},
+                "size": {"value": [0.05, 0.05, 0.05], "unit": "m", "source": "test"},
+            }
+        ]
+        with tempfile.TemporaryDirectory() as directory:
+            task_file = Path(directory) / "zone.yaml"
+            task_file.write_text(yaml.safe_dump(raw))
+            stops = self.graph.messages(String, "/quirobot/drive_stop", LATCHED)
+            publisher = self.graph.node.create_publisher(
+                DrillingContext, "/quirobot/drilling_context", LATCHED
+            )
+            context = DrillingContext(
+                active=True, depth=0.02, feed_rate=0.0015, max_thrust=60.0, task=str(task_file)
+            )
+            context.entry.x, context.entry.y, context.entry.z = (float(v) for v in tip)
+            context.direction.z = -1.0
+            publisher.publish(context)
+            self.graph.spin_until(
+                lambda: any("test_zone_around_the_tool" in m.data for m in stops),
+                60.0,
+                "a stop naming the zone",
+            )
+        self.wait_states(
+            {name: "inactive" for name in MOVING}, "the controllers deactivated on the fixture stop"
+        )
