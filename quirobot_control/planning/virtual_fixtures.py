@@ -1,5 +1,8 @@
 """The plan check of the virtual fixtures (axes.virtual_fixtures): every plan of a task is refused
-if its tool enters a no-go zone or its drill tip moves too fast near the entry point.
+if its tool enters a no-go zone, would enter one if quick-stopped at any sample (its stopping pose,
+as the per-cycle check brakes ahead of zones: a plan passing a zone closer than its stopping
+distance would be stopped by the hardware component), or its drill tip moves too fast near the
+entry point.
 
 `check_plan(trajectory, fixtures)` raises PlanningError naming the zone (or the limit), the tool
 part, the phase and the time; planning.tasks calls it on every plan it returns. The same
@@ -49,6 +52,16 @@ def check_plan(trajectory: JointTrajectory, fixtures: VirtualFixtures, what: str
                 if len(violations) > 1
                 else ""
             )
+        )
+    stops = fixtures.tool.stopping_poses(q, trajectory.velocities, trajectory.dt)
+    violations = zone_violations(stops, fixtures.zones, fixtures.tool)
+    if violations:
+        first = min(violations, key=lambda v: v.index)
+        time = first.index * trajectory.dt
+        raise PlanningError(
+            f"{what}: the {first.part} stopping at the quick-stop decelerations would enter no-go zone "
+            f"{first.zone!r} in phase {phase_at(trajectory, time)} at t = {time:.3f} s (at "
+            f"{np.round(first.point, 4).tolist()} m): it moves too fast this close to the zone"
         )
     limit = fixtures.speed_limit
     if limit is None or len(q) < 2:
