@@ -14,7 +14,8 @@
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
 - `waypoints`: the samples sent to the trajectory controllers.
-- `plan_cancel_retract`: the feed back out of the bone along the axis from a measured pose.
+- `plan_cancel_retract`: the feed stopped as fast as the drilling monitor stops it, then back out
+  of the bone along the axis.
 - `CancelPolicy`: what a cancel or an error does in each state (TRANSITIONS, the whole table).
 """
 
@@ -199,10 +200,15 @@ def plan_cancel_retract(
 ) -> JointTrajectory:
     """The feed alone back to the task's retracted feed (its park pose's), from q (6,) moving the
     feed in at `feed_velocity` m/s (>= 0; the plan's commanded state at the cancel): first a stop
-    at the task's feed acceleration (phase "cancel_stop", a little deeper), then the retract
-    (phase "cancel_retract"): the bit leaves the bone along the drilling axis and the tip stops
-    the standoff above the entry. Planned from rest while the feed still moves, the drive would
-    overshoot into the bone against the new trajectory.
+    at the feed axis' acceleration limit (phase "cancel_stop", v^2 / (2 a) deeper), then the
+    retract (phase "cancel_retract"): the bit leaves the bone along the drilling axis and the tip
+    stops the standoff above the entry. Planned from rest while the feed still moves, the drive
+    would overshoot into the bone against the new trajectory.
+
+    The stop is as fast as the drilling monitor's own feed stop (simulation.closed_loop.FeedStop,
+    the feed's acceleration limit tools.drill.feed_acceleration), not the task's gentle
+    feed_acceleration: at that one a cancel at 5 mm/s went 1.25 mm deeper before the retract, at
+    this one 0.125 mm (test_goal_limits).
     """
     limits = JointLimits.from_parameters(params)
     q = np.asarray(q_now, dtype=float).copy()
@@ -212,7 +218,7 @@ def plan_cancel_retract(
     v0 = max(float(feed_velocity), 0.0)
     if v0 <= 0.0:
         return plan_feed(q, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract")
-    deceleration = min(task.feed_acceleration, float(limits.acceleration[FEED_INDEX]))
+    deceleration = float(limits.acceleration[FEED_INDEX])
     count = int(np.ceil(v0 / deceleration / dt)) + 1
     t = np.minimum(np.arange(count) * dt, v0 / deceleration)
     positions = np.tile(q, (count, 1))
