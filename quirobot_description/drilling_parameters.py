@@ -41,6 +41,7 @@ class ProcessSafetyParameters:
     breakthrough_drop: float  # 1, fraction of the far cortex's peak thrust lost at breakthrough
     breakthrough_min_thrust: float  # N, the peak must have been at least this (cortical bone)
     breakthrough_arm_margin: float  # m, detection armed this far before the imaged far cortex
+    breakthrough_limit: float  # m, the tip ends at most this far past the far cortex (goals' depth)
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,7 @@ PARAMETER_FILE = FileSchema(
         "tools.drill.breakthrough_drop": Expect("1", 0.0, 1.0),
         "tools.drill.breakthrough_min_thrust": Expect("N", 0.0, 1e3),
         "tools.drill.breakthrough_arm_margin": Expect("m", 0.0, 0.1),
+        "tools.drill.breakthrough_limit": Expect("m", 0.0, 0.01),
         "tools.drill.bit_radius": Expect("m", 0.0, 0.1),
         "tools.drill.bit_length": Expect("m", 0.0, 1.0),
         "tools.drill.density": _DENSITY,

@@ -11,16 +11,28 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from quirobot_control.loop.control_config import control_configuration
-from quirobot_control.planning.drill_hole import DrillGoal, plan_cancel_retract, plan_drill_hole
+from quirobot_control.loop.drilling_monitor import DrillingMonitorSettings
+from quirobot_control.loop.goal_monitor import GoalLimitError, monitor_settings_for_goal
+from quirobot_control.models.bone import BoneThrust
+from quirobot_control.planning.drill_hole import (
+    INVALID,
+    LIMIT,
+    DrillGoal,
+    GoalRejectedError,
+    plan_cancel_retract,
+    plan_drill_hole,
+)
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, FeedStop
 from quirobot_description import robot_parameters
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import FEED_INDEX, FEED_JOINT
 
 DT = 0.002
 
@@ -92,3 +104,82 @@ def test_a_cancel_in_bone_goes_little_deeper_in_closed_loop(params, incision):
     assert at_cancel > incision.bone.layers[0].thickness  # in bone, past the near cortex
     planned = feed_rate**2 / (2.0 * params.drill.feed_acceleration)
     assert deepest - at_cancel < planned + 0.05e-3, (deepest - at_cancel) * 1e3
+
+
+def _goal(incision, **change) -> DrillGoal:
+    goal = DrillGoal(incision.entry, incision.direction, incision.depth, incision.feed_rate, 60.0)
+    return replace(goal, **change)
+
+
+def test_a_depth_far_past_the_far_cortex_is_refused_with_the_limit(params, incision):
+    """The issue's goal: 46.5 mm past the bone model's far cortex (25 mm), inside the feed's travel."""
+    with pytest.raises(GoalRejectedError) as refused:
+        plan_drill_hole(_goal(incision, depth=0.0715), incision.park, params, DT)
+    assert refused.value.kind == LIMIT
+    assert str(refused.value) == (
+        "depth 71.50 mm is 46.50 mm past the bone model's far side at 25.00 mm: at most 25.50 mm "
+        "(tools.drill.breakthrough_limit 0.5 mm past it)"
+    )
+    # At the allowance it plans (the shipped incision's own depth, 0.2 mm past, too).
+    plan_drill_hole(_goal(incision, depth=0.0255), incision.park, params, DT)
+
+
+def test_a_feed_rate_predicting_more_than_the_robots_thrust_limit_is_refused(params, incision):
+    """6 mm/s: the bone model predicts 87.9 N, over the robot's 80 N, whatever max_thrust says."""
+    bone = BoneThrust(incision.bone)
+    feed_rate = 0.006
+    predicted = max(bone.target(d, feed_rate) for d in np.linspace(0.0, incision.depth, 2521))
+    assert predicted == pytest.approx(87.9, abs=0.05)  # the model's own power law, independently
+    for max_thrust in (80.0, 60.0):
+        with pytest.raises(GoalRejectedError, match=r"predicts 87.9 N .*6.00 mm/s") as refused:
+            plan_drill_hole(
+                _goal(incision, feed_rate=feed_rate, max_thrust=max_thrust), incision.park, params, DT
+            )
+        assert refused.value.kind == LIMIT
+    assert "above the robot's thrust limit 80.0 N" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "kind", "words"),
+    [
+        ({"max_thrust": 100.0}, LIMIT, "max_thrust 100.0 N exceeds the robot's thrust limit 80.0 N"),
+        ({"feed_rate": 0.05}, LIMIT, "feed_rate 50.00 mm/s exceeds the drill_feed velocity limit 10.00 mm/s"),
+        ({"depth": 0.2}, LIMIT, "drill_feed travel"),
+        ({"entry": np.array([5.0, 1.0, -1.35])}, LIMIT, "gantry_x"),
+        ({"depth": float("nan")}, INVALID, "depth must be finite"),
+        ({"direction": np.zeros(3)}, INVALID, "non-zero"),
+        ({"entry": np.zeros(2)}, INVALID, "3 components, got 2 and 3"),
+        ({"max_thrust": -1.0}, INVALID, "max_thrust must be > 0"),
+    ],
+)
+def test_refusals_say_malformed_or_beyond_a_limit(params, incision, change, kind, words):
+    with pytest.raises(GoalRejectedError, match=words) as refused:
+        plan_drill_hole(_goal(incision, **change), incision.park, params, DT)
+    assert refused.value.kind == kind
+    assert "\n" not in str(refused.value)
+
+
+def test_monitor_settings_take_the_goals_thrust_limit_never_above_the_robots(params):
+    control = control_configuration(params)
+    safety = params.drilling.safety
+    reference = DrillingMonitorSettings.from_parameters(
+        safety, params.drill, params.drilling.spindle, control.joint(FEED_JOINT).effective_inertia, 0.021
+    )
+    lower = monitor_settings_for_goal(45.0, 0.021, params, control)
+    assert lower == replace(reference, thrust_limit=45.0)
+    assert monitor_settings_for_goal(500.0, 0.021, params, control).thrust_limit == safety.thrust_limit
+    assert monitor_settings_for_goal(45.0, None, params, control).arm_depth is None
+    for bad in (float("nan"), float("inf"), 0.0, -5.0, "60"):
+        with pytest.raises(GoalLimitError, match="max_thrust must be a finite number > 0 N"):
+            monitor_settings_for_goal(bad, 0.021, params, control)
+
+
+def test_simulate_stops_the_feed_at_the_goals_thrust_limit(params):
+    """The shipped incision (bone model peak 38 N at 1.5 mm/s) with a 25 N limit: the drilling
+    monitor stops the feed at 25 N, not at the robot's 80 N (before, run_task had no such limit)."""
+    from quirobot_control.simulation.incision import run_task
+
+    result = run_task("incision", params, max_thrust=25.0, until="feed")
+    assert result.metrics["feed_end"] == "thrust limit", result.metrics["stop_reason"]
+    assert "above the limit 25.0 N" in result.metrics["stop_reason"]
+    assert result.log.thrust.max() < 40.0  # stopped in the near cortex, well under the model's 38 N

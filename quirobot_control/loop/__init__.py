@@ -14,6 +14,8 @@
 - event_log: `EventLog`, the bounded, counted log of non-fatal safety events;
 - drilling_monitor: `DrillingMonitor`, the drilling process safety run every cycle on the feed's
   effort and the spindle (thrust limit, far-cortex breakthrough, spindle interlock and stall);
+- goal_monitor: `monitor_settings_for_goal`, the monitor's settings for one hole (the goal's
+  thrust limit, never above the robot's);
 - control_config: config/control.yaml as a `ControlConfig` (`control_configuration(params)`).
 
 Real-motor path: nothing here loads MuJoCo, ruckig, matplotlib or pinocchio.

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from quirobot_control.loop.control_config import ControlConfig, control_configuration
-from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
+from quirobot_control.loop.drilling_monitor import DrillingMonitor
+from quirobot_control.loop.goal_monitor import monitor_settings_for_goal
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import (
     IncisionTask,
@@ -92,11 +93,14 @@ def run_task(
     process_safety: bool = True,
     breakthrough_detection: bool = True,
     until: str | None = None,
+    max_thrust: float | None = None,
 ) -> TaskResult:
     """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's; `plant`,
     `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation; `injection`,
     `process_safety`, `breakthrough_detection`: see the module docstring; `until`: end the run at
-    the end of that phase of the plan (a shorter run, e.g. "retract")."""
+    the end of that phase of the plan (a shorter run, e.g. "retract"); `max_thrust` (N): the
+    goal's thrust limit for the drilling monitor (loop.goal_monitor: never above the robot's;
+    None: the robot's tools.drill.thrust_limit)."""
     if isinstance(task, str):
         task = load_task(task)
     control = control or control_configuration(params)
@@ -109,12 +113,11 @@ def run_task(
         drilling = Drilling(task.entry, task.direction, task.bone)
         far_cortex = task.bone.far_cortex
         if process_safety:
-            settings = DrillingMonitorSettings.from_parameters(
-                params.drilling.safety,
-                params.drill,
-                params.drilling.spindle,
-                control.joint(FEED_JOINT).effective_inertia,
+            settings = monitor_settings_for_goal(
+                params.drilling.safety.thrust_limit if max_thrust is None else max_thrust,
                 far_cortex[0] if far_cortex is not None and breakthrough_detection else None,
+                params,
+                control,
             )
             monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
         else:
