@@ -183,3 +183,20 @@ def test_simulate_stops_the_feed_at_the_goals_thrust_limit(params):
     assert result.metrics["feed_end"] == "thrust limit", result.metrics["stop_reason"]
     assert "above the limit 25.0 N" in result.metrics["stop_reason"]
     assert result.log.thrust.max() < 40.0  # stopped in the near cortex, well under the model's 38 N
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-thrust", "100"], "--max-thrust 100 N exceeds the robot's thrust limit 80 N"),
+        (["--max-thrust", "nan"], "--max-thrust must be a finite number > 0"),
+        (["--task", "line", "--max-thrust", "50"], "apply to an incision task only"),
+    ],
+)
+def test_simulate_refuses_a_thrust_limit_above_the_robots(tmp_path, capsys, argv, message):
+    from quirobot_cli.cli import main
+
+    code = main(["simulate", *argv, "--no-progress", "--output", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.count("\n") == 1
