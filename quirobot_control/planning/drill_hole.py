@@ -33,6 +33,7 @@ from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, plan_feed
+from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 
 #: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
@@ -72,9 +73,12 @@ class DrillPlan:
 
 
 def _finite(name: str, value: np.ndarray | float) -> np.ndarray:
-    array = np.asarray(value, dtype=float)
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise GoalRejectedError(f"{name} must be numeric, got {str(value)[:40]!r}") from None
     if not np.all(np.isfinite(array)):
-        raise GoalRejectedError(f"{name} must be finite, got {array.tolist()}")
+        raise GoalRejectedError(f"{name} must be finite, got {np.round(array, 6).tolist()}")
     return array
 
 
@@ -103,11 +107,24 @@ def plan_drill_hole(
         raise GoalRejectedError(
             f"entry and direction must each have 3 components, got {entry.size} and {direction.size}"
         )
-    norm = float(np.linalg.norm(direction))
-    if norm < 1e-9:
+    reach = TASK_FILE.expect("entry")  # a task file's entry bound: the gantry's few metres
+    outside = (entry < reach.low) | (entry > reach.high)
+    if outside.any():
+        raise GoalRejectedError(
+            f"entry {entry[outside][0]:.4g} m is outside the plausible range [{reach.low:g}, {reach.high:g}] m",
+            LIMIT,
+        )
+    # Scaled before its norm: a direction of 1e200 (or 1e-200) per component is a direction too.
+    scale = float(np.max(np.abs(direction)))
+    if scale == 0.0:
         raise GoalRejectedError("direction must be a non-zero vector (into the bone)")
+    direction = direction / scale
+    norm = float(np.linalg.norm(direction))
     for name in ("depth", "feed_rate", "max_thrust"):
-        value = float(_finite(name, getattr(goal, name)))
+        array = _finite(name, getattr(goal, name))
+        if array.shape != ():
+            raise GoalRejectedError(f"{name} must be one number, got {array.size}")
+        value = float(array)
         if value <= 0.0:
             raise GoalRejectedError(f"{name} must be > 0, got {value}")
     limits = JointLimits.from_parameters(params)
@@ -167,7 +184,7 @@ def plan_drill_hole(
     if predicted > goal.max_thrust:
         raise GoalRejectedError(
             f"the bone model predicts {predicted:.1f} N of thrust at {goal.feed_rate * 1000:.2f} mm/s, "
-            f"above max_thrust {goal.max_thrust:.1f} N: lower the feed rate",
+            f"above max_thrust {goal.max_thrust:.3g} N: lower the feed rate",
             LIMIT,
         )
     task = replace(
