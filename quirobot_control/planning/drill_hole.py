@@ -111,7 +111,8 @@ def plan_drill_hole(
     outside = (entry < reach.low) | (entry > reach.high)
     if outside.any():
         raise GoalRejectedError(
-            f"entry {entry[outside][0]:.4g} m is outside the plausible range [{reach.low:g}, {reach.high:g}] m",
+            f"entry {entry[outside][0]:.4g} m is outside the plausible range "
+            f"[{reach.low:g}, {reach.high:g}] m",
             LIMIT,
         )
     # Scaled before its norm: a direction of 1e200 (or 1e-200) per component is a direction too.
