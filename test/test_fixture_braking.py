@@ -103,10 +103,10 @@ def test_the_cycle_check_names_the_stopping_distance(parameters):
     monitor = FixtureMonitor(VirtualFixtures((zone,), tool))
     q = Q0.tolist()
     still = [0.0] * len(AXES)
-    assert monitor.check(q, q, 0.001, still, still) is None
+    assert monitor.check(q, q, 0.001, still) is None
     moving = list(still)
     moving[Z] = 1.0  # down: 34 mm to stop at 14.7 m/s^2, more than the 20 mm left
-    reason = monitor.check(q, q, 0.001, moving, still)
+    reason = monitor.check(q, q, 0.001, moving)
     assert reason is not None and reason.startswith("virtual fixture: the commanded tool body, stopping from")
     assert "no-go zone 'patient'" in reason
 

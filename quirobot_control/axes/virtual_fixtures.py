@@ -377,14 +377,16 @@ class VirtualFixtures:
 
 
 class FixtureMonitor:
-    """The per-cycle check (plain Python, N = 1): `check(commanded, measured, dt,
-    commanded_velocity, measured_velocity)` with the joint positions and velocities (6 floats
-    each, arm then feed) returns why every drive must stop, or None.
+    """The per-cycle check (plain Python, N = 1): `check(commanded, measured, dt, velocity)` with
+    the joint positions (6 floats each, arm then feed) and the commanded velocities (6 floats)
+    returns why every drive must stop, or None.
 
-    - the commanded or the measured tool touches a no-go zone, or would if quick-stopped now:
-      its stopping pose (each axis at `stopping_position` from its velocity, one period `dt`
-      later, at the tool's stop_deceleration) touches one. The commanded state is what a CSP
-      drive ramps down from, the measured one what a CST drive ramps down from;
+    - the commanded or the measured tool touches a no-go zone, or the commanded tool would if
+      quick-stopped now: its stopping pose (each axis at `stopping_position` from its commanded
+      velocity, one period `dt` later, at the tool's stop_deceleration: a CSP drive ramps down
+      from the reference in force) touches one. The measured state's stopping pose is not
+      checked: it differs from the commanded one by the tracking error (micrometres), well
+      inside the period's travel counted, and a second forward kinematics would cost the cycle;
     - the commanded drill tip, within the limit's radius of the entry (now or in the previous
       cycle), moved faster than the limit's speed (times 1 + SPEED_TOLERANCE) since the previous
       cycle. The commanded tip is differenced, not the measured one: the encoder's quantization
@@ -394,7 +396,7 @@ class FixtureMonitor:
     #: Relative allowance over the tip-speed limit for rounding in the planner's samples and
     #: the command limiter's steps.
     SPEED_TOLERANCE = 1e-3
-    #: m or rad: a stopping pose closer than this to the pose is the pose (no second FK at rest).
+    #: m or rad: a stopping pose closer than this to the pose is the pose (no third FK at rest).
     STILL = 1e-9
 
     def __init__(self, fixtures: VirtualFixtures) -> None:
@@ -406,36 +408,30 @@ class FixtureMonitor:
         self._previous_tip = None
 
     def check(
-        self,
-        commanded: list[float],
-        measured: list[float],
-        dt: float,
-        commanded_velocity: list[float],
-        measured_velocity: list[float],
+        self, commanded: list[float], measured: list[float], dt: float, velocity: list[float]
     ) -> str | None:
         fixtures = self.fixtures
         tool = fixtures.tool
         commanded_parts = tool_points_one(commanded, tool)  # FK once per pose and cycle
         if fixtures.zones:
-            for label, pose, velocity, parts in (
-                ("commanded", commanded, commanded_velocity, commanded_parts),
-                ("measured", measured, measured_velocity, None),
+            for label, parts in (
+                ("commanded", commanded_parts),
+                ("measured", tool_points_one(measured, tool)),
             ):
-                hit = _first_hit(parts or tool_points_one(pose, tool), fixtures.zones)
+                hit = _first_hit(parts, fixtures.zones)
                 if hit is not None:
                     zone, part = hit
                     return f"virtual fixture: the {label} {part} enters no-go zone {zone!r}"
-                stop = [
-                    stopping_position(q, v, a, dt)
-                    for q, v, a in zip(pose, velocity, tool.stop_deceleration, strict=True)
-                ]
-                if max(abs(x - q) for x, q in zip(stop, pose, strict=True)) <= self.STILL:
-                    continue
+            stop = [
+                stopping_position(q, v, a, dt)
+                for q, v, a in zip(commanded, velocity, tool.stop_deceleration, strict=True)
+            ]
+            if max(abs(x - q) for x, q in zip(stop, commanded, strict=True)) > self.STILL:
                 hit = _first_hit(tool_points_one(stop, tool), fixtures.zones)
                 if hit is not None:
                     zone, part = hit
                     return (
-                        f"virtual fixture: the {label} {part}, stopping from its speed at the quick-stop "
+                        f"virtual fixture: the commanded {part}, stopping from its speed at the quick-stop "
                         f"decelerations, would enter no-go zone {zone!r}: braking ahead of it"
                     )
         limit = fixtures.speed_limit

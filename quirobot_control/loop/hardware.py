@@ -566,7 +566,7 @@ class QuirobotHardware:
             if self._fixtures is not None:
                 at = self._axes_vector(measured)
                 speed = self._axes_vector([j.state["velocity"] for j in joints])
-                reason = self._fixtures.check(at, at, period, speed, speed)
+                reason = self._fixtures.check(at, at, period, speed)
                 if reason is not None:
                     raise SafetyStopError(reason)
             self._feed_drive_watchdogs(measured)
@@ -581,11 +581,7 @@ class QuirobotHardware:
         self.safety.check(position, measured, [j.state["velocity"] for j in joints])
         if self._fixtures is not None:
             reason = self._fixtures.check(
-                self._axes_vector(position),
-                self._axes_vector(measured),
-                period,
-                self._axes_vector(velocity),
-                self._axes_vector([j.state["velocity"] for j in joints]),
+                self._axes_vector(position), self._axes_vector(measured), period, self._axes_vector(velocity)
             )
             if reason is not None:
                 raise SafetyStopError(reason)
