@@ -50,6 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--feed-rate", type=float, help="incision feed rate, m/s (overrides the task)")
     parser.add_argument(
+        "--max-thrust",
+        type=float,
+        help="the drilling monitor's thrust limit, N, as a DrillHole goal's max_thrust: the feed stops "
+        "above it (default and at most the robot's, tools.drill.thrust_limit)",
+    )
+    parser.add_argument(
         "--plant",
         choices=PLANTS,
         default=DEFAULT_PLANT,
@@ -99,17 +105,24 @@ def simulate(args: argparse.Namespace) -> int:
         raise ValueError("--no-compensation applies to --plant realistic only")
     _finite_positive(args.depth, "--depth")
     _finite_positive(args.feed_rate, "--feed-rate")
+    _finite_positive(args.max_thrust, "--max-thrust")
     injections = [Injection.parse(text) for text in args.inject or ()]
     task = load_task(args.task)
     if not isinstance(task, IncisionTask) and (
-        args.depth is not None or args.feed_rate is not None or injections
+        args.depth is not None or args.feed_rate is not None or args.max_thrust is not None or injections
     ):
-        raise ValueError("--depth, --feed-rate and --inject apply to an incision task only")
+        raise ValueError("--depth, --feed-rate, --max-thrust and --inject apply to an incision task only")
     # Checked before the run: a path that cannot be written fails now, not after the simulation.
     output = output_folder(args.output)
     stem = task.path.stem
     log_file, plot_file = output_file(output / f"{stem}.mcap"), output_file(output / f"{stem}.png")
     params = load_parameters()
+    robot_limit = params.drilling.safety.thrust_limit
+    if args.max_thrust is not None and args.max_thrust > robot_limit:
+        raise ValueError(
+            f"--max-thrust {args.max_thrust:g} N exceeds the robot's thrust limit {robot_limit:g} N "
+            "(tools.drill.thrust_limit)"
+        )
     bar = None
 
     def on_plan(trajectory) -> None:
@@ -137,6 +150,7 @@ def simulate(args: argparse.Namespace) -> int:
             plant=args.plant,
             compensated=not args.no_compensation,
             injection=injections,
+            max_thrust=args.max_thrust,
         )
     finally:
         if bar is not None:

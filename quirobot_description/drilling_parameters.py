@@ -43,6 +43,7 @@ class ProcessSafetyParameters:
     breakthrough_arm_margin: float  # m, detection armed this far before the imaged far cortex
     breakthrough_exit_tolerance: float  # m, a breakthrough further before the imaged exit is early
     breakthrough_peak_time: float  # s, a thrust level counts as the peak when held this long
+    breakthrough_limit: float  # m, the tip ends at most this far past the far cortex (goals' depth)
 
 
 @dataclass(frozen=True)

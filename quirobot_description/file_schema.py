@@ -11,6 +11,9 @@ read by `sourced_yaml.SourcedReader`, the one reader of those files:
   (a few metres of workspace, servo motors of tens of amperes), not design limits: a value
   outside one is a typo or a wrong unit, never a design choice.
 
+The task files' structure is bounded too (`max_items`: at most 16 bone layers and 8 no-go zones;
+`max_text`: names of at most 64 printable characters on one line).
+
 Adding a key to a file: add one line to its table here (`Expect(unit, low, high)`, or `TEXT`
 for a word, flag or colour). Patterns: `*` matches one dotted segment (a joint, a motor, a
 list index).
@@ -52,6 +55,11 @@ class FileSchema:
     #: Keys a {value, unit, source} leaf may hold besides those three; None: any (the parameter
     #: file's realistic_plant distributions, checked by their own reader).
     leaf_extras: tuple[str, ...] | None = None
+    #: The file's lists (dotted keys) and their longest length: a longer list is refused naming
+    #: the key and the limit (its size bounds what the planner and the control cycle do with it).
+    max_items: dict[str, int] = field(default_factory=dict)
+    #: characters: the longest text value (names, words), one printable line; None: no bound.
+    max_text: int | None = None
 
     def expect(self, key: str) -> Expect | None:
         """The entry whose pattern matches dotted `key` (list indices are segments), or None."""
@@ -208,6 +216,7 @@ PARAMETER_FILE = FileSchema(
         "tools.drill.breakthrough_arm_margin": Expect("m", 0.0, 0.1),
         "tools.drill.breakthrough_exit_tolerance": Expect("m", 0.0, 0.1),
         "tools.drill.breakthrough_peak_time": Expect("s", 1e-4, 10.0),
+        "tools.drill.breakthrough_limit": Expect("m", 0.0, 0.01),
         "tools.drill.bit_radius": Expect("m", 0.0, 0.1),
         "tools.drill.bit_length": Expect("m", 0.0, 1.0),
         "tools.drill.density": _DENSITY,
@@ -351,4 +360,14 @@ TASK_FILE = FileSchema(
         "line": ("task", "start", "end", "line", "settle", "no_go_zones", "schema_version"),
     },
     leaf_extras=(),
+    # Design assumptions. A bone along one drilling axis is a few layers (near cortex, canal, far
+    # cortex; a second bone behind a gap: 7 with the gaps): 16 leave room, and the bone model and
+    # its thrust prediction sum over every layer at every sample. A surgeon draws a handful of
+    # no-go zones (table, the other limb, a tray, an implant): each adds nine segment tests to
+    # every 1 ms cycle of the hardware component (three tool parts at the commanded, measured and
+    # stopping poses, axes.virtual_fixtures), about 0.1 ms per zone measured on a loaded
+    # 2-core machine: 8 zones.
+    max_items={"bone.layers": 16, "no_go_zones": 8},
+    # Names appear in every refusal and stop reason, which stay one short line.
+    max_text=64,
 )

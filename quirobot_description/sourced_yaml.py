@@ -239,6 +239,12 @@ class SourcedReader:
                 "schema_version",
                 f"{version!r} is not known (this reader reads schema_version: {schema.version})",
             )
+        for key, most in schema.max_items.items():
+            node: Any = self.raw
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, list) and len(node) > most:
+                raise self.fail(key, f"has {len(node)} items, at most {most}")
         takes, hint = None, ""
         if schema.variant_key is not None:
             variant = self.raw.get(schema.variant_key)
@@ -258,6 +264,16 @@ class SourcedReader:
             names = [_shown(key) for key in unknown]
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             raise self.error(f"{self.label}: unknown key{'s' if len(names) > 1 else ''} {shown}{hint}")
+        if schema.max_text is not None:
+            for key in _leaf_keys(self.raw, leaf_extras=schema.leaf_extras):
+                value = self.node(key)
+                if isinstance(value, str) and (len(value) > schema.max_text or not value.isprintable()):
+                    raise self.fail(
+                        key,
+                        f"must be one line of at most {schema.max_text} printable characters, "
+                        f"got {len(value)} characters"
+                        + ("" if value.isprintable() else " with a control character"),
+                    )
 
     def fail(self, key: str, message: str) -> ValueError:
         return self.error(f"{self.label}: {key}: {message}")

@@ -93,7 +93,7 @@ def test_direction_of_any_length_is_normalised(shipped, incision, params):
         ({"entry": np.array([1.0, 1.0, 0.5])}, "gantry_z"),
         ({"depth": 0.2}, "drill_feed travel"),
         ({"feed_rate": 0.05}, "drill_feed velocity limit"),
-        ({"max_thrust": 1e4}, "drill_feed effort limit"),
+        ({"max_thrust": 1e4}, "the robot's thrust limit 80.0 N"),
         ({"max_thrust": 5.0}, "predicts"),
         ({"depth": float("nan")}, "depth must be finite"),
         ({"entry": np.array([1.0, float("inf"), -1.35])}, "entry must be finite"),
@@ -323,7 +323,8 @@ def test_cancel_while_feeding_stops_smoothly_then_retracts(plan, params):
     assert [p.name for p in retract.phases] == ["cancel_stop", "cancel_retract"]
     assert retract.velocities[0, FEED_INDEX] == pytest.approx(task.feed_rate)  # continues the feed
     deepest = retract.positions[:, FEED_INDEX].max() - q[FEED_INDEX]
-    assert deepest == pytest.approx(task.feed_rate**2 / (2 * task.feed_acceleration), rel=0.05)
+    feed_acceleration = JointLimits.from_parameters(params).acceleration[FEED_INDEX]
+    assert deepest == pytest.approx(task.feed_rate**2 / (2 * feed_acceleration), rel=0.05)
     kin = Kinematics(KinematicModel.from_parameters(params))
     assert tip_progress(kin.tip(retract.positions[-1]), task.entry, task.direction)[0] == pytest.approx(
         -task.standoff, abs=1e-9

@@ -21,6 +21,16 @@ class PlanningError(ValueError):
     """The requested motion cannot be planned; the message names the joint and the amount."""
 
 
+def stopping_position(position, velocity, deceleration, lead_time=0.0):
+    """Where an axis comes to rest if told to stop now: it goes on at `velocity` for `lead_time` s
+    (the stop reaches the drive at its next sample), then ramps to zero at `deceleration`:
+    position + v * lead_time + v * |v| / (2 * deceleration) (m or rad; SI units throughout).
+
+    Plain arithmetic, so floats (the per-cycle checks) and numpy arrays of any matching shapes
+    (a plan's (N, 6) samples against (6,) decelerations) alike."""
+    return position + velocity * lead_time + velocity * abs(velocity) / (2.0 * deceleration)
+
+
 @dataclass(frozen=True)
 class JointLimits:
     """Limits of the six commanded joints (arrays of shape (6,), SI units, AXES order).

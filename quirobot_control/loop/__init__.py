@@ -18,6 +18,8 @@
 - breakthrough_plan: `plan_breakthrough`, the plan-time check that the breakthrough detector will
   see the breakthrough a plan relies on (armed on the far cortex the plan drills into), or
   `BreakthroughPlanError` naming why not;
+- goal_monitor: `monitor_settings_for_goal`, the monitor's settings for one hole (the goal's
+  thrust limit, never above the robot's);
 - control_config: config/control.yaml as a `ControlConfig` (`control_configuration(params)`).
 
 Real-motor path: nothing here loads MuJoCo, ruckig, matplotlib or pinocchio.

@@ -32,8 +32,9 @@ automatic fault reset: only acknowledge_stop(note), logged.
 
 Virtual fixtures (`fixtures=` or `set_fixtures`, a task's no-go zones and tip-speed limit near
 the entry, planning.tasks.task_fixtures): every cycle the commanded and the measured tool are
-checked (axes.virtual_fixtures.FixtureMonitor); a zone entered or the tip too fast near the entry
-stops every drive naming the zone or the limit.
+checked (axes.virtual_fixtures.FixtureMonitor), and where each would come to rest if
+quick-stopped now (braking ahead of the zones); a zone entered or about to be, or the tip too fast
+near the entry, stops every drive naming the zone or the limit.
 
 Interfaces per joint: states position, velocity, effort; commands position, velocity (what the
 URDF declares), plus two optional feed-forward inputs not exported to ros2_control:
@@ -575,7 +576,8 @@ class QuirobotHardware:
             self.safety.check(measured, measured, [j.state["velocity"] for j in joints])
             if self._fixtures is not None:
                 at = self._axes_vector(measured)
-                reason = self._fixtures.check(at, at, period)
+                speed = self._axes_vector([j.state["velocity"] for j in joints])
+                reason = self._fixtures.check(at, at, period, speed)
                 if reason is not None:
                     raise SafetyStopError(reason)
             self._feed_drive_watchdogs(measured)
@@ -589,7 +591,9 @@ class QuirobotHardware:
         )
         self.safety.check(position, measured, [j.state["velocity"] for j in joints])
         if self._fixtures is not None:
-            reason = self._fixtures.check(self._axes_vector(position), self._axes_vector(measured), period)
+            reason = self._fixtures.check(
+                self._axes_vector(position), self._axes_vector(measured), period, self._axes_vector(velocity)
+            )
             if reason is not None:
                 raise SafetyStopError(reason)
         cst = self.drive_mode is DriveMode.CST

@@ -3,18 +3,22 @@
 - `DrillGoal`: entry (3,) m, direction (3,) (any length, normalised here), depth m, feed_rate m/s,
   max_thrust N, in the world frame.
 - `plan_drill_hole(goal, start, params, dt)`: validates the goal (finite values, a direction,
-  depth within the drill feed's travel, feed rate within the feed's velocity limit, thrust bound
-  within the feed's effort limit and above the bone model's predicted thrust) and plans it with
+  depth within the drill feed's travel and at most tools.drill.breakthrough_limit past the bone
+  model's far side, feed rate within the feed's velocity limit, thrust bound within the robot's
+  thrust limit tools.drill.thrust_limit and above the bone model's predicted thrust) and plans it with
   the incision planner (`plan_incision`: approach, align, feed, dwell, retract, withdraw, back to
   `start`): the shipped incision task (config/tasks/incision.yaml) with the goal's entry,
   direction, depth and feed rate and `start` as its park pose (a feed elsewhere than the task's
   park value first moves there along the tool axis, phase "prepare"), up to the park: the goal
   ends where it started, the feed retracted. An unreachable goal is refused
-  with the planner's reason, which names the joint. Raises `GoalRejectedError`.
+  with the planner's reason, which names the joint. Raises `GoalRejectedError` (its `kind` says
+  malformed or beyond a limit). The goal's max_thrust is enforced during the feed by the drilling
+  monitor (loop.goal_monitor.monitor_settings_for_goal).
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
 - `waypoints`: the samples sent to the trajectory controllers.
-- `plan_cancel_retract`: the feed back out of the bone along the axis from a measured pose.
+- `plan_cancel_retract`: the feed stopped as fast as the drilling monitor stops it, then back out
+  of the bone along the axis.
 - `CancelPolicy`: what a cancel or an error does in each state (TRANSITIONS, the whole table).
 """
 
@@ -29,6 +33,7 @@ from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, plan_feed
+from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 
 #: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
@@ -36,8 +41,19 @@ from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 BONE_PHASES = frozenset({"feed", "dwell", "retract"})
 
 
+#: GoalRejectedError.kind: a malformed goal (DrillHole REJECTED_INVALID) or a number beyond a
+#: limit (REJECTED_LIMIT).
+INVALID, LIMIT = "invalid", "limit"
+
+
 class GoalRejectedError(ValueError):
-    """A DrillHole goal that cannot be done; the message says why (the joint, the limit, the value)."""
+    """A DrillHole goal that cannot be done; the message says why (the joint, the limit, the
+    value) in one line. `kind`: INVALID (non-finite, zero direction, wrong shape, not > 0) or LIMIT
+    (depth, feed rate, thrust, start pose, an unreachable or no-go plan)."""
+
+    def __init__(self, message: str, kind: str = INVALID) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -57,9 +73,12 @@ class DrillPlan:
 
 
 def _finite(name: str, value: np.ndarray | float) -> np.ndarray:
-    array = np.asarray(value, dtype=float)
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise GoalRejectedError(f"{name} must be numeric, got {str(value)[:40]!r}") from None
     if not np.all(np.isfinite(array)):
-        raise GoalRejectedError(f"{name} must be finite, got {array.tolist()}")
+        raise GoalRejectedError(f"{name} must be finite, got {np.round(array, 6).tolist()}")
     return array
 
 
@@ -85,12 +104,28 @@ def plan_drill_hole(
     entry = _finite("entry", goal.entry)
     direction = _finite("direction", goal.direction)
     if entry.shape != (3,) or direction.shape != (3,):
-        raise GoalRejectedError("entry and direction must each have 3 components")
-    norm = float(np.linalg.norm(direction))
-    if norm < 1e-9:
+        raise GoalRejectedError(
+            f"entry and direction must each have 3 components, got {entry.size} and {direction.size}"
+        )
+    reach = TASK_FILE.expect("entry")  # a task file's entry bound: the gantry's few metres
+    outside = (entry < reach.low) | (entry > reach.high)
+    if outside.any():
+        raise GoalRejectedError(
+            f"entry {entry[outside][0]:.4g} m is outside the plausible range "
+            f"[{reach.low:g}, {reach.high:g}] m",
+            LIMIT,
+        )
+    # Scaled before its norm: a direction of 1e200 (or 1e-200) per component is a direction too.
+    scale = float(np.max(np.abs(direction)))
+    if scale == 0.0:
         raise GoalRejectedError("direction must be a non-zero vector (into the bone)")
+    direction = direction / scale
+    norm = float(np.linalg.norm(direction))
     for name in ("depth", "feed_rate", "max_thrust"):
-        value = float(_finite(name, getattr(goal, name)))
+        array = _finite(name, getattr(goal, name))
+        if array.shape != ():
+            raise GoalRejectedError(f"{name} must be one number, got {array.size}")
+        value = float(array)
         if value <= 0.0:
             raise GoalRejectedError(f"{name} must be > 0, got {value}")
     limits = JointLimits.from_parameters(params)
@@ -102,7 +137,7 @@ def plan_drill_hole(
     try:
         limits.check_position(start, "start pose")
     except PlanningError as error:
-        raise GoalRejectedError(str(error)) from error
+        raise GoalRejectedError(str(error), LIMIT) from error
     # The feed retracts to the task's park value (kept inside its soft limit so that the
     # safety controller never clips the retract's stop) before the arm moves: a feed left out
     # (an aborted goal) comes back along the tool axis first.
@@ -113,22 +148,45 @@ def plan_drill_hole(
     if goal.depth > travel:
         raise GoalRejectedError(
             f"depth {goal.depth * 1000:.2f} mm exceeds the drill_feed travel left after the "
-            f"{base.standoff * 1000:.1f} mm standoff: {travel * 1000:.2f} mm"
+            f"{base.standoff * 1000:.1f} mm standoff: {travel * 1000:.2f} mm",
+            LIMIT,
+        )
+    safety = params.drilling.safety
+    deepest = base.bone.thickness + safety.breakthrough_limit
+    if goal.depth > deepest + 1e-12:
+        raise GoalRejectedError(
+            f"depth {goal.depth * 1000:.2f} mm is {(goal.depth - base.bone.thickness) * 1000:.2f} mm past "
+            f"the bone model's far side at {base.bone.thickness * 1000:.2f} mm: at most "
+            f"{deepest * 1000:.2f} mm (tools.drill.breakthrough_limit "
+            f"{safety.breakthrough_limit * 1000:.1f} mm past it)",
+            LIMIT,
         )
     feed_velocity = float(limits.velocity[FEED_INDEX])
     if goal.feed_rate > feed_velocity:
         raise GoalRejectedError(
-            f"feed_rate {goal.feed_rate} m/s exceeds the drill_feed velocity limit {feed_velocity} m/s"
-        )
-    if goal.max_thrust > params.drill.feed_effort:
-        raise GoalRejectedError(
-            f"max_thrust {goal.max_thrust} N exceeds the drill_feed effort limit {params.drill.feed_effort} N"
+            f"feed_rate {goal.feed_rate * 1000:.2f} mm/s exceeds the drill_feed velocity limit "
+            f"{feed_velocity * 1000:.2f} mm/s",
+            LIMIT,
         )
     predicted = predicted_peak_thrust(base, goal.depth, goal.feed_rate)
+    if predicted > safety.thrust_limit:
+        raise GoalRejectedError(
+            f"the bone model predicts {predicted:.1f} N of thrust at {goal.feed_rate * 1000:.2f} mm/s, "
+            f"above the robot's thrust limit {safety.thrust_limit:.1f} N (tools.drill.thrust_limit): "
+            "lower the feed rate",
+            LIMIT,
+        )
+    if goal.max_thrust > safety.thrust_limit:
+        raise GoalRejectedError(
+            f"max_thrust {goal.max_thrust:.1f} N exceeds the robot's thrust limit "
+            f"{safety.thrust_limit:.1f} N (tools.drill.thrust_limit)",
+            LIMIT,
+        )
     if predicted > goal.max_thrust:
         raise GoalRejectedError(
             f"the bone model predicts {predicted:.1f} N of thrust at {goal.feed_rate * 1000:.2f} mm/s, "
-            f"above max_thrust {goal.max_thrust} N: lower the feed rate"
+            f"above max_thrust {goal.max_thrust:.3g} N: lower the feed rate",
+            LIMIT,
         )
     task = replace(
         base,
@@ -145,7 +203,7 @@ def plan_drill_hole(
             rate = float(limits.velocity[FEED_INDEX])
             trajectory = plan_feed(start, retracted, rate, limits, dt, "prepare").then(trajectory)
     except (PlanningError, ValueError) as error:
-        raise GoalRejectedError(str(error)) from error
+        raise GoalRejectedError(str(error), LIMIT) from error
     return DrillPlan(task=task, trajectory=trajectory, predicted_thrust=predicted)
 
 
@@ -199,10 +257,15 @@ def plan_cancel_retract(
 ) -> JointTrajectory:
     """The feed alone back to the task's retracted feed (its park pose's), from q (6,) moving the
     feed in at `feed_velocity` m/s (>= 0; the plan's commanded state at the cancel): first a stop
-    at the task's feed acceleration (phase "cancel_stop", a little deeper), then the retract
-    (phase "cancel_retract"): the bit leaves the bone along the drilling axis and the tip stops
-    the standoff above the entry. Planned from rest while the feed still moves, the drive would
-    overshoot into the bone against the new trajectory.
+    at the feed axis' acceleration limit (phase "cancel_stop", v^2 / (2 a) deeper), then the
+    retract (phase "cancel_retract"): the bit leaves the bone along the drilling axis and the tip
+    stops the standoff above the entry. Planned from rest while the feed still moves, the drive
+    would overshoot into the bone against the new trajectory.
+
+    The stop is as fast as the drilling monitor's own feed stop (simulation.closed_loop.FeedStop,
+    the feed's acceleration limit tools.drill.feed_acceleration), not the task's gentle
+    feed_acceleration: at that one a cancel at 5 mm/s went 1.25 mm deeper before the retract, at
+    this one 0.125 mm (test_goal_limits).
     """
     limits = JointLimits.from_parameters(params)
     q = np.asarray(q_now, dtype=float).copy()
@@ -212,7 +275,7 @@ def plan_cancel_retract(
     v0 = max(float(feed_velocity), 0.0)
     if v0 <= 0.0:
         return plan_feed(q, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract")
-    deceleration = min(task.feed_acceleration, float(limits.acceleration[FEED_INDEX]))
+    deceleration = float(limits.acceleration[FEED_INDEX])
     count = int(np.ceil(v0 / deceleration / dt)) + 1
     t = np.minimum(np.arange(count) * dt, v0 / deceleration)
     positions = np.tile(q, (count, 1))

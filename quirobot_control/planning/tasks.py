@@ -132,7 +132,7 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
             "the shipped tasks are in config/tasks"
         )
     if not isinstance(kind, str) or kind not in TASK_NAMES:
-        raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
+        raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r:.40}")
     reader = _Reader(raw, path)  # refuses unknown keys by name (file_schema.TASK_FILE, per task)
     line = LineLimits(
         speed=reader.number("line.speed", positive=True),
@@ -246,10 +246,19 @@ class _Reader(SourcedReader):
         layers_raw = node.get("layers")
         if not isinstance(layers_raw, list) or not layers_raw:
             raise self.fail("bone.layers", "must be a non-empty list")
-        layers = []
+        layers: list[BoneLayer] = []
         for index, layer in enumerate(layers_raw):
-            if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
-                raise self.fail(f"bone.layers[{index}]", "must have a name")
+            if (
+                not isinstance(layer, dict)
+                or not isinstance(layer.get("name"), str)
+                or not layer["name"].strip()
+            ):
+                raise self.fail(f"bone.layers.{index}", "must have a name")
+            if any(other.name == layer["name"] for other in layers):
+                raise self.fail(
+                    f"bone.layers.{index}",
+                    f"a second layer named {layer['name']!r}: give each layer its own name",
+                )
             layers.append(
                 BoneLayer(
                     name=layer["name"],
@@ -285,9 +294,32 @@ class Kinematics:
         return forward_kinematics(q6[:FEED_INDEX], self.model, feed=float(q6[FEED_INDEX]))[:3, 3]
 
 
+def planning_kinematics(params: RobotParameters, limits: JointLimits) -> Kinematics:
+    """FK/IK with the arm joints' soft limits as the IK's ranges: the planner keeps every pose
+    inside them, so a target outside is refused naming the soft limit (the true one), not the
+    hard limit beyond it."""
+    model = KinematicModel.from_parameters(params)
+    return Kinematics(
+        replace(
+            model, lower=limits.soft_lower[:FEED_INDEX].copy(), upper=limits.soft_upper[:FEED_INDEX].copy()
+        )
+    )
+
+
 def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> JointTrajectory:
     """The whole incision as one trajectory (phases approach, align, feed, dwell, retract, withdraw, park)."""
     limits = JointLimits.from_parameters(params)
+    park = task.park.copy()
+    limits.check_position(park, "incision: park pose")
+    # The drill tip is tool0 + feed * u: tool0 targets are the tip's minus the retracted feed.
+    retracted = float(park[FEED_INDEX])
+    # The stroke first: a standoff or depth beyond it is refused as such, not as a long task.
+    feed_goal = retracted + task.standoff + task.depth
+    if feed_goal > limits.soft_upper[FEED_INDEX]:
+        raise PlanningError(
+            f"incision: retracted feed + standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill "
+            f"feed stroke {limits.soft_upper[FEED_INDEX] * 1000:.1f} mm (soft limit)"
+        )
     stroke = task.standoff + task.depth
     check_task_duration(
         {
@@ -298,11 +330,7 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
         },
         "incision",
     )
-    kin = Kinematics(KinematicModel.from_parameters(params))
-    park = task.park.copy()
-    limits.check_position(park, "incision: park pose")
-    # The drill tip is tool0 + feed * u: tool0 targets are the tip's minus the retracted feed.
-    retracted = float(park[FEED_INDEX])
+    kin = planning_kinematics(params, limits)
     u = task.direction
     above = task.entry - (task.approach_distance + retracted) * u
     standoff = task.entry - (task.standoff + retracted) * u
@@ -321,12 +349,6 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
     )
     trajectory = trajectory.then(align)
     trajectory = trajectory.then(hold(align.positions[-1], 0.2, dt, "settle"))
-    feed_goal = retracted + task.standoff + task.depth
-    if feed_goal > limits.soft_upper[FEED_INDEX]:
-        raise PlanningError(
-            f"incision: retracted feed + standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill "
-            f"feed stroke {limits.soft_upper[FEED_INDEX] * 1000:.1f} mm (soft limit)"
-        )
     feed = plan_feed(
         align.positions[-1],
         feed_goal,
@@ -393,7 +415,7 @@ def _joint_move(
 def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointTrajectory:
     """Hold, the straight line of tool0, hold (phases start, line, end)."""
     limits = JointLimits.from_parameters(params)
-    kin = Kinematics(KinematicModel.from_parameters(params))
+    kin = planning_kinematics(params, limits)
     length = float(np.linalg.norm(task.end - kin.forward(task.start[:FEED_INDEX])[:3, 3]))
     check_task_duration({"line": length / task.line.speed, "settle": 2.0 * task.settle}, "line")
     line = plan_line(

@@ -1,5 +1,8 @@
 """The plan check of the virtual fixtures (axes.virtual_fixtures): every plan of a task is refused
-if its tool enters a no-go zone or its drill tip moves too fast near the entry point.
+if its tool enters a no-go zone, would enter one if quick-stopped at any sample (its stopping pose,
+as the per-cycle check brakes ahead of zones: a plan passing a zone closer than its stopping
+distance would be stopped by the hardware component), or its drill tip moves too fast near the
+entry point.
 
 `check_plan(trajectory, fixtures)` raises PlanningError naming the zone (or the limit), the tool
 part, the phase and the time; planning.tasks calls it on every plan it returns. The same
@@ -37,18 +40,23 @@ def phase_at(trajectory: JointTrajectory, time: float) -> str:
 def check_plan(trajectory: JointTrajectory, fixtures: VirtualFixtures, what: str = "plan") -> None:
     """PlanningError if the planned tool enters a no-go zone or the tip breaks its speed limit."""
     q = trajectory.positions
-    violations = zone_violations(q, fixtures.zones, fixtures.tool)
-    if violations:
+    for stopping in (False, True):
+        poses = fixtures.tool.stopping_poses(q, trajectory.velocities, trajectory.dt) if stopping else q
+        violations = zone_violations(poses, fixtures.zones, fixtures.tool)
+        if not violations:
+            continue
         first = min(violations, key=lambda v: v.index)
         time = first.index * trajectory.dt
+        how = "stopping at the quick-stop decelerations would enter" if stopping else "enters"
         raise PlanningError(
-            f"{what}: the {first.part} enters no-go zone {first.zone!r} in phase "
+            f"{what}: the {first.part} {how} no-go zone {first.zone!r} in phase "
             f"{phase_at(trajectory, time)} at t = {time:.3f} s (at {np.round(first.point, 4).tolist()} m)"
             + (
                 f"; also zone(s) {', '.join(repr(v.zone) for v in violations if v is not first)}"
                 if len(violations) > 1
                 else ""
             )
+            + (": it moves too fast this close to the zone" if stopping else "")
         )
     limit = fixtures.speed_limit
     if limit is None or len(q) < 2:

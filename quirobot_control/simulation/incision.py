@@ -29,7 +29,8 @@ import numpy as np
 
 from quirobot_control.loop.breakthrough_plan import FeedPlan, plan_breakthrough, target_cortex
 from quirobot_control.loop.control_config import ControlConfig, control_configuration
-from quirobot_control.loop.drilling_monitor import DrillingMonitor, DrillingMonitorSettings
+from quirobot_control.loop.drilling_monitor import DrillingMonitor
+from quirobot_control.loop.goal_monitor import monitor_settings_for_goal
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import (
@@ -98,6 +99,7 @@ def run_task(
     breakthrough_detection: bool = True,
     until: str | None = None,
     bone: BoneParameters | None = None,
+    max_thrust: float | None = None,
 ) -> TaskResult:
     """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's; `plant`,
     `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation; `injection` (one or
@@ -105,7 +107,9 @@ def run_task(
     run at the end of that phase of the plan (a shorter run, e.g. "retract"). An injection timed
     after the planned run's end is refused (FaultError naming the end). `bone`: the bone the plant
     drills, where it differs from the task's (the bone as imaged, which the plan and the monitor
-    know): a thinner bone, a porous band."""
+    know): a thinner bone, a porous band. `max_thrust` (N): the goal's thrust limit for the
+    drilling monitor (loop.goal_monitor: never above the robot's; None: the robot's
+    tools.drill.thrust_limit)."""
     if isinstance(task, str):
         task = load_task(task)
     control = control or control_configuration(params)
@@ -118,12 +122,11 @@ def run_task(
         drilling = Drilling(task.entry, task.direction, bone or task.bone)
         far_cortex = target_cortex(task.bone, task.depth)
         if process_safety:
-            settings = DrillingMonitorSettings.from_parameters(
-                params.drilling.safety,
-                params.drill,
-                params.drilling.spindle,
-                control.joint(FEED_JOINT).effective_inertia,
-                None,
+            settings = monitor_settings_for_goal(
+                params.drilling.safety.thrust_limit if max_thrust is None else max_thrust,
+                None,  # armed by plan_breakthrough below, on the far cortex the plan drills into
+                params,
+                control,
             )
             if breakthrough_detection:  # armed on the plan's far cortex, or the plan is refused
                 settings = plan_breakthrough(
