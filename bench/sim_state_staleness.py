@@ -2,7 +2,7 @@
 
 Run beside a running `ros2 launch quirobot sim.launch.py` while a DrillHole goal moves the arm:
 
-    python bench/sim_state_staleness.py [seconds]    # default 40 s of wall time
+    python bench/sim_state_staleness.py [--seconds S] [--save [FILE]]    # default 40 s of wall time
 
 For each /joint_trajectory_controller/controller_state sample while gantry_z moves (> 1 mm/s), it
 finds the drive_node joint state (/quirobot/joint_states) whose gantry_z position the controller
@@ -15,8 +15,10 @@ speed x that age as error.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
+
+from bench_results import add_save_option, saved_output
 
 
 def main(seconds: float = 40.0) -> None:
@@ -61,4 +63,9 @@ def main(seconds: float = 40.0) -> None:
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 40.0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=40.0, help="wall time to listen (s)")
+    add_save_option(parser, "sim_state_staleness.txt")
+    args = parser.parse_args()
+    with saved_output(args.save):
+        main(args.seconds)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS, ControllerStopper
-from quirobot_control.bridge.drive_bridge import open_bridge
+from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
 from quirobot_control.loop.control_config import control_configuration
 from quirobot_description.parameters import FEED_JOINT, load_parameters
 from quirobot_description.urdf import robot_description
@@ -46,7 +46,14 @@ def test_a_drive_fault_deactivates_and_enable_reactivates(bridge):
     assert switch.controllers == DEFAULT_STOPPED_CONTROLLERS
     assert "drives stopped" in switch.reason and "feed drive fault" in switch.reason
     assert observe(stopper, bridge) is None  # once
-    bridge.acknowledge_stop("test")
+    while True:  # an acknowledgement is refused until every drive's stop is complete (braked)
+        try:
+            bridge.acknowledge_stop("test")
+            break
+        except BridgeError:
+            assert now < 2.0, "the drives' stops never completed"
+            now += bridge.dt
+            bridge.step(now)
     assert observe(stopper, bridge) is None  # acknowledged but not enabled: still stopped
     bridge.enable(now)
     switch = observe(stopper, bridge)

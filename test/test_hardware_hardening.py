@@ -395,7 +395,7 @@ def test_docs_safety_names_only_tests_that_exist():
     cited = set(re.findall(r"\b(test_\w+)\b", (root / "docs" / "safety.md").read_text()))
     defined = set()
     for path in (root / "test").rglob("test_*.py"):
-        defined |= set(re.findall(r"^def (test_\w+)", path.read_text(), re.MULTILINE))
+        defined |= set(re.findall(r"^\s*def (test_\w+)", path.read_text(), re.MULTILINE))
         defined.add(path.stem)
     assert cited, "docs/safety.md cites no test"
     assert not cited - defined, sorted(cited - defined)
