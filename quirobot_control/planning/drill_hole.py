@@ -15,13 +15,13 @@
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
 - `waypoints`: the samples sent to the trajectory controllers.
 - `plan_cancel_retract`: the feed back out of the bone along the axis from a measured pose.
-- `CancelPolicy`: what a cancel or an error does in each state (TRANSITIONS, the whole table).
+
+What a cancel or an error does while a goal runs is the executor's (procedures.cancel_policy).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import Enum
 
 import numpy as np
 
@@ -38,6 +38,10 @@ BONE_PHASES = frozenset({"feed", "dwell", "retract"})
 
 class GoalRejectedError(ValueError):
     """A DrillHole goal that cannot be done; the message says why (the joint, the limit, the value)."""
+
+
+class InvalidGoalError(GoalRejectedError):
+    """A malformed goal (non-finite, zero direction, a non-positive number), not a limit."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class DrillPlan:
 def _finite(name: str, value: np.ndarray | float) -> np.ndarray:
     array = np.asarray(value, dtype=float)
     if not np.all(np.isfinite(array)):
-        raise GoalRejectedError(f"{name} must be finite, got {array.tolist()}")
+        raise InvalidGoalError(f"{name} must be finite, got {array.tolist()}")
     return array
 
 
@@ -85,14 +89,14 @@ def plan_drill_hole(
     entry = _finite("entry", goal.entry)
     direction = _finite("direction", goal.direction)
     if entry.shape != (3,) or direction.shape != (3,):
-        raise GoalRejectedError("entry and direction must each have 3 components")
+        raise InvalidGoalError("entry and direction must each have 3 components")
     norm = float(np.linalg.norm(direction))
     if norm < 1e-9:
-        raise GoalRejectedError("direction must be a non-zero vector (into the bone)")
+        raise InvalidGoalError("direction must be a non-zero vector (into the bone)")
     for name in ("depth", "feed_rate", "max_thrust"):
         value = float(_finite(name, getattr(goal, name)))
         if value <= 0.0:
-            raise GoalRejectedError(f"{name} must be > 0, got {value}")
+            raise InvalidGoalError(f"{name} must be > 0, got {value}")
     limits = JointLimits.from_parameters(params)
     start = _finite("start pose", start)
     if start_tolerance is not None and start.shape == limits.soft_lower.shape:
@@ -231,83 +235,6 @@ def plan_cancel_retract(
     )
     stopped = np.clip(positions[-1], limits.soft_lower, limits.soft_upper)
     return stop.then(plan_feed(stopped, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract"))
-
-
-class State(Enum):
-    IDLE = "idle"
-    MOVING = "moving"  # executing, the bit out of bone
-    DRILLING = "drilling"  # executing a bone phase (feed, dwell, retract)
-    RETRACTING = "retracting"  # a cancel's retract out of the bone
-    SUCCEEDED = "succeeded"
-    CANCELED = "canceled"
-    STOPPED = "stopped"  # stopped at once: an error, or a cancel outside the bone or a second one
-
-
-class Event(Enum):
-    GOAL = "goal"  # a goal accepted: start executing
-    BONE_ENTERED = "bone_entered"  # the plan enters a bone phase
-    BONE_LEFT = "bone_left"  # the plan leaves the bone phases
-    CANCEL = "cancel"
-    ERROR = "error"  # a drive fault, an aborted controller goal, lost joint states
-    MOTION_DONE = "motion_done"  # the commanded motion finished
-
-
-class Action(Enum):
-    NONE = "none"
-    EXECUTE = "execute"  # send the plan to the controllers
-    RETRACT = "retract"  # replace the motion with plan_cancel_retract
-    STOP = "stop"  # hold where the robot is, at once (cancel the controllers' goals)
-    SUCCEED = "succeed"
-    FINISH_CANCEL = "finish_cancel"  # the goal ends canceled, the bit out of the bone
-
-
-_TERMINAL = (State.IDLE, State.SUCCEEDED, State.CANCELED, State.STOPPED)
-
-#: (state, event) -> (next state, action), every pair. A cancel in bone retracts; a cancel out of
-#: bone, a second cancel or any error stops at once; a motion ending with the bit in bone is an
-#: error (the plan always retracts), so it stops.
-TRANSITIONS: dict[tuple[State, Event], tuple[State, Action]] = {
-    **{(s, Event.GOAL): (State.MOVING, Action.EXECUTE) for s in _TERMINAL},
-    **{(s, e): (s, Action.NONE) for s in _TERMINAL for e in Event if e is not Event.GOAL},
-    (State.MOVING, Event.GOAL): (State.MOVING, Action.NONE),
-    (State.MOVING, Event.BONE_ENTERED): (State.DRILLING, Action.NONE),
-    (State.MOVING, Event.BONE_LEFT): (State.MOVING, Action.NONE),
-    (State.MOVING, Event.CANCEL): (State.STOPPED, Action.STOP),
-    (State.MOVING, Event.ERROR): (State.STOPPED, Action.STOP),
-    (State.MOVING, Event.MOTION_DONE): (State.SUCCEEDED, Action.SUCCEED),
-    (State.DRILLING, Event.GOAL): (State.DRILLING, Action.NONE),
-    (State.DRILLING, Event.BONE_ENTERED): (State.DRILLING, Action.NONE),
-    (State.DRILLING, Event.BONE_LEFT): (State.MOVING, Action.NONE),
-    (State.DRILLING, Event.CANCEL): (State.RETRACTING, Action.RETRACT),
-    (State.DRILLING, Event.ERROR): (State.STOPPED, Action.STOP),
-    (State.DRILLING, Event.MOTION_DONE): (State.STOPPED, Action.STOP),
-    (State.RETRACTING, Event.GOAL): (State.RETRACTING, Action.NONE),
-    (State.RETRACTING, Event.BONE_ENTERED): (State.RETRACTING, Action.NONE),
-    (State.RETRACTING, Event.BONE_LEFT): (State.RETRACTING, Action.NONE),
-    (State.RETRACTING, Event.CANCEL): (State.STOPPED, Action.STOP),
-    (State.RETRACTING, Event.ERROR): (State.STOPPED, Action.STOP),
-    (State.RETRACTING, Event.MOTION_DONE): (State.CANCELED, Action.FINISH_CANCEL),
-}
-
-
-@dataclass
-class CancelPolicy:
-    """The goal's execution state; `handle(event)` moves it by TRANSITIONS and says what to do."""
-
-    state: State = State.IDLE
-
-    def handle(self, event: Event) -> Action:
-        self.state, action = TRANSITIONS[(self.state, event)]
-        return action
-
-    def phase_event(self, phase: str) -> Event | None:
-        """The event a plan phase implies in the current state (None: nothing changes)."""
-        in_bone = phase in BONE_PHASES
-        if in_bone and self.state is State.MOVING:
-            return Event.BONE_ENTERED
-        if not in_bone and self.state is State.DRILLING:
-            return Event.BONE_LEFT
-        return None
 
 
 def waypoints(trajectory: JointTrajectory, period: float) -> np.ndarray:
