@@ -1,4 +1,5 @@
-"""The DrillHole action's core: goal checks, the plan, progress (ROS-free; the cancel policy: test_cancel_policy.py)."""
+"""The DrillHole action's core: goal checks, the plan, progress (ROS-free; the cancel policy is in
+test_cancel_policy.py)."""
 
 from __future__ import annotations
 

@@ -391,6 +391,7 @@ class _Run:
         self.why = ""  # the error that changed the course, "" for a cancel
         self.code = ErrorCode.ABORTED_FAULT  # the code of that error
         self.cancels_seen = 0
+        self.canceled = False  # a cancel started the way out (the goal ends canceled)
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
@@ -585,6 +586,7 @@ class _Run:
 
     def act(self, action: Action, event: Event | None, phase: str) -> DrillResult | None:
         if action is Action.RETRACT:
+            self.canceled = True
             self.retract()
         elif action is Action.WITHDRAW:
             if event is Event.MOTION_DONE:
@@ -602,6 +604,12 @@ class _Run:
             )
         elif action is Action.FINISH_OUT:
             where = f"tip {-self.depth * 1000:.2f} mm above the entry"
+            if self.canceled and self.why:
+                return self.finish(
+                    Outcome.CANCELED,
+                    ErrorCode.CANCELED_RETRACTED,
+                    f"canceled: the retract failed ({self.why}); the feed withdrew the bit, {where}",
+                )
             if self.why:
                 return self.fail(Outcome.ABORTED, self.code, f"{self.why}; bit withdrawn, {where}")
             return self.finish(
@@ -649,9 +657,10 @@ class _Run:
         if self.why:
             if in_bone and self.bone_was_entered():
                 return self.fail(
-                    Outcome.ABORTED,
+                    Outcome.CANCELED if self.canceled else Outcome.ABORTED,
                     ErrorCode.CANCELED_BIT_IN_BONE,
-                    f"{self.why}; the bit is in the bone, {max(self.depth, 0.0) * 1000:.2f} mm past the entry",
+                    f"{self.why}; the bit is in the bone, {max(self.depth, 0.0) * 1000:.2f} mm past "
+                    "the entry",
                     bit_in_bone=True,
                 )
             return self.fail(Outcome.ABORTED, self.code, self.why)
