@@ -51,7 +51,7 @@ def tip():
 def request(task, **changes) -> DrillRequest:
     goal = DrillGoal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
     goal = DrillGoal(**{**goal.__dict__, **changes})
-    return DrillRequest(goal=goal, task=task, task_name="incision")
+    return DrillRequest(goal=goal, task="incision")
 
 
 def run(config, task, port: PlantPort | None = None, **changes):
@@ -258,7 +258,9 @@ def test_goals_that_cannot_be_done_are_refused_with_their_code(config, task, cha
 def test_a_frame_other_than_world_is_invalid(config, task):
     port = PlantPort(task.park)
     executor = DrillHoleExecutor(port, config)
-    result = executor.run(DrillRequest(goal=request(task).goal, task=task, frames=("base_link", "world")))
+    result = executor.run(
+        DrillRequest(goal=request(task).goal, task="incision", frames=("base_link", "world"))
+    )
     assert result.error_code is ErrorCode.REJECTED_INVALID and "base_link" in result.message
 
 
@@ -266,3 +268,20 @@ def test_error_codes_are_the_actions_constants():
     action = (Path(__file__).resolve().parents[1] / "action" / "DrillHole.action").read_text()
     constants = dict(re.findall(r"^int8 ([A-Z_]+) = (\d+)", action, flags=re.MULTILINE))
     assert {name: int(value) for name, value in constants.items()} == {c.name: c.value for c in ErrorCode}
+
+
+def test_without_a_task_file_no_bone_model_and_no_shipped_zones(config, task, tip):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    result = executor.run(DrillRequest(goal=request(task).goal))
+    assert result.error_code is ErrorCode.SUCCESS, result.message
+    assert not result.bone_model
+    assert port.contexts[0].active and port.contexts[0].task == ""
+
+
+def test_an_unreadable_task_file_is_invalid(config, task, tmp_path):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    result = executor.run(DrillRequest(goal=request(task).goal, task=str(tmp_path / "missing.yaml")))
+    assert result.error_code is ErrorCode.REJECTED_INVALID and "missing.yaml" in result.message
+    assert not port.controllers["arm"].accepted_goals

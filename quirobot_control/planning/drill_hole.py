@@ -75,6 +75,7 @@ def plan_drill_hole(
     base: IncisionTask | None = None,
     *,
     start_tolerance: np.ndarray | None = None,
+    bone_model: bool = True,
 ) -> DrillPlan:
     """Check `goal` and plan it from joint pose `start` (6,) (arm joints then drill_feed) back to it.
 
@@ -84,6 +85,8 @@ def plan_drill_hole(
     soft limit reads a little either side of it; a joint outside its soft range by at most this
     much is taken as at the limit (task_node passes the controllers' goal tolerances: what they
     accept as having reached a position), beyond it the goal is rejected naming the joint.
+    `bone_model` False: the goal has no bone model (no task file): the thrust is not predicted
+    (predicted_thrust nan) and max_thrust is checked against the feed's effort limit only.
     """
     base = base or load_task("incision")
     entry = _finite("entry", goal.entry)
@@ -128,7 +131,7 @@ def plan_drill_hole(
         raise GoalRejectedError(
             f"max_thrust {goal.max_thrust} N exceeds the drill_feed effort limit {params.drill.feed_effort} N"
         )
-    predicted = predicted_peak_thrust(base, goal.depth, goal.feed_rate)
+    predicted = predicted_peak_thrust(base, goal.depth, goal.feed_rate) if bone_model else float("nan")
     if predicted > goal.max_thrust:
         raise GoalRejectedError(
             f"the bone model predicts {predicted:.1f} N of thrust at {goal.feed_rate * 1000:.2f} mm/s, "

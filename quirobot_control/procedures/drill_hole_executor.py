@@ -46,7 +46,7 @@ from quirobot_control.planning.drill_hole import (
     slowed_for_lag,
     tip_progress,
 )
-from quirobot_control.planning.tasks import IncisionTask
+from quirobot_control.planning.tasks import IncisionTask, TaskError, load_task
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Event, State
 from quirobot_description.parameters import FEED_INDEX, RobotParameters
@@ -177,8 +177,7 @@ class StackStatus:
 @dataclass(frozen=True)
 class DrillRequest:
     goal: DrillGoal
-    task: IncisionTask | None  # the goal's scene/task (bone model); None: no bone model
-    task_name: str = ""  # the task file it came from, "" without one
+    task: str = ""  # the scene/task file (a name or a path: bone layers, no-go zones); "": no bone model
     frames: tuple[str, ...] = ("world", "world")  # frame_id of the entry and the direction
 
 
@@ -411,7 +410,7 @@ class _Run:
                 task.depth,
                 task.feed_rate,
                 self.request.goal.max_thrust,
-                self.request.task_name if self.request.task is not None else "",
+                self.request.task,
             )
         )
         try:
@@ -453,8 +452,27 @@ class _Run:
             )
         return None
 
+    def goal_task(self) -> IncisionTask | DrillResult:
+        """The request's task file; without one the shipped incision's settings (standoff,
+        approach, dwell, retract rate) with neither its bone nor its no-go zones."""
+        name = self.request.task
+        if not name:
+            return replace(self.config.base_task, no_go_zones=())
+        try:
+            task = load_task(name)
+        except (TaskError, OSError, ValueError) as error:
+            return self.refuse(ErrorCode.REJECTED_INVALID, f"goal rejected: task {name!r}: {error}")
+        if not isinstance(task, IncisionTask):
+            return self.refuse(
+                ErrorCode.REJECTED_INVALID, f"goal rejected: task {name!r} is not a drilling task"
+            )
+        return task
+
     def plan_goal(self) -> DrillPlan | DrillResult:
         config = self.config
+        task = self.goal_task()
+        if isinstance(task, DrillResult):
+            return task
         measurement = self.port.measured()
         try:
             return plan_drill_hole(
@@ -462,8 +480,9 @@ class _Run:
                 measurement.position,
                 config.params,
                 config.dt,
-                config.base_task if self.request.task is None else self.request.task,
+                task,
                 start_tolerance=config.goal_tolerance,
+                bone_model=bool(self.request.task),
             )
         except InvalidGoalError as error:
             return self.refuse(ErrorCode.REJECTED_INVALID, f"goal rejected: {error}")
@@ -706,6 +725,6 @@ class _Run:
             message=message,
             achieved_depth=self.deepest,
             max_lateral_deviation=self.widest,
-            bone_model=self.request.task is not None,
+            bone_model=bool(self.request.task),
             bit_in_bone=bit_in_bone,
         )
