@@ -69,6 +69,7 @@ class PlantPort:
     ready_at: float = 0.0  # s: the controllers become active then (a fresh launch)
     enabled: bool = True
     cancel_at: float = math.inf
+    clients_gone_at: float = math.inf  # s: the goal's action client disappears then
     cancel_in_phase: str = ""  # cancel once the feedback shows this phase (and cancel_depth)
     cancel_depth: float = -math.inf  # m the tip must be past the entry for cancel_in_phase
     executor: DrillHoleExecutor | None = None
@@ -115,6 +116,9 @@ class PlantPort:
         self._deliveries.append((self.time + delay, record, part if accepted else ""))
         self._deliver()
         return record
+
+    def goal_clients(self) -> int:
+        return 0 if self.time >= self.clients_gone_at else 1
 
     def publish_feedback(self, feedback: DrillFeedback) -> None:
         self.feedback.append(feedback)

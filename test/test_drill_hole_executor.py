@@ -285,3 +285,29 @@ def test_an_unreadable_task_file_is_invalid(config, task, tmp_path):
     result = executor.run(DrillRequest(goal=request(task).goal, task=str(tmp_path / "missing.yaml")))
     assert result.error_code is ErrorCode.REJECTED_INVALID and "missing.yaml" in result.message
     assert not port.controllers["arm"].accepted_goals
+
+
+def test_a_client_that_disappears_in_bone_is_a_cancel(config, task, tip):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    original = port.publish_feedback
+
+    def feedback(message):
+        original(message)
+        if message.phase == "feed" and message.depth > 0.003 and port.clients_gone_at == math.inf:
+            port.clients_gone_at = port.time
+
+    port.publish_feedback = feedback
+    result = executor.run(request(task))
+    assert result.error_code is ErrorCode.CANCELED_RETRACTED, result.message
+    assert "client disappeared" in result.message
+    assert tip_track(port, tip, task)[-1][0] < 0.0
+    assert "cancel_retract" in {f.phase for f in port.feedback}
+
+
+def test_accept_reserves_the_executor_and_forgets_old_cancels(config, task):
+    executor = DrillHoleExecutor(PlantPort(task.park), config)
+    executor.request_cancel()
+    assert executor.accept()
+    assert not executor.accept()  # busy
+    assert executor._cancels_requested() == 0

@@ -240,6 +240,10 @@ class MotionPort(Protocol):
         (N, 6) to its controller, to start at `start` (s, the port's clock)."""
         ...
 
+    def goal_clients(self) -> int:
+        """How many action clients could still be waiting for the goal (0: its client is gone)."""
+        ...
+
     def publish_feedback(self, feedback: DrillFeedback) -> None: ...
 
     def publish_context(self, context: DrillingContext) -> None: ...
@@ -283,6 +287,7 @@ class ExecutorConfig:
     states_lost: float = 0.5  # s without joint states that ends a goal
     ready_timeout: float = 60.0  # s a goal waits for the stack to be ready
     response_timeout: float = 10.0  # s a retract or withdraw waits for its acceptance
+    client_lost: float = 1.0  # s without any action client that count as a cancel
 
     @classmethod
     def shipped(cls, params: RobotParameters | None = None, **options: float) -> ExecutorConfig:
@@ -330,6 +335,14 @@ class DrillHoleExecutor:
         self.bit_in_bone = False  # the last goal ended with the bit in bone
 
     # --- called from other threads (the node's callbacks) ------------------------------------
+    def accept(self) -> bool:
+        """Take a new goal (False while one runs): reserves the executor, forgets old cancels."""
+        with self._lock:
+            if self.busy:
+                return False
+            self.busy, self._cancels = True, 0
+            return True
+
     def request_cancel(self) -> None:
         with self._lock:
             self._cancels += 1
@@ -349,8 +362,7 @@ class DrillHoleExecutor:
 
     # --- one goal ------------------------------------------------------------------------------
     def run(self, request: DrillRequest) -> DrillResult:
-        with self._lock:
-            self._cancels = 0
+        """Carry out one goal (`accept` first when goals come from other threads)."""
         self.busy = True
         self._set_phase("waiting")
         try:
@@ -391,6 +403,8 @@ class _Run:
         self.code = ErrorCode.ABORTED_FAULT  # the code of that error
         self.cancels_seen = 0
         self.canceled = False  # a cancel started the way out (the goal ends canceled)
+        self.cancel_cause = "canceled"  # or the client's disappearance
+        self.clients_gone_at = float("nan")  # s, since when no action client is left
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
@@ -595,9 +609,26 @@ class _Run:
         if cancels > self.cancels_seen:
             self.cancels_seen = cancels
             return Event.CANCEL
+        if self.client_gone():
+            self.cancel_cause = "canceled (the client disappeared)"
+            return Event.CANCEL
         if all(m.status() is MotionStatus.SUCCEEDED for m in self.active.values()):
             return Event.MOTION_DONE
         return None
+
+    def client_gone(self) -> bool:
+        """True once, when no action client has been left for `client_lost` s (a client that
+        died or lost its connection mid-goal: its goal is cancelled as if it had asked)."""
+        if self.port.goal_clients() > 0:
+            self.clients_gone_at = float("nan")
+            return False
+        now = self.port.now()
+        if not np.isfinite(self.clients_gone_at):
+            self.clients_gone_at = now
+        if now - self.clients_gone_at >= self.config.client_lost:
+            self.clients_gone_at = float("inf")  # once
+            return True
+        return False
 
     def error(self, why: str) -> Event:
         self.why, self.code = why, ErrorCode.ABORTED_FAULT
@@ -627,12 +658,13 @@ class _Run:
                 return self.finish(
                     Outcome.CANCELED,
                     ErrorCode.CANCELED_RETRACTED,
-                    f"canceled: the retract failed ({self.why}); the feed withdrew the bit, {where}",
+                    f"{self.cancel_cause}: the retract failed ({self.why}); the feed withdrew the bit, "
+                    f"{where}",
                 )
             if self.why:
                 return self.fail(Outcome.ABORTED, self.code, f"{self.why}; bit withdrawn, {where}")
             return self.finish(
-                Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, f"canceled: bit retracted, {where}"
+                Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, f"{self.cancel_cause}: bit retracted, {where}"
             )
         return None
 
@@ -684,7 +716,9 @@ class _Run:
                 )
             return self.fail(Outcome.ABORTED, self.code, self.why)
         return self.finish(
-            Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, f"stopped at once in phase {phase}"
+            Outcome.CANCELED,
+            ErrorCode.CANCELED_RETRACTED,
+            f"{self.cancel_cause}: stopped at once in phase {phase}",
         )
 
     def bone_was_entered(self) -> bool:
