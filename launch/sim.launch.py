@@ -42,7 +42,7 @@ def generate_launch_description() -> LaunchDescription:
         # no longer opens a following error. What remains is the joint states' lag at the
         # controllers, in plant time: about one drive_node tick (median 9 ms measured under load,
         # peaks of 40 ms); tracking_lag keeps those peaks within half the path tolerances.
-        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0}],
+        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0, "task": "incision"}],
         output="screen",
     )
     return LaunchDescription(
