@@ -367,7 +367,6 @@ def _make_node():
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
     from rclpy.qos import DurabilityPolicy, QoSProfile
-    from std_srvs.srv import Trigger
 
     from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, ExecutorConfig
 
@@ -403,17 +402,7 @@ def _make_node():
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.state_publisher = self.create_publisher(OperatingState, "/quirobot/state", latched)
             self.status_reporter = StateReporter(self)
-            self.drive_services = {
-                name: self.create_client(Trigger, f"/quirobot/drives/{name}", callback_group=self.group)
-                for name in ("enable", "disable", "acknowledge_stop", "home")
-            }
-            for name, callback in (
-                ("/quirobot/enable", self._on_enable),
-                ("/quirobot/disable", lambda request, response: self._lifecycle("disable", response)),
-                ("/quirobot/reset_fault", self._on_reset_fault),
-                ("/quirobot/home", lambda request, response: self._lifecycle("home", response)),
-            ):
-                self.create_service(Trigger, name, callback, callback_group=self.group)
+            self.services = DriveServices(self)
             self.server = ActionServer(
                 self,
                 DrillHole,
@@ -471,55 +460,6 @@ def _make_node():
             self._publish_state()
             return result_message(result)
 
-        # --- services --------------------------------------------------------------------------
-        def _call_drives(self, name: str) -> tuple[bool, str]:
-            """Call drive_node's /quirobot/drives/<name> (std_srvs/Trigger): (success, message)."""
-            client = self.drive_services[name]
-            if not client.wait_for_service(timeout_sec=2.0):
-                return False, f"drive_node's /quirobot/drives/{name} is not available"
-            future = client.call_async(Trigger.Request())
-            if not wait_until(future.done, SERVICE_TIMEOUT):
-                return False, f"no answer from /quirobot/drives/{name}"
-            answer = future.result()
-            return answer.success, answer.message
-
-        def _lifecycle(self, name: str, response):
-            if self.executor.busy:
-                response.success, response.message = False, "busy: cancel the DrillHole goal first"
-                return response
-            response.success, response.message = self._call_drives(name)
-            return response
-
-        def _on_enable(self, request, response):
-            response = self._lifecycle("enable", response)
-            # Answer once drive_node reports the drives enabled: a goal sent next finds them so.
-            if response.success and not wait_until(lambda: self.port.status().enabled, SERVICE_TIMEOUT):
-                response.success = False
-                response.message = (
-                    f"drive_node did not report the drives enabled within {SERVICE_TIMEOUT:.0f} s"
-                )
-            return response
-
-        def _on_reset_fault(self, request, response):
-            if self.executor.busy:
-                response.success, response.message = False, "busy"
-                return response
-            cleared = []
-            if self.port.status().stop_reason:
-                ok, message = self._call_drives("acknowledge_stop")
-                if not ok:
-                    response.success, response.message = False, f"drives: {message}"
-                    return response
-                cleared.append(message)
-                self.port.clear_stop()
-            reason = self.executor.reset_fault()
-            if reason:
-                cleared.append(f"cleared: {reason}")
-            response.success = True
-            response.message = "; ".join(cleared) if cleared else "no fault"
-            self._publish_state()
-            return response
-
     return TaskNode()
 
 
@@ -531,6 +471,76 @@ def wait_until(done, timeout: float) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+class DriveServices:
+    """/quirobot/enable, /quirobot/disable, /quirobot/home and /quirobot/reset_fault (std_srvs/
+    Trigger) over drive_node's /quirobot/drives/<name>; refused while a goal runs."""
+
+    def __init__(self, node) -> None:
+        from std_srvs.srv import Trigger
+
+        self.node = node
+        self.clients = {
+            name: node.create_client(Trigger, f"/quirobot/drives/{name}", callback_group=node.group)
+            for name in ("enable", "disable", "acknowledge_stop", "home")
+        }
+        for name, callback in (
+            ("/quirobot/enable", self.enable),
+            ("/quirobot/disable", lambda request, response: self.lifecycle("disable", response)),
+            ("/quirobot/reset_fault", self.reset_fault),
+            ("/quirobot/home", lambda request, response: self.lifecycle("home", response)),
+        ):
+            node.create_service(Trigger, name, callback, callback_group=node.group)
+
+    def call(self, name: str) -> tuple[bool, str]:
+        """Call drive_node's /quirobot/drives/<name> (std_srvs/Trigger): (success, message)."""
+        from std_srvs.srv import Trigger
+
+        client = self.clients[name]
+        if not client.wait_for_service(timeout_sec=2.0):
+            return False, f"drive_node's /quirobot/drives/{name} is not available"
+        future = client.call_async(Trigger.Request())
+        if not wait_until(future.done, SERVICE_TIMEOUT):
+            return False, f"no answer from /quirobot/drives/{name}"
+        answer = future.result()
+        return answer.success, answer.message
+
+    def lifecycle(self, name: str, response):
+        if self.node.executor.busy:
+            response.success, response.message = False, "busy: cancel the DrillHole goal first"
+            return response
+        response.success, response.message = self.call(name)
+        return response
+
+    def enable(self, request, response):
+        response = self.lifecycle("enable", response)
+        # Answer once drive_node reports the drives enabled: a goal sent next finds them so.
+        if response.success and not wait_until(lambda: self.node.port.status().enabled, SERVICE_TIMEOUT):
+            response.success = False
+            response.message = f"drive_node did not report the drives enabled within {SERVICE_TIMEOUT:.0f} s"
+        return response
+
+    def reset_fault(self, request, response):
+        node = self.node
+        if node.executor.busy:
+            response.success, response.message = False, "busy"
+            return response
+        cleared = []
+        if node.port.status().stop_reason:
+            ok, message = self.call("acknowledge_stop")
+            if not ok:
+                response.success, response.message = False, f"drives: {message}"
+                return response
+            cleared.append(message)
+            node.port.clear_stop()
+        reason = node.executor.reset_fault()
+        if reason:
+            cleared.append(f"cleared: {reason}")
+        response.success = True
+        response.message = "; ".join(cleared) if cleared else "no fault"
+        node.status_reporter.publish()
+        return response
 
 
 class StateReporter:
