@@ -409,7 +409,7 @@ def _make_node():
                 "/quirobot/drill_hole",
                 execute_callback=self._execute,
                 goal_callback=lambda request: (
-                    GoalResponse.ACCEPT if self.active and not self.executor.busy else GoalResponse.REJECT
+                    GoalResponse.ACCEPT if self.active and self.executor.accept() else GoalResponse.REJECT
                 ),
                 cancel_callback=self._on_cancel,
                 callback_group=self.group,
