@@ -396,27 +396,34 @@ def _make_node():
             self.trigger_activate()
 
         def on_configure(self, state) -> TransitionCallbackReturn:
+            try:
+                self._configure()
+            except Exception as error:  # rclpy's lifecycle would swallow it without a word
+                self.get_logger().error(f"configure failed: {error!r}")
+                return TransitionCallbackReturn.FAILURE
+            return TransitionCallbackReturn.SUCCESS
+
+        def _configure(self) -> None:
             self.port = RosMotionPort(self, self.group, self.states_topic, self.waypoint_period)
-            self.executor = DrillHoleExecutor(self.port, ExecutorConfig.shipped(**self.timing))
+            self.drill = DrillHoleExecutor(self.port, ExecutorConfig.shipped(**self.timing))
             self.port.state_changed = self._publish_state
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.state_publisher = self.create_publisher(OperatingState, "/quirobot/state", latched)
             self.status_reporter = StateReporter(self)
-            self.services = DriveServices(self)
+            self.drive_services = DriveServices(self)
             self.server = ActionServer(
                 self,
                 DrillHole,
                 "/quirobot/drill_hole",
                 execute_callback=self._execute,
                 goal_callback=lambda request: (
-                    GoalResponse.ACCEPT if self.active and self.executor.accept() else GoalResponse.REJECT
+                    GoalResponse.ACCEPT if self.active and self.drill.accept() else GoalResponse.REJECT
                 ),
                 cancel_callback=self._on_cancel,
                 callback_group=self.group,
             )
             self.create_timer(1.0, self._publish_state, callback_group=self.group, clock=self.port.steady)
             self._publish_state()
-            return TransitionCallbackReturn.SUCCESS
 
         def on_activate(self, state) -> TransitionCallbackReturn:
             self.active = True
@@ -433,13 +440,13 @@ def _make_node():
 
         # --- the action ------------------------------------------------------------------------
         def _on_cancel(self, goal_handle) -> CancelResponse:
-            self.executor.request_cancel()
+            self.drill.request_cancel()
             return CancelResponse.ACCEPT
 
         def _execute(self, goal_handle):
             self.port.goal_handle = goal_handle
             try:
-                result = self.executor.run(request_from_goal(goal_handle.request, self.task))
+                result = self.drill.run(request_from_goal(goal_handle.request, self.task))
             except Exception as error:  # a bug must not leave the goal without an end
                 result = DrillResult(Outcome.ABORTED, ErrorCode.ABORTED_FAULT, f"internal error: {error!r}")
                 self.get_logger().error(f"DrillHole: {error!r}")
@@ -507,7 +514,7 @@ class DriveServices:
         return answer.success, answer.message
 
     def lifecycle(self, name: str, response):
-        if self.node.executor.busy:
+        if self.node.drill.busy:
             response.success, response.message = False, "busy: cancel the DrillHole goal first"
             return response
         response.success, response.message = self.call(name)
@@ -523,7 +530,7 @@ class DriveServices:
 
     def reset_fault(self, request, response):
         node = self.node
-        if node.executor.busy:
+        if node.drill.busy:
             response.success, response.message = False, "busy"
             return response
         cleared = []
@@ -534,7 +541,7 @@ class DriveServices:
                 return response
             cleared.append(message)
             node.port.clear_stop()
-        reason = node.executor.reset_fault()
+        reason = node.drill.reset_fault()
         if reason:
             cleared.append(f"cleared: {reason}")
         response.success = True
@@ -559,7 +566,7 @@ class StateReporter:
 
         from quirobot_control.bridge.diagnostics import task_diagnostic
 
-        node, executor = self.node, self.node.executor
+        node, executor = self.node, self.node.drill
         with self.lock:
             status = node.port.status()
             missing = executor.waiting_for()

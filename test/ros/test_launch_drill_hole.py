@@ -462,14 +462,19 @@ class TestDrillHole(unittest.TestCase):
             "while True:\n"
             "    rclpy.spin_once(node, timeout_sec=0.1)\n"
         )
-        process = subprocess.Popen([sys.executable, "-c", script, self.goal_yaml()], start_new_session=True)
 
         def run() -> None:
+            process = subprocess.Popen(
+                [sys.executable, "-c", script, self.goal_yaml()], start_new_session=True
+            )
             try:
                 self.wait_tip_in_bone(states, 0.002)
             finally:
                 process.terminate()  # quits without cancelling its goal
-                process.wait(timeout=60)
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
             proc_output.assertWaitFor("client disappeared", timeout=300, stream="stderr")
             self.assert_ends_out_of_bone(states)
 
