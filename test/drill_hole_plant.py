@@ -65,6 +65,7 @@ class PlantPort:
     time: float = 0.0
     response_delay: dict[str, float] = field(default_factory=dict)  # s, per part; inf: never
     drive_stop_at: float = math.inf
+    drive_stop_reason: str = "drill_feed: following error (injected)"
     states_stop_at: float = math.inf
     ready_at: float = 0.0  # s: the controllers become active then (a fresh launch)
     enabled: bool = True
@@ -160,7 +161,7 @@ class PlantPort:
     def _advance(self, step: float) -> None:
         self.time += step
         if self.time >= self.drive_stop_at and not self._stop_reason:
-            self._stop_reason = "drill_feed: following error (injected)"
+            self._stop_reason = self.drive_stop_reason
             for controller in self.controllers.values():
                 controller.hold(MotionStatus.ABORTED, "the hardware stopped")
         if self.time >= self.cancel_at and self.executor is not None:

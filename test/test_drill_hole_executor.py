@@ -166,8 +166,15 @@ def test_arm_controller_abort_in_bone_withdraws_the_bit_and_aborts(config, task,
     assert executor.reset_fault() and executor.fault_reason == ""
 
 
-def test_drive_stop_in_bone_leaves_the_bit_and_says_so(config, task, tip):
-    port = PlantPort(task.park)
+@pytest.mark.parametrize(
+    ("reason", "code"),
+    [
+        ("drill_feed: following error (injected)", ErrorCode.CANCELED_BIT_IN_BONE),
+        ("thrust limit: 81.2 N above 80 N", ErrorCode.ABORTED_MONITOR),
+    ],
+)
+def test_drive_stop_in_bone_leaves_the_bit_and_says_so(config, task, tip, reason, code):
+    port = PlantPort(task.park, drive_stop_reason=reason)
     executor = DrillHoleExecutor(port, config)
     port.executor = executor
     original = port.publish_feedback
@@ -180,9 +187,9 @@ def test_drive_stop_in_bone_leaves_the_bit_and_says_so(config, task, tip):
     port.publish_feedback = feedback
     result = executor.run(request(task))
     assert result.outcome is Outcome.ABORTED
-    assert result.error_code is ErrorCode.CANCELED_BIT_IN_BONE, result.message
+    assert result.error_code is code, result.message
     assert result.bit_in_bone and executor.bit_in_bone
-    assert "injected" in result.message
+    assert reason in result.message
     assert tip_track(port, tip, task)[-1][0] > 0.004
 
 

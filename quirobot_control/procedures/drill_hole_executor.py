@@ -707,9 +707,11 @@ class _Run:
         in_bone = self.depth >= IN_BONE_MARGIN or not np.isfinite(self.depth)
         if self.why:
             if in_bone and self.bone_was_entered():
+                # The drilling monitor's own stop keeps its code (bit_in_bone says where the bit is).
+                monitor = self.code is ErrorCode.ABORTED_MONITOR
                 return self.fail(
                     Outcome.CANCELED if self.canceled else Outcome.ABORTED,
-                    ErrorCode.CANCELED_BIT_IN_BONE,
+                    ErrorCode.ABORTED_MONITOR if monitor else ErrorCode.CANCELED_BIT_IN_BONE,
                     f"{self.why}; the bit is in the bone, {max(self.depth, 0.0) * 1000:.2f} mm past "
                     "the entry",
                     bit_in_bone=True,
