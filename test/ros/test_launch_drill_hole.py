@@ -369,14 +369,23 @@ class TestDrillHole(unittest.TestCase):
 
     # --- clients that do not wait for the end ------------------------------------------------
     def wait_tip_in_bone(self, states: list, depth: float) -> None:
-        """Until drive_node's joint states put the tip `depth` m past the entry, near the axis."""
+        """Until drive_node's joint states put the tip `depth` m past the entry, near the axis;
+        fails at once if the goal ends in a fault first (/quirobot/state)."""
+        start = len(self.early_states)
 
         def in_bone() -> bool:
-            return bool(states) and (lambda d: d[0] > depth and d[1] < 5e-3)(
-                self.tip_depth_lateral(states[-1])
-            )
+            if not states:
+                return False
+            tip_depth, lateral = self.tip_depth_lateral(states[-1])
+            return tip_depth > depth and lateral < 5e-3
 
-        self.graph.spin_until(in_bone, 600.0, f"the tip {depth * 1e3:.1f} mm in bone")
+        def faulted():
+            return next((m for m in self.early_states[start:] if m.fault), None)
+
+        what = f"the tip {depth * 1e3:.1f} mm in bone"
+        self.graph.spin_until(lambda: in_bone() or faulted() is not None, 600.0, what)
+        fault = faulted()
+        self.assertIsNone(fault, f"the goal ended before the feed: {fault.fault_reason if fault else ''}")
 
     def assert_ends_out_of_bone(self, states: list) -> None:
         """The goal ends (not busy), the bit out of the bone, nothing latched."""
