@@ -341,6 +341,17 @@ def result_message(result: DrillResult):
     )
 
 
+def terminal_status(goal_handle, outcome: Outcome):
+    """The goal handle's method that ends it as `outcome`. rcl_action lets a goal end canceled
+    only once a cancel request moved it to CANCELING: a goal the executor canceled by itself
+    (its client disappeared) ends aborted; its error_code still says CANCELED_RETRACTED."""
+    if outcome is Outcome.SUCCEEDED:
+        return goal_handle.succeed
+    if outcome is Outcome.CANCELED and goal_handle.is_cancel_requested:
+        return goal_handle.canceled
+    return goal_handle.abort
+
+
 def request_from_goal(goal, default_task: str):
     """The executor's request from a DrillHole goal message."""
     from quirobot_control.planning.drill_hole import DrillGoal
@@ -452,11 +463,6 @@ def _make_node():
                 self.get_logger().error(f"DrillHole: {error!r}")
             finally:
                 self.port.goal_handle = None
-            {
-                Outcome.SUCCEEDED: goal_handle.succeed,
-                Outcome.CANCELED: goal_handle.canceled,
-                Outcome.ABORTED: goal_handle.abort,
-            }[result.outcome]()
             # One call site per severity: rclpy's logger refuses a call site whose severity changes.
             if result.outcome is Outcome.ABORTED:
                 self.get_logger().error(f"DrillHole aborted ({result.error_code.name}): {result.message}")
@@ -464,6 +470,7 @@ def _make_node():
                 self.get_logger().info(
                     f"DrillHole {result.outcome.value} ({result.error_code.name}): {result.message}"
                 )
+            terminal_status(goal_handle, result.outcome)()
             self._publish_state()
             return result_message(result)
 
