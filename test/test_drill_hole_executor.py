@@ -318,3 +318,13 @@ def test_accept_reserves_the_executor_and_forgets_old_cancels(config, task):
     assert executor.accept()
     assert not executor.accept()  # busy
     assert executor._cancels_requested() == 0
+
+
+def test_a_latched_fault_refuses_at_once_even_while_controllers_are_down(config, task):
+    """A drive stop deactivates the controllers: the goal must not wait ready_timeout for them."""
+    port = PlantPort(task.park, ready_at=math.inf)
+    executor = DrillHoleExecutor(port, config)
+    executor.fault_reason = "drives stopped: e-stop"
+    result = executor.run(request(task))
+    assert result.error_code is ErrorCode.REJECTED_NOT_READY and "in fault" in result.message
+    assert port.time == 0.0

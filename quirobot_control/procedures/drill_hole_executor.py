@@ -408,7 +408,7 @@ class _Run:
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
-        refused = self.wait_ready() or self.check_now()
+        refused = self.check_fault() or self.wait_ready() or self.check_now()
         if refused is not None:
             return refused
         plan = self.plan_goal()
@@ -450,11 +450,18 @@ class _Run:
             self.port.sleep(self.config.feedback_period)
         return None
 
-    def check_now(self) -> DrillResult | None:
+    def check_fault(self) -> DrillResult | None:
+        """A latched fault refuses at once (no wait: nothing clears it but reset_fault)."""
         status = self.port.status()
         fault = f"drives stopped: {status.stop_reason}" if status.stop_reason else self.executor.fault_reason
         if fault:
             return self.refuse(ErrorCode.REJECTED_NOT_READY, f"in fault: {fault} (reset_fault)")
+        return None
+
+    def check_now(self) -> DrillResult | None:
+        if (refused := self.check_fault()) is not None:
+            return refused
+        status = self.port.status()
         if not status.enabled:
             return self.refuse(ErrorCode.REJECTED_NOT_READY, "disabled: call /quirobot/enable")
         if not status.homed:
