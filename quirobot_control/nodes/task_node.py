@@ -4,7 +4,9 @@ Behaviour lives in `quirobot_control.procedures` (readiness, checks, plan, execu
 policy, error codes, metrics: `DrillHoleExecutor`, tested in-process in
 test/test_drill_hole_executor.py); this node only translates:
 
-- Action server /quirobot/drill_hole (quirobot/action/DrillHole): a goal is accepted unless the
+- Action server /quirobot/drill_hole (quirobot/action/DrillHole), advertised once the node is
+  active (a goal sent as soon as it appears is never refused for a start-up still between
+  configure and activate): a goal is accepted unless the
   node is inactive or a goal runs, then handed to the executor; its `DrillResult` becomes the
   result (error_code, success, message, achieved_depth, max_lateral_deviation, bone_model,
   bit_in_bone) and the goal's terminal status. The goal's `task` (else the `task` parameter)
@@ -422,22 +424,23 @@ def _make_node():
             self.state_publisher = self.create_publisher(OperatingState, "/quirobot/state", latched)
             self.status_reporter = StateReporter(self)
             self.drive_services = DriveServices(self)
-            self.server = ActionServer(
-                self,
-                DrillHole,
-                "/quirobot/drill_hole",
-                execute_callback=self._execute,
-                goal_callback=lambda request: (
-                    GoalResponse.ACCEPT if self.active and self.drill.accept() else GoalResponse.REJECT
-                ),
-                cancel_callback=self._on_cancel,
-                callback_group=self.group,
-            )
             self.create_timer(1.0, self._publish_state, callback_group=self.group, clock=self.port.steady)
             self._publish_state()
 
         def on_activate(self, state) -> TransitionCallbackReturn:
             self.active = True
+            if not hasattr(self, "server"):  # advertised once active: a goal found is never refused for
+                self.server = ActionServer(  # a start-up still between configure and activate
+                    self,
+                    DrillHole,
+                    "/quirobot/drill_hole",
+                    execute_callback=self._execute,
+                    goal_callback=lambda request: (
+                        GoalResponse.ACCEPT if self.active and self.drill.accept() else GoalResponse.REJECT
+                    ),
+                    cancel_callback=self._on_cancel,
+                    callback_group=self.group,
+                )
             self.get_logger().info("task_node active: /quirobot/drill_hole")
             return super().on_activate(state)
 
