@@ -397,7 +397,7 @@ def _make_node():
                 "start_delay": float(declare("start_delay", 2.0).value),
                 # s: the following error the controllers see per unit speed through drive_node.
                 "tracking_lag": float(declare("tracking_lag", 0.05).value),
-                "ready_timeout": float(declare("ready_timeout", 60.0).value),
+                "ready_timeout": float(declare("ready_timeout", 300.0).value),
             }
             self.waypoint_period = float(declare("waypoint_period", 0.01).value)
             if self.autostart:

@@ -285,7 +285,7 @@ class ExecutorConfig:
     tracking_lag: float = 0.05  # s of joint-state lag the slowed phases allow for
     feedback_period: float = 0.02  # s
     states_lost: float = 0.5  # s without joint states that ends a goal
-    ready_timeout: float = 60.0  # s a goal waits for the stack to be ready
+    ready_timeout: float = 300.0  # s a goal waits for the stack (a fresh launch took > 60 s under load)
     response_timeout: float = 10.0  # s a retract or withdraw waits for its acceptance
     client_lost: float = 1.0  # s without any action client that count as a cancel
 
