@@ -132,6 +132,8 @@ class RosMotionPort:
         from std_msgs.msg import String
 
         self.node, self.waypoint_period = node, waypoint_period
+        # Before the subscriptions: their callbacks run on other executor threads at once.
+        self.state_changed = lambda: None  # the node sets its state publisher
         self.lock = threading.Lock()
         self.position: dict[str, float] = {}
         self.effort: dict[str, float] = {}
@@ -170,7 +172,6 @@ class RosMotionPort:
         )
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(1.0, self._poll_controllers, callback_group=group, clock=self.steady)
-        self.state_changed = lambda: None  # the node sets its state publisher
 
     # --- inputs --------------------------------------------------------------------------------
     def _on_states(self, message) -> None:
