@@ -401,6 +401,7 @@ class TestDrillHole(unittest.TestCase):
         from std_srvs.srv import Trigger
 
         self.graph.call(Trigger, "/quirobot/reset_fault", Trigger.Request())
+        self.next_state(lambda m: not m.fault)  # states from before the reset are spun in first
         type(self).client.destroy()
         try:
             run()
