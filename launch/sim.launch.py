@@ -45,7 +45,7 @@ def generate_launch_description() -> LaunchDescription:
         # its 1 mm path tolerance in the approach, 10 ms the feed's retract its 0.2 mm).
         # start_delay 4 s of plant time for the controllers to accept both goals (1 s was too
         # short in the load test: an action round trip takes seconds of wall time under load).
-        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0}],
+        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0, "task": "incision"}],
         output="screen",
     )
     return LaunchDescription(

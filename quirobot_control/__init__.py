@@ -8,11 +8,13 @@ Subpackages, bottom up (a module imports only from its own layer or below; .impo
   (`CanopenDrive`) and the simulated slave;
 - loop: the hardware component (`QuirobotHardware`), PID, safety layer, control configuration;
   planning: jerk-limited trajectories and the surgical tasks;
+- procedures: a surgical procedure from its request to its result over a motion port (the
+  DrillHole executor that task_node drives; its cancel policy);
 - simulation: the MuJoCo plant, the closed loop, a task run and measured, the simulated drive
   backend; analysis: servo sizing, the single-joint step response;
 - bridge: the drive bridge under drive_node (simulated or CANopen backend); reporting: MCAP log
   and PNG summary of a run;
-- nodes: the ROS 2 node (drive_node), a thin adapter.
+- nodes: the ROS 2 nodes (drive_node, task_node), thin adapters.
 
 Conveniences with the shipped parameter file by default (`params=` takes another's
 RobotParameters, e.g. `quirobot_description.robot_parameters("other.yaml")`):

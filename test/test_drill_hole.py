@@ -1,4 +1,5 @@
-"""The DrillHole action's core: goal checks, the plan, progress, the cancel policy (ROS-free)."""
+"""The DrillHole action's core: goal checks, the plan, progress (ROS-free; the cancel policy is in
+test_cancel_policy.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,8 @@ import pytest
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.planning.drill_hole import (
-    BONE_PHASES,
-    TRANSITIONS,
-    Action,
-    CancelPolicy,
     DrillGoal,
-    Event,
     GoalRejectedError,
-    State,
     path_tolerances,
     phase_progress,
     plan_cancel_retract,
@@ -177,70 +172,6 @@ def test_cancel_retract_takes_the_tip_out_above_the_entry(plan, params):
     assert np.array_equal(
         retract.positions[:, :FEED_INDEX], np.tile(q_mid_feed[:FEED_INDEX], (len(retract.positions), 1))
     )
-
-
-def expected(state: State, event: Event) -> tuple[State, Action]:
-    """The issue's policy written independently of the table."""
-    running = state in (State.MOVING, State.DRILLING, State.RETRACTING)
-    if not running:
-        return (State.MOVING, Action.EXECUTE) if event is Event.GOAL else (state, Action.NONE)
-    if event is Event.ERROR:
-        return State.STOPPED, Action.STOP
-    if event is Event.CANCEL:
-        if state is State.DRILLING:
-            return State.RETRACTING, Action.RETRACT  # never a stop with the bit in bone
-        return State.STOPPED, Action.STOP  # out of bone, or a second cancel
-    if event is Event.MOTION_DONE:
-        return {
-            State.MOVING: (State.SUCCEEDED, Action.SUCCEED),
-            State.DRILLING: (State.STOPPED, Action.STOP),
-            State.RETRACTING: (State.CANCELED, Action.FINISH_CANCEL),
-        }[state]
-    if state is State.RETRACTING or event is Event.GOAL:
-        return state, Action.NONE
-    return (State.DRILLING if event is Event.BONE_ENTERED else State.MOVING), Action.NONE
-
-
-@pytest.mark.parametrize("state", list(State))
-@pytest.mark.parametrize("event", list(Event))
-def test_transition_table_every_pair(state, event):
-    assert TRANSITIONS[(state, event)] == expected(state, event)
-    policy = CancelPolicy(state)
-    assert policy.handle(event) is expected(state, event)[1]
-    assert policy.state is expected(state, event)[0]
-
-
-def test_table_has_exactly_every_pair():
-    assert set(TRANSITIONS) == {(s, e) for s in State for e in Event}
-
-
-def test_cancel_during_feed_then_second_cancel(plan):
-    policy = CancelPolicy()
-    assert policy.handle(Event.GOAL) is Action.EXECUTE
-    for phase in plan.trajectory.phases:
-        event = policy.phase_event(phase.name)
-        if event is not None:
-            policy.handle(event)
-        if phase.name == "feed":
-            break
-    assert policy.state is State.DRILLING
-    assert "feed" in BONE_PHASES
-    assert policy.handle(Event.CANCEL) is Action.RETRACT
-    assert policy.handle(Event.CANCEL) is Action.STOP
-    assert policy.state is State.STOPPED
-
-
-def test_whole_plan_without_events_succeeds(plan):
-    policy = CancelPolicy()
-    policy.handle(Event.GOAL)
-    seen = []
-    for phase in plan.trajectory.phases:
-        event = policy.phase_event(phase.name)
-        if event is not None:
-            seen.append(event)
-            policy.handle(event)
-    assert seen == [Event.BONE_ENTERED, Event.BONE_LEFT]
-    assert policy.handle(Event.MOTION_DONE) is Action.SUCCEED
 
 
 def test_waypoints_keep_the_ends_and_the_period(plan):

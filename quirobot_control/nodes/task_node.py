@@ -1,39 +1,38 @@
-"""ROS 2 lifecycle node `task_node`: the task-level API (thin adapter over planning.drill_hole).
+"""ROS 2 lifecycle node `task_node`: the task-level API, a skin over the ROS-free DrillHole executor.
 
-- Action server /quirobot/drill_hole (quirobot/action/DrillHole): the goal is checked and planned
-  by `plan_drill_hole` from the measured joint pose; a goal that cannot be done ends at once,
-  aborted, with success false and the reason in `message` (an action rejection carries no text).
-  The plan runs through ros2_control: the arm's part on joint_trajectory_controller and the feed's
-  on drill_feed_controller (FollowJointTrajectory), both goals stamped with the same start time
-  (`start_delay`, default 2 s, ahead: a goal accepted after its start time makes the controller
-  jump to the sample at that time) so the controllers run them in step. Every phase but the feed
-  and the dwell is slowed (`slowed_for_lag`) so that the measured round-trip lag of the joint
-  states (`tracking_lag`, default 50 ms) stays inside half the controllers' path tolerances
-  (config/controllers.yaml). Feedback at
-  `feedback_rate` (default 50 Hz): the plan's phase, progress, and from the measured joint
-  states the tip depth past the entry and its distance from the axis (FK) and the feed's effort
-  as the thrust.
-- Cancel (CancelPolicy): with the bit in a bone phase, the feed retracts along the axis out of the
-  bone and the goal ends canceled; elsewhere, on a second cancel or on an error (a drive stop on
-  /quirobot/drive_stop, a controller aborting, joint states lost) the controllers' goals are
-  cancelled at once (they hold) and the goal ends canceled or aborted with the reason.
-- /quirobot/state (quirobot/msg/OperatingState, transient local): enabled, homed, busy, fault and
-  its reason, phase; republished on every change and once a second. enabled, homed and the
-  drives' stop come from drive_node's /quirobot/drives/state (its hardware component); a goal is
-  refused while the drives are disabled, not homed or stopped.
-- Services (std_srvs/Trigger) go through the hardware component's lifecycle in drive_node:
-  /quirobot/enable and /quirobot/disable call /quirobot/drives/enable and /quirobot/drives/disable
-  (activate: drives enabled at the measured pose; deactivate: inverters off, brakes), refused
-  while busy; /quirobot/reset_fault calls /quirobot/drives/acknowledge_stop when the drives have
-  a latched stop (every drive's fault reset, logged) and clears the node's own fault latch; then
-  /quirobot/enable drives again (nothing restarts by itself); /quirobot/home calls
-  /quirobot/drives/home (the hardware's homing sequence, while disabled).
-- /diagnostics (diagnostic_msgs/DiagnosticArray): the operating state as "quirobot/task"
-  (bridge.diagnostics.task_diagnostic; ERROR with the fault's reason), on every change and once a
-  second. drive_node publishes the drives' entries.
+Behaviour lives in `quirobot_control.procedures` (readiness, checks, plan, execution, cancel
+policy, error codes, metrics: `DrillHoleExecutor`, tested in-process in
+test/test_drill_hole_executor.py); this node only translates:
 
-The node configures and activates itself at start-up (parameter `autostart`, default true);
-goals are refused unless it is active. rclpy is imported only inside functions.
+- Action server /quirobot/drill_hole (quirobot/action/DrillHole), advertised once the node is
+  active (a goal sent as soon as it appears is never refused for a start-up still between
+  configure and activate): a goal is accepted unless the
+  node is inactive or a goal runs, then handed to the executor; its `DrillResult` becomes the
+  result (error_code, success, message, achieved_depth, max_lateral_deviation, bone_model,
+  bit_in_bone) and the goal's terminal status. The goal's `task` (else the `task` parameter)
+  names the scene/task file; neither: no bone model. A cancel request is always accepted and
+  passed to the executor (in bone: the feed retracts along the axis).
+- `RosMotionPort`: the executor's motion port. Trajectories go to joint_trajectory_controller and
+  drill_feed_controller (FollowJointTrajectory) stamped with a common start time; the measured
+  state comes from /quirobot/joint_states, the drives' from /quirobot/drives/state, the active
+  controllers from the controller manager's list_controllers (polled once a second), the robot
+  description from /robot_description; the drilling context goes out latched on
+  /quirobot/drilling_context. A motion whose acceptance has not arrived when it must stop is
+  cancelled through the controller's cancel service with the zero goal id and stamp (every goal
+  of that controller) and again when its acceptance arrives (rclpy issue 1123: in rclpy 7.1.6 an
+  acceptance can be lost under a multi-threaded executor; the action clients here take a lock as
+  the upstream fix does).
+- /quirobot/state (quirobot/msg/OperatingState, transient local): ready and waiting_for (the
+  executor's `waiting_for`), enabled, homed, busy, fault, phase ("starting" until the stack has
+  been ready once), bit_in_bone; on every change and once a second (steady clock: also before
+  the simulated clock runs). /diagnostics: the same as "quirobot/task".
+- Services (std_srvs/Trigger) call drive_node's /quirobot/drives/<name>: /quirobot/enable (it
+  answers once drive_node reports the drives enabled), /quirobot/disable, /quirobot/home, refused
+  while busy; /quirobot/reset_fault acknowledges the drives' latched stop and clears the
+  executor's latch.
+
+The node configures and activates itself at start-up (parameter `autostart`, default true).
+rclpy is imported only inside functions.
 """
 
 from __future__ import annotations
@@ -41,6 +40,31 @@ from __future__ import annotations
 import sys
 import threading
 import time
+
+import numpy as np
+
+from quirobot_control.planning.drill_hole import waypoints
+from quirobot_control.procedures.drill_hole_executor import (
+    DrillFeedback,
+    DrillingContext,
+    DrillResult,
+    ErrorCode,
+    Measurement,
+    MotionRecord,
+    MotionStatus,
+    Outcome,
+    StackStatus,
+)
+from quirobot_description.parameters import AXES, FEED_INDEX
+
+#: The trajectory controllers a plan is split over (bringup.launch.py spawns them).
+CONTROLLERS = {"arm": "joint_trajectory_controller", "feed": "drill_feed_controller"}
+COLUMNS = {"arm": list(range(FEED_INDEX)), "feed": [FEED_INDEX]}
+#: s of wall time without joint states after which they count as lost on any clock (a
+#: simulation that stopped altogether stops its clock too).
+STATES_LOST_WALL = 5.0
+#: s (wall) a service call to drive_node, or the drives' confirmation of an enable, may take.
+SERVICE_TIMEOUT = 10.0
 
 
 def main(args: list[str] | None = None) -> int:
@@ -62,86 +86,321 @@ def main(args: list[str] | None = None) -> int:
     return 0
 
 
-#: s without joint states (the node's clock) that ends a goal: "joint states lost".
-STATES_LOST = 0.5
-#: s of wall time without joint states after which they count as lost on any clock.
-STATES_LOST_WALL = 5.0
+def race_free_action_client(node, action_type, name: str, group):
+    """An rclpy ActionClient whose request bookkeeping and response handling share one lock (the
+    fix of rclpy issue 1123, merged upstream after 7.1.6: a response taken by another executor
+    thread before the request's sequence number was recorded is dropped and its future never
+    completes)."""
+    from rclpy.action import ActionClient
+
+    class RaceFreeActionClient(ActionClient):
+        def __init__(self) -> None:
+            super().__init__(node, action_type, name, callback_group=group)
+            self._request_lock = threading.RLock()
+
+        def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None):
+            with self._request_lock:
+                return super().send_goal_async(goal, feedback_callback, goal_uuid)
+
+        def _cancel_goal_async(self, goal_handle):
+            with self._request_lock:
+                return super()._cancel_goal_async(goal_handle)
+
+        def _get_result_async(self, goal_handle):
+            with self._request_lock:
+                return super()._get_result_async(goal_handle)
+
+        async def execute(self, taken_data):
+            with self._request_lock:
+                return await super().execute(taken_data)
+
+    return RaceFreeActionClient()
 
 
-def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS imports)
-    import numpy as np
-    import yaml
-    from action_msgs.msg import GoalStatus
-    from control_msgs.action import FollowJointTrajectory
-    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+class RosMotionPort:
+    """The DrillHole executor's MotionPort over ROS (module docstring)."""
+
+    def __init__(self, node, group, states_topic: str, waypoint_period: float) -> None:
+        from action_msgs.srv import CancelGoal
+        from control_msgs.action import FollowJointTrajectory
+        from controller_manager_msgs.srv import ListControllers
+        from quirobot.msg import DrillingContext as ContextMsg
+        from quirobot.msg import DrivesState
+        from rclpy.clock import Clock, ClockType
+        from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+
+        self.node, self.waypoint_period = node, waypoint_period
+        # Before the subscriptions: their callbacks run on other executor threads at once.
+        self.state_changed = lambda: None  # the node sets its state publisher
+        self.lock = threading.Lock()
+        self.position: dict[str, float] = {}
+        self.effort: dict[str, float] = {}
+        self.states_wall = -np.inf  # time.monotonic() of the last joint states
+        self.states_stamp = -np.inf  # the node's clock then (s)
+        self.drives = StackStatus()
+        self.active_controllers: set[str] = set()
+        self.description = False
+        self.goal_handle = None
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(
+            JointState, states_topic, self._on_states, qos_profile_sensor_data, callback_group=group
+        )
+        node.create_subscription(
+            DrivesState, "/quirobot/drives/state", self._on_drives, latched, callback_group=group
+        )
+        node.create_subscription(
+            String, "/robot_description", self._on_description, latched, callback_group=group
+        )
+        self.context_publisher = node.create_publisher(ContextMsg, "/quirobot/drilling_context", latched)
+        self.goal_type = FollowJointTrajectory.Goal
+        self.clients = {
+            part: race_free_action_client(
+                node, FollowJointTrajectory, f"/{name}/follow_joint_trajectory", group
+            )
+            for part, name in CONTROLLERS.items()
+        }
+        self.cancel_services = {
+            part: node.create_client(
+                CancelGoal, f"/{name}/follow_joint_trajectory/_action/cancel_goal", callback_group=group
+            )
+            for part, name in CONTROLLERS.items()
+        }
+        self.list_controllers = node.create_client(
+            ListControllers, "/controller_manager/list_controllers", callback_group=group
+        )
+        self.steady = Clock(clock_type=ClockType.STEADY_TIME)
+        node.create_timer(1.0, self._poll_controllers, callback_group=group, clock=self.steady)
+
+    # --- inputs --------------------------------------------------------------------------------
+    def _on_states(self, message) -> None:
+        with self.lock:
+            for k, name in enumerate(message.name):
+                if k < len(message.position):
+                    self.position[name] = message.position[k]
+                if k < len(message.effort):
+                    self.effort[name] = message.effort[k]
+            self.states_wall = time.monotonic()
+            self.states_stamp = self.now()
+
+    def _on_drives(self, message) -> None:
+        with self.lock:
+            previous = self.drives
+            self.drives = StackStatus(True, message.enabled, message.homed, message.stop_reason)
+        if message.stop_reason and message.stop_reason != previous.stop_reason:
+            self.node.get_logger().error(f"drives stopped: {message.stop_reason}")
+        self.state_changed()
+
+    def _on_description(self, message) -> None:
+        self.description = bool(message.data)
+
+    def _poll_controllers(self) -> None:
+        from controller_manager_msgs.srv import ListControllers
+
+        if not self.list_controllers.service_is_ready():
+            return
+        future = self.list_controllers.call_async(ListControllers.Request())
+        future.add_done_callback(self._on_controllers)
+
+    def _on_controllers(self, future) -> None:
+        answer = future.result()
+        active = {c.name for c in answer.controller if c.state == "active"} if answer is not None else set()
+        changed = active != self.active_controllers
+        self.active_controllers = active
+        if changed:
+            self.state_changed()
+
+    def clear_stop(self) -> None:
+        """drive_node acknowledged its stop (it republishes its state; do not show the old one)."""
+        with self.lock:
+            self.drives = StackStatus(True, self.drives.enabled, self.drives.homed, "")
+
+    # --- MotionPort ----------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def status(self) -> StackStatus:
+        missing = tuple(
+            name
+            for part, name in CONTROLLERS.items()
+            if name not in self.active_controllers or not self.clients[part].server_is_ready()
+        )
+        with self.lock:
+            drives = self.drives
+        return StackStatus(
+            drives.drives_heard, drives.enabled, drives.homed, drives.stop_reason, missing, self.description
+        )
+
+    def measured(self) -> Measurement | None:
+        """The joint states; their age on the node's clock (the plant's in simulation: a stalled
+        simulation does not age them), or on the wall clock once that reaches STATES_LOST_WALL."""
+        with self.lock:
+            if not all(name in self.position for name in AXES):
+                return None
+            position = np.array([self.position[name] for name in AXES])
+            effort = np.array([self.effort.get(name, np.nan) for name in AXES])
+            stamp, wall = self.states_stamp, self.states_wall
+        age, wall_age = self.now() - stamp, time.monotonic() - wall
+        return Measurement(position, effort, max(age, wall_age) if wall_age >= STATES_LOST_WALL else age)
+
+    def send(self, part: str, trajectory, start: float) -> MotionRecord:
+        from builtin_interfaces.msg import Time
+        from rclpy.duration import Duration
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        goal = self.goal_type()
+        message = goal.trajectory
+        seconds = int(np.floor(start))
+        message.header.stamp = Time(sec=seconds, nanosec=int(round((start - seconds) * 1e9)) % 1_000_000_000)
+        columns = COLUMNS[part]
+        message.joint_names = [AXES[c] for c in columns]
+        for index in waypoints(trajectory, self.waypoint_period):
+            point = JointTrajectoryPoint()
+            point.positions = [float(v) for v in trajectory.positions[index, columns]]
+            point.velocities = [float(v) for v in trajectory.velocities[index, columns]]
+            point.accelerations = [float(v) for v in trajectory.accelerations[index, columns]]
+            point.time_from_start = Duration(seconds=float(index * trajectory.dt)).to_msg()
+            message.points.append(point)
+        record = MotionRecord(lambda: self._cancel_all(part))
+        future = self.clients[part].send_goal_async(goal)
+        future.add_done_callback(lambda f: self._on_response(f, record, part))
+        return record
+
+    def _on_response(self, future, record: MotionRecord, part: str) -> None:
+        handle = future.result()
+        if handle is None or not handle.accepted:
+            record.refused(f"{CONTROLLERS[part]} rejected the trajectory")
+            return
+        record.accepted(handle.cancel_goal_async)
+        handle.get_result_async().add_done_callback(lambda f: self._on_result(f, record))
+
+    @staticmethod
+    def _on_result(future, record: MotionRecord) -> None:
+        from action_msgs.msg import GoalStatus
+
+        response = future.result()
+        if response.status == GoalStatus.STATUS_SUCCEEDED:
+            record.ended(MotionStatus.SUCCEEDED)
+        elif response.status == GoalStatus.STATUS_CANCELED:
+            record.ended(MotionStatus.CANCELED, "canceled")
+        else:
+            result = response.result
+            record.ended(MotionStatus.ABORTED, result.error_string or f"error code {result.error_code}")
+
+    def _cancel_all(self, part: str) -> None:
+        """The controller's cancel service with the zero goal id and stamp: every goal it has."""
+        from action_msgs.srv import CancelGoal
+
+        self.cancel_services[part].call_async(CancelGoal.Request())
+        self.node.get_logger().warn(f"{CONTROLLERS[part]}: every goal cancelled (an acceptance not received)")
+
+    def goal_clients(self) -> int:
+        """DrillHole action clients on the graph (each subscribes to the action's feedback)."""
+        return self.node.count_subscribers("/quirobot/drill_hole/_action/feedback")
+
+    def publish_feedback(self, feedback: DrillFeedback) -> None:
+        from quirobot.action import DrillHole
+
+        handle = self.goal_handle
+        if handle is not None:
+            handle.publish_feedback(
+                DrillHole.Feedback(
+                    phase=feedback.phase,
+                    depth=float(feedback.depth),
+                    thrust=float(feedback.thrust),
+                    lateral_error=float(feedback.lateral_error),
+                    progress=float(feedback.progress),
+                )
+            )
+
+    def publish_context(self, context: DrillingContext) -> None:
+        from quirobot.msg import DrillingContext as ContextMsg
+
+        message = ContextMsg(active=context.active, depth=float(context.depth), task=context.task)
+        message.header.stamp = self.node.get_clock().now().to_msg()
+        message.header.frame_id = "world"
+        message.entry.x, message.entry.y, message.entry.z = (float(v) for v in context.entry)
+        message.direction.x, message.direction.y, message.direction.z = (float(v) for v in context.direction)
+        message.feed_rate, message.max_thrust = float(context.feed_rate), float(context.max_thrust)
+        self.context_publisher.publish(message)
+
+
+def result_message(result: DrillResult):
+    """The DrillHole result message of an executor's result."""
     from quirobot.action import DrillHole
-    from quirobot.msg import DrivesState, OperatingState
-    from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
-    from rclpy.callback_groups import ReentrantCallbackGroup
-    from rclpy.duration import Duration
-    from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-    from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
-    from sensor_msgs.msg import JointState
-    from std_srvs.srv import Trigger
-    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
-    from trajectory_msgs.msg import JointTrajectoryPoint
 
-    from quirobot_control.bridge.diagnostics import task_diagnostic
-    from quirobot_control.loop.control_config import control_configuration
-    from quirobot_control.planning.drill_hole import (
-        BONE_PHASES,
-        Action,
-        CancelPolicy,
-        DrillGoal,
-        Event,
-        GoalRejectedError,
-        State,
-        path_tolerances,
-        phase_progress,
-        plan_cancel_retract,
-        plan_drill_hole,
-        slowed_for_lag,
-        tip_progress,
-        waypoints,
+    return DrillHole.Result(
+        error_code=int(result.error_code),
+        success=result.success,
+        achieved_depth=float(result.achieved_depth),
+        max_lateral_deviation=float(result.max_lateral_deviation),
+        bone_model=result.bone_model,
+        bit_in_bone=result.bit_in_bone,
+        message=result.message,
     )
-    from quirobot_control.planning.tasks import Kinematics, load_task
-    from quirobot_description.data_files import find_data_file
-    from quirobot_description.parameters import AXES, FEED_INDEX, load_parameters
-    from quirobot_kinematics import KinematicModel
 
-    arm_joints = AXES[:FEED_INDEX]
-    feed_joints = AXES[FEED_INDEX:]
 
-    def to_duration(seconds: float):
-        return Duration(seconds=float(seconds)).to_msg()
+def terminal_status(goal_handle, outcome: Outcome):
+    """The goal handle's method that ends it as `outcome`. rcl_action lets a goal end canceled
+    only once a cancel request moved it to CANCELING: a goal the executor canceled by itself
+    (its client disappeared) ends aborted; its error_code still says CANCELED_RETRACTED."""
+    if outcome is Outcome.SUCCEEDED:
+        return goal_handle.succeed
+    if outcome is Outcome.CANCELED and goal_handle.is_cancel_requested:
+        return goal_handle.canceled
+    return goal_handle.abort
+
+
+def request_from_goal(goal, default_task: str):
+    """The executor's request from a DrillHole goal message."""
+    from quirobot_control.planning.drill_hole import DrillGoal
+    from quirobot_control.procedures.drill_hole_executor import DrillRequest
+
+    entry, direction = goal.entry.point, goal.direction.vector
+    return DrillRequest(
+        goal=DrillGoal(
+            entry=np.array([entry.x, entry.y, entry.z]),
+            direction=np.array([direction.x, direction.y, direction.z]),
+            depth=goal.depth,
+            feed_rate=goal.feed_rate,
+            max_thrust=goal.max_thrust,
+        ),
+        task=goal.task or default_task,
+        frames=(goal.entry.header.frame_id, goal.direction.header.frame_id),
+    )
+
+
+def _make_node():
+    from quirobot.action import DrillHole
+    from quirobot.msg import OperatingState
+    from rclpy.action import ActionServer, CancelResponse, GoalResponse
+    from rclpy.callback_groups import ReentrantCallbackGroup
+    from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+
+    from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, ExecutorConfig
 
     class TaskNode(LifecycleNode):
         def __init__(self) -> None:
             super().__init__("task_node")
             self.group = ReentrantCallbackGroup()
-            self.lock = threading.Lock()
-            self.autostart = self.declare_parameter("autostart", True).value
-            self.states_topic = self.declare_parameter("joint_states_topic", "/quirobot/joint_states").value
-            self.feedback_rate = float(self.declare_parameter("feedback_rate", 50.0).value)
-            self.waypoint_period = float(self.declare_parameter("waypoint_period", 0.01).value)
-            self.start_delay = float(self.declare_parameter("start_delay", 2.0).value)
-            # s: the following error the controllers see per unit speed through drive_node, measured
-            # here under load: 0.206 mm at a 10 mm/s feed move, 1.009 mm on gantry_z at <= 25 mm/s.
-            self.tracking_lag = float(self.declare_parameter("tracking_lag", 0.05).value)
             self.active = False
-            self.enabled = False  # drive_node's hardware component, from /quirobot/drives/state
-            self.homed = False
-            self.drives_heard = False
-            self.drives_stop = ""  # drive_node's latched stop
-            self.busy = False
-            self.fault_reason = ""  # this node's latch: an aborted goal's reason
-            self.phase = ""
-            self.position: dict[str, float] = {}
-            self.effort: dict[str, float] = {}
-            self.states_time = 0.0  # time.monotonic() of the last joint states
-            self.states_stamp = 0.0  # the node's clock (s; the plant's with use_sim_time) then
-            self.cancel_requests = 0
-            self.new_drive_stop = ""
+            declare = self.declare_parameter
+            self.autostart = declare("autostart", True).value
+            self.states_topic = declare("joint_states_topic", "/quirobot/joint_states").value
+            self.task = declare("task", "").value  # the default scene/task file; "": no bone model
+            self.timing = {
+                "feedback_period": 1.0 / float(declare("feedback_rate", 50.0).value),
+                "start_delay": float(declare("start_delay", 2.0).value),
+                # s: the following error the controllers see per unit speed through drive_node.
+                "tracking_lag": float(declare("tracking_lag", 0.05).value),
+                "ready_timeout": float(declare("ready_timeout", 300.0).value),
+            }
+            self.waypoint_period = float(declare("waypoint_period", 0.01).value)
             if self.autostart:
                 self._autostart = self.create_timer(0.0, self._autostart_once, callback_group=self.group)
 
@@ -150,70 +409,39 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
             self.trigger_configure()
             self.trigger_activate()
 
-        # --- lifecycle -------------------------------------------------------------------
         def on_configure(self, state) -> TransitionCallbackReturn:
-            self.params = load_parameters()
-            self.dt = control_configuration(self.params).dt
-            self.base_task = load_task("incision")
-            self.kinematics = Kinematics(KinematicModel.from_parameters(self.params))
-            controllers = yaml.safe_load(find_data_file("config/controllers.yaml").read_text())
-            self.tolerance = path_tolerances(controllers)
-            self.goal_tolerance = path_tolerances(controllers, kind="goal")
+            try:
+                self._configure()
+            except Exception as error:  # rclpy's lifecycle would swallow it without a word
+                self.get_logger().error(f"configure failed: {error!r}")
+                return TransitionCallbackReturn.FAILURE
+            return TransitionCallbackReturn.SUCCESS
+
+        def _configure(self) -> None:
+            self.port = RosMotionPort(self, self.group, self.states_topic, self.waypoint_period)
+            self.drill = DrillHoleExecutor(self.port, ExecutorConfig.shipped(**self.timing))
+            self.port.state_changed = self._publish_state
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.state_publisher = self.create_publisher(OperatingState, "/quirobot/state", latched)
-            self.create_subscription(
-                JointState,
-                self.states_topic,
-                self._on_states,
-                qos_profile_sensor_data,
-                callback_group=self.group,
-            )
-            self.create_subscription(
-                DrivesState,
-                "/quirobot/drives/state",
-                self._on_drives_state,
-                latched,
-                callback_group=self.group,
-            )
-            self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-            self.drive_services = {
-                name: self.create_client(Trigger, f"/quirobot/drives/{name}", callback_group=self.group)
-                for name in ("enable", "disable", "acknowledge_stop", "home")
-            }
-            self.arm = ActionClient(
-                self,
-                FollowJointTrajectory,
-                "/joint_trajectory_controller/follow_joint_trajectory",
-                callback_group=self.group,
-            )
-            self.feed = ActionClient(
-                self,
-                FollowJointTrajectory,
-                "/drill_feed_controller/follow_joint_trajectory",
-                callback_group=self.group,
-            )
-            for name, callback in (
-                ("/quirobot/enable", self._on_enable),
-                ("/quirobot/disable", self._on_disable),
-                ("/quirobot/reset_fault", self._on_reset_fault),
-                ("/quirobot/home", self._on_home),
-            ):
-                self.create_service(Trigger, name, callback, callback_group=self.group)
-            self.server = ActionServer(
-                self,
-                DrillHole,
-                "/quirobot/drill_hole",
-                execute_callback=self._execute,
-                goal_callback=self._on_goal,
-                cancel_callback=self._on_cancel,
-                callback_group=self.group,
-            )
-            self.create_timer(1.0, self._publish_state, callback_group=self.group)
+            self.status_reporter = StateReporter(self)
+            self.drive_services = DriveServices(self)
+            self.create_timer(1.0, self._publish_state, callback_group=self.group, clock=self.port.steady)
             self._publish_state()
-            return TransitionCallbackReturn.SUCCESS
 
         def on_activate(self, state) -> TransitionCallbackReturn:
             self.active = True
+            if not hasattr(self, "server"):  # advertised once active: a goal found is never refused for
+                self.server = ActionServer(  # a start-up still between configure and activate
+                    self,
+                    DrillHole,
+                    "/quirobot/drill_hole",
+                    execute_callback=self._execute,
+                    goal_callback=lambda request: (
+                        GoalResponse.ACCEPT if self.active and self.drill.accept() else GoalResponse.REJECT
+                    ),
+                    cancel_callback=self._on_cancel,
+                    callback_group=self.group,
+                )
             self.get_logger().info("task_node active: /quirobot/drill_hole")
             return super().on_activate(state)
 
@@ -221,71 +449,152 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
             self.active = False
             return super().on_deactivate(state)
 
-        # --- inputs ----------------------------------------------------------------------
-        def _on_states(self, message: JointState) -> None:
-            with self.lock:
-                for k, name in enumerate(message.name):
-                    if k < len(message.position):
-                        self.position[name] = message.position[k]
-                    if k < len(message.effort):
-                        self.effort[name] = message.effort[k]
-                self.states_time = time.monotonic()
-                self.states_stamp = self.get_clock().now().nanoseconds * 1e-9
-
-        def _on_drives_state(self, message: DrivesState) -> None:
-            with self.lock:
-                new_stop = message.stop_reason and message.stop_reason != self.drives_stop
-                self.drives_heard = True
-                self.enabled, self.homed, self.drives_stop = (
-                    message.enabled,
-                    message.homed,
-                    message.stop_reason,
-                )
-                if new_stop:
-                    self.new_drive_stop = message.stop_reason
-            if new_stop:
-                self.get_logger().error(f"drives stopped: {message.stop_reason}")
-            self._publish_state()
-
-        def fault(self) -> str:
-            """The fault shown: the drives' latched stop, else this node's latch ("" if none)."""
-            with self.lock:
-                if self.drives_stop:
-                    return f"drives stopped: {self.drives_stop}"
-                return self.fault_reason
-
-        def states_age(self) -> float:
-            """s since the last joint states on the node's clock (the plant's in simulation: a
-            stalled simulation does not age them), or on the wall clock if that is STATES_LOST_WALL
-            or more (a simulation that stopped altogether stops its clock too)."""
-            with self.lock:
-                stamp, wall = self.states_stamp, self.states_time
-            age = self.get_clock().now().nanoseconds * 1e-9 - stamp
-            wall_age = time.monotonic() - wall
-            return max(age, wall_age) if wall_age >= STATES_LOST_WALL else age
-
-        def measured(self) -> np.ndarray | None:
-            """(6,) measured joint pose, AXES order; None if a joint was never heard of."""
-            with self.lock:
-                if not all(name in self.position for name in AXES):
-                    return None
-                return np.array([self.position[name] for name in AXES])
-
-        # --- operating state -------------------------------------------------------------
         def _publish_state(self) -> None:
-            if not hasattr(self, "state_publisher"):
-                return
-            message = OperatingState()
-            message.stamp = self.get_clock().now().to_msg()
-            fault = self.fault()
-            with self.lock:
-                message.enabled = self.enabled
-                message.homed = self.homed
-                message.busy = self.busy
-                message.fault = bool(fault)
-                message.fault_reason = fault
-                message.phase = self.phase
-            self.state_publisher.publish(message)
+            if hasattr(self, "status_reporter"):
+                self.status_reporter.publish()
+
+        # --- the action ------------------------------------------------------------------------
+        def _on_cancel(self, goal_handle) -> CancelResponse:
+            self.drill.request_cancel()
+            return CancelResponse.ACCEPT
+
+        def _execute(self, goal_handle):
+            self.port.goal_handle = goal_handle
+            try:
+                result = self.drill.run(request_from_goal(goal_handle.request, self.task))
+            except Exception as error:  # a bug must not leave the goal without an end
+                result = DrillResult(Outcome.ABORTED, ErrorCode.ABORTED_FAULT, f"internal error: {error!r}")
+                self.get_logger().error(f"DrillHole: {error!r}")
+            finally:
+                self.port.goal_handle = None
+            # One call site per severity: rclpy's logger refuses a call site whose severity changes.
+            if result.outcome is Outcome.ABORTED:
+                self.get_logger().error(f"DrillHole aborted ({result.error_code.name}): {result.message}")
+            else:
+                self.get_logger().info(
+                    f"DrillHole {result.outcome.value} ({result.error_code.name}): {result.message}"
+                )
+            terminal_status(goal_handle, result.outcome)()
+            self._publish_state()
+            return result_message(result)
+
+    return TaskNode()
+
+
+def wait_until(done, timeout: float) -> bool:
+    """Poll `done()` every 5 ms for at most `timeout` s of wall time (a reply over DDS)."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+class DriveServices:
+    """/quirobot/enable, /quirobot/disable, /quirobot/home and /quirobot/reset_fault (std_srvs/
+    Trigger) over drive_node's /quirobot/drives/<name>; refused while a goal runs."""
+
+    def __init__(self, node) -> None:
+        from std_srvs.srv import Trigger
+
+        self.node = node
+        self.clients = {
+            name: node.create_client(Trigger, f"/quirobot/drives/{name}", callback_group=node.group)
+            for name in ("enable", "disable", "acknowledge_stop", "home")
+        }
+        for name, callback in (
+            ("/quirobot/enable", self.enable),
+            ("/quirobot/disable", lambda request, response: self.lifecycle("disable", response)),
+            ("/quirobot/reset_fault", self.reset_fault),
+            ("/quirobot/home", lambda request, response: self.lifecycle("home", response)),
+        ):
+            node.create_service(Trigger, name, callback, callback_group=node.group)
+
+    def call(self, name: str) -> tuple[bool, str]:
+        """Call drive_node's /quirobot/drives/<name> (std_srvs/Trigger): (success, message)."""
+        from std_srvs.srv import Trigger
+
+        client = self.clients[name]
+        if not client.wait_for_service(timeout_sec=2.0):
+            return False, f"drive_node's /quirobot/drives/{name} is not available"
+        future = client.call_async(Trigger.Request())
+        if not wait_until(future.done, SERVICE_TIMEOUT):
+            return False, f"no answer from /quirobot/drives/{name}"
+        answer = future.result()
+        return answer.success, answer.message
+
+    def lifecycle(self, name: str, response):
+        if self.node.drill.busy:
+            response.success, response.message = False, "busy: cancel the DrillHole goal first"
+            return response
+        response.success, response.message = self.call(name)
+        return response
+
+    def enable(self, request, response):
+        response = self.lifecycle("enable", response)
+        # Answer once drive_node reports the drives enabled: a goal sent next finds them so.
+        if response.success and not wait_until(lambda: self.node.port.status().enabled, SERVICE_TIMEOUT):
+            response.success = False
+            response.message = f"drive_node did not report the drives enabled within {SERVICE_TIMEOUT:.0f} s"
+        return response
+
+    def reset_fault(self, request, response):
+        node = self.node
+        if node.drill.busy:
+            response.success, response.message = False, "busy"
+            return response
+        cleared = []
+        if node.port.status().stop_reason:
+            ok, message = self.call("acknowledge_stop")
+            if not ok:
+                response.success, response.message = False, f"drives: {message}"
+                return response
+            cleared.append(message)
+            node.port.clear_stop()
+        reason = node.drill.reset_fault()
+        if reason:
+            cleared.append(f"cleared: {reason}")
+        response.success = True
+        response.message = "; ".join(cleared) if cleared else "no fault"
+        node.status_reporter.publish()
+        return response
+
+
+class StateReporter:
+    """/quirobot/state and the "quirobot/task" diagnostic from the port and the executor."""
+
+    def __init__(self, node) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        self.node = node
+        self.lock = threading.Lock()
+        self.diagnostics = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+    def publish(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+        from quirobot.msg import OperatingState
+
+        from quirobot_control.bridge.diagnostics import task_diagnostic
+
+        node, executor = self.node, self.node.drill
+        with self.lock:
+            status = node.port.status()
+            missing = executor.waiting_for()
+            fault = f"drives stopped: {status.stop_reason}" if status.stop_reason else executor.fault_reason
+            message = OperatingState(
+                ready=not missing,
+                waiting_for="; ".join(missing),
+                enabled=status.enabled,
+                homed=status.homed,
+                busy=executor.busy,
+                fault=bool(fault),
+                fault_reason=fault,
+                bit_in_bone=executor.bit_in_bone,
+                phase=executor.phase if executor.started or executor.busy else "starting",
+            )
+            message.stamp = node.get_clock().now().to_msg()
+            node.state_publisher.publish(message)
             entry = task_diagnostic(
                 enabled=message.enabled,
                 homed=message.homed,
@@ -304,288 +613,7 @@ def _make_node():  # noqa: C901, PLR0915  (one class closing over the ROS import
                     values=[KeyValue(key=k, value=v) for k, v in entry.values],
                 )
             )
-            self.diagnostics_publisher.publish(array)
-
-        def _call_drives(self, name: str) -> tuple[bool, str]:
-            """Call drive_node's /quirobot/drives/<name> (std_srvs/Trigger): (success, message)."""
-            client = self.drive_services[name]
-            if not client.wait_for_service(timeout_sec=2.0):
-                return False, f"drive_node's /quirobot/drives/{name} is not available"
-            answer = self._wait(client.call_async(Trigger.Request()), 10.0)
-            if answer is None:
-                return False, f"no answer from /quirobot/drives/{name}"
-            return answer.success, answer.message
-
-        def _lifecycle(self, name: str, response):
-            if self.busy:
-                response.success, response.message = False, "busy: cancel the DrillHole goal first"
-                return response
-            response.success, response.message = self._call_drives(name)
-            return response
-
-        def _on_enable(self, request, response):
-            return self._lifecycle("enable", response)
-
-        def _on_disable(self, request, response):
-            return self._lifecycle("disable", response)
-
-        def _on_home(self, request, response):
-            return self._lifecycle("home", response)
-
-        def _on_reset_fault(self, request, response):
-            with self.lock:
-                busy, drives_stop = self.busy, self.drives_stop
-            if busy:
-                response.success, response.message = False, "busy"
-                return response
-            cleared = []
-            if drives_stop:
-                ok, message = self._call_drives("acknowledge_stop")
-                if not ok:
-                    response.success, response.message = False, f"drives: {message}"
-                    return response
-                cleared.append(message)
-                with self.lock:  # drive_node republishes its state; do not show the old stop meanwhile
-                    self.drives_stop = ""
-            with self.lock:
-                if self.fault_reason:
-                    cleared.append(f"cleared: {self.fault_reason}")
-                self.fault_reason = ""
-            response.success = True
-            response.message = "; ".join(cleared) if cleared else "no fault"
-            self._publish_state()
-            return response
-
-        # --- the action ------------------------------------------------------------------
-        def _on_goal(self, goal_request) -> GoalResponse:
-            if not self.active or self.busy:
-                return GoalResponse.REJECT
-            return GoalResponse.ACCEPT
-
-        def _on_cancel(self, goal_handle) -> CancelResponse:
-            with self.lock:
-                self.cancel_requests += 1
-            return CancelResponse.ACCEPT
-
-        def _send(self, client, trajectory, joints: tuple[str, ...], columns: list[int], start) -> object:
-            message = TrajectoryMsg()
-            message.header.stamp = start.to_msg()
-            message.joint_names = list(joints)
-            for index in waypoints(trajectory, self.waypoint_period):
-                point = JointTrajectoryPoint()
-                point.positions = [float(v) for v in trajectory.positions[index, columns]]
-                point.velocities = [float(v) for v in trajectory.velocities[index, columns]]
-                point.accelerations = [float(v) for v in trajectory.accelerations[index, columns]]
-                point.time_from_start = to_duration(index * trajectory.dt)
-                message.points.append(point)
-            goal = FollowJointTrajectory.Goal()
-            goal.trajectory = message
-            return client.send_goal_async(goal)
-
-        @staticmethod
-        def _wait(future, timeout: float):
-            deadline = time.monotonic() + timeout
-            while not future.done() and time.monotonic() < deadline:
-                time.sleep(0.005)
-            return future.result() if future.done() else None
-
-        def _execute(self, goal_handle):
-            with self.lock:
-                self.busy, self.cancel_requests, self.new_drive_stop = True, 0, ""
-            try:
-                return self._run(goal_handle)
-            finally:
-                with self.lock:
-                    self.busy, self.phase = False, ""
-                self._publish_state()
-
-        def _finish(self, goal_handle, how: str, message: str, depth: float, lateral: float):
-            result = DrillHole.Result()
-            result.success = how == "succeed"
-            result.achieved_depth = float(depth)
-            result.max_lateral_deviation = float(lateral)
-            result.message = message
-            getattr(goal_handle, {"succeed": "succeed", "cancel": "canceled", "abort": "abort"}[how])()
-            # One call site per severity: rclpy's logger refuses a call site whose severity changes.
-            if how == "abort":
-                self.get_logger().error(f"DrillHole abort: {message}")
-            else:
-                self.get_logger().info(f"DrillHole {how}: {message}")
-            return result
-
-        def _run(self, goal_handle):  # noqa: C901, PLR0912, PLR0915
-            request = goal_handle.request
-            nan = float("nan")
-            fault = self.fault()
-            if fault:
-                return self._finish(goal_handle, "abort", f"in fault: {fault} (reset_fault)", nan, nan)
-            if not self.drives_heard:
-                return self._finish(
-                    goal_handle, "abort", "no drive state on /quirobot/drives/state", nan, nan
-                )
-            if not self.enabled:
-                return self._finish(goal_handle, "abort", "disabled: call /quirobot/enable", nan, nan)
-            if not self.homed:
-                return self._finish(goal_handle, "abort", "not homed: call /quirobot/home", nan, nan)
-            frames = {request.entry.header.frame_id, request.direction.header.frame_id} - {"", "world"}
-            if frames:
-                return self._finish(
-                    goal_handle, "abort", f"goal rejected: frames {sorted(frames)}: use world", nan, nan
-                )
-            q = self.measured()
-            if q is None or self.states_age() > STATES_LOST:
-                return self._finish(goal_handle, "abort", f"no joint states on {self.states_topic}", nan, nan)
-            entry, direction = request.entry.point, request.direction.vector
-            goal = DrillGoal(
-                entry=np.array([entry.x, entry.y, entry.z]),
-                direction=np.array([direction.x, direction.y, direction.z]),
-                depth=request.depth,
-                feed_rate=request.feed_rate,
-                max_thrust=request.max_thrust,
-            )
-            try:
-                plan = plan_drill_hole(
-                    goal, q, self.params, self.dt, self.base_task, start_tolerance=self.goal_tolerance
-                )
-            except GoalRejectedError as error:
-                return self._finish(goal_handle, "abort", f"goal rejected: {error}", nan, nan)
-            if not (self.arm.wait_for_server(timeout_sec=2.0) and self.feed.wait_for_server(timeout_sec=2.0)):
-                return self._finish(goal_handle, "abort", "trajectory controllers not available", nan, nan)
-            trajectory = slowed_for_lag(plan.trajectory, self.tracking_lag, self.tolerance)
-            task = plan.task
-            start = self.get_clock().now() + Duration(seconds=self.start_delay)
-            arm_future = self._send(self.arm, trajectory, arm_joints, list(range(FEED_INDEX)), start)
-            feed_future = self._send(self.feed, trajectory, feed_joints, [FEED_INDEX], start)
-            # Wall time: an answer that comes after the start time is refused below anyway.
-            handles = {"arm": self._wait(arm_future, 30.0), "feed": self._wait(feed_future, 30.0)}
-            if any(h is None or not h.accepted for h in handles.values()):
-                for h in handles.values():
-                    if h is not None and h.accepted:
-                        h.cancel_goal_async()
-                silent = [name for name, h in handles.items() if h is None]
-                why = (
-                    f"the {' and '.join(silent)} controller did not answer within 30 s"
-                    if silent
-                    else "a trajectory controller refused the plan"
-                )
-                return self._finish(goal_handle, "abort", why, nan, nan)
-            if self.get_clock().now() > start:
-                # A controller that gets its goal after the start time jumps to the trajectory's
-                # sample at that time: refuse rather than start with a step.
-                for h in handles.values():
-                    h.cancel_goal_async()
-                return self._finish(
-                    goal_handle, "abort", "the controllers accepted the plan too late", nan, nan
-                )
-            results = {name: h.get_result_async() for name, h in handles.items()}
-            policy = CancelPolicy()
-            policy.handle(Event.GOAL)
-            cancels_seen = 0
-            deepest, widest = nan, 0.0
-            period = 1.0 / self.feedback_rate
-            retract = None
-            retract_start = 0.0
-            why = ""
-            while True:
-                now = self.get_clock().now()
-                t = (now - start).nanoseconds * 1e-9
-                if retract is None:
-                    phase, progress = phase_progress(trajectory, t)
-                else:
-                    phase, progress = phase_progress(retract, t - retract_start)
-                event = policy.phase_event(phase) if retract is None else None
-                if event is not None:
-                    policy.handle(event)
-                q = self.measured()
-                stale = self.states_age()  # takes the lock itself
-                with self.lock:
-                    thrust = float(self.effort.get(feed_joints[0], nan))
-                    drive_stop = self.new_drive_stop
-                    cancels = self.cancel_requests
-                    self.phase = phase
-                depth, lateral = tip_progress(self.kinematics.tip(q), task.entry, task.direction)
-                if (phase in BONE_PHASES or retract is not None) and depth >= 0.0:
-                    deepest = depth if not deepest >= depth else deepest
-                    widest = max(widest, lateral)
-                feedback = DrillHole.Feedback()
-                feedback.phase, feedback.depth, feedback.thrust = phase, depth, thrust
-                feedback.lateral_error, feedback.progress = lateral, float(progress)
-                goal_handle.publish_feedback(feedback)
-                # Events, most severe first.
-                event = None
-                if drive_stop:
-                    event, why = Event.ERROR, f"drives stopped: {drive_stop}"
-                elif stale > STATES_LOST:
-                    event, why = Event.ERROR, f"joint states lost for {stale:.2f} s"
-                else:
-                    for name, future in results.items():
-                        if future.done() and future.result().status != GoalStatus.STATUS_SUCCEEDED:
-                            outcome = future.result().result
-                            event = Event.ERROR
-                            detail = outcome.error_string or outcome.error_code
-                            why = f"{name} controller stopped the motion: {detail}"
-                            break
-                if event is None and cancels > cancels_seen:
-                    cancels_seen += 1
-                    event = Event.CANCEL
-                if event is None and all(f.done() for f in results.values()):
-                    event = Event.MOTION_DONE
-                action = policy.handle(event) if event is not None else Action.NONE
-                if action is Action.STOP and event is Event.MOTION_DONE:
-                    why = "the motion ended with the bit in a bone phase"
-                if action is Action.RETRACT:
-                    handles["arm"].cancel_goal_async()  # the arm holds where it is
-                    # From the commanded state (the plan at this instant), where the controller is.
-                    planned_q, planned_v, _ = trajectory.sample(t)
-                    retract = slowed_for_lag(
-                        plan_cancel_retract(planned_q, task, self.params, self.dt, planned_v[FEED_INDEX]),
-                        self.tracking_lag,
-                        self.tolerance,
-                    )
-                    retract_start = (self.get_clock().now() - start).nanoseconds * 1e-9
-                    retract_at = self.get_clock().now()
-                    # The same 30 s as a plan's acceptance: on a loaded machine the goal response
-                    # queues behind the 1 kHz joint states (CI saw the retract accepted and done by
-                    # the controller while this wait, at 5 s, called it refused).
-                    handle = self._wait(
-                        self._send(self.feed, retract, feed_joints, [FEED_INDEX], retract_at), 30.0
-                    )
-                    if handle is None or not handle.accepted:
-                        policy.handle(Event.ERROR)
-                        action, why = Action.STOP, "the feed controller refused the retract"
-                    else:
-                        results = {"feed": handle.get_result_async()}
-                        handles = {"feed": handle}
-                if action is Action.STOP:
-                    for h in handles.values():
-                        h.cancel_goal_async()
-                    if event is Event.ERROR or why:
-                        with self.lock:
-                            self.fault_reason = self.fault_reason or why
-                        self._publish_state()
-                        return self._finish(goal_handle, "abort", why, deepest, widest)
-                    return self._finish(
-                        goal_handle, "cancel", f"stopped at once in phase {phase}", deepest, widest
-                    )
-                if action is Action.SUCCEED:
-                    message = (
-                        f"drilled {deepest * 1000:.3f} mm (goal {task.depth * 1000:.3f} mm), "
-                        f"lateral deviation {widest * 1000:.4f} mm"
-                    )
-                    return self._finish(goal_handle, "succeed", message, deepest, widest)
-                if action is Action.FINISH_CANCEL:
-                    return self._finish(
-                        goal_handle,
-                        "cancel",
-                        f"canceled: bit retracted, tip {-depth * 1000:.2f} mm above the entry",
-                        deepest,
-                        widest,
-                    )
-                if policy.state is State.STOPPED:
-                    return self._finish(goal_handle, "abort", why or "stopped", deepest, widest)
-                time.sleep(period)
-
-    return TaskNode()
+            self.diagnostics.publish(array)
 
 
 if __name__ == "__main__":

@@ -17,15 +17,14 @@
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
 - `waypoints`: the samples sent to the trajectory controllers.
-- `plan_cancel_retract`: the feed stopped as fast as the drilling monitor stops it, then back out
-  of the bone along the axis.
-- `CancelPolicy`: what a cancel or an error does in each state (TRANSITIONS, the whole table).
+- `plan_cancel_retract`: the feed back out of the bone along the axis from a measured pose.
+
+What a cancel or an error does while a goal runs is the executor's (procedures.cancel_policy).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import Enum
 
 import numpy as np
 
@@ -54,6 +53,10 @@ class GoalRejectedError(ValueError):
     def __init__(self, message: str, kind: str = INVALID) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class InvalidGoalError(GoalRejectedError):
+    """A malformed goal (non-finite, zero direction, a non-positive number), not a limit."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ def plan_drill_hole(
     base: IncisionTask | None = None,
     *,
     start_tolerance: np.ndarray | None = None,
+    bone_model: bool = True,
 ) -> DrillPlan:
     """Check `goal` and plan it from joint pose `start` (6,) (arm joints then drill_feed) back to it.
 
@@ -99,6 +103,8 @@ def plan_drill_hole(
     soft limit reads a little either side of it; a joint outside its soft range by at most this
     much is taken as at the limit (task_node passes the controllers' goal tolerances: what they
     accept as having reached a position), beyond it the goal is rejected naming the joint.
+    `bone_model` False: the goal has no bone model (no task file): the thrust is not predicted
+    (predicted_thrust nan) and max_thrust is checked against the feed's effort limit only.
     """
     base = base or load_task("incision")
     entry = _finite("entry", goal.entry)
@@ -127,7 +133,7 @@ def plan_drill_hole(
             raise GoalRejectedError(f"{name} must be one number, got {array.size}")
         value = float(array)
         if value <= 0.0:
-            raise GoalRejectedError(f"{name} must be > 0, got {value}")
+            raise InvalidGoalError(f"{name} must be > 0, got {value}")
     limits = JointLimits.from_parameters(params)
     start = _finite("start pose", start)
     if start_tolerance is not None and start.shape == limits.soft_lower.shape:
@@ -153,7 +159,7 @@ def plan_drill_hole(
         )
     safety = params.drilling.safety
     deepest = base.bone.thickness + safety.breakthrough_limit
-    if goal.depth > deepest + 1e-12:
+    if bone_model and goal.depth > deepest + 1e-12:  # no bone model: no far side to check against
         raise GoalRejectedError(
             f"depth {goal.depth * 1000:.2f} mm is {(goal.depth - base.bone.thickness) * 1000:.2f} mm past "
             f"the bone model's far side at {base.bone.thickness * 1000:.2f} mm: at most "
@@ -168,7 +174,9 @@ def plan_drill_hole(
             f"{feed_velocity * 1000:.2f} mm/s",
             LIMIT,
         )
-    predicted = predicted_peak_thrust(base, goal.depth, goal.feed_rate)
+    # Without a bone model nothing predicts the thrust (NaN: no refusal here); the monitor still
+    # enforces max_thrust during the feed.
+    predicted = predicted_peak_thrust(base, goal.depth, goal.feed_rate) if bone_model else float("nan")
     if predicted > safety.thrust_limit:
         raise GoalRejectedError(
             f"the bone model predicts {predicted:.1f} N of thrust at {goal.feed_rate * 1000:.2f} mm/s, "
@@ -294,83 +302,6 @@ def plan_cancel_retract(
     )
     stopped = np.clip(positions[-1], limits.soft_lower, limits.soft_upper)
     return stop.then(plan_feed(stopped, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract"))
-
-
-class State(Enum):
-    IDLE = "idle"
-    MOVING = "moving"  # executing, the bit out of bone
-    DRILLING = "drilling"  # executing a bone phase (feed, dwell, retract)
-    RETRACTING = "retracting"  # a cancel's retract out of the bone
-    SUCCEEDED = "succeeded"
-    CANCELED = "canceled"
-    STOPPED = "stopped"  # stopped at once: an error, or a cancel outside the bone or a second one
-
-
-class Event(Enum):
-    GOAL = "goal"  # a goal accepted: start executing
-    BONE_ENTERED = "bone_entered"  # the plan enters a bone phase
-    BONE_LEFT = "bone_left"  # the plan leaves the bone phases
-    CANCEL = "cancel"
-    ERROR = "error"  # a drive fault, an aborted controller goal, lost joint states
-    MOTION_DONE = "motion_done"  # the commanded motion finished
-
-
-class Action(Enum):
-    NONE = "none"
-    EXECUTE = "execute"  # send the plan to the controllers
-    RETRACT = "retract"  # replace the motion with plan_cancel_retract
-    STOP = "stop"  # hold where the robot is, at once (cancel the controllers' goals)
-    SUCCEED = "succeed"
-    FINISH_CANCEL = "finish_cancel"  # the goal ends canceled, the bit out of the bone
-
-
-_TERMINAL = (State.IDLE, State.SUCCEEDED, State.CANCELED, State.STOPPED)
-
-#: (state, event) -> (next state, action), every pair. A cancel in bone retracts; a cancel out of
-#: bone, a second cancel or any error stops at once; a motion ending with the bit in bone is an
-#: error (the plan always retracts), so it stops.
-TRANSITIONS: dict[tuple[State, Event], tuple[State, Action]] = {
-    **{(s, Event.GOAL): (State.MOVING, Action.EXECUTE) for s in _TERMINAL},
-    **{(s, e): (s, Action.NONE) for s in _TERMINAL for e in Event if e is not Event.GOAL},
-    (State.MOVING, Event.GOAL): (State.MOVING, Action.NONE),
-    (State.MOVING, Event.BONE_ENTERED): (State.DRILLING, Action.NONE),
-    (State.MOVING, Event.BONE_LEFT): (State.MOVING, Action.NONE),
-    (State.MOVING, Event.CANCEL): (State.STOPPED, Action.STOP),
-    (State.MOVING, Event.ERROR): (State.STOPPED, Action.STOP),
-    (State.MOVING, Event.MOTION_DONE): (State.SUCCEEDED, Action.SUCCEED),
-    (State.DRILLING, Event.GOAL): (State.DRILLING, Action.NONE),
-    (State.DRILLING, Event.BONE_ENTERED): (State.DRILLING, Action.NONE),
-    (State.DRILLING, Event.BONE_LEFT): (State.MOVING, Action.NONE),
-    (State.DRILLING, Event.CANCEL): (State.RETRACTING, Action.RETRACT),
-    (State.DRILLING, Event.ERROR): (State.STOPPED, Action.STOP),
-    (State.DRILLING, Event.MOTION_DONE): (State.STOPPED, Action.STOP),
-    (State.RETRACTING, Event.GOAL): (State.RETRACTING, Action.NONE),
-    (State.RETRACTING, Event.BONE_ENTERED): (State.RETRACTING, Action.NONE),
-    (State.RETRACTING, Event.BONE_LEFT): (State.RETRACTING, Action.NONE),
-    (State.RETRACTING, Event.CANCEL): (State.STOPPED, Action.STOP),
-    (State.RETRACTING, Event.ERROR): (State.STOPPED, Action.STOP),
-    (State.RETRACTING, Event.MOTION_DONE): (State.CANCELED, Action.FINISH_CANCEL),
-}
-
-
-@dataclass
-class CancelPolicy:
-    """The goal's execution state; `handle(event)` moves it by TRANSITIONS and says what to do."""
-
-    state: State = State.IDLE
-
-    def handle(self, event: Event) -> Action:
-        self.state, action = TRANSITIONS[(self.state, event)]
-        return action
-
-    def phase_event(self, phase: str) -> Event | None:
-        """The event a plan phase implies in the current state (None: nothing changes)."""
-        in_bone = phase in BONE_PHASES
-        if in_bone and self.state is State.MOVING:
-            return Event.BONE_ENTERED
-        if not in_bone and self.state is State.DRILLING:
-            return Event.BONE_LEFT
-        return None
 
 
 def waypoints(trajectory: JointTrajectory, period: float) -> np.ndarray:

@@ -4,6 +4,9 @@ The stack: bringup hardware:=real with drive_node's simulated drives (MuJoCo pla
 incision's bone thrusting on the tip), the trajectory controllers, and task_node. The test is a
 client node:
 
+0. on the fresh launch, /quirobot/state says "starting" (ready false, waiting_for naming what is
+   missing) before it is ready, and the shipped goal sent the moment the action server appears
+   waits for readiness (feedback phase "waiting") and succeeds within the tolerances (issue 23);
 1. /quirobot/state (latched): enabled, homed (drive_node's drives), not busy, no fault;
    /diagnostics: task_node's operating state and each drive (state, fault, position, current,
    homed), all OK;
@@ -18,7 +21,14 @@ client node:
    reason, /quirobot/state and /diagnostics (ERROR, naming drill_feed) show the fault and a goal
    is refused until /quirobot/reset_fault (the hardware's acknowledge_stop in drive_node), then
    /quirobot/enable (the hardware's activation): a second goal succeeds within the tolerances,
-   nothing restarted.
+   nothing restarted;
+6. a second cancel during the retract is refused by the action layer (rcl_action: the goal is
+   already CANCELING) and the retract goes on out of the bone (issue 19 item 13);
+7. Ctrl-C (SIGINT) on `ros2 action send_goal` mid-feed: the bit retracts out of the bone;
+8. a client that disappears mid-feed (SIGKILL): task_node sees no DrillHole client left and
+   retracts as for a cancel (issue 17 item 5).
+
+Every result carries its error_code (action/DrillHole.action's constants).
 
 Timeouts are generous and nothing asserts a duration (the simulation runs on its own clock and
 slows down under load: a goal takes 1.5-2 min here, a result is awaited for 10). CI's ROS tier:
@@ -51,6 +61,7 @@ from ros_graph import LATCHED, GraphClient  # noqa: E402
 from launch import LaunchDescription  # noqa: E402
 from quirobot_control.planning.drill_hole import tip_progress  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics, load_task  # noqa: E402
+from quirobot_control.procedures.drill_hole_executor import ErrorCode  # noqa: E402
 from quirobot_description.parameters import AXES, load_parameters  # noqa: E402
 from quirobot_kinematics import KinematicModel  # noqa: E402
 
@@ -77,9 +88,15 @@ class TestDrillHole(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         from quirobot.action import DrillHole
+        from quirobot.msg import OperatingState
 
         rclpy.init()
         cls.graph = GraphClient("test_drill_hole")
+        # From the start: the states published while the stack starts (issue 23).
+        cls.early_states = cls.graph.messages(OperatingState, "/quirobot/state", LATCHED)
+        from quirobot.msg import DrillingContext
+
+        cls.contexts = cls.graph.messages(DrillingContext, "/quirobot/drilling_context", LATCHED)
         cls.client = ActionClient(cls.graph.node, DrillHole, "/quirobot/drill_hole")
         cls.task = load_task("incision")
         cls.kinematics = Kinematics(KinematicModel.from_parameters(load_parameters()))
@@ -163,7 +180,10 @@ class TestDrillHole(unittest.TestCase):
     def assert_succeeds_within_tolerance(self, feedback: list, states: list):
         """Send the shipped incision, wait for its success; the result and the test's own FK of
         drive_node's joint states during it within the issue's tolerances. The result."""
-        handle = self.send(self.goal(), feedback)
+        return self.assert_handle_succeeds(self.send(self.goal(), feedback), feedback, states)
+
+    def assert_handle_succeeds(self, handle, feedback: list, states: list):
+        """Wait for the goal's success and check it (assert_succeeds_within_tolerance)."""
         first = len(states)
         response = self.wait_result(handle)
         result = response.result
@@ -173,6 +193,9 @@ class TestDrillHole(unittest.TestCase):
         )
         self.assertEqual(response.status, GoalStatus.STATUS_SUCCEEDED, where or result.message)
         self.assertTrue(result.success, result.message)
+        self.assertEqual(result.error_code, ErrorCode.SUCCESS, result.message)
+        self.assertTrue(result.bone_model, "sim.launch.py names the shipped incision as task_node's task")
+        self.assertFalse(result.bit_in_bone)
         self.assertLessEqual(abs(result.achieved_depth - self.task.depth), DEPTH_TOLERANCE, result.message)
         self.assertLessEqual(result.max_lateral_deviation, LATERAL_TOLERANCE, result.message)
         # The test's own measure: FK of every joint state drive_node published during the goal,
@@ -206,6 +229,40 @@ class TestDrillHole(unittest.TestCase):
         self.assertNotIn(handle.status, ended, "the goal ended before the feed")
 
     # --- tests -----------------------------------------------------------------------------
+    def test_0_goal_sent_as_soon_as_the_server_appears_succeeds(self) -> None:
+        from sensor_msgs.msg import JointState
+
+        states = self.graph.messages(JointState, STATES)
+        self.graph.spin_until(self.client.server_is_ready, 180.0, "the /quirobot/drill_hole server")
+        feedback: list = []
+        future = self.client.send_goal_async(
+            self.goal(), feedback_callback=lambda m: feedback.append(m.feedback)
+        )
+        self.graph.spin_until(future.done, 60.0, "the goal's acceptance")
+        self.assertTrue(future.result().accepted)
+        self.assert_handle_succeeds(future.result(), feedback, states)
+        seen = {f.phase for f in feedback}
+        self.assertTrue(set(PLAN_PHASES) <= seen, f"no feedback in {set(PLAN_PHASES) - seen}")
+        thrust = max(f.thrust for f in feedback if f.phase == "feed")
+        self.assertGreater(thrust, 10.0, "no thrust measured in the feed")  # the bone's (30-40 N)
+        # The drilling context: active with the goal's hole at the start, inactive at the end.
+        contexts = self.contexts
+        self.graph.spin_until(lambda: contexts and not contexts[-1].active, 30.0, "the inactive context")
+        active = [c for c in contexts if c.active]
+        self.assertTrue(active, "no active drilling context published")
+        self.assertAlmostEqual(active[-1].depth, self.task.depth)
+        self.assertEqual(active[-1].task, "incision")
+        # Before it was ready the stack said so, and what it waited for.
+        first_ready = next((k for k, m in enumerate(self.early_states) if m.ready), None)
+        self.assertIsNotNone(first_ready, "/quirobot/state never said ready")
+        starting = [m for m in self.early_states[:first_ready] if m.phase == "starting"]
+        self.assertTrue(starting, "no /quirobot/state with phase 'starting' before the first ready one")
+        self.assertTrue(all(m.waiting_for for m in starting), [m.waiting_for for m in starting])
+        print(
+            f"DrillHole: waited {sum(f.phase == 'waiting' for f in feedback)} feedback periods; "
+            f"starting states: {sorted({m.waiting_for for m in starting})}"
+        )
+
     def test_1_state_is_latched_enabled_without_fault(self) -> None:
         from sensor_msgs.msg import JointState
 
@@ -225,25 +282,13 @@ class TestDrillHole(unittest.TestCase):
         self.assertEqual(feed["homed"], "True")
         self.assertTrue({"position", "current", "fault"} <= set(feed))
 
-    def test_2_shipped_incision_succeeds_within_tolerance(self) -> None:
-        from sensor_msgs.msg import JointState
-
-        self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
-        states = self.graph.messages(JointState, STATES)
-        feedback: list = []
-        self.assert_succeeds_within_tolerance(feedback, states)
-        seen = {f.phase for f in feedback}
-        self.assertTrue(set(PLAN_PHASES) <= seen, f"no feedback in {set(PLAN_PHASES) - seen}")
-        thrust = max(f.thrust for f in feedback if f.phase == "feed")
-        self.assertGreater(thrust, 10.0, "no thrust measured in the feed")  # the bone's (30-40 N)
-        self.assertFalse(self.latest_state().fault)
-
     def test_3_goal_outside_the_workspace_is_refused_naming_the_joint(self) -> None:
         feedback: list = []
         handle = self.send(self.goal(entry=[5.0, 1.0, -1.35]), feedback)
         response = self.wait_result(handle, 60.0)
         self.assertFalse(response.result.success)
         self.assertEqual(response.status, GoalStatus.STATUS_ABORTED)
+        self.assertEqual(response.result.error_code, ErrorCode.REJECTED_LIMIT, response.result.message)
         self.assertIn("gantry_x", response.result.message)
         self.assertIn("rejected", response.result.message)
 
@@ -255,8 +300,23 @@ class TestDrillHole(unittest.TestCase):
         self.wait_in_feed(handle, feedback, 0.003)
         cancel = handle.cancel_goal_async()
         self.graph.spin_until(cancel.done, 30.0, "the cancel answer")
+        # A second cancel during the retract: rcl_action refuses it (the goal is already
+        # CANCELING: not cancelable), task_node never sees it, and the retract goes on.
+        self.graph.spin_until(
+            lambda: (
+                any(f.phase == "cancel_retract" for f in feedback)
+                or handle.status == GoalStatus.STATUS_CANCELED
+            ),
+            120.0,
+            "the cancel's retract",
+        )
+        second = handle.cancel_goal_async()
+        self.graph.spin_until(second.done, 30.0, "the second cancel's answer")
+        self.assertEqual(len(second.result().goals_canceling), 0)
+        self.assertNotEqual(second.result().return_code, 0, "a second cancel was accepted")
         response = self.wait_result(handle, 120.0)
         self.assertEqual(response.status, GoalStatus.STATUS_CANCELED, response.result.message)
+        self.assertEqual(response.result.error_code, ErrorCode.CANCELED_RETRACTED, response.result.message)
         self.assertIn("cancel_retract", {f.phase for f in feedback})
         state = self.graph.next_message(JointState, STATES)
         depth, lateral = self.tip_depth_lateral(state)
@@ -279,6 +339,10 @@ class TestDrillHole(unittest.TestCase):
         response = self.wait_result(handle, 120.0)
         self.assertEqual(response.status, GoalStatus.STATUS_ABORTED, response.result.message)
         self.assertIn("injected", response.result.message)
+        # Every drive stopped with the bit in bone (the hardware's stop of every drive): said so.
+        self.assertEqual(response.result.error_code, ErrorCode.CANCELED_BIT_IN_BONE, response.result.message)
+        self.assertTrue(response.result.bit_in_bone)
+        self.assertTrue(self.operating_state(lambda m: m.fault).bit_in_bone)
         state = self.operating_state(lambda m: m.fault)
         self.assertIn("injected", state.fault_reason)
         merged = self.diagnostics(lambda m: "quirobot/drives/drill_feed" in m and "quirobot/task" in m)
@@ -290,6 +354,7 @@ class TestDrillHole(unittest.TestCase):
         self.assertTrue(self.latest_state().fault)
         refused = self.wait_result(self.send(self.goal(), []), 60.0)
         self.assertEqual(refused.status, GoalStatus.STATUS_ABORTED)
+        self.assertEqual(refused.result.error_code, ErrorCode.REJECTED_NOT_READY)
         self.assertIn("in fault", refused.result.message)
         reset = self.graph.call(Trigger, "/quirobot/reset_fault", Trigger.Request())
         self.assertTrue(reset.success, reset.message)
@@ -298,9 +363,132 @@ class TestDrillHole(unittest.TestCase):
         self.assertFalse(state.enabled, "reset_fault must not enable the drives by itself")
         enable = self.graph.call(Trigger, "/quirobot/enable", Trigger.Request())
         self.assertTrue(enable.success, enable.message)
-        self.next_state(lambda m: m.enabled and not m.fault)
-        # The same stack, nothing restarted: a second goal drills the hole within the tolerances.
+        # The same stack, nothing restarted: a second goal sent as soon as enable answers drills
+        # the hole within the tolerances (issue 23: enable after reset_fault).
         self.assert_succeeds_within_tolerance([], self.graph.messages(JointState, STATES))
+
+    # --- clients that do not wait for the end ------------------------------------------------
+    def wait_tip_in_bone(self, states: list, depth: float) -> None:
+        """Until drive_node's joint states put the tip `depth` m past the entry, near the axis;
+        fails at once if the goal ends in a fault first (/quirobot/state)."""
+        start = len(self.early_states)
+
+        def in_bone() -> bool:
+            if not states:
+                return False
+            tip_depth, lateral = self.tip_depth_lateral(states[-1])
+            return tip_depth > depth and lateral < 5e-3
+
+        def faulted():
+            return next((m for m in self.early_states[start:] if m.fault), None)
+
+        what = f"the tip {depth * 1e3:.1f} mm in bone"
+        self.graph.spin_until(lambda: in_bone() or faulted() is not None, 600.0, what)
+        fault = faulted()
+        self.assertIsNone(fault, f"the goal ended before the feed: {fault.fault_reason if fault else ''}")
+
+    def assert_ends_out_of_bone(self, states: list) -> None:
+        """The goal ends (not busy), the bit out of the bone, nothing latched."""
+        state = self.next_state(lambda m: not m.busy, timeout=300.0)
+        self.assertFalse(state.bit_in_bone)
+        self.assertFalse(state.fault, state.fault_reason)
+        depth, lateral = self.tip_depth_lateral(states[-1])
+        self.assertLess(depth, 0.0, f"the tip is {depth * 1000:.3f} mm past the entry")
+
+    def without_own_client(self, run) -> None:
+        """Run with this test's DrillHole client destroyed (task_node counts the clients left)."""
+        from quirobot.action import DrillHole
+        from std_srvs.srv import Trigger
+
+        self.graph.call(Trigger, "/quirobot/reset_fault", Trigger.Request())
+        self.next_state(lambda m: not m.fault)  # states from before the reset are spun in first
+        type(self).client.destroy()
+        try:
+            run()
+        finally:
+            type(self).client = ActionClient(self.graph.node, DrillHole, "/quirobot/drill_hole")
+
+    def goal_yaml(self) -> str:
+        e, d = self.task.entry, self.task.direction
+        return (
+            f"{{entry: {{header: {{frame_id: world}}, point: {{x: {e[0]}, y: {e[1]}, z: {e[2]}}}}}, "
+            f"direction: {{header: {{frame_id: world}}, vector: {{x: {d[0]}, y: {d[1]}, z: {d[2]}}}}}, "
+            f"depth: {self.task.depth}, feed_rate: {self.task.feed_rate}, max_thrust: 60.0}}"
+        )
+
+    def test_6_ctrl_c_on_ros2_action_send_goal_retracts_out_of_the_bone(self) -> None:
+        import signal
+        import subprocess
+
+        from sensor_msgs.msg import JointState
+
+        states = self.graph.messages(JointState, STATES)
+
+        def run() -> None:
+            command = ["ros2", "action", "send_goal", "/quirobot/drill_hole", "quirobot/action/DrillHole"]
+            process = subprocess.Popen(
+                [*command, self.goal_yaml()],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+            try:
+                self.wait_tip_in_bone(states, 0.002)
+                process.send_signal(signal.SIGINT)
+                out, _ = process.communicate(timeout=300)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.communicate()
+            print(f"ros2 action send_goal after SIGINT: {out.strip().splitlines()[-3:]}")
+            self.assert_ends_out_of_bone(states)
+
+        self.without_own_client(run)
+
+    def test_7_a_client_that_quits_mid_feed_is_a_cancel(self, proc_output) -> None:
+        import subprocess
+        import sys
+
+        from sensor_msgs.msg import JointState
+
+        states = self.graph.messages(JointState, STATES)
+        script = (
+            "import os, signal, sys, yaml, rclpy\n"
+            "from rclpy.action import ActionClient\n"
+            "from rclpy.signals import SignalHandlerOptions\n"
+            "from quirobot.action import DrillHole\n"
+            "from rosidl_runtime_py.set_message import set_message_fields\n"
+            "rclpy.init(signal_handler_options=SignalHandlerOptions.NO)\n"
+            "node = rclpy.create_node('quitting_console')\n"
+            "def quit(*_):\n"
+            "    node.destroy_node(); rclpy.shutdown(); os._exit(0)\n"
+            "signal.signal(signal.SIGTERM, quit)\n"
+            "client = ActionClient(node, DrillHole, '/quirobot/drill_hole')\n"
+            "client.wait_for_server()\n"
+            "goal = DrillHole.Goal()\n"
+            "set_message_fields(goal, yaml.safe_load(sys.argv[1]))\n"
+            "client.send_goal_async(goal)\n"
+            "while True:\n"
+            "    rclpy.spin_once(node, timeout_sec=0.1)\n"
+        )
+
+        def run() -> None:
+            process = subprocess.Popen(
+                [sys.executable, "-c", script, self.goal_yaml()], start_new_session=True
+            )
+            try:
+                self.wait_tip_in_bone(states, 0.002)
+            finally:
+                process.terminate()  # quits without cancelling its goal
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            proc_output.assertWaitFor("client disappeared", timeout=300, stream="stderr")
+            self.assert_ends_out_of_bone(states)
+
+        self.without_own_client(run)
 
 
 @launch_testing.post_shutdown_test()

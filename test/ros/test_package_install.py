@@ -92,6 +92,20 @@ def test_quirobot_cli_runs_from_the_install(prefix, tmp_path):
     assert "simulate" in result.stdout
 
 
+def test_ros2_run_quirobot_urdf(tmp_path):
+    """A colcon user has no `quirobot` on PATH: `ros2 run quirobot quirobot ...` (issue 23)."""
+    result = subprocess.run(
+        ["ros2", "run", "quirobot", "quirobot", "urdf"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    root = ET.fromstring(result.stdout[result.stdout.index("<robot") :])
+    assert root.tag == "robot" and root.find("ros2_control") is not None
+
+
 def test_interfaces_are_generated():
     from quirobot.action import DrillHole
     from quirobot.msg import OperatingState
@@ -109,8 +123,8 @@ def test_interfaces_are_generated():
         "progress": "float",
     }
     assert set(DrillHole.Result.get_fields_and_field_types()) == {
-        "success",
         "error_code",
+        "success",
         "achieved_depth",
         "max_lateral_deviation",
         "bone_model",

@@ -1,0 +1,28 @@
+"""Procedures: a surgical task from its request to its result, ROS-free, over a motion port.
+
+- drill_hole_executor: `DrillHoleExecutor` (readiness, checks, plan, execution, cancel, result
+  with `ErrorCode`) and its `MotionPort` (task_node: ROS; tests: an in-process plant);
+- cancel_policy: `CancelPolicy`, what a cancel, an error or a drive stop does in each state.
+
+Above planning and the control loop, below the simulation and the nodes (.importlinter).
+"""
+
+from quirobot_control.procedures.cancel_policy import CancelPolicy
+from quirobot_control.procedures.drill_hole_executor import (
+    DrillHoleExecutor,
+    DrillRequest,
+    DrillResult,
+    ErrorCode,
+    ExecutorConfig,
+    MotionPort,
+)
+
+__all__ = [
+    "CancelPolicy",
+    "DrillHoleExecutor",
+    "DrillRequest",
+    "DrillResult",
+    "ErrorCode",
+    "ExecutorConfig",
+    "MotionPort",
+]

@@ -1,0 +1,772 @@
+"""The DrillHole procedure, ROS-free: readiness, checks, plan, execution, cancel, result.
+
+`DrillHoleExecutor.run(request)` carries one goal from its request to its `DrillResult`:
+
+1. waits (feedback phase "waiting", bounded by `ready_timeout` s of the port's clock) until the
+   stack is up (`waiting_for`: drive state heard, controllers active, joint states flowing, the
+   robot description, and at start-up the drives enabled);
+2. refuses what cannot be done now (a fault, disabled, not homed: REJECTED_NOT_READY), a malformed
+   goal (REJECTED_INVALID) or one beyond a limit (REJECTED_LIMIT) before anything moves;
+3. plans it (`planning.drill_hole.plan_drill_hole`), slows every phase but the feed and the dwell
+   for the joint states' lag, and sends the arm's and the feed's parts to the port with one start
+   time `start_delay` s ahead; a part refused or not accepted by its start time aborts the goal;
+4. every `feedback_period` s: the plan's phase and progress, the measured tip depth, distance from
+   the axis (FK) and feed effort; events in order of severity (a drive stop, lost joint states, a
+   motion that ended otherwise than as planned, a cancel, the motion done) go through
+   `CancelPolicy` (procedures.cancel_policy), whose actions this class carries out;
+5. ends with every motion it sent cancelled unless the goal succeeded (a motion whose acceptance
+   has not arrived yet included: `Motion.cancel` covers it), the drilling context published
+   inactive, and the result with its `ErrorCode`.
+
+The port (`MotionPort`) is the only way out: task_node gives it FollowJointTrajectory clients and
+subscriptions (nodes/task_node.py); tests give it an in-process plant. Times are the port's clock
+(simulated time in simulation), never the wall clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import Enum, IntEnum
+from typing import Protocol
+
+import numpy as np
+
+from quirobot_control.loop.drilling_monitor import DrillingStop
+from quirobot_control.planning.drill_hole import (
+    BONE_PHASES,
+    INVALID,
+    DrillGoal,
+    DrillPlan,
+    GoalRejectedError,
+    phase_progress,
+    plan_cancel_retract,
+    plan_drill_hole,
+    slowed_for_lag,
+    tip_progress,
+)
+from quirobot_control.planning.tasks import IncisionTask, TaskError, load_task
+from quirobot_control.planning.trajectory import JointTrajectory, Phase
+from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Event, State
+from quirobot_description.parameters import FEED_INDEX, RobotParameters
+
+
+class ErrorCode(IntEnum):
+    """The DrillHole result's error_code (action/DrillHole.action's constants, same values)."""
+
+    SUCCESS = 0
+    REJECTED_INVALID = 1
+    REJECTED_LIMIT = 2
+    REJECTED_NOT_READY = 3
+    ABORTED_FAULT = 4
+    ABORTED_MONITOR = 5
+    CANCELED_RETRACTED = 6
+    CANCELED_BIT_IN_BONE = 7
+
+
+class Outcome(Enum):
+    """The goal's terminal status on the action server."""
+
+    SUCCEEDED = "succeeded"
+    CANCELED = "canceled"
+    ABORTED = "aborted"
+
+
+class MotionStatus(Enum):
+    PENDING = "pending"  # sent, no answer yet
+    ACTIVE = "active"  # accepted, running
+    SUCCEEDED = "succeeded"
+    REFUSED = "refused"  # the controller rejected it
+    ABORTED = "aborted"  # the controller stopped it (a tolerance, a fault)
+    CANCELED = "canceled"
+
+
+class Motion(Protocol):
+    """One trajectory sent to one controller."""
+
+    def status(self) -> MotionStatus: ...
+
+    def reason(self) -> str:
+        """Why it was refused or aborted (the controller's words), "" otherwise."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop it (the controller holds). Idempotent. A motion still PENDING is cancelled as soon
+        as its acceptance arrives: nothing it carries may start after this call."""
+        ...
+
+
+class MotionRecord:
+    """A `Motion` whose answers arrive from elsewhere (a ROS port's futures, a test plant's
+    controller): `accepted(cancel_goal)`, `refused(reason)`, `ended(status, reason)`.
+
+    `cancel()` before the acceptance arrived calls `cancel_all` at once (a cancel request for every
+    goal of that controller: the acceptance may never arrive, rclpy issue 1123, while the controller
+    did accept and drives the trajectory) and cancels the goal itself when its acceptance arrives.
+    Thread-safe: the answers come on the port's threads, `status` and `cancel` on the executor's."""
+
+    def __init__(self, cancel_all: Callable[[], None]) -> None:
+        self._lock = threading.Lock()
+        self._cancel_all = cancel_all
+        self._cancel_goal: Callable[[], None] | None = None
+        self._status = MotionStatus.PENDING
+        self._reason = ""
+        self._cancel_requested = False
+
+    def status(self) -> MotionStatus:
+        with self._lock:
+            return self._status
+
+    def reason(self) -> str:
+        with self._lock:
+            return self._reason
+
+    def accepted(self, cancel_goal: Callable[[], None]) -> None:
+        with self._lock:
+            if self._status is not MotionStatus.PENDING:
+                return
+            self._status, self._cancel_goal = MotionStatus.ACTIVE, cancel_goal
+            cancel = self._cancel_requested
+        if cancel:
+            cancel_goal()
+
+    def refused(self, reason: str = "") -> None:
+        self.ended(MotionStatus.REFUSED, reason)
+
+    def ended(self, status: MotionStatus, reason: str = "") -> None:
+        with self._lock:
+            if self._status in (MotionStatus.PENDING, MotionStatus.ACTIVE):
+                self._status, self._reason = status, reason
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._cancel_requested:
+                return
+            self._cancel_requested = True
+            status, cancel_goal = self._status, self._cancel_goal
+        if status is MotionStatus.ACTIVE and cancel_goal is not None:
+            cancel_goal()
+        elif status is MotionStatus.PENDING:
+            self._cancel_all()
+
+
+#: The controllers a plan is split over: the arm's five joints and the drill feed.
+PARTS = ("arm", "feed")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    position: np.ndarray  # (6,) m and rad, AXES order
+    effort: np.ndarray  # (6,) N and N*m
+    age: float  # s since it was measured, on the port's clock
+
+
+@dataclass(frozen=True)
+class StackStatus:
+    """What the port knows of the stack beneath it."""
+
+    drives_heard: bool = False  # the drives' state was received at least once
+    enabled: bool = False
+    homed: bool = False
+    stop_reason: str = ""  # the drives' latched stop, "" if none
+    controllers_missing: tuple[str, ...] = ()  # controllers not active yet
+    description: bool = True  # the robot description is published
+
+
+@dataclass(frozen=True)
+class DrillRequest:
+    goal: DrillGoal
+    task: str = ""  # the scene/task file (a name or a path: bone layers, no-go zones); "": no bone model
+    frames: tuple[str, ...] = ("world", "world")  # frame_id of the entry and the direction
+
+
+@dataclass(frozen=True)
+class DrillFeedback:
+    phase: str
+    depth: float  # m, measured tip past the entry (< 0 above it)
+    thrust: float  # N, the feed's measured effort
+    lateral_error: float  # m, measured tip from the axis
+    progress: float  # 0..1 of the current motion
+
+
+@dataclass(frozen=True)
+class DrillingContext:
+    """The hole being drilled, for the drive side's drilling monitor and virtual fixtures."""
+
+    active: bool
+    entry: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, world
+    direction: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) unit
+    depth: float = 0.0  # m
+    feed_rate: float = 0.0  # m/s
+    max_thrust: float = 0.0  # N
+    task: str = ""  # the task file, "" without a bone model
+
+
+@dataclass(frozen=True)
+class DrillResult:
+    outcome: Outcome
+    error_code: ErrorCode
+    message: str
+    achieved_depth: float = float("nan")  # m, deepest measured tip past the entry while in bone
+    max_lateral_deviation: float = float("nan")  # m, widest measured tip distance in bone
+    bone_model: bool = False
+    bit_in_bone: bool = False
+
+    @property
+    def success(self) -> bool:
+        return self.error_code is ErrorCode.SUCCESS
+
+
+class MotionPort(Protocol):
+    """The executor's only way to the robot (task_node: ROS; tests: an in-process plant)."""
+
+    def now(self) -> float:
+        """s on the port's clock (simulated time in simulation)."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Let `seconds` of the port's clock (at most) pass."""
+        ...
+
+    def status(self) -> StackStatus: ...
+
+    def measured(self) -> Measurement | None:
+        """The latest joint state, None before the first."""
+        ...
+
+    def send(self, part: str, trajectory: JointTrajectory, start: float) -> Motion:
+        """Send `part`'s ("arm": the five arm joints, "feed": drill_feed) columns of trajectory
+        (N, 6) to its controller, to start at `start` (s, the port's clock)."""
+        ...
+
+    def goal_clients(self) -> int:
+        """How many action clients could still be waiting for the goal (0: its client is gone)."""
+        ...
+
+    def publish_feedback(self, feedback: DrillFeedback) -> None: ...
+
+    def publish_context(self, context: DrillingContext) -> None: ...
+
+    def state_changed(self) -> None:
+        """The executor's phase, busy, fault or bit_in_bone changed (republish the state)."""
+        ...
+
+
+def waiting_for(
+    status: StackStatus, measurement: Measurement | None, states_lost: float, started: bool
+) -> list[str]:
+    """What a goal still waits for (empty: ready). `started`: the stack has been ready once; until
+    then disabled drives without a stop are still starting (they enable as the controllers come
+    up), after it they are the user's choice and a goal is refused instead."""
+    missing = []
+    if not status.drives_heard:
+        missing.append("drives (/quirobot/drives/state)")
+    if status.controllers_missing:
+        missing.append(f"controllers: {', '.join(status.controllers_missing)}")
+    if measurement is None or measurement.age > states_lost:
+        missing.append("joint states")
+    if not status.description:
+        missing.append("robot description")
+    if not started and status.drives_heard and status.homed and not status.enabled and not status.stop_reason:
+        missing.append("drives enabled")
+    return missing
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    params: RobotParameters
+    dt: float  # s, the plan's sample period (the control period)
+    tolerance: np.ndarray  # (6,) the controllers' path tolerances, m and rad
+    goal_tolerance: np.ndarray  # (6,) the controllers' goal tolerances
+    tip: Callable[[np.ndarray], np.ndarray]  # (6,) joint pose -> (3,) drill tip, m (FK)
+    base_task: IncisionTask  # what a goal does not say: standoff, approach, dwell, retract rate
+    start_delay: float = 2.0  # s between sending a plan and its start time
+    tracking_lag: float = 0.05  # s of joint-state lag the slowed phases allow for
+    feedback_period: float = 0.02  # s
+    states_lost: float = 0.5  # s without joint states that ends a goal
+    ready_timeout: float = 300.0  # s a goal waits for the stack (a fresh launch took > 60 s under load)
+    response_timeout: float = 10.0  # s a retract or withdraw waits for its acceptance
+    client_lost: float = 1.0  # s without any action client that count as a cancel
+
+    @classmethod
+    def shipped(cls, params: RobotParameters | None = None, **options: float) -> ExecutorConfig:
+        """From the shipped files: the parameter file (or `params`), the control period, the
+        controllers' tolerances (config/controllers.yaml), the kinematics and the incision task;
+        `options` override the timing fields (start_delay, tracking_lag, ...)."""
+        import yaml
+
+        from quirobot_control.loop.control_config import control_configuration
+        from quirobot_control.planning.drill_hole import path_tolerances
+        from quirobot_control.planning.tasks import Kinematics, load_task
+        from quirobot_description.data_files import find_data_file
+        from quirobot_description.parameters import load_parameters
+        from quirobot_kinematics import KinematicModel
+
+        params = params or load_parameters()
+        controllers = yaml.safe_load(find_data_file("config/controllers.yaml").read_text())
+        return cls(
+            params=params,
+            dt=control_configuration(params).dt,
+            tolerance=path_tolerances(controllers),
+            goal_tolerance=path_tolerances(controllers, kind="goal"),
+            tip=Kinematics(KinematicModel.from_parameters(params)).tip,
+            base_task=load_task("incision"),
+            **options,
+        )
+
+
+#: m: a tip this far past the entry (or more) counts as in bone when a goal ends.
+IN_BONE_MARGIN = 0.0
+
+
+class DrillHoleExecutor:
+    """Runs DrillHole goals one at a time over a `MotionPort` (module docstring)."""
+
+    def __init__(self, port: MotionPort, config: ExecutorConfig) -> None:
+        self.port = port
+        self.config = config
+        self._lock = threading.Lock()
+        self._cancels = 0
+        self.started = False  # the stack has been ready once
+        self.busy = False
+        self.phase = ""
+        self.fault_reason = ""  # latched by an aborted goal; reset_fault clears it
+        self.bit_in_bone = False  # the last goal ended with the bit in bone
+
+    # --- called from other threads (the node's callbacks) ------------------------------------
+    def accept(self) -> bool:
+        """Take a new goal (False while one runs): reserves the executor, forgets old cancels."""
+        with self._lock:
+            if self.busy:
+                return False
+            self.busy, self._cancels = True, 0
+            return True
+
+    def request_cancel(self) -> None:
+        with self._lock:
+            self._cancels += 1
+
+    def reset_fault(self) -> str:
+        """Clear the executor's latch; the reason cleared ("" if none)."""
+        with self._lock:
+            reason, self.fault_reason, self.bit_in_bone = self.fault_reason, "", False
+        return reason
+
+    def waiting_for(self) -> list[str]:
+        """What a goal waits for now (marks the stack started once nothing is missing)."""
+        missing = waiting_for(self.port.status(), self.port.measured(), self.config.states_lost, self.started)
+        if not missing:
+            self.started = True
+        return missing
+
+    # --- one goal ------------------------------------------------------------------------------
+    def run(self, request: DrillRequest) -> DrillResult:
+        """Carry out one goal (`accept` first when goals come from other threads)."""
+        self.busy = True
+        self._set_phase("waiting")
+        try:
+            return _Run(self, request).execute()
+        finally:
+            self.busy = False
+            self._set_phase("")
+
+    def _set_phase(self, phase: str) -> None:
+        if phase != self.phase:
+            self.phase = phase
+            self.port.state_changed()
+
+    def _cancels_requested(self) -> int:
+        with self._lock:
+            return self._cancels
+
+
+class _Run:
+    """One goal's execution: the state the loop carries (module docstring, steps 1-5)."""
+
+    def __init__(self, executor: DrillHoleExecutor, request: DrillRequest) -> None:
+        self.executor = executor
+        self.port = executor.port
+        self.config = executor.config
+        self.request = request
+        self.policy = CancelPolicy()
+        self.sent: list[Motion] = []  # every motion sent: cancelled at the end of a failed goal
+        self.active: dict[str, Motion] = {}  # the motions whose outcome the goal waits for
+        self.motion: JointTrajectory | None = None  # what is being executed now
+        self.motion_start = 0.0  # s, its start time on the port's clock
+        self.sent_at = 0.0  # s, when the last retract or withdraw was sent
+        self.plan: DrillPlan | None = None
+        self.deepest = float("nan")
+        self.widest = float("nan")
+        self.depth = float("nan")  # the latest measured tip depth past the entry
+        self.why = ""  # the error that changed the course, "" for a cancel
+        self.code = ErrorCode.ABORTED_FAULT  # the code of that error
+        self.cancels_seen = 0
+        self.canceled = False  # a cancel started the way out (the goal ends canceled)
+        self.cancel_cause = "canceled"  # or the client's disappearance
+        self.clients_gone_at = float("nan")  # s, since when no action client is left
+
+    # --- steps ---------------------------------------------------------------------------------
+    def execute(self) -> DrillResult:
+        refused = self.check_fault() or self.wait_ready() or self.check_now()
+        if refused is not None:
+            return refused
+        plan = self.plan_goal()
+        if isinstance(plan, DrillResult):
+            return plan
+        self.plan = plan
+        task = plan.task
+        self.port.publish_context(
+            DrillingContext(
+                True,
+                task.entry,
+                task.direction,
+                task.depth,
+                task.feed_rate,
+                self.request.goal.max_thrust,
+                self.request.task,
+            )
+        )
+        try:
+            return self.drive()
+        finally:
+            self.port.publish_context(DrillingContext(False))
+
+    def wait_ready(self) -> DrillResult | None:
+        deadline = self.port.now() + self.config.ready_timeout
+        while missing := self.executor.waiting_for():
+            if self.executor._cancels_requested():
+                return self.finish(
+                    Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, "canceled while waiting: nothing moved"
+                )
+            if self.port.now() > deadline:
+                return self.refuse(
+                    ErrorCode.REJECTED_NOT_READY,
+                    f"not ready after {self.config.ready_timeout:.0f} s: waiting for {'; '.join(missing)}",
+                )
+            self.port.publish_feedback(
+                DrillFeedback("waiting", float("nan"), float("nan"), float("nan"), 0.0)
+            )
+            self.port.sleep(self.config.feedback_period)
+        return None
+
+    def check_fault(self) -> DrillResult | None:
+        """A latched fault refuses at once (no wait: nothing clears it but reset_fault)."""
+        status = self.port.status()
+        fault = f"drives stopped: {status.stop_reason}" if status.stop_reason else self.executor.fault_reason
+        if fault:
+            return self.refuse(ErrorCode.REJECTED_NOT_READY, f"in fault: {fault} (reset_fault)")
+        return None
+
+    def check_now(self) -> DrillResult | None:
+        if (refused := self.check_fault()) is not None:
+            return refused
+        status = self.port.status()
+        if not status.enabled:
+            return self.refuse(ErrorCode.REJECTED_NOT_READY, "disabled: call /quirobot/enable")
+        if not status.homed:
+            return self.refuse(ErrorCode.REJECTED_NOT_READY, "not homed: call /quirobot/home")
+        frames = set(self.request.frames) - {"", "world"}
+        if frames:
+            return self.refuse(
+                ErrorCode.REJECTED_INVALID, f"goal rejected: frames {sorted(frames)}: use world"
+            )
+        return None
+
+    def goal_task(self) -> IncisionTask | DrillResult:
+        """The request's task file; without one the shipped incision's settings (standoff,
+        approach, dwell, retract rate) with neither its bone nor its no-go zones."""
+        name = self.request.task
+        if not name:
+            return replace(self.config.base_task, no_go_zones=())
+        try:
+            task = load_task(name)
+        except (TaskError, OSError, ValueError) as error:
+            return self.refuse(ErrorCode.REJECTED_INVALID, f"goal rejected: task {name!r}: {error}")
+        if not isinstance(task, IncisionTask):
+            return self.refuse(
+                ErrorCode.REJECTED_INVALID, f"goal rejected: task {name!r} is not a drilling task"
+            )
+        return task
+
+    def plan_goal(self) -> DrillPlan | DrillResult:
+        config = self.config
+        task = self.goal_task()
+        if isinstance(task, DrillResult):
+            return task
+        measurement = self.port.measured()
+        try:
+            return plan_drill_hole(
+                self.request.goal,
+                measurement.position,
+                config.params,
+                config.dt,
+                task,
+                start_tolerance=config.goal_tolerance,
+                bone_model=bool(self.request.task),
+            )
+        except GoalRejectedError as error:  # InvalidGoalError too: its kind is INVALID
+            code = ErrorCode.REJECTED_INVALID if error.kind == INVALID else ErrorCode.REJECTED_LIMIT
+            return self.refuse(code, f"goal rejected: {error}")
+
+    def drive(self) -> DrillResult:
+        config = self.config
+        trajectory = slowed_for_lag(self.plan.trajectory, config.tracking_lag, config.tolerance)
+        start = self.port.now() + config.start_delay
+        for part in PARTS:
+            self.send(part, trajectory, start)
+        self.motion, self.motion_start = trajectory, start
+        self.policy.handle(Event.GOAL)
+        while True:
+            if (result := self.accepted_in_time(start)) is not None:
+                return result
+            if all(m.status() is not MotionStatus.PENDING for m in self.active.values()):
+                break
+            self.port.sleep(config.feedback_period)
+        while True:
+            phase = self.observe()
+            event = self.next_event()
+            action = self.policy.handle(event) if event is not None else Action.NONE
+            result = self.act(action, event, phase)
+            if result is not None:
+                return result
+            self.port.sleep(config.feedback_period)
+
+    # --- the loop's parts ------------------------------------------------------------------------
+    def send(self, part: str, trajectory: JointTrajectory, start: float) -> None:
+        motion = self.port.send(part, trajectory, start)
+        self.sent.append(motion)
+        self.active[part] = motion
+
+    def accepted_in_time(self, start: float) -> DrillResult | None:
+        """While the plan's acceptance is awaited: a refusal, or no acceptance by the start time
+        (a controller that gets a trajectory after its start time jumps to that time's sample),
+        aborts before anything moves."""
+        statuses = {part: m.status() for part, m in self.active.items()}
+        refused = [part for part, s in statuses.items() if s is MotionStatus.REFUSED]
+        if refused:
+            reason = "; ".join(self.active[p].reason() for p in refused if self.active[p].reason())
+            return self.abort_before_motion(
+                ErrorCode.REJECTED_NOT_READY,
+                f"the {' and '.join(refused)} controller refused the plan"
+                + (f": {reason}" if reason else ""),
+            )
+        pending = [part for part, s in statuses.items() if s is MotionStatus.PENDING]
+        if pending and self.port.now() > start:
+            return self.abort_before_motion(
+                ErrorCode.ABORTED_FAULT,
+                f"the {' and '.join(pending)} controller did not accept the plan before its start time",
+            )
+        stop = self.port.status().stop_reason
+        if stop:
+            return self.abort_before_motion(ErrorCode.ABORTED_FAULT, f"drives stopped: {stop}")
+        measurement = self.port.measured()
+        if measurement is None or measurement.age > self.config.states_lost:
+            return self.abort_before_motion(ErrorCode.ABORTED_FAULT, "joint states lost")
+        return None
+
+    def observe(self) -> str:
+        """Feedback from the measured state; the phase of the current motion (plan events too)."""
+        t = self.port.now() - self.motion_start
+        phase, progress = phase_progress(self.motion, t)
+        if self.policy.state in (State.MOVING, State.DRILLING):
+            event = self.policy.phase_event(phase)
+            if event is not None:
+                self.policy.handle(event)
+        measurement = self.port.measured()
+        task = self.plan.task
+        depth = lateral = thrust = float("nan")
+        if measurement is not None:
+            depth, lateral = tip_progress(self.config.tip(measurement.position), task.entry, task.direction)
+            thrust = float(measurement.effort[FEED_INDEX])
+            self.depth = depth
+            if (phase in BONE_PHASES or self.policy.in_bone) and depth >= 0.0:
+                self.deepest = depth if not self.deepest >= depth else self.deepest
+                self.widest = lateral if not self.widest >= lateral else self.widest
+        self.executor._set_phase(phase)
+        self.port.publish_feedback(DrillFeedback(phase, depth, thrust, lateral, float(progress)))
+        return phase
+
+    def next_event(self) -> Event | None:
+        """This cycle's event, the most severe first."""
+        status = self.port.status()
+        if status.stop_reason:
+            self.why = f"drives stopped: {status.stop_reason}"
+            monitor = any(kind.value in status.stop_reason for kind in DrillingStop)
+            self.code = ErrorCode.ABORTED_MONITOR if monitor else ErrorCode.ABORTED_FAULT
+            return Event.DRIVE_STOP
+        measurement = self.port.measured()
+        if measurement is None or measurement.age > self.config.states_lost:
+            age = float("inf") if measurement is None else measurement.age
+            return self.error(f"joint states lost for {age:.2f} s")
+        for part, motion in self.active.items():
+            status_ = motion.status()
+            if status_ in (MotionStatus.REFUSED, MotionStatus.ABORTED, MotionStatus.CANCELED):
+                detail = motion.reason() or status_.value
+                return self.error(f"{part} controller stopped the motion: {detail}")
+            if (
+                status_ is MotionStatus.PENDING
+                and self.port.now() - self.sent_at > self.config.response_timeout
+            ):
+                return self.error(
+                    f"the {part} controller did not answer within {self.config.response_timeout:.0f} s"
+                )
+        cancels = self.executor._cancels_requested()
+        if cancels > self.cancels_seen:
+            self.cancels_seen = cancels
+            return Event.CANCEL
+        if self.client_gone():
+            self.cancel_cause = "canceled (the client disappeared)"
+            return Event.CANCEL
+        if all(m.status() is MotionStatus.SUCCEEDED for m in self.active.values()):
+            return Event.MOTION_DONE
+        return None
+
+    def client_gone(self) -> bool:
+        """True once, when no action client has been left for `client_lost` s (a client that
+        died or lost its connection mid-goal: its goal is cancelled as if it had asked)."""
+        if self.port.goal_clients() > 0:
+            self.clients_gone_at = float("nan")
+            return False
+        now = self.port.now()
+        if not np.isfinite(self.clients_gone_at):
+            self.clients_gone_at = now
+        if now - self.clients_gone_at >= self.config.client_lost:
+            self.clients_gone_at = float("inf")  # once
+            return True
+        return False
+
+    def error(self, why: str) -> Event:
+        self.why, self.code = why, ErrorCode.ABORTED_FAULT
+        return Event.ERROR
+
+    def act(self, action: Action, event: Event | None, phase: str) -> DrillResult | None:
+        if action is Action.RETRACT:
+            self.canceled = True
+            self.retract()
+        elif action is Action.WITHDRAW:
+            if event is Event.MOTION_DONE:
+                self.why = "the motion ended with the bit in a bone phase"
+            self.withdraw()
+        elif action is Action.STOP:
+            return self.stop(phase)
+        elif action is Action.SUCCEED:
+            task = self.plan.task
+            return self.finish(
+                Outcome.SUCCEEDED,
+                ErrorCode.SUCCESS,
+                f"drilled {self.deepest * 1000:.3f} mm (goal {task.depth * 1000:.3f} mm), "
+                f"lateral deviation {self.widest * 1000:.4f} mm",
+            )
+        elif action is Action.FINISH_OUT:
+            where = f"tip {-self.depth * 1000:.2f} mm above the entry"
+            if self.canceled and self.why:
+                return self.finish(
+                    Outcome.CANCELED,
+                    ErrorCode.CANCELED_RETRACTED,
+                    f"{self.cancel_cause}: the retract failed ({self.why}); the feed withdrew the bit, "
+                    f"{where}",
+                )
+            if self.why:
+                return self.fail(Outcome.ABORTED, self.code, f"{self.why}; bit withdrawn, {where}")
+            return self.finish(
+                Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, f"{self.cancel_cause}: bit retracted, {where}"
+            )
+        return None
+
+    def retract(self) -> None:
+        """The arm holds; the feed stops from the plan's commanded state and retracts along the axis."""
+        config = self.config
+        self.active.pop("arm").cancel()
+        t = self.port.now() - self.motion_start
+        planned_q, planned_v, _ = self.motion.sample(t)
+        retract = slowed_for_lag(
+            plan_cancel_retract(planned_q, self.plan.task, config.params, config.dt, planned_v[FEED_INDEX]),
+            config.tracking_lag,
+            config.tolerance,
+        )
+        self.start_motion("feed", retract)
+
+    def withdraw(self) -> None:
+        """Every motion cancelled; the feed alone back out from its measured pose, at rest."""
+        config = self.config
+        for motion in self.active.values():
+            motion.cancel()
+        self.active = {}
+        measurement = self.port.measured()
+        q = (
+            self.motion.sample(self.port.now() - self.motion_start)[0]
+            if measurement is None
+            else measurement.position
+        )
+        out = plan_cancel_retract(q, self.plan.task, config.params, config.dt)
+        out = replace(out, phases=tuple(Phase("feed_withdraw", p.start_time, p.end_time) for p in out.phases))
+        self.start_motion("feed", slowed_for_lag(out, config.tracking_lag, config.tolerance))
+
+    def start_motion(self, part: str, trajectory: JointTrajectory) -> None:
+        now = self.port.now()
+        self.send(part, trajectory, now)
+        self.motion, self.motion_start, self.sent_at = trajectory, now, now
+
+    def stop(self, phase: str) -> DrillResult:
+        self.cancel_all()
+        in_bone = self.depth >= IN_BONE_MARGIN or not np.isfinite(self.depth)
+        if self.why:
+            if in_bone and self.bone_was_entered():
+                # The drilling monitor's own stop keeps its code (bit_in_bone says where the bit is).
+                monitor = self.code is ErrorCode.ABORTED_MONITOR
+                return self.fail(
+                    Outcome.CANCELED if self.canceled else Outcome.ABORTED,
+                    ErrorCode.ABORTED_MONITOR if monitor else ErrorCode.CANCELED_BIT_IN_BONE,
+                    f"{self.why}; the bit is in the bone, {max(self.depth, 0.0) * 1000:.2f} mm past "
+                    "the entry",
+                    bit_in_bone=True,
+                )
+            return self.fail(Outcome.ABORTED, self.code, self.why)
+        return self.finish(
+            Outcome.CANCELED,
+            ErrorCode.CANCELED_RETRACTED,
+            f"{self.cancel_cause}: stopped at once in phase {phase}",
+        )
+
+    def bone_was_entered(self) -> bool:
+        return bool(np.isfinite(self.deepest))
+
+    def cancel_all(self) -> None:
+        """Every motion sent that may still move (or whose acceptance may still arrive)."""
+        for motion in self.sent:
+            if motion.status() in (MotionStatus.PENDING, MotionStatus.ACTIVE):
+                motion.cancel()
+
+    # --- endings -----------------------------------------------------------------------------------
+    def refuse(self, code: ErrorCode, message: str) -> DrillResult:
+        return self.finish(Outcome.ABORTED, code, message)
+
+    def abort_before_motion(self, code: ErrorCode, message: str) -> DrillResult:
+        """Nothing has moved yet: every motion sent is cancelled (pending ones on arrival), no latch."""
+        self.cancel_all()
+        return self.finish(Outcome.ABORTED, code, message)
+
+    def fail(
+        self, outcome: Outcome, code: ErrorCode, message: str, *, bit_in_bone: bool = False
+    ) -> DrillResult:
+        """An ending that latches the fault (and bit_in_bone) until reset_fault."""
+        executor = self.executor
+        with executor._lock:
+            executor.fault_reason = executor.fault_reason or message
+            executor.bit_in_bone = bit_in_bone
+        self.port.state_changed()
+        return self.finish(outcome, code, message, bit_in_bone=bit_in_bone)
+
+    def finish(
+        self, outcome: Outcome, code: ErrorCode, message: str, *, bit_in_bone: bool = False
+    ) -> DrillResult:
+        return DrillResult(
+            outcome=outcome,
+            error_code=code,
+            message=message,
+            achieved_depth=self.deepest,
+            max_lateral_deviation=self.widest,
+            bone_model=bool(self.request.task),
+            bit_in_bone=bit_in_bone,
+        )
