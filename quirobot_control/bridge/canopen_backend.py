@@ -72,11 +72,14 @@ class CanBusConfig:
 
     `channels` maps a bus name of the parameter file (canopen.channels: can0, ...) to the
     python-can channel to open for it (e.g. can0 -> vcan0); a bus not listed opens the channel
-    of its own name.
+    of its own name. `options` maps a bus name to more python-can arguments for it (e.g. the
+    udp_multicast interface's `port`: one port per bus, since Linux delivers a multicast group's
+    datagrams to every socket bound to the port).
     """
 
     interface: str = "socketcan"
     channels: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.interface, str) or not self.interface.strip():
@@ -211,6 +214,14 @@ class CanopenBackend:
         if self.cycles % self.sync_every == 0:
             self._flush()
 
+    def keep_alive(self) -> None:
+        """One control period that only keeps the drives' watchdogs fed: a SYNC (and the heartbeat)
+        when due, no setpoints, no wait for the answers. While the bridge is busy elsewhere
+        (enabling by SDO: bridge.drive_cycle's exclusive)."""
+        if self.cycles % self.sync_every == 0:
+            self._sync(0.0)
+        self.cycles += 1
+
     def receive_threads(self) -> list[threading.Thread]:
         """The threads that receive the buses' frames (canopen's notifiers: the TPDO callbacks)."""
         threads = []
@@ -299,6 +310,7 @@ class CanopenBackend:
                     interface=self.config.interface,
                     channel=self.config.channel(name),
                     bitrate=self.params.canopen.bitrate,
+                    **self.config.options.get(name, {}),
                 )
             except (can.CanError, OSError, ValueError, ImportError) as error:
                 raise DriveStartupError(
