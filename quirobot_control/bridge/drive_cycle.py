@@ -29,6 +29,9 @@ Crossing from ROS (any other thread) to the cycle, nothing that makes the cycle 
   SDO round trips: in the rclpy timer (and in any single loop) no SYNC went out meanwhile, and
   a drive that watches SYNC loss stopped itself during its own enabling (bench/drive_loop.py
   showed it on the simulated drives in another process).
+- a cheap read of the bridge (its status for /diagnostics, its new events for the log):
+  `call(function)` runs `function(bridge)` in the cycle thread after a period's step and hands
+  the result back (the caller waits, at most a period or two);
 - messages (a refused command, an error of a request) go to `messages`, a deque the ROS side
   drains.
 
@@ -218,6 +221,25 @@ class CycleStats:
         return values[index]
 
 
+class _Call:
+    """A function for the cycle thread, and its result or exception (`DriveCycle.call`)."""
+
+    __slots__ = ("done", "error", "function", "result")
+
+    def __init__(self, function: Callable[[DriveBridge], object]) -> None:
+        self.function = function
+        self.done = threading.Event()
+        self.result: object = None
+        self.error: BaseException | None = None
+
+    def serve(self, bridge: DriveBridge) -> None:
+        try:
+            self.result = self.function(bridge)
+        except Exception as error:  # noqa: BLE001  (handed back to the caller)
+            self.error = error
+        self.done.set()
+
+
 class DriveCycle:
     """A control period's thread: the keep-alive of a backend's bus, and the steps of a
     DriveBridge once one is open (see the module doc).
@@ -258,6 +280,7 @@ class DriveCycle:
         self._flushes: int | None = None
         self._command_posted = math.nan  # when the command in force was posted (s)
         self._raised: list[int] = []  # threads raised to process_priority (lowered by stop())
+        self._calls: collections.deque[_Call] = collections.deque()
 
     # --- the ROS side ---------------------------------------------------------------------------
     def start(self, timeout: float = 5.0) -> RealtimeReport:
@@ -334,6 +357,19 @@ class DriveCycle:
             finally:
                 self._pause = False
 
+    def call(self, function: Callable[[DriveBridge], object], timeout: float = 1.0) -> object:
+        """`function(bridge)` run by the cycle thread after its next step (keep it short: a read);
+        its result, or its exception raised here. TimeoutError after `timeout` s (wall clock)."""
+        if not self.running or self.bridge is None:
+            raise BridgeError("the drive cycle is not stepping a bridge")
+        request = _Call(function)
+        self._calls.append(request)
+        if not request.done.wait(timeout):
+            raise TimeoutError(f"the drive cycle did not serve the call within {timeout} s")
+        if request.error is not None:
+            raise request.error
+        return request.result
+
     @property
     def running(self) -> bool:
         return self._thread.is_alive() and not self._stop.is_set()
@@ -345,6 +381,10 @@ class DriveCycle:
             self._thread.join(timeout)
         if self.settings.gc_policy == "manual":
             gc.enable()
+        for request in list(self._calls):
+            request.error = BridgeError("the drive cycle stopped before serving the call")
+            request.done.set()
+        self._calls.clear()
         if self._raised:  # the process back to normal scheduling (the thread's own ended with it)
             self._raised = []
             _lower_process(self.settings.process_priority)
@@ -408,6 +448,8 @@ class DriveCycle:
         sample = bridge.step(now)
         self.latest = CycleOutput(stats.cycles, sample)
         self._record_bus(k)
+        if self._calls:
+            self._calls.popleft().serve(bridge)
 
     def _record_bus(self, k: int) -> None:
         backend, stats = self.backend, self.stats
