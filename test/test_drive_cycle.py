@@ -45,11 +45,11 @@ START = {
     "drill_feed": 0.02,
 }
 SYNC_ID = 0x80
-#: The cycle starts without real time and no memory lock in a test process; Drives.live puts the
-#: cycle and the drives on SCHED_FIFO once the bridge is up. Without SCHED_FIFO a thread of a
-#: loaded 2-core machine waits tens of ms for a core now and then, the drives' watchdog time: the
-#: timing tests skip where the OS refuses it.
-SETTINGS = CycleSettings(priority=0, lock_memory=False)
+#: As drive_node runs it (SCHED_FIFO for the cycle and its TPDO receivers once the bridge is up:
+#: start_canopen_cycle's go_realtime) but the rest of the test process left alone and no memory
+#: lock. Without SCHED_FIFO a thread of a loaded 2-core machine waits tens of ms for a core now
+#: and then, the drives' watchdog time: the timing tests skip where the OS refuses it.
+SETTINGS = CycleSettings(lock_memory=False, process_priority=0)
 DRIVES_PRIORITY = 45
 
 
@@ -69,11 +69,9 @@ class Drives:
     def live(self, cycle) -> None:
         """From now on each drive also runs on its own wall clock when no SYNC comes
         (slave_simulator.serve), so its SYNC-loss and heartbeat watchdogs act in real time; and
-        the cycle thread (priority 50) with its TPDO receivers (49) and the drives' threads (45,
-        they stand for hardware) go to SCHED_FIFO where granted, so a loaded machine makes
-        neither late. Not during the start-up here: with the drives' six simulators in the
-        test's own process, the master's SDO handshakes then starved on two loaded cores (as
-        they do not with drives in their own processes: bench/drive_loop.py, drive_node)."""
+        the drives' threads (they stand for hardware) go to SCHED_FIFO 45 where granted, below
+        the cycle's, so a loaded machine does not make them late. Not during the start-up: the
+        master's SDO handshakes then starved on two loaded cores."""
 
         def run_alone() -> None:
             while not self.stop.wait(self.sync_period):
@@ -84,16 +82,10 @@ class Drives:
         thread = threading.Thread(target=run_alone, daemon=True)
         thread.start()
         self.threads.append(thread)
-        drive_threads = [thread, *(r for net in self.networks for r in getattr(net.notifier, "_readers", ()))]
-        for threads, priority in (
-            ([cycle._thread], 50),
-            (cycle.backend.receive_threads(), 49),
-            (drive_threads, DRIVES_PRIORITY),
-        ):
-            for th in threads:
-                with contextlib.suppress(OSError, AttributeError):
-                    os.sched_setscheduler(th.native_id, os.SCHED_FIFO, os.sched_param(priority))
-                    self.realtime = True
+        for th in [thread, *(r for net in self.networks for r in getattr(net.notifier, "_readers", ()))]:
+            with contextlib.suppress(OSError, AttributeError):
+                os.sched_setscheduler(th.native_id, os.SCHED_FIFO, os.sched_param(DRIVES_PRIORITY))
+        self.realtime = cycle.report.priority > 0
 
     def frames(self, bus: str) -> list[can.Message]:
         out = []
@@ -107,12 +99,12 @@ class Drives:
 
 @pytest.fixture(scope="module")
 def relaxed(parameters):
-    """The parameter file with the master's own wall-clock limits relaxed (transition 1 s,
-    feedback timeout 50 SYNC periods): here the simulated drives share the test's process and
+    """The parameter file with the master's own wall-clock limits relaxed (transition 2 s,
+    feedback timeout 500 SYNC periods, 1 s): here the simulated drives share the test's process and
     two loaded cores, so they answer late now and then, which a real drive does not. The drives'
     watchdogs on the master (SYNC loss, heartbeat: 10 ms), the subject of these tests, keep the
     file's values."""
-    bus = dataclasses.replace(parameters.canopen, transition_timeout=1.0, feedback_timeout_periods=50)
+    bus = dataclasses.replace(parameters.canopen, transition_timeout=2.0, feedback_timeout_periods=500)
     return dataclasses.replace(parameters, canopen=bus)
 
 

@@ -244,7 +244,8 @@ class DriveCycle:
     """A control period's thread: the keep-alive of a backend's bus, and the steps of a
     DriveBridge once one is open (see the module doc).
 
-    `start()` starts the thread (it idles until a backend is attached); `open_bridge(factory)`
+    `start()` starts the thread (it idles until a backend is attached; real time comes with
+    `go_realtime()`, memory locking with `lock_memory()`); `open_bridge(factory)`
     runs `factory` exclusively: it opens the backend (its first SYNC), `attach`es it (from the
     next period the cycle keeps its bus alive) and builds the bridge on it (the drives enabled by
     SDO); then the cycle steps the bridge. It owns the bridge while it runs: other threads reach
@@ -281,6 +282,7 @@ class DriveCycle:
         self._command_posted = math.nan  # when the command in force was posted (s)
         self._raised: list[int] = []  # threads raised to process_priority (lowered by stop())
         self._calls: collections.deque[_Call] = collections.deque()
+        self._receive_threads: tuple[threading.Thread, ...] = ()
 
     # --- the ROS side ---------------------------------------------------------------------------
     def start(self, timeout: float = 5.0) -> RealtimeReport:
@@ -293,23 +295,41 @@ class DriveCycle:
 
     def attach(self, backend: DriveBackend, receive_threads: Iterable[threading.Thread] = ()) -> None:
         """Keep `backend`'s bus alive from the next period on (inside `exclusive`, or before any
-        bridge); `receive_threads` (its TPDO receivers) go to SCHED_FIFO priority - 1."""
+        bridge); `receive_threads` (its TPDO receivers) go to SCHED_FIFO priority - 1 with
+        go_realtime()."""
         self.backend = backend
         self._syncs = getattr(backend, "syncs", None)
         self._flushes = getattr(backend, "flushes", None)
         self._keep_alive = getattr(backend, "keep_alive", None)
-        report = self.report
-        if report is not None and report.priority > 1:
-            raised = 0
-            for thread in receive_threads:
-                try:
-                    os.sched_setscheduler(
-                        thread.native_id, os.SCHED_FIFO, os.sched_param(report.priority - 1)
-                    )
-                    raised += 1
-                except (OSError, TypeError):
-                    pass
-            self.report = dataclasses.replace(report, receive_threads=raised)
+        self._receive_threads = tuple(receive_threads)
+
+    def go_realtime(self) -> RealtimeReport:
+        """SCHED_FIFO now (settings.priority; from any thread): the cycle thread at `priority`, the
+        attached backend's TPDO receivers at `priority - 1`, every other thread of the process at
+        `process_priority`; the report. Called once the bridge is up (start_canopen_cycle): with
+        real-time threads in the process, the start-up's SDO round trips took up to 0.8 s on this
+        loaded 2-core machine (GIL hand-offs between real-time and normal threads), without them
+        under 15 ms (bench/drive_loop.py's development)."""
+        settings, report = self.settings, self.report
+        if not settings.priority or report is None or report.priority:
+            return report
+        tid = self._thread.native_id
+        try:
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(settings.priority))
+        except (OSError, AttributeError, TypeError) as error:
+            self.report = dataclasses.replace(report, priority_error=f"SCHED_FIFO refused: {error}")
+            return self.report
+        raised = 0
+        for thread in self._receive_threads:
+            with contextlib.suppress(OSError, TypeError):
+                os.sched_setscheduler(thread.native_id, os.SCHED_FIFO, os.sched_param(settings.priority - 1))
+                raised += 1
+        if 0 < settings.process_priority < settings.priority:
+            self._raised = _raise_process(settings.process_priority, skip=tid)
+        self.report = dataclasses.replace(
+            report, priority=settings.priority, priority_error=None, receive_threads=raised
+        )
+        return self.report
 
     def lock_memory(self) -> RealtimeReport:
         """mlockall(MCL_CURRENT) now (settings.lock_memory), from the calling thread: the syscall
@@ -469,15 +489,7 @@ class DriveCycle:
     def _realtime(self) -> RealtimeReport:
         """Apply the settings the OS grants, in the cycle thread; what was granted."""
         settings = self.settings
-        priority, priority_error = 0, None
-        if settings.priority:
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(settings.priority))
-                priority = settings.priority
-                if 0 < settings.process_priority < priority:
-                    self._raised = _raise_process(settings.process_priority, skip=threading.get_native_id())
-            except (OSError, AttributeError) as error:
-                priority_error = f"SCHED_FIFO refused: {error}"
+        priority, priority_error = 0, "go_realtime() not called yet" if settings.priority else None
         memory_locked, memory_error = False, None  # lock_memory(), after the bridge is open
         if settings.switch_interval > 0.0:
             sys.setswitchinterval(settings.switch_interval)
@@ -527,6 +539,7 @@ def start_canopen_cycle(
     try:
         cycle.start()
         cycle.open_bridge(bring_up)
+        cycle.go_realtime()
         cycle.lock_memory()
     except BaseException:
         cycle.stop()
