@@ -74,10 +74,12 @@ LATE = 1e-3  # s: a period that starts later than this is late
 #: s, the master's SDO response timeout here (canopen's 0.3 s; a real drive answers in ms): the
 #: simulated drives' process shares two loaded cores (as in test/virtual_can.py).
 SdoClient.RESPONSE_TIMEOUT = 1.0
-#: SCHED_FIFO of the drives' processes (they stand for hardware): below the cycle's (50) and its
-#: TPDO receivers' (49), above the rest of drive_node's process (40), which would starve them
-#: while it brings the bridge up.
+#: SCHED_FIFO of the drives' processes (they stand for hardware): above drive_node's process while
+#: it brings the bridge up (its busy start-up starved them: feedback timeouts), then below all of
+#: it (40) while it runs: a drive process preempting a thread of drive_node that holds the GIL
+#: would hold the cycle with it (SYNC gaps of 60 ms measured).
 SLAVE_PRIORITY = 45
+SLAVE_RUN_PRIORITY = 30
 SO_TIMESTAMPNS = 35  # Linux socket option: kernel receive time stamps (as python-can's udp_multicast)
 
 
@@ -178,6 +180,29 @@ class FrameReader:
         self.socket.close()
 
 
+def udp_send_cost(port: int, count: int = 500) -> float:
+    """s of CPU per udp_multicast send of an 8-byte frame, with two more members on the group
+    (as the cycle's frames reach the drives' process and its reader)."""
+    import can
+
+    sender, *members = (can.Bus(interface="udp_multicast", channel=GROUP, port=port) for _ in range(3))
+    frame = can.Message(arbitration_id=0x301, data=bytes(8), is_extended_id=False)
+    begin = time.thread_time()
+    for _ in range(count):
+        sender.send(frame)
+    cost = (time.thread_time() - begin) / count
+    for bus in (sender, *members):
+        bus.shutdown()
+    return cost
+
+
+def set_process_priority(pid: int, priority: int) -> None:
+    """Every thread of process `pid` to SCHED_FIFO `priority` (best effort)."""
+    for name in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(int(name), os.SCHED_FIFO, os.sched_param(priority))
+
+
 # --- one run ------------------------------------------------------------------------------------
 def percentiles(values: np.ndarray, *qs: float) -> dict[str, float]:
     values = values[np.isfinite(values)]
@@ -207,6 +232,11 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
     params = load_parameters()
     control = control_configuration(params)
     base_port = 43000 + 3 * random.randrange(1000)
+    send_cost = udp_send_cost(base_port + 2000)
+    buses = len(params.canopen.channel_names)
+    frames_per_sync_cycle = buses * (
+        1 + params.canopen.sync_period / params.canopen.heartbeat_period
+    ) + 2 * len(AXES)
     here = os.path.abspath(__file__)
     slaves = [
         subprocess.Popen(
@@ -231,6 +261,9 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
             settings=settings,
         )
         bridge, report = cycle.bridge, cycle.report
+        if realtime:  # below drive_node's whole process now (module doc of bridge.drive_cycle: the GIL)
+            for slave in slaves:
+                set_process_priority(slave.pid, SLAVE_RUN_PRIORITY)
         spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
         names = bridge.names
         stop_ros = threading.Event()
@@ -295,6 +328,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
         "sync_loss_stops": sum(code in MASTER_LOST_CODES for code in emcys),
         "command_to_rpdo": percentiles(stats.window(stats.command_to_rpdo, mark, end), 50, 99),
         "cycle_cpu": percentiles(sync_cpu, 50, 99),
+        # The transport's share: udp_multicast's send (msgpack + sendto + the kernel's loopback to
+        # every member socket) per frame, times the frames the cycle sends per SYNC cycle (a SYNC
+        # and the heartbeat every other SYNC per bus, RPDO1 + RPDO2 per drive). A SocketCAN send
+        # costs a fraction of it.
+        "transport_per_sync_cycle": send_cost * frames_per_sync_cycle,
+        "udp_send": send_cost,
         "period_cpu": percentiles(cpu, 50, 99),
         "lateness": percentiles(lateness, 50, 99, 99.9, 100),
         "cycles": int(end - mark),
@@ -313,19 +352,19 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
 def table(results: list[dict]) -> str:
     ms, us = 1e3, 1e6
     lines = [
-        "| load beside the loop | SYNC period p50 / p99 / p99.9 / max (ms) | periods > 1 ms late | "
+        "| load beside the loop | gc | SYNC period p50 / p99 / p99.9 / max (ms) | periods > 1 ms late | "
         "SYNC-loss or heartbeat stops | command -> RPDO p50 / p99 (ms) | CPU per SYNC cycle p50 / p99 (us) "
-        "| load average (1 min) |",
-        "|---|---|---|---|---|---|---|",
+        "| of it, udp sends (us) | load average (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         s, c, u = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"]
         lines.append(
-            f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} "
+            f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} | {r['gc']} "
             f"| {s['p50'] * ms:.2f} / {s['p99'] * ms:.2f} / {s['p999'] * ms:.2f} / {s['max'] * ms:.2f} "
             f"| {r['late_cycles']} of {r['cycles']} | {r['sync_loss_stops']} "
             f"| {c['p50'] * ms:.2f} / {c['p99'] * ms:.2f} | {u['p50'] * us:.0f} / {u['p99'] * us:.0f} "
-            f"| {r['load_average'][0]:.2f} |"
+            f"| {r['transport_per_sync_cycle'] * us:.0f} | {r['load_average'][0]:.2f} |"
         )
     return "\n".join(lines)
 
@@ -340,7 +379,13 @@ def main() -> None:
         default=None,
         help="busy processes beside the loop, one run per value (default: 0 and 2 per core)",
     )
-    parser.add_argument("--gc", choices=GC_POLICIES, default="freeze", help="the cycle's GC policy")
+    parser.add_argument(
+        "--gc",
+        choices=GC_POLICIES,
+        nargs="+",
+        default=["freeze"],
+        help="the cycle's GC policies, one run each",
+    )
     parser.add_argument("--no-realtime", action="store_true", help="no SCHED_FIFO, no mlockall")
     parser.add_argument("--json", action="store_true", help="one JSON object per run (s), no table")
     parser.add_argument("--serve-drives", nargs=2, metavar=("PORT", "BUS"), help=argparse.SUPPRESS)
@@ -357,10 +402,11 @@ def main() -> None:
     with saved_output(args.save):
         results = []
         for n in busy:
-            result = run(args.seconds, n, args.gc, not args.no_realtime)
-            results.append(result)
-            if args.json:
-                print(json.dumps(result), flush=True)
+            for policy in args.gc:
+                result = run(args.seconds, n, policy, not args.no_realtime)
+                results.append(result)
+                if args.json:
+                    print(json.dumps(result), flush=True)
         if not args.json:
             print(
                 f"drive_node's CANopen cycle thread, 6 simulated CiA 402 drives in another process "
