@@ -97,20 +97,18 @@ class Drives:
         return {axis: sim.master_lost for axis, sim in self.simulators.items() if sim.master_lost}
 
 
-@pytest.fixture(scope="module")
-def relaxed(parameters):
+def relaxed_parameters(parameters):
     """The parameter file with the master's own wall-clock limits relaxed (transition 2 s,
-    feedback timeout 500 SYNC periods, 1 s): here the simulated drives share the test's process and
-    two loaded cores, so they answer late now and then, which a real drive does not. The drives'
-    watchdogs on the master (SYNC loss, heartbeat: 10 ms), the subject of these tests, keep the
-    file's values."""
+    feedback timeout 500 SYNC periods, 1 s): here the simulated drives share the test's process
+    and two loaded cores, so they answer late now and then, which a real drive does not. The
+    drives' watchdogs on the master (SYNC loss, heartbeat: 10 ms), the subject of these tests,
+    keep the file's values."""
     bus = dataclasses.replace(parameters.canopen, transition_timeout=2.0, feedback_timeout_periods=500)
     return dataclasses.replace(parameters, canopen=bus)
 
 
-@pytest.fixture
-def drives(relaxed):
-    parameters = relaxed
+def make_drives(parameters) -> Drives:
+    """Six simulated drives on three virtual buses (the parameter file's), a sniffer per bus."""
     control = control_configuration(parameters)
     tag = uuid.uuid4().hex
     channels = {bus: f"quirobot-cycle-{bus}-{tag}" for bus in parameters.canopen.channel_names}
@@ -125,31 +123,49 @@ def drives(relaxed):
             )
             sim.attach(net)
             simulators[axis] = sim
-    stop = threading.Event()
-    drives = Drives(
+    return Drives(
         CanBusConfig("virtual", channels),
         simulators,
         networks,
         sniffers,
-        stop,
+        threading.Event(),
         parameters.canopen.sync_period,
     )
-    yield drives
-    stop.set()
+
+
+def close_drives(drives: Drives) -> None:
+    drives.stop.set()
     for thread in drives.threads:
         thread.join()
-    for net in networks:
+    for net in drives.networks:
         net.disconnect()
-    for sniffer in sniffers.values():
+    for sniffer in drives.sniffers.values():
         sniffer.shutdown()
+
+
+def start_cycle(parameters, drives: Drives):
+    """drive_node's real-drive path on the drives (start_canopen_cycle)."""
+    control = control_configuration(parameters)
+    return start_canopen_cycle(
+        parameters, control, robot_description("drill", "real"), can=drives.config, settings=SETTINGS
+    )
+
+
+@pytest.fixture(scope="module")
+def relaxed(parameters):
+    return relaxed_parameters(parameters)
+
+
+@pytest.fixture
+def drives(relaxed):
+    made = make_drives(relaxed)
+    yield made
+    close_drives(made)
 
 
 @pytest.fixture
 def cycle(relaxed, drives):
-    control = control_configuration(relaxed)
-    started = start_canopen_cycle(
-        relaxed, control, robot_description("drill", "real"), can=drives.config, settings=SETTINGS
-    )
+    started = start_cycle(relaxed, drives)
     yield started
     started.stop()
     started.bridge.close()
