@@ -114,7 +114,7 @@ class CycleSettings:
     gc_policy: str = "freeze"
     gc_slack: float = 0.5e-3  # s to the next deadline that a manual gen-0 collection needs
     full_collection_period: float = 10.0  # s between manual full collections
-    switch_interval: float = 2e-4  # s, sys.setswitchinterval (None-like 0: leave it)
+    switch_interval: float = 2e-4  # s, sys.setswitchinterval while the cycle runs (0: leave it)
     stats_capacity: int = 1 << 17  # cycles kept in CycleStats (a ring: 131 s at 1 kHz, 4 MB)
 
     def __post_init__(self) -> None:
@@ -283,6 +283,7 @@ class DriveCycle:
         self._raised: list[int] = []  # threads raised to process_priority (lowered by stop())
         self._calls: collections.deque[_Call] = collections.deque()
         self._receive_threads: tuple[threading.Thread, ...] = ()
+        self._switch_interval: float | None = None  # the interpreter's, restored by stop()
 
     # --- the ROS side ---------------------------------------------------------------------------
     def start(self, timeout: float = 5.0) -> RealtimeReport:
@@ -405,6 +406,9 @@ class DriveCycle:
             request.error = BridgeError("the drive cycle stopped before serving the call")
             request.done.set()
         self._calls.clear()
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
         if self._raised:  # the process back to normal scheduling (the thread's own ended with it)
             self._raised = []
             _lower_process(self.settings.process_priority)
@@ -492,6 +496,7 @@ class DriveCycle:
         priority, priority_error = 0, "go_realtime() not called yet" if settings.priority else None
         memory_locked, memory_error = False, None  # lock_memory(), after the bridge is open
         if settings.switch_interval > 0.0:
+            self._switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(settings.switch_interval)
         if settings.gc_policy in ("freeze", "manual"):
             gc.freeze()
