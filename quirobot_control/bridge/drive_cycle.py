@@ -46,7 +46,8 @@ up); bench/drive_loop.py measures the three.
 Real time, where the OS grants it (reported at start, `RealtimeReport`, never required):
 SCHED_FIFO at `priority` for the cycle thread, at `priority - 1` for the threads that receive
 the TPDOs (`receive_threads`: the canopen networks' notifiers, so feedback is not starved by
-busy processes) and at `process_priority` for every other thread of the process, the memory
+busy processes) and at `process_priority` for every other Python thread of the process (those
+that can hold the GIL: the rclpy executor's, not DDS's own), the memory
 mapped once the bridge is up locked (mlockall MCL_CURRENT: no page fault on the cycle's path
 for what exists then; see lock_memory for why not MCL_FUTURE), and the interpreter's GIL switch interval
 cut to `switch_interval` s (Python's 5 ms default would let a busy ROS thread hold the GIL for
@@ -555,12 +556,13 @@ def start_canopen_cycle(
 
 
 def _raise_process(priority: int, *, skip: int) -> list[int]:
-    """Every thread of this process but `skip` (a native thread id) to SCHED_FIFO `priority`
-    (threads created later inherit their creator's); the ids of those raised."""
+    """Every Python thread of this process (those that can hold the GIL; not, e.g., DDS's own C++
+    threads) but `skip` (a native thread id) that is not on SCHED_FIFO yet to SCHED_FIFO
+    `priority` (threads created later inherit their creator's); the ids of those raised."""
     raised = []
-    for name in os.listdir("/proc/self/task"):
-        tid = int(name)
-        if tid == skip:
+    for thread in threading.enumerate():
+        tid = thread.native_id
+        if tid is None or tid == skip:
             continue
         with contextlib.suppress(OSError):
             if os.sched_getscheduler(tid) != os.SCHED_FIFO:
@@ -570,10 +572,10 @@ def _raise_process(priority: int, *, skip: int) -> list[int]:
 
 
 def _lower_process(priority: int) -> None:
-    """Threads of this process on SCHED_FIFO `priority` back to normal scheduling."""
-    for name in os.listdir("/proc/self/task"):
-        with contextlib.suppress(OSError):
-            tid = int(name)
+    """Python threads of this process on SCHED_FIFO `priority` back to normal scheduling."""
+    for thread in threading.enumerate():
+        with contextlib.suppress(OSError, TypeError):
+            tid = thread.native_id
             if (
                 os.sched_getscheduler(tid) == os.SCHED_FIFO
                 and os.sched_getparam(tid).sched_priority == priority
