@@ -215,7 +215,7 @@ def percentiles(values: np.ndarray, *qs: float) -> dict[str, float]:
     return {names[q]: float(np.percentile(values, q)) for q in qs}
 
 
-def run(seconds: float, busy: int, gc_policy: str, realtime: bool, attempts: int = 3) -> dict:
+def run(seconds: float, busy: int, gc_policy: str, realtime: bool, attempts: int = 5) -> dict:
     """One measured run (`run_once`); a start-up that fails (the drives' processes and this one
     share two loaded cores: a simulated drive late by the master's 10 ms feedback timeout while
     it is enabled) is retried with fresh drives, at most `attempts` times, and counted."""
