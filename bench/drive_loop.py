@@ -422,6 +422,7 @@ def main() -> None:
                     f"{r['lateness']['p999'] * 1e3:.3f} ms, max {r['lateness']['max'] * 1e3:.3f} ms; CPU per "
                     f"control period p50 {r['period_cpu']['p50'] * 1e6:.0f} us; "
                     f"EMCYs {r['emcy_codes'] or 'none'}; "
+                    f"start-ups that failed first: {len(r['start_up_failures'])}; "
                     f"stop: {r['stop_reason'] or 'none'}"
                 )
 
