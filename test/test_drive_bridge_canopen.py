@@ -247,13 +247,14 @@ def test_one_sync_per_bus_every_period_in_cst_every_sync_period_in_csp(make_buse
         frames = buses.frames(bus)
         ids = {parameters.canopen.node_ids[a] for a in parameters.canopen.axes_on(bus)}
         assert [f.arbitration_id for f in frames].count(SYNC_ID) == syncs, bus
-        # Per node of this bus (and no other): the command every period (RPDO1; RPDO2 with the
-        # target position in CSP), the answers to each SYNC (TPDO1, TPDO2).
+        # Per node of this bus (and no other): the latest command once per SYNC, just before it
+        # (RPDO1; RPDO2 with the target position in CSP; plus the holding setpoint written at
+        # start-up, sent before the first SYNC), the answers to each SYNC (TPDO1, TPDO2).
         rpdos = (0x200, 0x300) if csp else (0x200,)
         pdo_ids = [f.arbitration_id for f in frames if 0x180 < f.arbitration_id < 0x400]
         assert set(pdo_ids) == {base + n for base in (0x180, 0x280, *rpdos) for n in ids}, bus
         assert all(pdo_ids.count(base + n) == syncs for base in (0x180, 0x280) for n in ids), bus
-        assert all(pdo_ids.count(base + n) == cycles for base in rpdos for n in ids), bus
+        assert all(pdo_ids.count(base + n) == syncs + 1 for base in rpdos for n in ids), bus
         # The master's heartbeat (0x700 + canopen.master_node_id) goes with the SYNCs.
         assert 0x700 + parameters.canopen.master_node_id in [f.arbitration_id for f in frames], bus
     # One SYNC at start-up (feedback before enabling), then one per SYNC period.

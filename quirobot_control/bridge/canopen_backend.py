@@ -23,6 +23,11 @@ in lock-step with the control loop:
   (the host's PID sends currents) every control period (1 ms: the host loop needs its feedback
   every period); otherwise (CSP: the drives close their loops) every canopen.sync_period, a
   whole number of control periods (the cycles between reuse the last feedback).
+- Setpoints: the drives apply only the latest RPDOs at a SYNC, so the backend defers them
+  (`CanopenDrive.defer_setpoints`) and sends each drive's latest (`flush_setpoints`) in the
+  after_write of the period before a SYNC (and before the SYNC itself, for anything written
+  since): one RPDO1 + RPDO2 per drive per SYNC, not per control period (half the frames and
+  the CPU in CSP at 2 ms).
 - The drives' feedback watchdog runs on the wall clock (time.monotonic), stamped per SYNC: the
   drives' clock is the wall-clock time of the latest SYNC sent, so a TPDO answering it is 0 s
   old, and a node that answered no SYNC of the last canopen.feedback_timeout (wall clock, however
@@ -40,6 +45,7 @@ in lock-step with the control loop:
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,11 +72,14 @@ class CanBusConfig:
 
     `channels` maps a bus name of the parameter file (canopen.channels: can0, ...) to the
     python-can channel to open for it (e.g. can0 -> vcan0); a bus not listed opens the channel
-    of its own name.
+    of its own name. `options` maps a bus name to more python-can arguments for it (e.g. the
+    udp_multicast interface's `port`: one port per bus, since Linux delivers a multicast group's
+    datagrams to every socket bound to the port).
     """
 
     interface: str = "socketcan"
     channels: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.interface, str) or not self.interface.strip():
@@ -153,6 +162,11 @@ class CanopenBackend:
         self.cycles = 0  # control cycles since start-up
         self.syncs = 0  # SYNC cycles since start-up
         self._sync_time = time.monotonic()  # s, wall clock of the latest SYNC sent
+        self.flushes = 0  # setpoint flushes that put frames on the bus
+        self.flush_time = math.nan  # s, wall clock (monotonic) when the latest flush ended
+        self._drive_list: list[CanopenDrive] = []
+        self._sync_plan: list[tuple[str, canopen.Network, MasterHeartbeat, list[int]]] = []
+        self._targets: list[int] = []
         self.networks: dict[str, canopen.Network] = {}
         self.heartbeats: dict[str, MasterHeartbeat] = {}
         self.drives: dict[str, CanopenDrive] = {}
@@ -172,6 +186,8 @@ class CanopenBackend:
             self.drives = {name: drives[name] for name in joints}
             for name, drive in self.drives.items():
                 drive.configure_position_loop(control.joint(name).gains, control.dt)
+                drive.defer_setpoints = True
+            self._plan_syncs()
             self._start_drives()
             self._first_feedback()
         except BaseException:
@@ -189,11 +205,35 @@ class CanopenBackend:
     def before_read(self) -> None:
         """A SYNC when due (see the module doc), then wait (at most feedback_wait) for the answers."""
         if self.cycles % self.sync_every == 0:
+            self._flush()  # setpoints written since the last flush (e.g. at enable)
             self._sync(self.feedback_wait)
         self.cycles += 1
 
     def after_write(self) -> None:
-        """Nothing: the drives apply the commands written at the next SYNC."""
+        """The setpoints on the bus if the next period sends a SYNC (the drives apply them at it)."""
+        if self.cycles % self.sync_every == 0:
+            self._flush()
+
+    def keep_alive(self) -> None:
+        """One control period that only keeps the drives' watchdogs fed: a SYNC (and the heartbeat)
+        when due, no setpoints, no wait for the answers. While the bridge is busy elsewhere
+        (enabling by SDO: bridge.drive_cycle's exclusive)."""
+        if self.cycles % self.sync_every == 0:
+            self._sync(0.0)
+        self.cycles += 1
+
+    def receive_threads(self) -> list[threading.Thread]:
+        """The threads that receive the buses' frames (canopen's notifiers: the TPDO callbacks)."""
+        threads = []
+        for network in self.networks.values():
+            readers = getattr(network.notifier, "_readers", ())  # python-can's Notifier threads
+            threads.extend(r for r in readers if isinstance(r, threading.Thread))
+        return threads
+
+    @property
+    def sync_time(self) -> float:
+        """Monotonic time (s) of the latest SYNC sent."""
+        return self._sync_time
 
     def close(self) -> list[str]:
         """Quick-stop enabled drives, NMT pre-operational, disconnect every bus (idempotent)."""
@@ -218,27 +258,48 @@ class CanopenBackend:
         """The drives' watchdog clock: wall-clock time (monotonic, s) of the latest SYNC sent."""
         return self._sync_time
 
+    def _flush(self) -> None:
+        sent = 0
+        for drive in self._drive_list:
+            sent += drive.flush_setpoints()
+        if sent:
+            self.flush_time = time.monotonic()
+            self.flushes += 1
+
+    def _plan_syncs(self) -> None:
+        """Per bus, its network, heartbeat and the indices of its drives (no dict built per SYNC)."""
+        names = list(self.drives)
+        self._drive_list = [self.drives[name] for name in names]
+        self._targets = [0] * len(names)
+        channels = self.params.canopen.channels
+        self._sync_plan = [
+            (bus, network, self.heartbeats[bus], [k for k, n in enumerate(names) if channels[n] == bus])
+            for bus, network in self.networks.items()
+        ]
+
     def _sync(self, wait: float) -> None:
         """One SYNC on every bus; wait up to `wait` s (wall clock) for every drive's TPDO1 + TPDO2.
 
         A bus that refuses the SYNC faults its drives at once; nobody waits for their answers.
         """
-        targets = {name: drive.feedback_count + 1 for name, drive in self.drives.items()}
+        drives, targets = self._drive_list, self._targets
+        for k, drive in enumerate(drives):
+            targets[k] = drive.feedback_count + 1
         self.syncs += 1
         self._sync_time = time.monotonic()  # before sending: the answers are stamped with it
-        channels = self.params.canopen.channels
-        for bus, network in self.networks.items():
+        for bus, network, heartbeat, members in self._sync_plan:
             try:
                 network.sync.transmit()
-                self.heartbeats[bus].tick(self._sync_time)
+                heartbeat.tick(self._sync_time)
             except (can.CanError, OSError, AttributeError) as error:  # AttributeError: bus gone
                 reason = f"{self.config.describe(bus)}: SYNC not sent (bus off?): {_one_line(error)}"
-                for name in [n for n in targets if channels[n] == bus]:
-                    self.drives[name].latch_fault(reason)
-                    del targets[name]
+                for k in members:
+                    drives[k].latch_fault(reason)
+                    targets[k] = 0  # nobody waits for it
         deadline = time.monotonic() + wait
-        for name, target in targets.items():
-            self.drives[name].wait_for_feedback(target, max(0.0, deadline - time.monotonic()))
+        for k, drive in enumerate(drives):
+            if targets[k]:
+                drive.wait_for_feedback(targets[k], max(0.0, deadline - time.monotonic()))
 
     def _open_buses(self) -> None:
         for name in self.params.canopen.channel_names:
@@ -249,6 +310,7 @@ class CanopenBackend:
                     interface=self.config.interface,
                     channel=self.config.channel(name),
                     bitrate=self.params.canopen.bitrate,
+                    **self.config.options.get(name, {}),
                 )
             except (can.CanError, OSError, ValueError, ImportError) as error:
                 raise DriveStartupError(

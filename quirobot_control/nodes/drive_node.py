@@ -15,7 +15,11 @@ Parameters:
   (default): the node waits for the latched /robot_description topic (transient local).
 - commands_topic, states_topic: defaults as in the URDF's <ros2_control> block.
 - drive_backend: "simulated" (SimulatedDrives on the MuJoCo plant, default) or "canopen" (the
-  CiA 402 servo drives on the CAN buses of the parameter file, canopen.channels).
+  CiA 402 servo drives on the CAN buses of the parameter file, canopen.channels). With "canopen"
+  the bus cycle runs in its own thread (bridge.drive_cycle: absolute deadlines, SCHED_FIFO
+  where granted); this node's subscription posts the commands to its mailbox, its timer
+  publishes the cycle's latest joint state, its services run while the cycle keeps the bus
+  alive: a slow callback here never delays a SYNC.
 - can_interface: python-can interface of the buses (default socketcan).
 - can_channels: "bus=channel" pairs (e.g. "can0=vcan0,can1=vcan1,can2=vcan2") for buses whose
   channel is not their own name (default: none).
@@ -159,8 +163,13 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
         # whole second of wall time so that stamps look like times.
         lockstep = _lockstep(control.dt, lockstep_republish, lockstep_timeout) if publish_clock else None
         start = 0.0 if publish_clock else time.monotonic()
-        bridge = open_bridge(
-            backend_name, params, control, description, now=start, can=can, absolute_encoders=not homing
+        cycle = None if simulated else _start_real_cycle(params, control, description, can, node)
+        bridge = (
+            cycle.bridge
+            if cycle is not None
+            else open_bridge(
+                backend_name, params, control, description, now=start, can=can, absolute_encoders=not homing
+            )
         )
         if simulated_bone not in ("", "none"):
             bridge.backend.place_bone(simulated_bone)
@@ -171,6 +180,7 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     node.get_logger().info(f"drives up ({backend_name} backend): {', '.join(bridge.names)}")
     publisher = node.create_publisher(JointState, states_topic, qos_profile_sensor_data)
     reported = {"stop": None, "events": 0, "safety": 0, "state": None}
+    published = {"cycle": -1}  # the cycle of the latest joint state published (real drives)
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     stop_publisher = node.create_publisher(String, "/quirobot/drive_stop", latched)
     drives_state_publisher = node.create_publisher(DrivesState, "/quirobot/drives/state", latched)
@@ -195,6 +205,10 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
             sample = bridge.step(bridge_now())
             if lockstep is not None:
                 lockstep.ran(1)
+        publish_sample(sample)
+
+    def publish_sample(sample) -> None:
+        """The joint state of a period (and the clock), then the stop and events."""
         message = JointState()
         message.header.stamp = stamp()
         message.name = list(sample.names)
@@ -213,8 +227,10 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
         log = bridge.hardware.log  # the safety layer's events (clamps, watchdog holds), bounded
         total = len(log.messages) + log.dropped
         if total != reported["safety"]:
-            new = min(total - reported["safety"], len(log.messages))
-            for event in list(log.messages)[len(log.messages) - new :]:
+            # Real drives: copied by the cycle thread, which appends to it.
+            messages = list(log.messages) if cycle is None else _safety_messages(cycle)
+            new = min(total - reported["safety"], len(messages))
+            for event in messages[len(messages) - new :]:
                 node.get_logger().warning(event)
             reported["safety"] = total
         if stop_reason and reported["stop"] != stop_reason:
@@ -231,6 +247,12 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     stop_controllers = _controller_stopper(node, stopped_controllers)
 
     def publish_status(status=None) -> None:
+        if status is None and cycle is not None:
+            try:
+                status = cycle.call(lambda b: b.status())
+            except (BridgeError, TimeoutError) as error:  # a stopped or stalled cycle: next time
+                node.get_logger().warning(f"drive status not read: {error}")
+                return
         status = status or bridge.status()
         stop_controllers(status.enabled, status.stop_reason)
         state = DrivesState()
@@ -255,15 +277,18 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     def on_command(message: JointState) -> None:
         try:
             names, position, velocity = list(message.name), list(message.position), list(message.velocity)
-            bridge.command(names, position, velocity, now=bridge_now())
+            if cycle is not None:  # the cycle thread takes it (DriveBridge.command there)
+                cycle.post_command(names, position, velocity, now=bridge_now())
+            else:
+                bridge.command(names, position, velocity, now=bridge_now())
         except BridgeError as error:
             node.get_logger().error(f"command refused: {error}")
         if lockstep is not None:  # this period's command is in: the plant runs it (lock-step)
             advance(lockstep.on_command(time.monotonic()))
 
     def on_timer() -> None:
-        if not simulated:
-            advance(1)
+        if cycle is not None:
+            _publish_latest(cycle, published, publish_sample, node)
             return
         # The plant's time follows the wall clock, up to 10 periods a tick (a late tick catches up).
         due = int((time.monotonic() - wall["start"]) / control.dt) - wall["periods"]
@@ -281,9 +306,10 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     def lifecycle_service(action):
         def serve(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
             try:
-                response.message = action()
+                # Real drives: in this thread while the cycle keeps the bus alive (SDO handshakes).
+                response.message = action() if cycle is None else cycle.exclusive(lambda _: action())
                 response.success = True
-            except BridgeError as error:
+            except (BridgeError, TimeoutError) as error:
                 response.success, response.message = False, " ".join(str(error).split())
             node.get_logger().info(f"{response.message}")
             report(bridge.hardware.stop_reason)
@@ -330,6 +356,8 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
         if not _INTERRUPTED:
             raise
     finally:
+        if cycle is not None:
+            cycle.stop()  # no more cycles, then the drives stopped and the buses released
         for problem in bridge.close():
             node.get_logger().warning(f"shutdown: {problem}")
         shut_down()
@@ -402,6 +430,39 @@ def _controller_stopper(node, controllers: list[str]):
         future.add_done_callback(lambda done: answered(switch, done))
 
     return update
+
+
+def _start_real_cycle(params, control, description: str, can, node):
+    """Real drives: the CANopen cycle in its own thread (bridge.drive_cycle.start_canopen_cycle:
+    SYNC, heartbeat, setpoints and feedback on an absolute deadline schedule, never waiting for
+    this node's executor); what the OS granted it in the log."""
+    from quirobot_control.bridge.drive_cycle import start_canopen_cycle
+
+    cycle = start_canopen_cycle(params, control, description, can=can)
+    node.get_logger().info(cycle.report.describe())
+    return cycle
+
+
+def _safety_messages(cycle) -> list[str]:
+    """The safety layer's bounded log, copied by the cycle thread (it appends to it); [] if the
+    cycle does not answer (stopped or stalled: the stop itself is reported)."""
+    from quirobot_control.bridge.drive_bridge import BridgeError
+
+    try:
+        return cycle.call(lambda b: list(b.hardware.log.messages))
+    except (BridgeError, TimeoutError):
+        return []
+
+
+def _publish_latest(cycle, published: dict, publish_sample, node) -> None:
+    """Real drives, on the node's timer: the cycle's latest joint state if it is new, and the
+    cycle's messages in the log."""
+    while cycle.messages:
+        node.get_logger().warning(cycle.messages.popleft())
+    latest = cycle.latest
+    if latest is not None and latest.cycle != published["cycle"]:
+        published["cycle"] = latest.cycle
+        publish_sample(latest.sample)
 
 
 def _time_message(nanoseconds: int):

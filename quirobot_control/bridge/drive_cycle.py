@@ -1,0 +1,633 @@
+"""The real drives' control cycle in its own thread, on an absolute deadline schedule.
+
+`DriveCycle` runs `DriveBridge.step` (SYNC, heartbeat, RPDO setpoints, TPDO feedback, the
+safety layer) every control period in a thread of its own, as ros2_control_node runs its update
+loop and ros2_canopen its lely event loop: the ROS executor (subscriptions, services,
+diagnostics, a slow callback, Python's garbage collector triggered there) never delays a SYNC.
+Each drive quick-stops itself after canopen.sync_loss_periods missed SYNCs or a missed master
+heartbeat (docs/canopen.md): right for a dead host, wrong for a busy one.
+
+Schedule. The thread sleeps to absolute deadlines `start + k * period` on CLOCK_MONOTONIC
+(clock_nanosleep with TIMER_ABSTIME, ros2_control_node's sleep_until): a relative sleep would add
+each cycle's own duration and wake-up latency to the period and drift. A cycle that starts later
+than one period after its deadline skips the missed deadlines (counted in `CycleStats.skipped`)
+instead of running a burst of back-to-back cycles: the hardware's clocks are wall clocks, so a
+skipped period is a late one, never a lost command.
+
+Crossing from ROS (any other thread) to the cycle, nothing that makes the cycle wait:
+- commands: `post_command(names, position, velocity, now)` into `CommandMailbox`, one slot under
+  one lock held for a tuple swap (latest wins: the joint_state_topic plugin sends the whole
+  command every controller cycle); the cycle takes it at the start of its period;
+- the state back: `latest` is the last `CycleOutput` (an immutable snapshot, replaced by one
+  reference assignment, so a reader never sees half a cycle);
+- anything else that touches the drives (enable, disable, acknowledge a stop, home, the drives'
+  status, and bringing the hardware component up at start): `exclusive(function)` runs
+  `function(bridge)` in the caller's thread while the cycle keeps the bus alive without stepping
+  the bridge (keep-alive: SYNC and heartbeat only, `CanopenBackend.keep_alive`; the drives hold
+  their last setpoints). The caller waits (at most a period) for the cycle to reach a period
+  boundary and switch; the cycle never waits for the caller. Enabling the drives takes a dozen
+  SDO round trips: in the rclpy timer (and in any single loop) no SYNC went out meanwhile, and
+  a drive that watches SYNC loss stopped itself during its own enabling (bench/drive_loop.py
+  showed it on the simulated drives in another process).
+- a cheap read of the bridge (its status for /diagnostics, its new events for the log):
+  `call(function)` runs `function(bridge)` in the cycle thread after a period's step and hands
+  the result back (the caller waits, at most a period or two);
+- messages (a refused command, an error of a request) go to `messages`, a deque the ROS side
+  drains.
+
+Garbage collection (`gc_policy`): "auto" is Python's default (a generation-0 collection every
+~700 container allocations, in whichever thread allocates: sometimes this one); "freeze"
+(default) moves everything allocated at start-up into the permanent generation
+(gc.freeze), so a collection scans only what was made since; "manual" freezes, disables the
+automatic collector and runs gc.collect(0) in the cycle thread after a cycle that left at least
+`gc_slack` s to its next deadline (gc.collect(2) every `full_collection_period` s: nothing piles
+up); bench/drive_loop.py measures the three.
+
+Real time, where the OS grants it (reported at start, `RealtimeReport`, never required):
+SCHED_FIFO at `priority` for the cycle thread, at `receive_priority` for the threads that receive
+the TPDOs (`receive_threads`: the canopen networks' notifiers, so feedback is not starved by
+busy processes) and at `process_priority` for every other Python thread of the process (those
+that can hold the GIL: the rclpy executor's, not DDS's own), the memory
+mapped once the bridge is up locked (mlockall MCL_CURRENT: no page fault on the cycle's path
+for what exists then; see lock_memory for why not MCL_FUTURE), and the interpreter's GIL switch interval
+cut to `switch_interval` s (Python's 5 ms default would let a busy ROS thread hold the GIL for
+5 ms past the cycle's deadline). Why every thread: the cycle needs the GIL, and a thread that
+holds it while the scheduler has preempted it (a normal-priority ROS thread under busy
+processes) holds the cycle for its whole wait, tens of ms on this 2-core machine under load
+(bench/drive_loop.py); on SCHED_FIFO only a higher real-time thread can preempt it, and the
+cycle's drop request makes it release the GIL within the switch interval. A thread created
+later inherits its creator's policy. This is the cost of a thread in Python; a separate process
+(shared-memory mailbox) would remove the GIL from the cycle's path.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import ctypes.util
+import dataclasses
+import gc
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from quirobot_control.bridge.backend import DriveBackend
+from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
+from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, JointStateSample
+from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.loop.hardware import hardware_info_from_urdf
+from quirobot_description.parameters import RobotParameters
+
+GC_POLICIES = ("auto", "freeze", "manual")
+#: clock_nanosleep(2) and mlockall(2) constants (Linux).
+_CLOCK_MONOTONIC = 1
+_TIMER_ABSTIME = 1
+_MCL_CURRENT = 1
+
+__all__ = [
+    "GC_POLICIES",
+    "CommandMailbox",
+    "CycleOutput",
+    "CycleSettings",
+    "CycleStats",
+    "DriveCycle",
+    "RealtimeReport",
+    "lock_memory",
+    "start_canopen_cycle",
+]
+
+
+@dataclass(frozen=True)
+class CycleSettings:
+    """How the cycle thread runs (see the module doc). `priority` 0: no SCHED_FIFO."""
+
+    priority: int = 50  # SCHED_FIFO priority of the cycle thread (ros2_control_node's default 50)
+    #: SCHED_FIFO priority of the TPDO receive threads (`attach`); 0: normal scheduling
+    receive_priority: int = 49
+    #: SCHED_FIFO priority of every other Python thread of the process (the GIL, module doc); 0: none.
+    #: Measured on this loaded machine (8 s runs): with the cycle alone on SCHED_FIFO, lateness
+    #: p99.9 39 ms, max 430 ms; with receivers and process too, p99.9 5.8 ms, max 11 ms.
+    process_priority: int = 40
+    lock_memory: bool = True  # mlockall(MCL_CURRENT) once the bridge is up (lock_memory())
+    gc_policy: str = "freeze"
+    gc_slack: float = 0.5e-3  # s to the next deadline that a manual gen-0 collection needs
+    full_collection_period: float = 10.0  # s between manual full collections
+    switch_interval: float = 2e-4  # s, sys.setswitchinterval while the cycle runs (0: leave it)
+    stats_capacity: int = 1 << 17  # cycles kept in CycleStats (a ring: 131 s at 1 kHz, 4 MB)
+
+    def __post_init__(self) -> None:
+        if self.gc_policy not in GC_POLICIES:
+            raise ValueError(f"gc policy must be one of {', '.join(GC_POLICIES)}, got {self.gc_policy!r}")
+        if not 0 <= int(self.priority) <= 99:
+            raise ValueError(f"SCHED_FIFO priority must be 0..99 (0: none), got {self.priority!r}")
+        if not self.switch_interval >= 0.0 or not math.isfinite(self.switch_interval):
+            raise ValueError(f"switch interval must be >= 0 s, got {self.switch_interval!r}")
+        if int(self.stats_capacity) < 1:
+            raise ValueError(f"stats capacity must be >= 1 cycle, got {self.stats_capacity!r}")
+
+
+@dataclass(frozen=True)
+class RealtimeReport:
+    """What the OS granted the cycle at start-up (each error None when granted)."""
+
+    priority: int  # SCHED_FIFO priority of the cycle thread; 0: none
+    priority_error: str | None
+    receive_threads: int  # TPDO receive threads raised to settings.receive_priority
+    memory_locked: bool
+    memory_error: str | None
+    gc_policy: str
+    switch_interval: float  # s, the interpreter's GIL switch interval in force
+
+    def describe(self) -> str:
+        """One line for the node's log."""
+        fifo = (
+            f"SCHED_FIFO {self.priority} ({self.receive_threads} TPDO receivers raised)"
+            if self.priority
+            else f"normal scheduling ({self.priority_error or 'not asked'})"
+        )
+        memory = (
+            "memory locked"
+            if self.memory_locked
+            else f"memory not locked ({self.memory_error or 'not asked'})"
+        )
+        return (
+            f"drive cycle: {fifo}, {memory}, gc {self.gc_policy}, GIL switch interval "
+            f"{self.switch_interval * 1e6:.0f} us"
+        )
+
+
+@dataclass(frozen=True)
+class CycleOutput:
+    """One period's result, replaced as a whole each period (`DriveCycle.latest`)."""
+
+    cycle: int  # periods run since start
+    sample: JointStateSample
+
+
+class CommandMailbox:
+    """The latest JointState command, one slot under one lock (latest wins; see the module doc)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slot: tuple[Sequence[str], Sequence[float], Sequence[float], float] | None = None
+        self.posted = 0  # commands posted
+        self.overwritten = 0  # posted ones replaced before the cycle took them
+
+    def post(
+        self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float], now: float
+    ) -> None:
+        """Leave a command received at `now` (s, time.monotonic) for the cycle; never blocks on it."""
+        item = (names, position, velocity, now)
+        with self._lock:
+            if self._slot is not None:
+                self.overwritten += 1
+            self._slot = item
+            self.posted += 1
+
+    def take(self) -> tuple[Sequence[str], Sequence[float], Sequence[float], float] | None:
+        """The command posted since the last take, or None."""
+        with self._lock:
+            item, self._slot = self._slot, None
+        return item
+
+
+class CycleStats:
+    """Per-cycle measurements in preallocated rings (no allocation in the cycle), all in s.
+
+    lateness[k]: start of cycle k minus its deadline; cpu[k]: the cycle thread's CPU time for
+    cycle k (step, command, request, collection); sync[k]: the monotonic time of the SYNC sent
+    in cycle k (NaN: none); command_to_rpdo[k]: for a cycle that put setpoints on the bus, the
+    time from posting the command in force to that transmission (NaN: none).
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = int(capacity)
+        self.lateness = np.full(self.capacity, np.nan)
+        self.cpu = np.full(self.capacity, np.nan)
+        self.sync = np.full(self.capacity, np.nan)
+        self.command_to_rpdo = np.full(self.capacity, np.nan)
+        self.cycles = 0
+        self.skipped = 0  # deadlines skipped after a cycle more than one period late
+        self.collections = 0  # manual gc.collect calls in the cycle
+
+    def window(self, values: np.ndarray, start: int = 0, end: int | None = None) -> np.ndarray:
+        """`values` (one of the rings) of cycles start..end-1 (end: the cycles run), oldest first;
+        cycles no longer in the ring are left out."""
+        end = self.cycles if end is None else min(end, self.cycles)
+        start = max(start, end - self.capacity, 0)
+        index = np.arange(start, end) % self.capacity
+        return values[index]
+
+
+class _Call:
+    """A function for the cycle thread, and its result or exception (`DriveCycle.call`)."""
+
+    __slots__ = ("done", "error", "function", "result")
+
+    def __init__(self, function: Callable[[DriveBridge], object]) -> None:
+        self.function = function
+        self.done = threading.Event()
+        self.result: object = None
+        self.error: BaseException | None = None
+
+    def serve(self, bridge: DriveBridge) -> None:
+        try:
+            self.result = self.function(bridge)
+        except Exception as error:  # noqa: BLE001  (handed back to the caller)
+            self.error = error
+        self.done.set()
+
+
+class DriveCycle:
+    """A control period's thread: the keep-alive of a backend's bus, and the steps of a
+    DriveBridge once one is open (see the module doc).
+
+    `start()` starts the thread (it idles until a backend is attached; real time comes with
+    `go_realtime()`, memory locking with `lock_memory()`); `open_bridge(factory)`
+    runs `factory` exclusively: it opens the backend (its first SYNC), `attach`es it (from the
+    next period the cycle keeps its bus alive) and builds the bridge on it (the drives enabled by
+    SDO); then the cycle steps the bridge. It owns the bridge while it runs: other threads reach
+    it only through `post_command`, `exclusive` and `latest`. `stop()` ends the thread; closing the
+    bridge (or the backend) is the owner's, after it. The clock of the deadlines and of every
+    `now` is time.monotonic (CLOCK_MONOTONIC), s.
+    """
+
+    def __init__(self, period: float, settings: CycleSettings | None = None) -> None:
+        """`period`: the control period, s."""
+        if not 0.0 < period < math.inf:
+            raise ValueError(f"control period must be > 0 s, got {period!r}")
+        self.backend: DriveBackend | None = None
+        self.bridge: DriveBridge | None = None
+        self.settings = settings or CycleSettings()
+        self.period = float(period)
+        self.clock = time.monotonic
+        self.mailbox = CommandMailbox()
+        self.stats = CycleStats(self.settings.stats_capacity)
+        self.messages: collections.deque[str] = collections.deque(maxlen=1000)
+        self.latest: CycleOutput | None = None
+        self.report: RealtimeReport | None = None
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self._pause = False  # a caller wants the bridge (exclusive): keep-alive only
+        self._paused = threading.Event()  # the cycle has seen _pause at a period boundary
+        self._exclusive = threading.Lock()  # one exclusive caller at a time (callers only)
+        self._thread = threading.Thread(target=self._run, name="drive-cycle", daemon=True)
+        self._stall = 0.0  # s: a test's stall of the cycle thread (stall())
+        self._sleep_until = _absolute_sleeper()
+        self._keep_alive: Callable[[], None] | None = None
+        self._syncs: int | None = None
+        self._flushes: int | None = None
+        self._command_posted = math.nan  # when the command in force was posted (s)
+        self._raised: list[int] = []  # threads raised to process_priority (lowered by stop())
+        self._calls: collections.deque[_Call] = collections.deque()
+        self._receive_threads: tuple[threading.Thread, ...] = ()
+        self._switch_interval: float | None = None  # the interpreter's, restored by stop()
+
+    # --- the ROS side ---------------------------------------------------------------------------
+    def start(self, timeout: float = 5.0) -> RealtimeReport:
+        """Start the thread (keep-alive until a bridge is attached); what the OS granted."""
+        self._thread.start()
+        if not self._started.wait(timeout):
+            raise RuntimeError(f"the drive cycle thread did not start within {timeout} s")
+        assert self.report is not None
+        return self.report
+
+    def attach(self, backend: DriveBackend, receive_threads: Iterable[threading.Thread] = ()) -> None:
+        """Keep `backend`'s bus alive from the next period on (inside `exclusive`, or before any
+        bridge); `receive_threads` (its TPDO receivers) go to SCHED_FIFO receive_priority with
+        go_realtime()."""
+        self.backend = backend
+        self._syncs = getattr(backend, "syncs", None)
+        self._flushes = getattr(backend, "flushes", None)
+        self._keep_alive = getattr(backend, "keep_alive", None)
+        self._receive_threads = tuple(receive_threads)
+
+    def go_realtime(self) -> RealtimeReport:
+        """SCHED_FIFO now (settings.priority; from any thread): the cycle thread at `priority`, the
+        attached backend's TPDO receivers at `receive_priority`, every other thread of the process at
+        `process_priority`; the report. Called once the bridge is up (start_canopen_cycle): with
+        real-time threads in the process, the start-up's SDO round trips took up to 0.8 s on this
+        loaded 2-core machine (GIL hand-offs between real-time and normal threads), without them
+        under 15 ms (bench/drive_loop.py's development)."""
+        settings, report = self.settings, self.report
+        if not settings.priority or report is None or report.priority:
+            return report
+        tid = self._thread.native_id
+        try:
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(settings.priority))
+        except (OSError, AttributeError, TypeError) as error:
+            self.report = dataclasses.replace(report, priority_error=f"SCHED_FIFO refused: {error}")
+            return self.report
+        raised = 0
+        for thread in self._receive_threads if 0 < settings.receive_priority < settings.priority else ():
+            with contextlib.suppress(OSError, TypeError):
+                os.sched_setscheduler(
+                    thread.native_id, os.SCHED_FIFO, os.sched_param(settings.receive_priority)
+                )
+                raised += 1
+        if 0 < settings.process_priority < settings.priority:
+            self._raised = _raise_process(settings.process_priority, skip=tid)
+        self.report = dataclasses.replace(
+            report, priority=settings.priority, priority_error=None, receive_threads=raised
+        )
+        return self.report
+
+    def lock_memory(self) -> RealtimeReport:
+        """mlockall(MCL_CURRENT) now (settings.lock_memory), from the calling thread: the syscall
+        releases the GIL, so the cycle runs on while the pages are faulted in; the report."""
+        if self.settings.lock_memory and self.report is not None:
+            locked, error = lock_memory()
+            self.report = dataclasses.replace(self.report, memory_locked=locked, memory_error=error)
+        return self.report
+
+    def open_bridge(self, factory: Callable[[], DriveBridge], timeout: float = 5.0) -> DriveBridge:
+        """Build the bridge with `factory()` (in this thread, exclusively: `factory` attaches its
+        backend), then step it."""
+
+        def build(_: DriveBridge | None) -> DriveBridge:
+            bridge = factory()
+            if self.settings.gc_policy in ("freeze", "manual"):
+                gc.freeze()  # the bridge's long-lived objects too (O(1): a list splice)
+            return bridge
+
+        bridge = self.exclusive(build, timeout)
+        assert isinstance(bridge, DriveBridge)
+        self.bridge = bridge
+        return bridge
+
+    def post_command(
+        self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float] = (), *, now: float
+    ) -> None:
+        """A JointState command received at `now` (s, time.monotonic): the cycle takes the latest
+        at the start of its next stepping period (DriveBridge.command there)."""
+        self.mailbox.post(names, position, velocity, now)
+
+    def exclusive(self, function: Callable[[DriveBridge | None], object], timeout: float = 5.0) -> object:
+        """`function(bridge)` in this thread while the cycle only keeps the bus alive; its result
+        (its exception is raised here). Waits at most `timeout` s for the cycle to switch.
+        """
+        with self._exclusive:
+            if not self.running:
+                raise BridgeError("the drive cycle is not running")
+            self._paused.clear()
+            self._pause = True
+            try:
+                if not self._paused.wait(timeout):
+                    raise TimeoutError(f"the drive cycle did not reach a period boundary within {timeout} s")
+                return function(self.bridge)
+            finally:
+                self._pause = False
+
+    def call(self, function: Callable[[DriveBridge], object], timeout: float = 1.0) -> object:
+        """`function(bridge)` run by the cycle thread after its next step (keep it short: a read);
+        its result, or its exception raised here. TimeoutError after `timeout` s (wall clock)."""
+        if not self.running or self.bridge is None:
+            raise BridgeError("the drive cycle is not stepping a bridge")
+        request = _Call(function)
+        self._calls.append(request)
+        if not request.done.wait(timeout):
+            raise TimeoutError(f"the drive cycle did not serve the call within {timeout} s")
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """End the thread (after its current period); the bridge stays open (close it after)."""
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+        if self.settings.gc_policy == "manual":
+            gc.enable()
+        for request in list(self._calls):
+            request.error = BridgeError("the drive cycle stopped before serving the call")
+            request.done.set()
+        self._calls.clear()
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
+        if self._raised:  # the process back to normal scheduling (the thread's own ended with it)
+            self._raised = []
+            _lower_process(self.settings.process_priority)
+
+    def stall(self, seconds: float) -> None:
+        """Test hook: the cycle thread sleeps `seconds` before its next period (a stalled loop,
+        not a busy ROS side): the drives' SYNC-loss and heartbeat watchdogs must catch it."""
+        self._stall = float(seconds)
+
+    # --- the cycle thread ---------------------------------------------------------------------
+    def _run(self) -> None:
+        self.report = self._realtime()
+        self._started.set()
+        period, stats, capacity = self.period, self.stats, self.stats.capacity
+        manual_gc = self.settings.gc_policy == "manual"
+        full_every = max(1, round(self.settings.full_collection_period / period))
+        deadline = self.clock() + period
+        while not self._stop.is_set():
+            self._sleep_until(deadline)
+            if self._stall:
+                stall, self._stall = self._stall, 0.0
+                time.sleep(stall)
+            begin = self.clock()
+            cpu = time.thread_time()
+            k = stats.cycles % capacity
+            stats.lateness[k] = begin - deadline
+            stats.sync[k] = stats.command_to_rpdo[k] = math.nan
+            try:
+                if self._pause or self.bridge is None:
+                    if self._pause:
+                        self._paused.set()
+                    if self._keep_alive is not None:
+                        self._keep_alive()
+                    self._record_bus(k)
+                else:
+                    self._cycle(begin, k)
+            except Exception as error:  # noqa: BLE001  (the cycle must survive; the bridge stops the drives)
+                self.messages.append(f"drive cycle error: {type(error).__name__}: {error}")
+            if manual_gc and deadline + period - self.clock() > self.settings.gc_slack:
+                gc.collect(2 if stats.cycles % full_every == 0 else 0)
+                stats.collections += 1
+            stats.cpu[k] = time.thread_time() - cpu
+            stats.cycles += 1
+            deadline += period
+            behind = self.clock() - deadline
+            if behind > period:  # skip the missed deadlines (module doc), keep the phase
+                missed = math.floor(behind / period)
+                stats.skipped += missed
+                deadline += missed * period
+
+    def _cycle(self, now: float, k: int) -> None:
+        bridge, stats = self.bridge, self.stats
+        command = self.mailbox.take()
+        if command is not None:
+            names, position, velocity, received = command
+            try:
+                bridge.command(names, position, velocity, now=received)
+                self._command_posted = received
+            except BridgeError as error:
+                self.messages.append(f"command refused: {error}")
+        sample = bridge.step(now)
+        self.latest = CycleOutput(stats.cycles, sample)
+        self._record_bus(k)
+        if self._calls:
+            self._calls.popleft().serve(bridge)
+
+    def _record_bus(self, k: int) -> None:
+        backend, stats = self.backend, self.stats
+        if backend is None:
+            return
+        if self._syncs is not None:
+            syncs = backend.syncs
+            if syncs != self._syncs:
+                stats.sync[k] = backend.sync_time
+            self._syncs = syncs
+        if self._flushes is not None:
+            flushes = backend.flushes
+            if flushes != self._flushes:
+                stats.command_to_rpdo[k] = backend.flush_time - self._command_posted
+            self._flushes = flushes
+
+    def _realtime(self) -> RealtimeReport:
+        """Apply the settings the OS grants, in the cycle thread; what was granted."""
+        settings = self.settings
+        priority, priority_error = 0, "go_realtime() not called yet" if settings.priority else None
+        memory_locked, memory_error = False, None  # lock_memory(), after the bridge is open
+        if settings.switch_interval > 0.0:
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(settings.switch_interval)
+        if settings.gc_policy in ("freeze", "manual"):
+            gc.freeze()
+        if settings.gc_policy == "manual":
+            gc.disable()
+        return RealtimeReport(
+            priority=priority,
+            priority_error=priority_error,
+            receive_threads=0,
+            memory_locked=memory_locked,
+            memory_error=memory_error,
+            gc_policy=settings.gc_policy,
+            switch_interval=sys.getswitchinterval(),
+        )
+
+
+def start_canopen_cycle(
+    params: RobotParameters,
+    control: ControlConfig,
+    robot_description: str,
+    *,
+    can: CanBusConfig | None = None,
+    settings: CycleSettings | None = None,
+) -> DriveCycle:
+    """drive_node's real-drive path: the CANopen backend for the <ros2_control> block of
+    `robot_description` (URDF XML), its cycle thread started at once (keep-alive), then the
+    bridge brought up (drives enabled by SDO) while the bus stays alive, then stepped.
+
+    The cycle thread runs before the bus is opened and the heap is collected before (tens of ms
+    on a loaded machine, which after the backend's first SYNC would be a SYNC loss at the
+    drives); memory is locked once the bridge is up, the cycle running. Raises
+    DriveStartupError, HardwareError, ValueError; on failure nothing stays open."""
+    settings = settings or CycleSettings()
+    gc.collect()
+    info = hardware_info_from_urdf(robot_description)
+    joints = [joint.name for joint in info.joints]
+    cycle = DriveCycle(control.dt, settings)
+
+    def bring_up() -> DriveBridge:
+        # In the hardware's mode from the start: its SYNC rate (CSP: canopen.sync_period) at once.
+        backend = CanopenBackend(params, control, can, joints=joints, mode=control.drive_mode)
+        cycle.attach(backend, backend.receive_threads())  # its bus kept alive from the next period
+        return DriveBridge(params, control, backend, info, now=time.monotonic())  # closes it on failure
+
+    try:
+        cycle.start()
+        cycle.open_bridge(bring_up)
+        cycle.go_realtime()
+        cycle.lock_memory()
+    except BaseException:
+        cycle.stop()
+        if cycle.backend is not None:
+            cycle.backend.close()
+        raise
+    return cycle
+
+
+def _raise_process(priority: int, *, skip: int) -> list[int]:
+    """Every Python thread of this process (those that can hold the GIL; not, e.g., DDS's own C++
+    threads) but `skip` (a native thread id) that is not on SCHED_FIFO yet to SCHED_FIFO
+    `priority` (threads created later inherit their creator's); the ids of those raised."""
+    raised = []
+    for thread in threading.enumerate():
+        tid = thread.native_id
+        if tid is None or tid == skip:
+            continue
+        with contextlib.suppress(OSError):
+            if os.sched_getscheduler(tid) != os.SCHED_FIFO:
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+                raised.append(tid)
+    return raised
+
+
+def _lower_process(priority: int) -> None:
+    """Python threads of this process on SCHED_FIFO `priority` back to normal scheduling."""
+    for thread in threading.enumerate():
+        with contextlib.suppress(OSError, TypeError):
+            tid = thread.native_id
+            if (
+                os.sched_getscheduler(tid) == os.SCHED_FIFO
+                and os.sched_getparam(tid).sched_priority == priority
+            ):
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+
+
+def lock_memory() -> tuple[bool, str | None]:
+    """mlockall(MCL_CURRENT): (locked, why not). Not MCL_FUTURE: every later allocation would be
+    faulted in and locked at once by the thread that makes it, holding the GIL (numpy allocates
+    while holding it): the bench measured the cycle's first SYNCs after the bus opened 16-24 ms
+    late with it, under 1 ms without."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False, "no C library"
+    libc = ctypes.CDLL(name, use_errno=True)
+    if libc.mlockall(_MCL_CURRENT) != 0:
+        return False, f"mlockall refused: {os.strerror(ctypes.get_errno())}"
+    return True, None
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def _absolute_sleeper() -> Callable[[float], None]:
+    """sleep_until(deadline): clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) where the C library
+    has it (ctypes releases the GIL while it sleeps); else time.sleep of what remains."""
+    name = ctypes.util.find_library("c")
+    function = getattr(ctypes.CDLL(name, use_errno=True), "clock_nanosleep", None) if name else None
+    if function is None:
+
+        def sleep_until(deadline: float) -> None:
+            while (remaining := deadline - time.monotonic()) > 0.0:
+                time.sleep(remaining)
+
+        return sleep_until
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Timespec), ctypes.c_void_p]
+    request = _Timespec()
+    pointer = ctypes.byref(request)
+
+    def sleep_until(deadline: float) -> None:
+        seconds = math.floor(deadline)
+        request.tv_sec = seconds
+        request.tv_nsec = min(int((deadline - seconds) * 1e9), 999_999_999)
+        while function(_CLOCK_MONOTONIC, _TIMER_ABSTIME, pointer, None) == 4:  # EINTR: again
+            pass
+
+    return sleep_until

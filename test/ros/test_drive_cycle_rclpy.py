@@ -1,0 +1,93 @@
+"""Real rclpy: a subscription callback that sleeps 200 ms costs the real-drive cycle no SYNC.
+
+drive_node's real-drive path (bridge.drive_cycle.start_canopen_cycle) runs against six simulated
+CiA 402 drives on python-can's virtual bus, each on its own wall clock when no SYNC comes (their
+SYNC-loss and heartbeat watchdogs live: test/test_drive_cycle.py's rig). An rclpy node, spun by
+its single-threaded executor as drive_node is, receives JointState commands on a topic and posts
+them to the cycle's mailbox; every third message its callback sleeps 200 ms, blocking the
+executor (its timers, its other callbacks). Before this issue the CANopen cycle was an rclpy timer
+of that executor: no SYNC for 200 ms, and every drive stopped itself after 10 ms. Now no drive may
+lose its master, and the bridge may not stop.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # test/: the CANopen rig's helpers
+
+from test_drive_cycle import (  # noqa: E402
+    START,
+    close_drives,
+    enabled,
+    make_drives,
+    need_realtime,
+    relaxed_parameters,
+    start_cycle,
+)
+from virtual_can import wait_until  # noqa: E402
+
+from quirobot_description.parameters import load_parameters  # noqa: E402
+
+SLOW = 0.2  # s, the slow callback's sleep
+TOPIC = "/quirobot/test_drive_cycle/joint_commands"
+
+
+def test_a_slow_rclpy_subscription_costs_the_drive_cycle_no_sync():
+    from rclpy.node import Node
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+
+    parameters = relaxed_parameters(load_parameters())
+    drives = make_drives(parameters)
+    cycle = start_cycle(parameters, drives)
+    rclpy.init()
+    node = Node("drive_cycle_slow_callback")
+    try:
+        names = list(cycle.bridge.names)
+        received = {"count": 0, "slow": 0}
+
+        def on_command(message: JointState) -> None:  # drive_node's on_command, plus a slow one
+            cycle.post_command(
+                list(message.name), list(message.position), list(message.velocity), now=time.monotonic()
+            )
+            received["count"] += 1
+            if received["count"] % 3 == 0:
+                received["slow"] += 1
+                time.sleep(SLOW)
+
+        node.create_subscription(JointState, TOPIC, on_command, qos_profile_sensor_data)
+        publisher = node.create_publisher(JointState, TOPIC, qos_profile_sensor_data)
+
+        def publish() -> None:
+            message = JointState()
+            message.name = names
+            message.position = [START[n] for n in names]
+            message.velocity = [0.0] * len(names)
+            publisher.publish(message)
+
+        node.create_timer(0.01, publish)
+        deadline = time.monotonic() + 10.0
+        while not cycle.bridge.started and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.01)
+        assert cycle.bridge.started, "no command reached the cycle"
+        drives.live(cycle)
+        need_realtime(drives)
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.01)
+        assert received["slow"] >= 3  # the executor was blocked 200 ms at least three times
+        assert drives.master_lost() == {}
+        assert cycle.latest.sample.stop_reason is None
+        assert wait_until(lambda: enabled(drives), 1.0), {a: s.state for a, s in drives.simulators.items()}
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        cycle.stop()
+        cycle.bridge.close()
+        close_drives(drives)
