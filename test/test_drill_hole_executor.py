@@ -229,6 +229,22 @@ def test_a_goal_on_a_starting_stack_waits_then_succeeds(config, task):
     assert len(waiting) >= int(5.0 / config.feedback_period) - 2
 
 
+class ClockStartingPort(PlantPort):
+    """ROS time with use_sim_time: 0 until the first /clock sample (here 10 s of the plant in),
+    then the plant's time. ready_timeout (20 s) counted from 0 would end before the stack is up
+    at 25 s; counted from the clock's start (10 s) it does not (seen in the ROS tier: the lock-step
+    clock starts at a whole second of wall time, so the jump spent the whole bound)."""
+
+    def now(self) -> float:
+        return 0.0 if self.time < 10.0 else self.time
+
+
+def test_the_ready_bound_starts_with_the_clock(config, task):
+    port = ClockStartingPort(task.park, ready_at=25.0)
+    result, port, _ = run(config, task, port)
+    assert result.error_code is ErrorCode.SUCCESS, result.message
+
+
 def test_a_stack_that_never_gets_ready_refuses_naming_what_is_missing(config, task):
     port = PlantPort(task.park, ready_at=math.inf)
     result, port, _ = run(config, task, port)

@@ -433,13 +433,19 @@ class _Run:
             self.port.publish_context(DrillingContext(False))
 
     def wait_ready(self) -> DrillResult | None:
-        deadline = self.port.now() + self.config.ready_timeout
+        # The bound starts with the port's clock: ROS time reads 0 until the first /clock sample
+        # (use_sim_time), then jumps to the simulation's epoch; counting from 0 would spend the
+        # whole ready_timeout at that jump (seen in the ROS tier on a fresh sim.launch.py).
+        deadline = None
         while missing := self.executor.waiting_for():
+            now = self.port.now()
+            if deadline is None and now > 0.0:
+                deadline = now + self.config.ready_timeout
             if self.executor._cancels_requested():
                 return self.finish(
                     Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, "canceled while waiting: nothing moved"
                 )
-            if self.port.now() > deadline:
+            if deadline is not None and now > deadline:
                 return self.refuse(
                     ErrorCode.REJECTED_NOT_READY,
                     f"not ready after {self.config.ready_timeout:.0f} s: waiting for {'; '.join(missing)}",
