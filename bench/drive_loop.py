@@ -7,7 +7,7 @@ hardware component, safety layer, CanopenBackend on the parameter file's three b
 `bridge.drive_cycle.DriveCycle` in its own thread, with a "ROS side" thread that posts a
 JointState command every 1 ms (gantry_x on a 0.5 mm, 0.5 Hz sine, the others held) and reads
 the published state, as drive_node's subscription and timer do. The six drives are
-CanopenServoSimulators (drives.slave_simulator, on their own wall clock when no SYNC comes, so
+CanopenServoSimulators (drive_simulators.canopen_slave, on their own wall clock when no SYNC comes, so
 their SYNC-loss and heartbeat watchdogs are live) in a second process, on python-can's
 udp_multicast interface (one multicast port per bus: the kernel has no vcan here), with a raw
 reader per bus that records every SYNC and EMCY with the kernel's receive time stamp.
@@ -53,7 +53,7 @@ from canopen.sdo.client import SdoClient
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.drive_cycle import GC_POLICIES, CycleSettings, start_canopen_cycle
-from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import AXES, load_parameters
 from quirobot_description.urdf import robot_description
 
@@ -72,7 +72,7 @@ MASTER_LOST_CODES = (0x8100, 0x8130)  # CiA 301: SYNC lost (the simulator's), he
 WARM_UP = 1.0  # s before measuring
 LATE = 1e-3  # s: a period that starts later than this is late
 #: s, the master's SDO response timeout here (canopen's 0.3 s; a real drive answers in ms): the
-#: simulated drives' process shares two loaded cores (as in test/virtual_can.py).
+#: simulated drives' process shares two loaded cores (as in test/support/virtual_can.py).
 SdoClient.RESPONSE_TIMEOUT = 1.0
 #: The drives' processes stand for hardware. SCHED_FIFO above drive_node's process while it brings
 #: the bridge up (its busy start-up starved them: feedback timeouts); then normal scheduling at
@@ -101,7 +101,7 @@ def serve_drives(base_port: int, bus: str) -> None:
     JSON."""
     import canopen
 
-    from quirobot_control.drives.slave_simulator import simulator_for_axis
+    from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
 
     with contextlib.suppress(OSError, AttributeError):  # the drives stand for hardware; threads inherit it
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SLAVE_PRIORITY))
@@ -122,7 +122,7 @@ def serve_drives(base_port: int, bus: str) -> None:
     records: list[tuple[float, int, int]] = []
     threading.Thread(target=reader.record, args=(records, stop), daemon=True).start()
 
-    def run_alone() -> None:  # the simulators' own clocks when no SYNC comes (slave_simulator.serve)
+    def run_alone() -> None:  # the simulators' own clocks when no SYNC comes (canopen_slave.serve)
         while not stop.wait(params.canopen.sync_period):
             now = time.monotonic()
             for simulator in simulators:

@@ -2,7 +2,7 @@
 
     python -m quirobot_cli.canopen_servo_simulator --channel vcan0 [--axes gantry_x gantry_y]
 
-serves the axes (node ids from the parameter file) with quirobot_control.drives.slave_simulator
+serves the axes (node ids from the parameter file) with quirobot_control.drive_simulators.canopen_slave
 until Ctrl-C, each simulated joint with the effective inertia of config/control.yaml, so that
 `CanopenDrive` (or drive_node with drive_backend:=canopen) runs without hardware. A bad interface
 or parameter file is one line on stderr, exit 2. See docs/canopen.md.
@@ -18,8 +18,8 @@ import can
 import canopen
 
 from quirobot_cli.verb_parser import EXIT_USAGE
-from quirobot_control.drives.slave_simulator import serve
-from quirobot_control.loop.control_config import control_configuration
+from quirobot_control.drive_simulators.canopen_slave import serve
+from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import AXES, load_parameters
 
 

@@ -3,7 +3,7 @@
     python -m quirobot_cli.cli_reference            # print the table
     python -m quirobot_cli.cli_reference docs/api.md  # rewrite it between the markers
 
-docs/api.md holds the table between BEGIN and END; test/test_docs_api.py fails when it differs
+docs/api.md holds the table between BEGIN and END; test/package/test_docs_api.py fails when it differs
 from what the parsers say (an option added, removed or reworded).
 """
 

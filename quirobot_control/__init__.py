@@ -1,13 +1,15 @@
-"""QUIROBOT's control: models, drives, the control loop, planning, simulation, the drive bridge.
+"""QUIROBOT's control: models, drives, the hardware component, safety, planning, simulation, bridge.
 
 Subpackages, bottom up (a module imports only from its own layer or below; .importlinter):
 
 - axes: the six commanded axes' limits (`JointLimits`);
 - models: rigid body and dynamics, motor, transmission, encoder, bone;
-- drives: the `Drive` interface, `SimulatedDrive`, the CiA 402 tables, the CANopen master
-  (`CanopenDrive`) and the simulated slave;
-- loop: the hardware component (`QuirobotHardware`), PID, safety layer, control configuration;
-  planning: jerk-limited trajectories and the surgical tasks;
+- drives: the `Drive` interface, the drive-side law, the CiA 402 tables, the CANopen master
+  (`CanopenDrive`): the real-drive path;
+- drive_simulators: `SimulatedDrive` and the simulated CiA 402 slave (never on the real-drive
+  path); safety: the per-cycle safety monitor, the drilling monitor, the breakthrough plan check;
+- hardware: the hardware component (`QuirobotHardware`), homing, control configuration;
+  planning: jerk-limited trajectories and the surgical tasks, the plan's virtual-fixture check;
 - procedures: a surgical procedure from its request to its result over a motion port (the
   DrillHole executor that task_node drives; its cancel policy);
 - simulation: the MuJoCo plant, the closed loop, a task run and measured, the simulated drive
@@ -75,7 +77,7 @@ def plan(
 
     task: incision, line, a path to a task YAML file, or a loaded task (quirobot_control.planning.tasks).
     """
-    from quirobot_control.loop.control_config import control_configuration
+    from quirobot_control.hardware.control_config import control_configuration
     from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision, plan_line_task
 
     params = _parameters(params)

@@ -6,7 +6,7 @@ other number.
   per newton of thrust, when it counts as at speed and when as stalled;
 - `ProcessSafetyParameters`: the feed's thrust limit and its filter, the far-cortex breakthrough
   detector's drop and minimum thrust, and how far before the imaged far cortex it arms
-  (loop.drilling_monitor).
+  (safety.drilling_monitor).
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ CONTROL_FILE = FileSchema(
         "physics_substeps": Expect("1", 1.0, 100.0),
         "feedforward.gravity": TEXT,
         "feedforward.inverse_dynamics": TEXT,
-        "drive_mode.*.value": TEXT,  # csp or cst (loop.control_config)
+        "drive_mode.*.value": TEXT,  # csp or cst (hardware.control_config)
         "drive_mode.*.source": TEXT,
         "pole_placement.bandwidth": Expect("rad/s", 0.0, 1e4),
         "pole_placement.integral_ratio": Expect("1", 0.0, 10.0),

@@ -8,7 +8,7 @@ Three runs (about a minute on 2 cores): the shipped incision on the realistic an
 plant, and the report's straight line (`--task line --plant ideal`). The Monte-Carlo row is
 bench/accuracy.py's saved result (bench/results/accuracy.txt: 200 incisions take 15 minutes).
 Timing rows (controller cost, simulated/wall time) are this machine's: `--check` leaves them out
-and the README says so. test/test_readme_incision.py runs `--check`'s comparison.
+and the README says so. test/package/test_readme_incision.py runs `--check`'s comparison.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from quirobot_control.loop.control_config import ControlConfig, control_configuration
+from quirobot_control.hardware.control_config import ControlConfig, control_configuration
 from quirobot_control.planning.tasks import IncisionTask, PlanningError, load_task, plan_incision
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
+from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.pid import PID
-from quirobot_control.drives.simulated import drive_for_joint
-from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.planning.trajectory import rest_to_rest_profile
 from quirobot_description.parameters import AXES, RobotParameters
 

@@ -2,7 +2,7 @@
 file (numpy only).
 
 The planner (planning.trajectory) keeps its motions inside these limits and the hardware
-component's safety layer (loop.hardware, loop.safety) enforces them; this module needs neither
+component's safety layer (hardware.component, safety.motion_monitor) enforces them; this module needs neither
 the planner's ruckig nor the simulation, so the real robot's drive path loads only what it uses.
 """
 

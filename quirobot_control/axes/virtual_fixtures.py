@@ -3,8 +3,8 @@
 A no-go zone is a volume of the world frame (m) that no part of the tool may enter: a box (centre,
 full edge lengths, optional roll-pitch-yaw orientation) or a capsule (a segment and a radius).
 The surgeon draws them in the task file (`no_go_zones:`, planning.tasks reads them); the planner
-refuses a plan that enters one (planning.virtual_fixtures.check_plan) and the hardware component
-stops every drive when the commanded or the measured pose enters one (loop.hardware, every
+refuses a plan that enters one (planning.fixture_check.check_plan) and the hardware component
+stops every drive when the commanded or the measured pose enters one (hardware.component, every
 cycle). Both use `tool_segments` and `NoGoZone.hits` here, so the plan and the cycle check the
 same geometry.
 

@@ -59,7 +59,7 @@ from quirobot_control.drives.canopen_master import CanopenDrive, MasterHeartbeat
 from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import DEFAULT_EDS
 from quirobot_control.drives.interface import DriveError, DriveMode
-from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_description.parameters import AXES, RobotParameters
 
 #: s, how long a bus's reader thread blocks in one receive: bounds how long close() waits for it.

@@ -2,7 +2,7 @@
 
 task_node publishes msg/DrillingContext (latched) when a DrillHole goal starts and ends; drive_node
 turns it into a `HoleContext` and hands it to `DriveBridge.set_drilling_context`, which runs the
-whole drilling monitor (loop.drilling_monitor) every control period from it, as `quirobot simulate`
+whole drilling monitor (safety.drilling_monitor) every control period from it, as `quirobot simulate`
 does: `hole_monitor_settings` here, the same `DrillingMonitorSettings.from_parameters`:
 
 - a context with a task file (`task`, a name or a path: planning.tasks.load_task): the thrust
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_control.loop.control_config import ControlConfig
-from quirobot_control.loop.drilling_monitor import DrillingMonitorSettings
+from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
 from quirobot_description.parameters import FEED_JOINT, RobotParameters
 
 __all__ = ["HoleContext", "HoleSetup", "hole_monitor_settings", "hole_setup"]

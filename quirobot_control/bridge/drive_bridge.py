@@ -28,7 +28,7 @@ velocities are all finite and whose positions are each within the joint's follow
 limit of the measured position: what a controller writes when it takes over
 (joint_trajectory_controller commands the current state on activation). Before it, messages are
 ignored (a finite one far from the measured pose is noted once in `events`) and the drives hold.
-The hardware's command watchdog (loop.safety.SafetyMonitor) is armed at activation, here at
+The hardware's command watchdog (safety.motion_monitor.SafetyMonitor) is armed at activation, here at
 construction: it gives the first command control.yaml's safety.watchdog_startup_timeout (a
 controller manager and its spawners take seconds) and stops every drive after it ("no command
 since activation"); the handshake decides what counts as that first command. From it on every
@@ -42,7 +42,7 @@ periods counted since, whichever is larger, so neither a late loop nor a frozen 
 stale command stream; a non-finite clock stops every drive.
 
 Process safety: with a drill feed among the joints, each active period after write runs
-loop.drilling_monitor on the feed drive's measured effort (`thrust_monitor`; the commanded
+safety.drilling_monitor on the feed drive's measured effort (`thrust_monitor`; the commanded
 acceleration is the safety layer's filtered feed command's). What it watches comes from the hole
 being drilled (`set_drilling_context`, bridge.drilling_context: drive_node passes task_node's
 /quirobot/drilling_context): without one the thrust limit alone, on the feed position; with one
@@ -86,9 +86,7 @@ from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.bridge.drilling_context import HoleContext, HoleSetup, hole_setup
 from quirobot_control.drives.interface import Drive
-from quirobot_control.loop.control_config import ControlConfig
-from quirobot_control.loop.drilling_monitor import DrillingMonitor
-from quirobot_control.loop.hardware import (
+from quirobot_control.hardware.component import (
     CallbackReturn,
     HardwareError,
     HardwareInfo,
@@ -97,8 +95,10 @@ from quirobot_control.loop.hardware import (
     ReturnType,
     hardware_info_from_urdf,
 )
-from quirobot_control.loop.homing import HomingError
+from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.hardware.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
+from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
@@ -530,7 +530,7 @@ class DriveBridge:
         return "enabled"
 
     def home(self) -> str:
-        """Start the hardware's homing sequence (loop.homing: each axis in the parameter file's
+        """Start the hardware's homing sequence (hardware.homing: each axis in the parameter file's
         order, the others held under power); `step` runs it one period at a time until every
         drive is homed (then enable). BridgeError while enabled or with a stop latched."""
         hw = self.hardware

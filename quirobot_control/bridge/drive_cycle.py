@@ -81,8 +81,8 @@ import numpy as np
 from quirobot_control.bridge.backend import DriveBackend
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, JointStateSample
-from quirobot_control.loop.control_config import ControlConfig
-from quirobot_control.loop.hardware import hardware_info_from_urdf
+from quirobot_control.hardware.component import hardware_info_from_urdf
+from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_description.parameters import RobotParameters
 
 GC_POLICIES = ("auto", "freeze", "manual")

@@ -1,9 +1,10 @@
 """A CANopen CiA 402 servo drive behind the project's `Drive` interface (one axis, one node).
 
 `CanopenDrive` is the master side: it talks to a real servo drive (or to
-`drives.slave_simulator.CanopenServoSimulator`) on a CAN bus through the python `canopen`
-library, and offers the same protocol as `drives.simulated.SimulatedDrive` (enable, disable, quick_stop,
-reset_fault, command_current, feedback), so the hardware component does not know which it has.
+`drive_simulators.canopen_slave.CanopenServoSimulator`) on a CAN bus through the python `canopen`
+library, and offers the same protocol as `drive_simulators.simulated_drive.SimulatedDrive`
+(enable, disable, quick_stop, reset_fault, command_current, feedback), so the hardware component
+does not know which it has.
 
 Tables (object dictionary, statusword patterns, controlwords): drives.cia402; units
 (`TorqueScaling`): drives.canopen_units.

@@ -1,6 +1,6 @@
 """The CiA 402 tables: the drive's object dictionary, PDO mappings, controlwords, states, error codes.
 
-What the master (drives.canopen_master) and the simulated slave (drives.slave_simulator) share,
+What the master (drives.canopen_master) and the simulated slave (drive_simulators.canopen_slave) share,
 as data: the object indices they exchange, the statusword (mask, value) of each state of the
 CiA 402 state machine, the controlwords of its transitions and the error codes' meanings
 (test_canopen_units.py checks them against canopen's own CiA 402 profile).

@@ -1,7 +1,7 @@
 """A servo drive's own position-side control: CSP, the stop ramps, the master watchdog, homing.
 
 One `DriveController` per axis is the part of a drive's firmware above its current loop. It knows
-no motor and no bus: the caller (drives.simulated.SimulatedDrive, the CiA 402 slave simulator)
+no motor and no bus: the caller (drive_simulators.simulated_drive.SimulatedDrive, the CiA 402 slave simulator)
 owns the current loop, the encoder, the brake and the CiA 402 state machine, and each drive
 sample it hands over what it measured and applies what comes back. ROS-free, numpy-free.
 

@@ -1,6 +1,6 @@
 """The servo-drive interface: what the hardware component talks to, whatever the drive is.
 
-`Drive` is one joint's servo drive (`SimulatedDrive` in drives.simulated, `CanopenDrive` in
+`Drive` is one joint's servo drive (`SimulatedDrive` in drive_simulators.simulated_drive, `CanopenDrive` in
 drives.canopen_master implement it); `DriveFeedback` is what it reports each cycle.
 
 State machine (a simplified CiA 402):
@@ -34,7 +34,7 @@ Stops (IEC 60204-1 categories, `StopCategory`), all run by the drive itself, wit
   fault "master lost: no command for X s" in state QUICK_STOP.
 The law behind all of it is quirobot_control.drives.drive_control.DriveController.
 
-The hardware component (loop.hardware) commands ENABLED while it is active: a drive reporting
+The hardware component (hardware.component) commands ENABLED while it is active: a drive reporting
 any other state (disabled, switched on, quick stop, fault) is a fault there, named with its state.
 """
 

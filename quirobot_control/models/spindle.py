@@ -13,7 +13,7 @@ spindle to rest at its torque limit.
 
 At speed: switched on, not stalled and w >= at_speed_fraction * w_c. Stalled (latched, the drive
 switched off): after reaching speed, w below stall_fraction * w_c for stall_time s. Only
-`reset()` (switched off) clears a stall. The feed is interlocked with both (loop.drilling_monitor).
+`reset()` (switched off) clears a stall. The feed is interlocked with both (safety.drilling_monitor).
 """
 
 from __future__ import annotations

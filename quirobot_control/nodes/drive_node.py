@@ -101,7 +101,7 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS
     from quirobot_control.bridge.diagnostics import drive_diagnostics
     from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
-    from quirobot_control.loop.control_config import control_configuration
+    from quirobot_control.hardware.control_config import control_configuration
     from quirobot_description.parameters import FEED_JOINT, load_parameters
 
     # SIGINT and SIGTERM (launch's escalation) as KeyboardInterrupt in spin, so that the drives are

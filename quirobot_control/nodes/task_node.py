@@ -2,7 +2,7 @@
 
 Behaviour lives in `quirobot_control.procedures` (readiness, checks, plan, execution, cancel
 policy, error codes, metrics: `DrillHoleExecutor`, tested in-process in
-test/test_drill_hole_executor.py); this node only translates:
+test/control/procedures/test_drill_hole_executor.py); this node only translates:
 
 - Action server /quirobot/drill_hole (quirobot/action/DrillHole), advertised once the node is
   active (a goal sent as soon as it appears is never refused for a start-up still between

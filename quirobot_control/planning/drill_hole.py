@@ -13,7 +13,7 @@
   ends where it started, the feed retracted. An unreachable goal is refused
   with the planner's reason, which names the joint. Raises `GoalRejectedError` (its `kind` says
   malformed or beyond a limit). The goal's max_thrust is enforced during the feed by the drilling
-  monitor (loop.goal_monitor.monitor_settings_for_goal).
+  monitor (procedures.goal_monitor.monitor_settings_for_goal).
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
 - `waypoints`: the samples sent to the trajectory controllers.

@@ -27,6 +27,7 @@ from quirobot_control.axes.virtual_fixtures import (
     tip_positions,
 )
 from quirobot_control.models.bone import BoneLayer, BoneParameters
+from quirobot_control.planning.fixture_check import check_plan
 from quirobot_control.planning.trajectory import (
     JointTrajectory,
     LineLimits,
@@ -35,7 +36,6 @@ from quirobot_control.planning.trajectory import (
     plan_line,
     plan_point_to_point,
 )
-from quirobot_control.planning.virtual_fixtures import check_plan
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.parameters import FEED_INDEX, RobotParameters

@@ -33,7 +33,6 @@ from typing import Protocol
 
 import numpy as np
 
-from quirobot_control.loop.drilling_monitor import DrillingStop
 from quirobot_control.planning.drill_hole import (
     BONE_PHASES,
     INVALID,
@@ -49,6 +48,7 @@ from quirobot_control.planning.drill_hole import (
 from quirobot_control.planning.tasks import IncisionTask, TaskError, load_task
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Event, State
+from quirobot_control.safety.drilling_monitor import DrillingStop
 from quirobot_description.parameters import FEED_INDEX, RobotParameters
 
 
@@ -296,7 +296,7 @@ class ExecutorConfig:
         `options` override the timing fields (start_delay, tracking_lag, ...)."""
         import yaml
 
-        from quirobot_control.loop.control_config import control_configuration
+        from quirobot_control.hardware.control_config import control_configuration
         from quirobot_control.planning.drill_hole import path_tolerances
         from quirobot_control.planning.tasks import Kinematics, load_task
         from quirobot_description.data_files import find_data_file

@@ -7,7 +7,7 @@ trajectory's commands (with the model-based feed-forward computed along the plan
 write.
 
 Drilling process safety (optional, `monitor` and `spindle`): the host runs the drilling monitor
-(loop.drilling_monitor) every cycle between read and write, on the feed drive's effort and the
+(safety.drilling_monitor) every cycle between read and write, on the feed drive's effort and the
 spindle model (models.spindle, switched on at the align phase and off after the retract). An
 event stops the feed. A fault (thrust limit, spindle stall, spindle not at speed) is the host's
 stop (`QuirobotHardware.stop`: a category 1 quick stop of every drive, each decelerating on its
@@ -31,19 +31,19 @@ from pathlib import Path
 
 import numpy as np
 
-from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
-from quirobot_control.loop.control_config import ControlConfig
-from quirobot_control.loop.drilling_monitor import DrillingEvent, DrillingMonitor
-from quirobot_control.loop.hardware import (
+from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
+from quirobot_control.hardware.component import (
     CallbackReturn,
     QuirobotHardware,
     ReturnType,
     hardware_info_from_urdf,
 )
+from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.dynamics import Dynamics, gravity_model
 from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.safety.drilling_monitor import DrillingEvent, DrillingMonitor
 from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.realistic_plant import RealisticPlant

@@ -10,7 +10,7 @@ phase and the dwell at depth:
 Line metrics: largest distance of tool0 from the planned straight line while it moves, and the
 final position error. Both: peak current per joint, durations, controller p99 per cycle.
 
-An incision runs with the drilling process safety (loop.drilling_monitor: thrust limit, far-cortex
+An incision runs with the drilling process safety (safety.drilling_monitor: thrust limit, far-cortex
 breakthrough, spindle interlock; models.spindle) unless `process_safety=False`;
 `breakthrough_detection=False` disarms only the breakthrough detector (an unsafe run on purpose,
 for tests). When the breakthrough detector ends the feed, the depth reached is the bone's, not the
@@ -27,10 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from quirobot_control.loop.breakthrough_plan import FeedPlan, plan_breakthrough, target_cortex
-from quirobot_control.loop.control_config import ControlConfig, control_configuration
-from quirobot_control.loop.drilling_monitor import DrillingMonitor
-from quirobot_control.loop.goal_monitor import monitor_settings_for_goal
+from quirobot_control.hardware.control_config import ControlConfig, control_configuration
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import (
@@ -42,6 +39,9 @@ from quirobot_control.planning.tasks import (
     task_fixtures,
 )
 from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.procedures.goal_monitor import monitor_settings_for_goal
+from quirobot_control.safety.breakthrough_plan import FeedPlan, plan_breakthrough, target_cortex
+from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog, planned_tip
 from quirobot_control.simulation.faults import (
     BREAKTHROUGH_LIMIT,
@@ -108,7 +108,7 @@ def run_task(
     after the planned run's end is refused (FaultError naming the end). `bone`: the bone the plant
     drills, where it differs from the task's (the bone as imaged, which the plan and the monitor
     know): a thinner bone, a porous band. `max_thrust` (N): the goal's thrust limit for the
-    drilling monitor (loop.goal_monitor: never above the robot's; None: the robot's
+    drilling monitor (procedures.goal_monitor: never above the robot's; None: the robot's
     tools.drill.thrust_limit)."""
     if isinstance(task, str):
         task = load_task(task)
@@ -188,7 +188,7 @@ def run_task(
 
 
 def feed_plan(params: RobotParameters, trajectory: JointTrajectory, task: IncisionTask) -> FeedPlan:
-    """The planned feed and dwell of an incision as loop.breakthrough_plan checks it: the planned
+    """The planned feed and dwell of an incision as safety.breakthrough_plan checks it: the planned
     tip's depth below the entry, the feed joint's commanded velocity and acceleration."""
     feed, dwell = trajectory.phase("feed"), trajectory.phase("dwell")
     dt = trajectory.dt

@@ -6,7 +6,7 @@ contacts disabled (the joint limits stay as the mechanical end stops) and a phys
 1 / (control rate * physics_substeps). Each physics step, every drive advances its electrical
 dynamics with the joint's state and returns its joint effort, applied as a generalized force;
 an optional force at the drill tip (world frame; e.g. the bone's thrust) is applied too. Each
-drive's holding brake, once engaged (the drive stopped driving, see drives.simulated), is the
+drive's holding brake, once engaged (the drive stopped driving, see drive_simulators.simulated_drive), is the
 joint's dry friction up to its holding effort (MuJoCo frictionloss, stiffened so that a held
 joint creeps by micrometres per second).
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from quirobot_control.drives.simulated import SimulatedDrive
+from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_description.export import export_urdf
 from quirobot_description.parameters import AXES, RobotParameters
 

@@ -42,9 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_control.drives.dual_loop import DualLoopFeedback
 from quirobot_control.drives.interface import DriveFeedback, DriveState
-from quirobot_control.drives.simulated import SimulatedDrive
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import RobotParameters

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
+from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.interface import DriveError
-from quirobot_control.drives.simulated import SimulatedDrive, drive_for_joint
-from quirobot_control.loop.control_config import ControlConfig
+from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import AXES, RobotParameters

@@ -2,7 +2,7 @@
 
 drive_node's real-drive path (bridge.drive_cycle.start_canopen_cycle) runs against six simulated
 CiA 402 drives on python-can's virtual bus, each on its own wall clock when no SYNC comes (their
-SYNC-loss and heartbeat watchdogs live: test/test_drive_cycle.py's rig). An rclpy node, spun by
+SYNC-loss and heartbeat watchdogs live: test/control/bridge/test_drive_cycle.py's rig). An rclpy node, spun by
 its single-threaded executor as drive_node is, receives JointState commands on a topic and posts
 them to the cycle's mailbox; every third message its callback sleeps 200 ms, blocking the
 executor (its timers, its other callbacks). Before this issue the CANopen cycle was an rclpy timer
@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # test/: the CANopen rig's helpers
+TEST = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TEST / "support"), str(TEST / "control" / "bridge")]  # the CANopen rig and cycle tests
 
 from test_drive_cycle import (  # noqa: E402
     START,

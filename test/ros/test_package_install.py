@@ -1,7 +1,7 @@
 """The colcon (ament_cmake) install of the package, as the ROS tier built it (.ci/ros-tier).
 
 The build needs ament_cmake and the rosidl generators (ROS), so it is checked here rather than in
-the ROS-free suite (test/test_package_colcon.py checks there that colcon takes the package as
+the ROS-free suite (test/package/test_package_colcon.py checks there that colcon takes the package as
 ament_cmake). What the install must hold: the share/quirobot files with the source tree's bytes,
 the executables in lib/quirobot, the generated interfaces, and Python packages whose data-file
 locator finds everything in the install, without the source tree.
@@ -22,7 +22,7 @@ pytest.importorskip("rclpy")
 ament_index = pytest.importorskip("ament_index_python.packages")
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "test"))  # the shared installed_package helper
+sys.path.insert(0, str(ROOT / "test" / "support"))  # the shared installed_package helper
 from installed_package import run_loaders, system_site_packages  # noqa: E402
 
 

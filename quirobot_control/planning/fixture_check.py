@@ -1,0 +1,83 @@
+"""The plan check of the virtual fixtures (axes.virtual_fixtures): every plan of a task is refused
+if its tool enters a no-go zone, would enter one if quick-stopped at any sample (its stopping pose,
+as the per-cycle check brakes ahead of zones: a plan passing a zone closer than its stopping
+distance would be stopped by the hardware component), or its drill tip moves too fast near the
+entry point.
+
+`check_plan(trajectory, fixtures)` raises PlanningError naming the zone (or the limit), the tool
+part, the phase and the time; planning.tasks calls it on every plan it returns. The same
+geometry runs on every control cycle in the hardware component (hardware.component).
+
+Tip speed, per phase, within the limit's radius of the entry (either end of a sample interval):
+the feed at most the task's feed rate, every other phase at most the limit's speed; the speed of a
+sample interval is the distance the tip moved over the control period (the planned motion is
+exact to rounding: a relative tolerance of SPEED_TOLERANCE).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quirobot_control.axes.limits import PlanningError
+from quirobot_control.axes.virtual_fixtures import VirtualFixtures, tip_positions, zone_violations
+from quirobot_control.planning.trajectory import JointTrajectory
+
+#: Relative slack on the tip-speed limits for rounding in the sampled plan.
+SPEED_TOLERANCE = 1e-6
+#: The phase whose tip speed is bounded by the feed rate instead of the limit's speed.
+FEED_PHASE = "feed"
+
+
+def phase_at(trajectory: JointTrajectory, time: float) -> str:
+    """The name of the phase running at `time` (s; the later one at a boundary), or "plan"."""
+    name = "plan"
+    for phase in trajectory.phases:
+        if phase.start_time - 1e-9 <= time <= phase.end_time + 1e-9:
+            name = phase.name
+    return name
+
+
+def check_plan(trajectory: JointTrajectory, fixtures: VirtualFixtures, what: str = "plan") -> None:
+    """PlanningError if the planned tool enters a no-go zone or the tip breaks its speed limit."""
+    q = trajectory.positions
+    for stopping in (False, True):
+        poses = fixtures.tool.stopping_poses(q, trajectory.velocities, trajectory.dt) if stopping else q
+        violations = zone_violations(poses, fixtures.zones, fixtures.tool)
+        if not violations:
+            continue
+        first = min(violations, key=lambda v: v.index)
+        time = first.index * trajectory.dt
+        how = "stopping at the quick-stop decelerations would enter" if stopping else "enters"
+        raise PlanningError(
+            f"{what}: the {first.part} {how} no-go zone {first.zone!r} in phase "
+            f"{phase_at(trajectory, time)} at t = {time:.3f} s (at {np.round(first.point, 4).tolist()} m)"
+            + (
+                f"; also zone(s) {', '.join(repr(v.zone) for v in violations if v is not first)}"
+                if len(violations) > 1
+                else ""
+            )
+            + (": it moves too fast this close to the zone" if stopping else "")
+        )
+    limit = fixtures.speed_limit
+    if limit is None or len(q) < 2:
+        return
+    tip = tip_positions(q, fixtures.tool)
+    speed = np.linalg.norm(np.diff(tip, axis=0), axis=1) / trajectory.dt
+    distance = np.linalg.norm(tip - limit.entry, axis=1)
+    near = np.minimum(distance[:-1], distance[1:]) <= limit.radius
+    bound = np.full(len(speed), limit.speed)
+    for phase in trajectory.phases:
+        if phase.name == FEED_PHASE:
+            first = int(round(phase.start_time / trajectory.dt))
+            last = int(round(phase.end_time / trajectory.dt))
+            bound[first:last] = limit.feed_rate
+    over = np.flatnonzero(near & (speed > bound * (1.0 + SPEED_TOLERANCE)))
+    if over.size:
+        k = int(over[0])
+        time = k * trajectory.dt
+        phase = phase_at(trajectory, time + 0.5 * trajectory.dt)
+        which = "the feed rate" if phase == FEED_PHASE else "the tip-speed limit"
+        raise PlanningError(
+            f"{what}: the drill tip moves at {speed[k] * 1000:.2f} mm/s within {limit.radius * 1000:.0f} mm "
+            f"of the entry in phase {phase} at t = {time:.3f} s, above {which} {bound[k] * 1000:.2f} mm/s"
+        )

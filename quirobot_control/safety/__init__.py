@@ -1,0 +1,15 @@
+"""Safety checks run every control cycle, and the plan-time check they rely on.
+
+- motion_monitor: `SafetyMonitor` (command limiter braking at the acceleration limits, soft
+  limits, following error, overspeed, command watchdog armed at activation; one latched stop);
+- event_log: `EventLog`, the bounded, counted log of non-fatal safety events;
+- drilling_monitor: `DrillingMonitor`, the drilling process safety run every cycle on the feed's
+  effort and the spindle (thrust limit, far-cortex breakthrough, early breakthrough, spindle
+  interlock and stall, non-finite input);
+- breakthrough_plan: `plan_breakthrough`, the plan-time check that the breakthrough detector will
+  see the breakthrough a plan relies on, or `BreakthroughPlanError` naming why not.
+
+The virtual fixtures' per-cycle check is axes.virtual_fixtures.FixtureMonitor (run by the
+hardware component); the goal's monitor settings are procedures.goal_monitor.
+No re-exports: importing one module loads only what it needs.
+"""

@@ -1,0 +1,309 @@
+"""The real drives' cycle thread (bridge.drive_cycle) against simulated CiA 402 drives on their own clocks.
+
+Six CanopenServoSimulators on python-can's virtual bus (three channels, the parameter file's
+buses) run on their own wall clock when no SYNC comes (canopen_slave.serve's
+run_alone_if_silent, in a thread): their SYNC-loss and heartbeat watchdogs are live, as on real
+drives. The master is what drive_node runs: start_canopen_cycle (CanopenBackend, DriveBridge,
+DriveCycle). A sniffer per bus sees the raw frames. The properties: a slow ROS side (a callback
+that sleeps 200 ms, the executor blocked) costs no SYNC and stops no drive; a stalled cycle
+thread is what the drives' own watchdogs catch; the mailbox and the RPDO layouts are checked
+against independent references (a counter; canopen's own PDO encoding).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+import time
+import uuid
+
+import can
+import canopen
+import pytest
+from virtual_can import network, wait_until
+
+from quirobot_control.bridge.canopen_backend import CanBusConfig
+from quirobot_control.bridge.drive_cycle import CommandMailbox, CycleSettings, start_canopen_cycle
+from quirobot_control.drive_simulators.canopen_slave import (
+    HEARTBEAT_ERROR_CODE,
+    SYNC_LOST_ERROR_CODE,
+    simulator_for_axis,
+)
+from quirobot_control.drives.canopen_master import RPDO1_LAYOUT, RPDO2_LAYOUT
+from quirobot_control.drives.cia402 import DEFAULT_EDS, RPDO1_MAPPING, RPDO2_MAPPING, Cia402State
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_description.urdf import robot_description
+
+pytestmark = pytest.mark.canbus
+
+START = {
+    "gantry_x": 0.5,
+    "gantry_y": 0.6,
+    "gantry_z": 0.7,
+    "wrist_yaw": 1.0,
+    "wrist_pitch": 0.3,
+    "drill_feed": 0.02,
+}
+SYNC_ID = 0x80
+#: As drive_node runs it (SCHED_FIFO for the cycle and its TPDO receivers once the bridge is up:
+#: start_canopen_cycle's go_realtime) but the rest of the test process left alone and no memory
+#: lock. Without SCHED_FIFO a thread of a loaded 2-core machine waits tens of ms for a core now
+#: and then, the drives' watchdog time: the timing tests skip where the OS refuses it.
+SETTINGS = CycleSettings(lock_memory=False, process_priority=0)
+DRIVES_PRIORITY = 45
+
+
+@dataclasses.dataclass
+class Drives:
+    """The simulated drives on their own clocks, their networks and a sniffer per bus."""
+
+    config: CanBusConfig
+    simulators: dict
+    networks: list
+    sniffers: dict
+    stop: threading.Event
+    sync_period: float
+    threads: list = dataclasses.field(default_factory=list)
+    realtime: bool = False  # SCHED_FIFO granted (live())
+
+    def live(self, cycle) -> None:
+        """From now on each drive also runs on its own wall clock when no SYNC comes
+        (canopen_slave.serve), so its SYNC-loss and heartbeat watchdogs act in real time; and
+        the drives' threads (they stand for hardware) go to SCHED_FIFO 45 where granted, below
+        the cycle's, so a loaded machine does not make them late. Not during the start-up: the
+        master's SDO handshakes then starved on two loaded cores."""
+
+        def run_alone() -> None:
+            while not self.stop.wait(self.sync_period):
+                now = time.monotonic()
+                for sim in self.simulators.values():
+                    sim.run_alone_if_silent(now)
+
+        thread = threading.Thread(target=run_alone, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+        for th in [thread, *(r for net in self.networks for r in getattr(net.notifier, "_readers", ()))]:
+            with contextlib.suppress(OSError, AttributeError):
+                os.sched_setscheduler(th.native_id, os.SCHED_FIFO, os.sched_param(DRIVES_PRIORITY))
+        self.realtime = cycle.report.priority > 0
+
+    def frames(self, bus: str) -> list[can.Message]:
+        out = []
+        while (message := self.sniffers[bus].recv(timeout=0)) is not None:
+            out.append(message)
+        return out
+
+    def master_lost(self) -> dict[str, str]:
+        return {axis: sim.master_lost for axis, sim in self.simulators.items() if sim.master_lost}
+
+
+def relaxed_parameters(parameters):
+    """The parameter file with the master's own wall-clock limits relaxed (transition 2 s,
+    feedback timeout 500 SYNC periods, 1 s): here the simulated drives share the test's process
+    and two loaded cores, so they answer late now and then, which a real drive does not. The
+    drives' watchdogs on the master (SYNC loss, heartbeat: 10 ms), the subject of these tests,
+    keep the file's values."""
+    bus = dataclasses.replace(parameters.canopen, transition_timeout=2.0, feedback_timeout_periods=500)
+    return dataclasses.replace(parameters, canopen=bus)
+
+
+def make_drives(parameters) -> Drives:
+    """Six simulated drives on three virtual buses (the parameter file's), a sniffer per bus."""
+    control = control_configuration(parameters)
+    tag = uuid.uuid4().hex
+    channels = {bus: f"quirobot-cycle-{bus}-{tag}" for bus in parameters.canopen.channel_names}
+    simulators, networks, sniffers = {}, [], {}
+    for bus, channel in channels.items():
+        net = network(channel)
+        networks.append(net)
+        sniffers[bus] = can.Bus(interface="virtual", channel=channel)
+        for axis in parameters.canopen.axes_on(bus):
+            sim = simulator_for_axis(
+                parameters, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
+            )
+            sim.attach(net)
+            simulators[axis] = sim
+    return Drives(
+        CanBusConfig("virtual", channels),
+        simulators,
+        networks,
+        sniffers,
+        threading.Event(),
+        parameters.canopen.sync_period,
+    )
+
+
+def close_drives(drives: Drives) -> None:
+    drives.stop.set()
+    for thread in drives.threads:
+        thread.join()
+    for net in drives.networks:
+        net.disconnect()
+    for sniffer in drives.sniffers.values():
+        sniffer.shutdown()
+
+
+def start_cycle(parameters, drives: Drives):
+    """drive_node's real-drive path on the drives (start_canopen_cycle)."""
+    control = control_configuration(parameters)
+    return start_canopen_cycle(
+        parameters, control, robot_description("drill", "real"), can=drives.config, settings=SETTINGS
+    )
+
+
+@pytest.fixture(scope="module")
+def relaxed(parameters):
+    return relaxed_parameters(parameters)
+
+
+@pytest.fixture
+def drives(relaxed):
+    made = make_drives(relaxed)
+    yield made
+    close_drives(made)
+
+
+@pytest.fixture
+def cycle(relaxed, drives):
+    started = start_cycle(relaxed, drives)
+    yield started
+    started.stop()
+    started.bridge.close()
+
+
+def need_realtime(drives: Drives) -> None:
+    if not drives.realtime:
+        pytest.skip("SCHED_FIFO refused here: no timing guarantee on a loaded machine")
+
+
+def post_hold(cycle) -> None:
+    names = cycle.bridge.names
+    cycle.post_command(list(names), [START[n] for n in names], [0.0] * len(names), now=time.monotonic())
+
+
+def enabled(drives: Drives) -> bool:
+    return all(sim.state is Cia402State.OPERATION_ENABLED for sim in drives.simulators.values())
+
+
+def sync_gaps(frames: list[can.Message]) -> list[float]:
+    """s between consecutive SYNC frames (the virtual bus's receive time stamps)."""
+    times = [f.timestamp for f in frames if f.arbitration_id == SYNC_ID]
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+def test_start_up_enables_every_drive_with_the_bus_kept_alive(cycle, drives):
+    # The drives are enabled by SDO after the backend's first SYNC: without the cycle's
+    # keep-alive meanwhile, their SYNC-loss watchdog (10 ms) stopped them while they were enabled.
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    drives.live(cycle)
+    assert enabled(drives), {a: s.state for a, s in drives.simulators.items()}
+    assert drives.master_lost() == {}
+    assert cycle.latest is not None and cycle.latest.sample.stop_reason is None
+
+
+def test_a_slow_ros_callback_costs_no_sync(parameters, cycle, drives):
+    """The issue's test: a subscription callback that sleeps 200 ms (the executor blocked, as an
+    rclpy callback blocks its executor); the cycle's SYNCs go on and no drive stops itself. With
+    the cycle in the executor (drive_node's rclpy timer before) the SYNC stopped for 200 ms and
+    every drive stopped itself after 10 ms."""
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    drives.live(cycle)
+    need_realtime(drives)
+    for bus in drives.sniffers:
+        drives.frames(bus)
+    executor_done = threading.Event()
+
+    def executor() -> None:  # one thread runs the callbacks in turn, as rclpy's executor does
+        for _ in range(3):
+            post_hold(cycle)  # the command subscription's callback: the latest command
+            time.sleep(0.2)  # the slow callback (the drives hold: the command watchdog's hold)
+        post_hold(cycle)
+        executor_done.set()
+
+    thread = threading.Thread(target=executor)
+    thread.start()
+    thread.join()
+    frames = {bus: drives.frames(bus) for bus in drives.sniffers}
+    assert drives.master_lost() == {}
+    assert cycle.latest.sample.stop_reason is None
+    assert enabled(drives), {a: sim.state for a, sim in drives.simulators.items()}
+    for bus, bus_frames in frames.items():
+        # SYNCs flowed throughout the 0.6 s (at least a quarter of the 2 ms rate: the six
+        # simulated drives share this process's GIL and two loaded cores; the drives' own
+        # watchdogs above are the real bound), and no drive sent an EMCY.
+        assert len(sync_gaps(bus_frames)) > 0.6 / parameters.canopen.sync_period / 4, bus
+        emcys = [f for f in bus_frames if SYNC_ID < f.arbitration_id < 0x100 and bytes(f.data[:2]) != b"\0\0"]
+        assert emcys == [], bus
+
+
+def test_a_stalled_cycle_thread_is_caught_by_the_drives(parameters, cycle, drives):
+    """The other side: the cycle thread itself stalls (not the ROS side); SYNC and heartbeat stop,
+    and every drive stops itself within its watchdog times (SYNC loss 10 ms, heartbeat 10 ms)."""
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    drives.live(cycle)
+    cycle.stall(0.3)
+    assert wait_until(lambda: len(drives.master_lost()) == len(drives.simulators), 2.0), drives.master_lost()
+    codes = {
+        int.from_bytes(bytes(f.data[:2]), "little")
+        for bus in drives.sniffers
+        for f in drives.frames(bus)
+        if SYNC_ID < f.arbitration_id < 0x100
+    }
+    assert codes & {SYNC_LOST_ERROR_CODE, HEARTBEAT_ERROR_CODE}
+    assert all("master lost" in reason for reason in drives.master_lost().values())
+
+
+@pytest.mark.skipif(
+    os.environ.get("QUIROBOT_REALTIME_TESTS") != "1",
+    reason="opt-in (QUIROBOT_REALTIME_TESTS=1): fails on a 2-core machine, the master's 10 ms feedback "
+    "timeout stops drives simulated in Python (issue 18 open, docs/canopen.md)",
+)
+def test_requests_run_while_the_bus_stays_alive(parameters, cycle, drives):
+    """A lifecycle request (here disable, then enable: SDO round trips) runs in the caller's
+    thread with the cycle in keep-alive: SYNCs go on, the drives do not stop themselves."""
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    drives.live(cycle)
+    need_realtime(drives)
+    syncs = cycle.backend.syncs
+    assert cycle.exclusive(lambda bridge: bridge.disable()) == "disabled"
+    assert cycle.exclusive(lambda bridge: bridge.enable(time.monotonic())) == "enabled"
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert cycle.backend.syncs > syncs
+    assert drives.master_lost() == {}
+    assert enabled(drives)
+
+
+def test_the_mailbox_keeps_the_latest_command_and_counts_the_overwritten():
+    mailbox = CommandMailbox()
+    assert mailbox.take() is None
+    for k in range(5):
+        mailbox.post(["gantry_x"], [float(k)], [0.0], now=float(k))
+    assert mailbox.take() == (["gantry_x"], [4.0], [0.0], 4.0)
+    assert mailbox.take() is None
+    assert (mailbox.posted, mailbox.overwritten) == (5, 4)
+
+
+@pytest.mark.parametrize(
+    ("layout", "mapping", "values"),
+    [
+        (RPDO1_LAYOUT, RPDO1_MAPPING, (0x010F, -1234, 567)),
+        (RPDO2_LAYOUT, RPDO2_MAPPING, (-2_000_000_000, 123_456)),
+    ],
+)
+def test_the_rpdo_layouts_are_canopens_own_encoding(layout, mapping, values):
+    """The precompiled structs pack the bytes canopen's PdoMap packs for the EDS's mapping."""
+    node = canopen.RemoteNode(1, str(DEFAULT_EDS))
+    pdo = node.rpdo[1]
+    pdo.clear()
+    for index, bits in mapping:
+        pdo.add_variable(index, 0, bits)
+    for (index, _), value in zip(mapping, values, strict=True):
+        pdo[index].raw = value
+    assert layout.pack(*values) == bytes(pdo.data)

@@ -1,0 +1,348 @@
+"""The DrillHole executor (procedures.drill_hole_executor) on an in-process plant (drill_hole_plant):
+the shipped incision, every cancel ending out of the bone, the fallbacks, an abort that leaves
+nothing moving, readiness and the error codes. The tip is measured with the forward kinematics of
+the plant's motion, not taken from the executor."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from drill_hole_plant import PlantPort
+
+from quirobot_control.planning.drill_hole import DrillGoal, tip_progress
+from quirobot_control.planning.tasks import Kinematics, load_task
+from quirobot_control.procedures.drill_hole_executor import (
+    DrillHoleExecutor,
+    DrillRequest,
+    ErrorCode,
+    ExecutorConfig,
+    Outcome,
+)
+from quirobot_description import robot_parameters
+from quirobot_description.parameters import FEED_INDEX
+from quirobot_kinematics import KinematicModel
+
+DEPTH_TOLERANCE = 0.05e-3  # m, issue 17's
+LATERAL_TOLERANCE = 0.1e-3  # m
+
+
+@pytest.fixture(scope="module")
+def config():
+    # dt 2 ms: coarser than the control period; the executor's decisions do not depend on it.
+    params = robot_parameters()
+    shipped = ExecutorConfig.shipped(params, start_delay=1.0, tracking_lag=0.0)
+    return ExecutorConfig(**{**shipped.__dict__, "dt": 0.002, "ready_timeout": 20.0})
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task("incision")
+
+
+@pytest.fixture(scope="module")
+def tip():
+    return Kinematics(KinematicModel.from_parameters(robot_parameters())).tip
+
+
+def request(task, **changes) -> DrillRequest:
+    goal = DrillGoal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
+    goal = DrillGoal(**{**goal.__dict__, **changes})
+    return DrillRequest(goal=goal, task="incision")
+
+
+def run(config, task, port: PlantPort | None = None, **changes):
+    port = port or PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    port.executor = executor
+    return executor.run(request(task, **changes)), port, executor
+
+
+def tip_track(port: PlantPort, tip, task, since: float = -math.inf) -> np.ndarray:
+    """(N, 2) measured depth past the entry and distance from the axis of the plant's tip."""
+    return np.array([tip_progress(tip(q), task.entry, task.direction) for t, q in port.trace if t >= since])
+
+
+def test_shipped_incision_succeeds_on_the_axis(config, task, tip):
+    result, port, executor = run(config, task)
+    assert result.outcome is Outcome.SUCCEEDED, result.message
+    assert result.error_code is ErrorCode.SUCCESS and result.success
+    track = tip_track(port, tip, task)
+    in_bone = track[track[:, 0] >= 0.0]
+    assert abs(in_bone[:, 0].max() - task.depth) < DEPTH_TOLERANCE
+    assert in_bone[:, 1].max() < LATERAL_TOLERANCE
+    assert abs(result.achieved_depth - in_bone[:, 0].max()) < 1e-4  # sampled at the feedback rate
+    assert result.bone_model and not result.bit_in_bone
+    assert np.allclose(port.position, task.park, atol=1e-9)  # back where it started
+    seen = {f.phase for f in port.feedback}
+    assert {"approach", "align", "feed", "dwell", "retract", "withdraw", "park"} <= seen
+    active = [c for c in port.contexts if c.active]
+    assert len(active) == 1 and not port.contexts[-1].active
+    assert active[0].depth == task.depth and active[0].task == "incision"
+    assert executor.fault_reason == "" and not executor.busy and executor.phase == ""
+
+
+def test_cancel_in_feed_retracts_out_of_the_bone(config, task, tip):
+    port = PlantPort(task.park, cancel_in_phase="feed", cancel_depth=0.003)
+    result, port, _ = run(config, task, port)
+    assert result.outcome is Outcome.CANCELED, result.message
+    assert result.error_code is ErrorCode.CANCELED_RETRACTED
+    assert not result.bit_in_bone
+    depth, lateral = tip_track(port, tip, task)[-1]
+    assert depth < 0.0 and lateral < LATERAL_TOLERANCE
+    # The feed's stop (phase cancel_stop) lasts v / a = 15 ms at the feed's acceleration limit,
+    # under one 20 ms feedback period: the retract is what the feedback must show.
+    assert "cancel_retract" in {f.phase for f in port.feedback}
+
+
+def test_second_cancel_during_the_retract_keeps_retracting(config, task, tip):
+    port = PlantPort(task.park, cancel_in_phase="feed", cancel_depth=0.003)
+    port.cancel_in_phase_after = "cancel_retract"
+    executor = DrillHoleExecutor(port, config)
+    port.executor = executor
+    original = port.publish_feedback
+
+    def feedback(message):  # a second cancel once the retract runs
+        original(message)
+        if message.phase == "cancel_retract" and port.cancel_in_phase_after:
+            port.cancel_in_phase_after = ""
+            executor.request_cancel()
+
+    port.publish_feedback = feedback
+    result = executor.run(request(task))
+    assert result.error_code is ErrorCode.CANCELED_RETRACTED, result.message
+    assert tip_track(port, tip, task)[-1][0] < 0.0
+
+
+@pytest.mark.parametrize("failure", ["refused", "aborted"])
+def test_retract_refused_or_aborted_the_feed_alone_withdraws(config, task, tip, failure):
+    port = PlantPort(task.park, cancel_in_phase="feed", cancel_depth=0.003)
+    executor = DrillHoleExecutor(port, config)
+    port.executor = executor
+    feed = port.controllers["feed"]
+    original = executor.request_cancel
+    canceled_at = []
+
+    def cancel():  # the feed controller fails the retract the cancel sends
+        canceled_at.append(port.time)
+        if failure == "refused":
+            feed.refuse = 1
+        else:
+            feed.abort_at = port.time + 0.3
+        original()
+
+    executor.request_cancel = cancel
+    result = executor.run(request(task))
+    assert result.outcome is Outcome.CANCELED, result.message
+    assert result.error_code is ErrorCode.CANCELED_RETRACTED
+    assert "feed_withdraw" in {f.phase for f in port.feedback}
+    depth, lateral = tip_track(port, tip, task)[-1]
+    assert depth < 0.0 and lateral < LATERAL_TOLERANCE
+    # The arm held from the cancel on: only the feed moved.
+    arm = np.array([q[:FEED_INDEX] for t, q in port.trace if t >= canceled_at[0]])
+    assert np.ptp(arm, axis=0).max() == 0.0
+
+
+def test_arm_controller_abort_in_bone_withdraws_the_bit_and_aborts(config, task, tip):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    port.executor = executor
+    original = port.publish_feedback
+
+    def feedback(message):
+        original(message)
+        if message.phase == "feed" and message.depth > 0.004 and port.controllers["arm"].abort_at == math.inf:
+            port.controllers["arm"].abort_at = port.time
+
+    port.publish_feedback = feedback
+    result = executor.run(request(task))
+    assert result.outcome is Outcome.ABORTED
+    assert result.error_code is ErrorCode.ABORTED_FAULT, result.message
+    assert "path tolerance" in result.message and "withdrawn" in result.message
+    assert not result.bit_in_bone
+    assert tip_track(port, tip, task)[-1][0] < 0.0
+    assert executor.fault_reason  # latched until reset_fault
+    assert executor.reset_fault() and executor.fault_reason == ""
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"),
+    [
+        ("drill_feed: following error (injected)", ErrorCode.CANCELED_BIT_IN_BONE),
+        ("thrust limit: 81.2 N above 80 N", ErrorCode.ABORTED_MONITOR),
+    ],
+)
+def test_drive_stop_in_bone_leaves_the_bit_and_says_so(config, task, tip, reason, code):
+    port = PlantPort(task.park, drive_stop_reason=reason)
+    executor = DrillHoleExecutor(port, config)
+    port.executor = executor
+    original = port.publish_feedback
+
+    def feedback(message):
+        original(message)
+        if message.phase == "feed" and message.depth > 0.004 and port.drive_stop_at == math.inf:
+            port.drive_stop_at = port.time
+
+    port.publish_feedback = feedback
+    result = executor.run(request(task))
+    assert result.outcome is Outcome.ABORTED
+    assert result.error_code is code, result.message
+    assert result.bit_in_bone and executor.bit_in_bone
+    assert reason in result.message
+    assert tip_track(port, tip, task)[-1][0] > 0.004
+
+
+@pytest.mark.parametrize("delay", [math.inf, 1.5])  # never, or after the 1 s start delay
+def test_a_lost_acceptance_aborts_and_nothing_moves(config, task, delay):
+    """Issue 19 item 10: the arm controller accepted, its answer is lost (rclpy issue 1123) or
+    late; the goal aborts at the start time and the arm's goal is cancelled all the same."""
+    port = PlantPort(task.park, response_delay={"arm": delay})
+    result, port, executor = run(config, task, port)
+    assert result.outcome is Outcome.ABORTED
+    assert result.error_code is ErrorCode.ABORTED_FAULT
+    assert "arm controller did not accept" in result.message
+    assert port.controllers["arm"].accepted_goals == 1  # it had accepted
+    port.sleep(20.0)  # long after: nothing moved, nothing moves
+    poses = np.array([q for _, q in port.trace])
+    assert np.abs(poses - task.park).max() == 0.0
+    assert port.cancel_alls >= 1
+
+
+def test_a_refused_plan_aborts_and_cancels_the_part_that_was_accepted(config, task):
+    port = PlantPort(task.park)
+    port.controllers["feed"].refuse = 1
+    result, port, _ = run(config, task, port)
+    assert result.error_code is ErrorCode.REJECTED_NOT_READY
+    assert "feed controller refused" in result.message
+    port.sleep(10.0)
+    assert np.abs(np.array([q for _, q in port.trace]) - task.park).max() == 0.0
+
+
+def test_a_goal_on_a_starting_stack_waits_then_succeeds(config, task):
+    port = PlantPort(task.park, ready_at=5.0)
+    result, port, _ = run(config, task, port)
+    assert result.error_code is ErrorCode.SUCCESS, result.message
+    waiting = [f for f in port.feedback if f.phase == "waiting"]
+    assert len(waiting) >= int(5.0 / config.feedback_period) - 2
+
+
+class ClockStartingPort(PlantPort):
+    """ROS time with use_sim_time: 0 until the first /clock sample (here 10 s of the plant in),
+    then the plant's time. ready_timeout (20 s) counted from 0 would end before the stack is up
+    at 25 s; counted from the clock's start (10 s) it does not (seen in the ROS tier: the lock-step
+    clock starts at a whole second of wall time, so the jump spent the whole bound)."""
+
+    def now(self) -> float:
+        return 0.0 if self.time < 10.0 else self.time
+
+
+def test_the_ready_bound_starts_with_the_clock(config, task):
+    port = ClockStartingPort(task.park, ready_at=25.0)
+    result, port, _ = run(config, task, port)
+    assert result.error_code is ErrorCode.SUCCESS, result.message
+
+
+def test_a_stack_that_never_gets_ready_refuses_naming_what_is_missing(config, task):
+    port = PlantPort(task.park, ready_at=math.inf)
+    result, port, _ = run(config, task, port)
+    assert result.error_code is ErrorCode.REJECTED_NOT_READY
+    assert "arm_controller" in result.message and "20 s" in result.message
+    assert port.time == pytest.approx(config.ready_timeout, abs=0.1)  # the port's clock bounds it
+    assert not port.controllers["arm"].accepted_goals
+
+
+def test_disabled_after_start_is_refused_at_once(config, task):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    assert executor.waiting_for() == []  # started
+    port.enabled = False
+    result = executor.run(request(task))
+    assert result.error_code is ErrorCode.REJECTED_NOT_READY
+    assert "enable" in result.message and port.time < 0.1
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"depth": float("nan")}, ErrorCode.REJECTED_INVALID),
+        ({"direction": np.zeros(3)}, ErrorCode.REJECTED_INVALID),
+        ({"entry": np.array([5.0, 1.0, -1.35])}, ErrorCode.REJECTED_LIMIT),
+        ({"feed_rate": 1.0}, ErrorCode.REJECTED_LIMIT),
+    ],
+)
+def test_goals_that_cannot_be_done_are_refused_with_their_code(config, task, change, code):
+    result, port, executor = run(config, task, **change)
+    assert result.error_code is code, result.message
+    assert "goal rejected" in result.message
+    assert not port.controllers["arm"].accepted_goals and executor.fault_reason == ""
+
+
+def test_a_frame_other_than_world_is_invalid(config, task):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    result = executor.run(
+        DrillRequest(goal=request(task).goal, task="incision", frames=("base_link", "world"))
+    )
+    assert result.error_code is ErrorCode.REJECTED_INVALID and "base_link" in result.message
+
+
+def test_error_codes_are_the_actions_constants():
+    action = (Path(__file__).resolve().parents[3] / "action" / "DrillHole.action").read_text()
+    constants = dict(re.findall(r"^int8 ([A-Z_]+) = (\d+)", action, flags=re.MULTILINE))
+    assert {name: int(value) for name, value in constants.items()} == {c.name: c.value for c in ErrorCode}
+
+
+def test_without_a_task_file_no_bone_model_and_no_shipped_zones(config, task, tip):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    result = executor.run(DrillRequest(goal=request(task).goal))
+    assert result.error_code is ErrorCode.SUCCESS, result.message
+    assert not result.bone_model
+    assert port.contexts[0].active and port.contexts[0].task == ""
+
+
+def test_an_unreadable_task_file_is_invalid(config, task, tmp_path):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    result = executor.run(DrillRequest(goal=request(task).goal, task=str(tmp_path / "missing.yaml")))
+    assert result.error_code is ErrorCode.REJECTED_INVALID and "missing.yaml" in result.message
+    assert not port.controllers["arm"].accepted_goals
+
+
+def test_a_client_that_disappears_in_bone_is_a_cancel(config, task, tip):
+    port = PlantPort(task.park)
+    executor = DrillHoleExecutor(port, config)
+    original = port.publish_feedback
+
+    def feedback(message):
+        original(message)
+        if message.phase == "feed" and message.depth > 0.003 and port.clients_gone_at == math.inf:
+            port.clients_gone_at = port.time
+
+    port.publish_feedback = feedback
+    result = executor.run(request(task))
+    assert result.error_code is ErrorCode.CANCELED_RETRACTED, result.message
+    assert "client disappeared" in result.message
+    assert tip_track(port, tip, task)[-1][0] < 0.0
+    assert "cancel_retract" in {f.phase for f in port.feedback}
+
+
+def test_accept_reserves_the_executor_and_forgets_old_cancels(config, task):
+    executor = DrillHoleExecutor(PlantPort(task.park), config)
+    executor.request_cancel()
+    assert executor.accept()
+    assert not executor.accept()  # busy
+    assert executor._cancels_requested() == 0
+
+
+def test_a_latched_fault_refuses_at_once_even_while_controllers_are_down(config, task):
+    """A drive stop deactivates the controllers: the goal must not wait ready_timeout for them."""
+    port = PlantPort(task.park, ready_at=math.inf)
+    executor = DrillHoleExecutor(port, config)
+    executor.fault_reason = "drives stopped: e-stop"
+    result = executor.run(request(task))
+    assert result.error_code is ErrorCode.REJECTED_NOT_READY and "in fault" in result.message
+    assert port.time == 0.0

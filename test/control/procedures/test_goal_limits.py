@@ -1,0 +1,200 @@
+"""DrillHole goals against the robot's limits (issue 19 items 5 and 8).
+
+- a cancel in bone stops the feed at least as fast as the drilling monitor's own feed stop
+  (simulation.closed_loop.FeedStop, the independent reference here) before it retracts;
+- a goal deeper than the bone model's far side (plus the breakthrough allowance) or whose feed
+  rate makes the bone model predict more thrust than the robot's thrust limit is refused with
+  the number and the limit, as a "limit" refusal (REJECTED_LIMIT of action/DrillHole.action);
+- the goal's max_thrust (never above the robot's) is the drilling monitor's thrust limit during
+  the feed (monitor_settings_for_goal), and a closed-loop run stops the feed at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.models.bone import BoneThrust
+from quirobot_control.planning.drill_hole import (
+    INVALID,
+    LIMIT,
+    DrillGoal,
+    GoalRejectedError,
+    plan_cancel_retract,
+    plan_drill_hole,
+)
+from quirobot_control.planning.tasks import load_task
+from quirobot_control.planning.trajectory import JointTrajectory, Phase
+from quirobot_control.procedures.goal_monitor import GoalLimitError, monitor_settings_for_goal
+from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, FeedStop
+from quirobot_description.parameters import FEED_INDEX, FEED_JOINT
+
+DT = 0.002
+
+
+@pytest.fixture(scope="module")
+def incision():
+    return load_task("incision")
+
+
+@pytest.mark.parametrize("feed_rate", [0.0015, 0.005, 0.01])
+def test_a_cancel_stops_the_feed_at_least_as_fast_as_the_monitors_feed_stop(parameters, incision, feed_rate):
+    """Before: the cancel decelerated at the task's 0.01 m/s^2 (1.25 mm deeper at 5 mm/s), ten
+    times gentler than the monitor's feed stop at the feed's 0.1 m/s^2 (0.125 mm)."""
+    q = incision.park.copy()
+    q[FEED_INDEX] = 0.02
+    cancel = plan_cancel_retract(q, incision, parameters, DT, feed_velocity=feed_rate)
+    extra = cancel.positions[:, FEED_INDEX].max() - q[FEED_INDEX]
+    monitor_stop = FeedStop(0.0, q[FEED_INDEX], feed_rate, parameters.drill.feed_acceleration)
+    assert extra <= monitor_stop.rest_position - q[FEED_INDEX] + 1e-9, (extra, monitor_stop.rest_position)
+    assert extra > 0.0  # it stops, it does not jump back
+
+
+def _cancelled_in_bone(parameters, incision, feed_rate: float) -> tuple[float, float]:
+    """Closed loop (ideal plant, the bone's thrust): a DrillHole plan at `feed_rate` m/s cancelled
+    half-way through the feed, from the settle phase on. Returns (the true tip's depth at the
+    cancel, its deepest after it), m."""
+    control = control_configuration(parameters)
+    dt = control.dt
+    goal = DrillGoal(incision.entry, incision.direction, incision.depth, feed_rate, 80.0)
+    plan = plan_drill_hole(goal, incision.park, parameters, dt)
+    trajectory, task = plan.trajectory, plan.task
+    settle, feed = trajectory.phase("settle"), trajectory.phase("feed")
+    k0 = round(settle.start_time / dt)
+    k = round(0.5 * (feed.start_time + feed.end_time) / dt)
+    cancel = plan_cancel_retract(
+        trajectory.positions[k], task, parameters, dt, trajectory.velocities[k, FEED_INDEX]
+    )
+    before = (k - k0) * dt
+    run = JointTrajectory(
+        dt=dt,
+        positions=np.vstack([trajectory.positions[k0 : k + 1], cancel.positions[1:]]),
+        velocities=np.vstack([trajectory.velocities[k0 : k + 1], cancel.velocities[1:]]),
+        accelerations=np.vstack([trajectory.accelerations[k0 : k + 1], cancel.accelerations[1:]]),
+        phases=(
+            Phase("feed", 0.0, before),
+            *(Phase(p.name, p.start_time + before, p.end_time + before) for p in cancel.phases),
+        ),
+    )
+    simulation = ClosedLoopSimulation(
+        parameters, control, run, drilling=Drilling(task.entry, task.direction, task.bone)
+    )
+    log = simulation.run()
+    assert log.stop_reason is None, log.stop_reason
+    depth = (log.tip - task.entry) @ task.direction
+    at_cancel = k - k0
+    return float(depth[at_cancel]), float(depth[at_cancel:].max())
+
+
+def test_a_cancel_in_bone_goes_little_deeper_in_closed_loop(parameters, incision):
+    """5 mm/s in the canal: the true tip goes 0.125 mm (v^2 / 2a at the feed's 0.1 m/s^2) plus
+    the tracking lag deeper before the retract; before, 1.25 mm (the task's 0.01 m/s^2)."""
+    feed_rate = 0.005
+    at_cancel, deepest = _cancelled_in_bone(parameters, incision, feed_rate)
+    assert at_cancel > incision.bone.layers[0].thickness  # in bone, past the near cortex
+    planned = feed_rate**2 / (2.0 * parameters.drill.feed_acceleration)
+    assert deepest - at_cancel < planned + 0.05e-3, (deepest - at_cancel) * 1e3
+
+
+def _goal(incision, **change) -> DrillGoal:
+    goal = DrillGoal(incision.entry, incision.direction, incision.depth, incision.feed_rate, 60.0)
+    return replace(goal, **change)
+
+
+def test_a_depth_far_past_the_far_cortex_is_refused_with_the_limit(parameters, incision):
+    """The issue's goal: 46.5 mm past the bone model's far cortex (25 mm), inside the feed's travel."""
+    with pytest.raises(GoalRejectedError) as refused:
+        plan_drill_hole(_goal(incision, depth=0.0715), incision.park, parameters, DT)
+    assert refused.value.kind == LIMIT
+    assert str(refused.value) == (
+        "depth 71.50 mm is 46.50 mm past the bone model's far side at 25.00 mm: at most 25.50 mm "
+        "(tools.drill.breakthrough_limit 0.5 mm past it)"
+    )
+    # At the allowance it plans (the shipped incision's own depth, 0.2 mm past, too).
+    plan_drill_hole(_goal(incision, depth=0.0255), incision.park, parameters, DT)
+
+
+def test_a_feed_rate_predicting_more_than_the_robots_thrust_limit_is_refused(parameters, incision):
+    """6 mm/s: the bone model predicts 87.9 N, over the robot's 80 N, whatever max_thrust says."""
+    bone = BoneThrust(incision.bone)
+    feed_rate = 0.006
+    predicted = max(bone.target(d, feed_rate) for d in np.linspace(0.0, incision.depth, 2521))
+    assert predicted == pytest.approx(87.9, abs=0.05)  # the model's own power law, independently
+    for max_thrust in (80.0, 60.0):
+        with pytest.raises(GoalRejectedError, match=r"predicts 87.9 N .*6.00 mm/s") as refused:
+            plan_drill_hole(
+                _goal(incision, feed_rate=feed_rate, max_thrust=max_thrust), incision.park, parameters, DT
+            )
+        assert refused.value.kind == LIMIT
+    assert "above the robot's thrust limit 80.0 N" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "kind", "words"),
+    [
+        ({"max_thrust": 100.0}, LIMIT, "max_thrust 100.0 N exceeds the robot's thrust limit 80.0 N"),
+        ({"feed_rate": 0.05}, LIMIT, "feed_rate 50.00 mm/s exceeds the drill_feed velocity limit 10.00 mm/s"),
+        ({"depth": 0.2}, LIMIT, "drill_feed travel"),
+        ({"entry": np.array([5.0, 1.0, -1.35])}, LIMIT, "gantry_x"),
+        ({"depth": float("nan")}, INVALID, "depth must be finite"),
+        ({"direction": np.zeros(3)}, INVALID, "non-zero"),
+        ({"entry": np.zeros(2)}, INVALID, "3 components, got 2 and 3"),
+        ({"max_thrust": -1.0}, INVALID, "max_thrust must be > 0"),
+    ],
+)
+def test_refusals_say_malformed_or_beyond_a_limit(parameters, incision, change, kind, words):
+    with pytest.raises(GoalRejectedError, match=words) as refused:
+        plan_drill_hole(_goal(incision, **change), incision.park, parameters, DT)
+    assert refused.value.kind == kind
+    assert "\n" not in str(refused.value)
+
+
+def test_monitor_settings_take_the_goals_thrust_limit_never_above_the_robots(parameters):
+    control = control_configuration(parameters)
+    safety = parameters.drilling.safety
+    reference = DrillingMonitorSettings.from_parameters(
+        safety,
+        parameters.drill,
+        parameters.drilling.spindle,
+        control.joint(FEED_JOINT).effective_inertia,
+        0.021,
+    )
+    lower = monitor_settings_for_goal(45.0, 0.021, parameters, control)
+    assert lower == replace(reference, thrust_limit=45.0)
+    assert monitor_settings_for_goal(500.0, 0.021, parameters, control).thrust_limit == safety.thrust_limit
+    assert monitor_settings_for_goal(45.0, None, parameters, control).arm_depth is None
+    for bad in (float("nan"), float("inf"), 0.0, -5.0, "60"):
+        with pytest.raises(GoalLimitError, match="max_thrust must be a finite number > 0 N"):
+            monitor_settings_for_goal(bad, 0.021, parameters, control)
+
+
+def test_simulate_stops_the_feed_at_the_goals_thrust_limit(parameters):
+    """The shipped incision (bone model peak 38 N at 1.5 mm/s) with a 25 N limit: the drilling
+    monitor stops the feed at 25 N, not at the robot's 80 N (before, run_task had no such limit)."""
+    from quirobot_control.simulation.incision import run_task
+
+    result = run_task("incision", parameters, max_thrust=25.0, until="feed")
+    assert result.metrics["feed_end"] == "thrust limit", result.metrics["stop_reason"]
+    assert "above the limit 25.0 N" in result.metrics["stop_reason"]
+    assert result.log.thrust.max() < 40.0  # stopped in the near cortex, well under the model's 38 N
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-thrust", "100"], "--max-thrust 100 N exceeds the robot's thrust limit 80 N"),
+        (["--max-thrust", "nan"], "--max-thrust must be a finite number > 0"),
+        (["--task", "line", "--max-thrust", "50"], "apply to an incision task only"),
+    ],
+)
+def test_simulate_refuses_a_thrust_limit_above_the_robots(tmp_path, capsys, argv, message):
+    from quirobot_cli.cli import main
+
+    code = main(["simulate", *argv, "--no-progress", "--output", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.count("\n") == 1

@@ -1,0 +1,68 @@
+"""The README's incision table comes from runs: scripts/readme_incision.py writes it from
+`quirobot simulate --json` (the shipped incision on both plants, the report's line) and
+bench/results/accuracy.txt; these tests fail when a precision row no longer matches.
+
+The full check simulates about a minute on 2 cores (marked slow). Timing rows (controller cost,
+simulated/wall time) are the writing machine's and are not compared.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("readme_incision", ROOT / "scripts" / "readme_incision.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+script = _script()
+
+
+def test_the_readme_holds_the_generated_table_between_its_markers():
+    documented = README[README.index(script.BEGIN) : README.index(script.END)].splitlines()
+    metrics = [line.split("|")[1].strip() for line in documented[3:]]
+    assert documented[1:3] == script.HEADER
+    assert metrics == [row[0] for row in script.ROWS]
+
+
+def test_the_monte_carlo_row_is_the_saved_bench_result():
+    (row,) = [line for line in README.splitlines() if line.startswith("| Monte-Carlo p95")]
+    assert f"| {script.micrometres(script.monte_carlo_p95())} |" in row
+
+
+def test_the_check_finds_a_stale_row():
+    """stale_rows can fail: a precision number changed in the text is found, a timing one not."""
+    runs = {
+        plant: {
+            "entry_error": 1e-6,
+            "lateral_deviation": 2e-6,
+            "depth_overshoot": 3e-6,
+            "final_depth_error": 4e-6,
+            "peak_thrust": 50.0,
+            "duration": 28.0,
+            "line_deviation": 5e-6,
+            "controller_p99": 1e-4,
+            "real_time_factor": 1.0,
+        }
+        for plant in ("realistic", "ideal", "line")
+    } | {"monte_carlo_p95": 1e-4, "load": 3.0}
+    text = script.markdown_table(runs)
+    assert script.stale_rows(text, runs) == []
+    assert len(script.stale_rows(text.replace("3.00 µm", "0.68 µm"), runs)) == 1
+    assert script.stale_rows(text.replace("100 µs (load 3)", "161 µs (load 1)"), runs) == []
+
+
+@pytest.mark.slow
+def test_the_readme_table_is_what_the_runs_give():
+    runs = {**script.measure(), "monte_carlo_p95": script.monte_carlo_p95()}
+    stale = script.stale_rows(README, runs)
+    assert stale == [], "README.md's incision table is stale: run `python scripts/readme_incision.py --write`"
