@@ -16,3 +16,11 @@ if os.environ.get("QUIROBOT_ROS_TIER"):
 # The loaded-incision test (issue 17 item 4) does not pass yet and takes over 30 min on a loaded
 # 2-core machine: collected only when asked for (QUIROBOT_SIM_LOAD=1).
 collect_ignore = [] if os.environ.get("QUIROBOT_SIM_LOAD") == "1" else ["test_launch_sim_load.py"]
+
+
+def pytest_collection_modifyitems(items):
+    """Every test here starts real ROS 2 nodes over DDS: the `ros` marker (deselect with -m "not ros")."""
+    import pytest
+
+    for item in items:
+        item.add_marker(pytest.mark.ros)
