@@ -86,7 +86,9 @@ class NodeParameter:
         if not _is_type(value, self.type):
             integer = isinstance(value, int) and not isinstance(value, bool)
             hint = f": write {value}.0" if integer and self.type == "double" else ""
-            raise NodeParameterError(f"parameter {self.name} must be a {self.type}, got {value!r}{hint}")
+            raise NodeParameterError(
+                f"parameter {self.name} must be of type {self.type}, got {value!r}{hint}"
+            )
         if self.low is not None and not (math.isfinite(value) and self.low <= value <= self.high):
             raise NodeParameterError(
                 f"parameter {self.name} = {_number(value)} {self.unit} is outside {self.range_text()}"
