@@ -10,26 +10,20 @@ block. Every behaviour (start-up handshake, watchdog, safety layer) is in
 `quirobot_control.bridge.drive_bridge.DriveBridge`; this node passes it the messages and a monotonic
 clock (time.monotonic(), s). rclpy is imported only inside `main`.
 
-Parameters:
-- robot_description: the URDF XML (as the launch file gives robot_state_publisher). Empty
-  (default): the node waits for the latched /robot_description topic (transient local).
-- commands_topic, states_topic: defaults as in the URDF's <ros2_control> block.
-- drive_backend: "simulated" (SimulatedDrives on the MuJoCo plant, default) or "canopen" (the
-  CiA 402 servo drives on the CAN buses of the parameter file, canopen.channels). With "canopen"
-  the bus cycle runs in its own thread (bridge.drive_cycle: absolute deadlines, SCHED_FIFO
-  where granted); this node's subscription posts the commands to its mailbox, its timer
-  publishes the cycle's latest joint state, its services run while the cycle keeps the bus
-  alive: a slow callback here never delays a SYNC.
-- can_interface: python-can interface of the buses (default socketcan).
-- can_channels: "bus=channel" pairs (e.g. "can0=vcan0,can1=vcan1,can2=vcan2") for buses whose
-  channel is not their own name (default: none).
+Parameters: each declared once, with its type, default, unit and range, in
+`quirobot_control.bridge.drive_node_parameters` (the table: docs/node_parameters.md); a value
+outside its range stops the start-up with one line naming it. With drive_backend "canopen" the
+bus cycle runs in its own thread (bridge.drive_cycle: absolute deadlines, SCHED_FIFO where
+granted); this node's subscription posts the commands to its mailbox, its timer publishes the
+cycle's latest joint state, its services run while the cycle keeps the bus alive: a slow callback
+here never delays a SYNC.
 
-Simulated backend only: `simulated_bone` (a task name, e.g. incision; default "none") puts that
-task's bone in the plant (its thrust on the drill tip); `test_fault_injection` (default false,
-tests only) adds the service ~/inject_fault (std_srvs/Trigger) that faults the drill feed's drive.
+Simulated backend only: `simulated_bone` puts that task's bone in the plant (its thrust on the
+drill tip); `test_fault_injection` (tests only) adds the service ~/inject_fault (std_srvs/Trigger)
+that faults the drill feed's drive.
 
 Time of the simulated plant, two ways:
-- `publish_clock` false (default): the plant follows the wall clock, up to 10 periods per timer
+- `publish_clock` false (the default): the plant follows the wall clock, up to 10 periods per timer
   tick (a late tick catches up). Under load the plant can fall behind the controllers, which run
   on the wall clock: a following error of speed x lag.
 - `publish_clock` true (sim.launch.py, with use_sim_time on the controller manager and the task
@@ -38,10 +32,10 @@ Time of the simulated plant, two ways:
   of period k; when it arrives the plant runs period k, and so on. The plant never runs without
   its period's command, so a slow machine slows the simulation and never changes its result.
   Until the first command (the controller manager starting) the plant runs a period every
-  `lockstep_republish` s (default 0.05) of wall time: its loop needs the clock to move to start.
+  `lockstep_republish` s of wall time: its loop needs the clock to move to start.
   From then on wall time is only a guard: /clock is sent again after `lockstep_republish` s
   without a command (a lost best-effort sample), and
-  after `lockstep_timeout` s (default 10) without one the controller manager is taken as dead:
+  after `lockstep_timeout` s without one the controller manager is taken as dead:
   every drive is stopped with that reason and the plant runs on the wall clock until commands
   come back.
 
@@ -50,13 +44,13 @@ Services (std_srvs/Trigger), the hardware component's lifecycle (bridge.drive_br
 /quirobot/drives/enable (activate: drives enabled at the measured pose, a controller's first
 command must be near it), /quirobot/drives/disable (deactivate: inverters off, brakes),
 /quirobot/drives/home (the hardware's homing sequence, run period by period while disabled).
-`homing` (default false; simulated backend): drives with incremental encoders, not homed at
+`homing` (simulated backend): drives with incremental encoders, not homed at
 start-up (the hardware refuses to enable them until /quirobot/drives/home has run); by default the
 simulated drives have absolute encoders and start homed, and real drives report their own.
 
 Controllers stop with the drives (bridge.controller_stopper, as the UR driver's
 controller_stopper): when the drives stop or are disabled, the controllers of `stop_controllers`
-(default joint_trajectory_controller, drill_feed_controller) are deactivated through
+are deactivated through
 /controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
 deactivation; the reason is on /quirobot/drive_stop); /quirobot/drives/enable reactivates them.
 
@@ -98,11 +92,12 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     from std_srvs.srv import Trigger
 
     from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
-    from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS
     from quirobot_control.bridge.diagnostics import drive_diagnostics
     from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
+    from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE
     from quirobot_control.hardware.control_config import control_configuration
     from quirobot_description.parameters import FEED_JOINT, load_parameters
+    from quirobot_description.ros_parameters import declare_parameters
 
     # SIGINT and SIGTERM (launch's escalation) as KeyboardInterrupt in spin, so that the drives are
     # stopped and the buses released on the way out. Not rclpy's handler: it shuts the context
@@ -112,21 +107,28 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, _interrupt)
     node = Node("drive_node")
-    description = node.declare_parameter("robot_description", "").value
-    commands_topic = node.declare_parameter("commands_topic", "/quirobot/joint_commands").value
-    states_topic = node.declare_parameter("states_topic", "/quirobot/joint_states").value
-    backend_name = node.declare_parameter("drive_backend", "simulated").value
-    can_interface = node.declare_parameter("can_interface", "socketcan").value
-    can_channels = node.declare_parameter("can_channels", "").value
-    simulated_bone = node.declare_parameter("simulated_bone", "").value
-    fault_injection = bool(node.declare_parameter("test_fault_injection", False).value)
-    publish_clock = bool(node.declare_parameter("publish_clock", False).value)
-    lockstep_timeout = float(node.declare_parameter("lockstep_timeout", 10.0).value)
-    lockstep_republish = float(node.declare_parameter("lockstep_republish", 0.05).value)
-    homing = bool(node.declare_parameter("homing", False).value)
-    stopped_controllers = list(
-        node.declare_parameter("stop_controllers", list(DEFAULT_STOPPED_CONTROLLERS)).value
-    )
+    # --- parameters: declared from their schema (bridge.drive_node_parameters), nowhere else ---
+    try:
+        parameters = declare_parameters(node, DRIVE_NODE)
+    except ValueError as error:  # a value outside its type or range: one line naming it
+        node.get_logger().fatal(f"drive start-up failed: {error}")
+        node.destroy_node()
+        rclpy.shutdown()
+        return 1
+    description = parameters["robot_description"]
+    commands_topic = parameters["commands_topic"]
+    states_topic = parameters["states_topic"]
+    backend_name = parameters["drive_backend"]
+    can_interface = parameters["can_interface"]
+    can_channels = parameters["can_channels"]
+    simulated_bone = parameters["simulated_bone"]
+    fault_injection = parameters["test_fault_injection"]
+    publish_clock = parameters["publish_clock"]
+    lockstep_timeout = parameters["lockstep_timeout"]
+    lockstep_republish = parameters["lockstep_republish"]
+    homing = parameters["homing"]
+    stopped_controllers = parameters["stop_controllers"]
+    # --- end of the parameters ---
 
     def shut_down() -> None:
         node.destroy_node()

@@ -31,8 +31,10 @@ test/control/procedures/test_drill_hole_executor.py); this node only translates:
   while busy; /quirobot/reset_fault acknowledges the drives' latched stop and clears the
   executor's latch.
 
-The node configures and activates itself at start-up (parameter `autostart`, default true).
-rclpy is imported only inside functions.
+The node configures and activates itself at start-up (parameter `autostart`). Its parameters are
+declared once, with type, default, unit and range, in `procedures.task_node_parameters` (the
+table: docs/node_parameters.md); a value outside its range stops it with one line naming it
+(exit status 2). rclpy is imported only inside functions.
 """
 
 from __future__ import annotations
@@ -72,7 +74,12 @@ def main(args: list[str] | None = None) -> int:
     from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
     rclpy.init(args=args)
-    node = _make_node()
+    try:
+        node = _make_node()
+    except ValueError as error:  # a parameter outside its type or range: one line naming it
+        print(f"task_node: error: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
     executor = MultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
     try:
@@ -383,24 +390,21 @@ def _make_node():
     from rclpy.qos import DurabilityPolicy, QoSProfile
 
     from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, ExecutorConfig
+    from quirobot_control.procedures.task_node_parameters import TASK_NODE, executor_timing
+    from quirobot_description.ros_parameters import declare_parameters
 
     class TaskNode(LifecycleNode):
         def __init__(self) -> None:
             super().__init__("task_node")
             self.group = ReentrantCallbackGroup()
             self.active = False
-            declare = self.declare_parameter
-            self.autostart = declare("autostart", True).value
-            self.states_topic = declare("joint_states_topic", "/quirobot/joint_states").value
-            self.task = declare("task", "").value  # the default scene/task file; "": no bone model
-            self.timing = {
-                "feedback_period": 1.0 / float(declare("feedback_rate", 50.0).value),
-                "start_delay": float(declare("start_delay", 2.0).value),
-                # s: the following error the controllers see per unit speed through drive_node.
-                "tracking_lag": float(declare("tracking_lag", 0.05).value),
-                "ready_timeout": float(declare("ready_timeout", 300.0).value),
-            }
-            self.waypoint_period = float(declare("waypoint_period", 0.01).value)
+            # Declared from their schema (procedures.task_node_parameters), nowhere else.
+            parameters = declare_parameters(self, TASK_NODE)
+            self.autostart = parameters["autostart"]
+            self.states_topic = parameters["joint_states_topic"]
+            self.task = parameters["task"]
+            self.timing = executor_timing(parameters)
+            self.waypoint_period = parameters["waypoint_period"]
             if self.autostart:
                 self._autostart = self.create_timer(0.0, self._autostart_once, callback_group=self.group)
 

@@ -294,17 +294,19 @@ class ExecutorConfig:
         """From the shipped files: the parameter file (or `params`), the control period, the
         controllers' tolerances (config/controllers.yaml), the kinematics and the incision task;
         `options` override the timing fields (start_delay, tracking_lag, ...)."""
-        import yaml
-
         from quirobot_control.hardware.control_config import control_configuration
         from quirobot_control.planning.drill_hole import path_tolerances
         from quirobot_control.planning.tasks import Kinematics, load_task
         from quirobot_description.data_files import find_data_file
         from quirobot_description.parameters import load_parameters
+        from quirobot_description.sourced_yaml import read_yaml_mapping
         from quirobot_kinematics import KinematicModel
 
         params = params or load_parameters()
-        controllers = yaml.safe_load(find_data_file("config/controllers.yaml").read_text())
+        # A ros2_control parameter file (ros__parameters), not a {value, unit, source} one: parsed
+        # by the sourced reader's hardened YAML parse (size, depth, duplicate keys), no schema.
+        path = find_data_file("config/controllers.yaml")
+        controllers = read_yaml_mapping(path, ValueError, "controllers file")
         return cls(
             params=params,
             dt=control_configuration(params).dt,

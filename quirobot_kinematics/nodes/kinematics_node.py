@@ -3,11 +3,9 @@
     ros2 run quirobot kinematics_node [--ros-args -p orientation_mode:=approach]
 
 Services `compute_fk` and `compute_ik` in the node's namespace (default /quirobot, as
-launch/kinematics.launch.py sets it). Parameters:
-- orientation_mode (string, "full" | "approach"): whether an IK pose's roll about the tool axis
-  must be reachable as given (full) or is free (approach);
-- orientation_tolerance (double, rad): how far tool x may leave the horizontal in "full" mode;
-- parameter_file (string): robot parameter YAML, "" for the one shipped with the package.
+launch/kinematics.launch.py sets it). Parameters (orientation_mode, orientation_tolerance, which
+may change at run time, and parameter_file): each declared once, with its type, default, unit and
+range, in `quirobot_kinematics.node_parameters` (the table: docs/node_parameters.md).
 
 A thin adapter: messages are copied into the dataclasses of
 `quirobot_kinematics.service_translation` and back; every decision is made there. rclpy and
@@ -20,8 +18,8 @@ import sys
 
 from quirobot_description.parameters import load_parameters
 from quirobot_kinematics import service_translation as st
-from quirobot_kinematics.inverse import DEFAULT_ORIENTATION_TOLERANCE
 from quirobot_kinematics.model import KinematicModel
+from quirobot_kinematics.node_parameters import KINEMATICS_NODE
 
 DEFAULT_NAMESPACE = "quirobot"
 NODE_NAME = "kinematics_node"
@@ -66,12 +64,16 @@ def build_node():
     from rcl_interfaces.msg import SetParametersResult
     from rclpy.node import Node
 
+    from quirobot_description.ros_parameters import declare_parameters
+
     class KinematicsNode(Node):
         def __init__(self) -> None:
             super().__init__(NODE_NAME, namespace=DEFAULT_NAMESPACE)
-            mode = self.declare_parameter("orientation_mode", "full").value
-            tolerance = self.declare_parameter("orientation_tolerance", DEFAULT_ORIENTATION_TOLERANCE).value
-            parameter_file = self.declare_parameter("parameter_file", "").value
+            # Declared from their schema (quirobot_kinematics.node_parameters), nowhere else.
+            parameters = declare_parameters(self, KINEMATICS_NODE)
+            mode = parameters["orientation_mode"]
+            tolerance = parameters["orientation_tolerance"]
+            parameter_file = parameters["parameter_file"]
             model = KinematicModel.from_parameters(load_parameters(parameter_file or None))
             self.service = st.KinematicsService(model, mode, tolerance)
             self.add_on_set_parameters_callback(self._on_parameters)
@@ -90,10 +92,6 @@ def build_node():
                     mode = parameter.value
                 elif parameter.name == "orientation_tolerance":
                     tolerance = parameter.value
-                elif parameter.name == "parameter_file":
-                    return SetParametersResult(
-                        successful=False, reason="parameter_file is read at start only"
-                    )
             try:
                 self.service = st.KinematicsService(self.service.model, mode, tolerance)
             except ValueError as error:

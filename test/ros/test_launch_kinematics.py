@@ -26,6 +26,7 @@ from launch import LaunchDescription  # noqa: E402
 from quirobot_description.parameters import JOINT_NAMES, load_parameters  # noqa: E402
 from quirobot_kinematics.forward import forward_kinematics  # noqa: E402
 from quirobot_kinematics.model import KinematicModel  # noqa: E402
+from quirobot_kinematics.node_parameters import KINEMATICS_NODE  # noqa: E402
 from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix  # noqa: E402
 
 Q = [0.7, 1.3, 0.9, 2.1, 0.4]
@@ -121,6 +122,22 @@ class TestKinematicsServices(unittest.TestCase):
         # Report's worked example: outside the joint limits, so a motion request is refused.
         response = self.ik(forward_kinematics([-1.5, -1.5, 0.5, math.pi / 4, math.pi / 4], self.model))
         self.assertEqual(response.error_code.val, NO_IK_SOLUTION)
+
+    def test_the_parameters_are_described_as_their_schema_says(self) -> None:
+        # `ros2 param describe`'s service: type, description with the unit, range, read-only.
+        from rcl_interfaces.srv import DescribeParameters
+
+        request = DescribeParameters.Request(names=list(KINEMATICS_NODE.names))
+        response = self.call(DescribeParameters, "/quirobot/kinematics_node/describe_parameters", request)
+        described = {d.name: d for d in response.descriptors}
+        self.assertEqual(set(described), set(KINEMATICS_NODE.names))
+        tolerance = described["orientation_tolerance"]
+        self.assertTrue(tolerance.description.endswith("[rad]"))
+        self.assertEqual(len(tolerance.floating_point_range), 1)
+        self.assertAlmostEqual(tolerance.floating_point_range[0].to_value, math.pi / 2)
+        self.assertFalse(tolerance.read_only)
+        self.assertTrue(described["parameter_file"].read_only)
+        self.assertIn("approach", described["orientation_mode"].additional_constraints)
 
 
 @launch_testing.post_shutdown_test()

@@ -1,0 +1,118 @@
+"""drive_node's ROS parameters, each declared once (`quirobot_description.node_parameters`).
+
+drive_node declares them through `quirobot_description.ros_parameters.declare_parameters`;
+docs/node_parameters.md's table is generated from this one. Defaults that are facts of the core
+come from their home (DRIVE_BACKENDS, DEFAULT_STOPPED_CONTROLLERS, Lockstep's guards).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS
+from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
+from quirobot_control.bridge.lockstep import Lockstep
+from quirobot_description.node_parameters import NodeParameter, NodeSchema
+
+__all__ = ["DRIVE_NODE"]
+
+_LOCKSTEP = {f.name: f.default for f in fields(Lockstep)}
+
+DRIVE_NODE = NodeSchema(
+    "drive_node",
+    (
+        NodeParameter(
+            "robot_description",
+            "string",
+            "",
+            "The URDF XML (as the launch file gives robot_state_publisher); its ros2_control block "
+            "names the joints and so the drives. Empty: wait for the latched /robot_description topic.",
+        ),
+        NodeParameter(
+            "commands_topic",
+            "string",
+            "/quirobot/joint_commands",
+            "The controllers' commands (sensor_msgs/JointState), as in the URDF's ros2_control block.",
+        ),
+        NodeParameter(
+            "states_topic",
+            "string",
+            "/quirobot/joint_states",
+            "The joint states published at the control rate, as in the URDF's ros2_control block.",
+        ),
+        NodeParameter(
+            "drive_backend",
+            "string",
+            DRIVE_BACKENDS[0],
+            "simulated: SimulatedDrives on the MuJoCo plant; canopen: the CiA 402 servo drives on the "
+            "CAN buses of the parameter file (canopen.channels), the bus cycle in its own thread.",
+            choices=DRIVE_BACKENDS,
+        ),
+        NodeParameter(
+            "can_interface", "string", "socketcan", "python-can interface of the CAN buses (canopen backend)."
+        ),
+        NodeParameter(
+            "can_channels",
+            "string",
+            "",
+            'bus=channel pairs for buses whose channel is not their own name, e.g. "can0=vcan0,can1=vcan1" '
+            "(canopen backend). Empty: none.",
+        ),
+        NodeParameter(
+            "simulated_bone",
+            "string",
+            "",
+            "Simulated backend: this task's bone in the plant (its thrust on the drill tip), "
+            'e.g. "incision". Empty or "none": no bone.',
+        ),
+        NodeParameter(
+            "test_fault_injection",
+            "bool",
+            False,
+            "Simulated backend, tests only: adds the service ~/inject_fault (std_srvs/Trigger) that faults "
+            "the drill feed's drive.",
+        ),
+        NodeParameter(
+            "publish_clock",
+            "bool",
+            False,
+            "Simulated backend: publish /clock and run the plant in lock-step with the controller manager "
+            "(sim.launch.py); false: the plant follows the wall clock.",
+        ),
+        NodeParameter(
+            "lockstep_timeout",
+            "double",
+            _LOCKSTEP["dead_after"],
+            "publish_clock: wall time without a command after which the controller manager counts as "
+            "dead: every drive stops and the plant runs on the wall clock until commands come back. "
+            "Must exceed lockstep_republish.",
+            unit="s",
+            low=0.1,
+            high=600.0,
+        ),
+        NodeParameter(
+            "lockstep_republish",
+            "double",
+            _LOCKSTEP["republish_after"],
+            "publish_clock: wall time without a command after which /clock is sent again (a lost "
+            "best-effort sample); before the first command, the wall time per plant period.",
+            unit="s",
+            low=0.001,
+            high=10.0,
+        ),
+        NodeParameter(
+            "homing",
+            "bool",
+            False,
+            "Simulated backend: drives with incremental encoders, not homed at start-up (enable is refused "
+            "until /quirobot/drives/home has run); false: absolute encoders, homed.",
+        ),
+        NodeParameter(
+            "stop_controllers",
+            "string_array",
+            DEFAULT_STOPPED_CONTROLLERS,
+            "The controllers deactivated through /controller_manager/switch_controller when the drives stop "
+            "or are disabled, reactivated by /quirobot/drives/enable.",
+        ),
+    ),
+)

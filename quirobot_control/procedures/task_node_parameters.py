@@ -1,0 +1,95 @@
+"""task_node's ROS parameters, each declared once (`quirobot_description.node_parameters`).
+
+task_node declares them through `quirobot_description.ros_parameters.declare_parameters`;
+docs/node_parameters.md's table is generated from this one. The timing defaults are
+ExecutorConfig's own (the executor's home for them); the node passes the values it was given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from quirobot_control.procedures.drill_hole_executor import ExecutorConfig
+from quirobot_description.node_parameters import NodeParameter, NodeSchema
+
+__all__ = ["TASK_NODE", "executor_timing"]
+
+_EXECUTOR = {f.name: f.default for f in fields(ExecutorConfig)}
+
+TASK_NODE = NodeSchema(
+    "task_node",
+    (
+        NodeParameter("autostart", "bool", True, "Configure and activate the lifecycle node at start-up."),
+        NodeParameter(
+            "joint_states_topic",
+            "string",
+            "/quirobot/joint_states",
+            "The measured joint states (sensor_msgs/JointState, drive_node's states_topic).",
+        ),
+        NodeParameter(
+            "task",
+            "string",
+            "",
+            "The scene/task file a DrillHole goal without its own `task` uses (its bone model, no-go "
+            'zones), e.g. "incision". Empty: no bone model.',
+        ),
+        NodeParameter(
+            "feedback_rate",
+            "double",
+            1.0 / _EXECUTOR["feedback_period"],
+            "Rate of the DrillHole action's feedback.",
+            unit="Hz",
+            low=0.1,
+            high=1000.0,
+        ),
+        NodeParameter(
+            "start_delay",
+            "double",
+            _EXECUTOR["start_delay"],
+            "Time between sending a plan to the controllers and its start time (their common stamp).",
+            unit="s",
+            low=0.0,
+            high=60.0,
+        ),
+        NodeParameter(
+            "tracking_lag",
+            "double",
+            _EXECUTOR["tracking_lag"],
+            "The following error the controllers see per unit speed through drive_node: every phase but "
+            "the feed and the dwell is slowed so that it stays within their path tolerances.",
+            unit="s",
+            low=0.0,
+            high=1.0,
+        ),
+        NodeParameter(
+            "ready_timeout",
+            "double",
+            _EXECUTOR["ready_timeout"],
+            "How long a goal waits for the stack (drives, controllers, joint states, description) to be "
+            "ready before it is refused.",
+            unit="s",
+            low=0.0,
+            high=3600.0,
+        ),
+        NodeParameter(
+            "waypoint_period",
+            "double",
+            0.01,
+            "Time between the plan's samples sent to the controllers as trajectory points (they "
+            "interpolate between them).",
+            unit="s",
+            low=0.001,
+            high=1.0,
+        ),
+    ),
+)
+
+
+def executor_timing(values: dict[str, object]) -> dict[str, float]:
+    """ExecutorConfig's timing options from task_node's parameter values (name -> value)."""
+    return {
+        "feedback_period": 1.0 / float(values["feedback_rate"]),
+        "start_delay": float(values["start_delay"]),
+        "tracking_lag": float(values["tracking_lag"]),
+        "ready_timeout": float(values["ready_timeout"]),
+    }
