@@ -28,22 +28,22 @@ from quirobot_control.hardware.component import (
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.urdf import robot_description
 
-U, N, A = LifecycleState.UNCONFIGURED, LifecycleState.INACTIVE, LifecycleState.ACTIVE  # N: iNactive
+OFF, INACTIVE, ACTIVE = LifecycleState.UNCONFIGURED, LifecycleState.INACTIVE, LifecycleState.ACTIVE
 #: event -> {state: the state after it}; a state not listed: the event is refused there.
 EXPECTED = {
     # ros2_control's hardware lifecycle
-    "configure": {U: N},
-    "activate": {N: A},
-    "deactivate": {A: N},
-    "cleanup": {N: U},
-    "error": {U: U, N: U, A: U},
+    "configure": {OFF: INACTIVE},
+    "activate": {INACTIVE: ACTIVE},
+    "deactivate": {ACTIVE: INACTIVE},
+    "cleanup": {INACTIVE: OFF},
+    "error": {OFF: OFF, INACTIVE: OFF, ACTIVE: OFF},
     # this component's rules
-    "acknowledge": {U: U, N: N},
-    "home": {N: N},
-    "hold": {A: A},
-    "read": {A: A},
-    "write": {A: A},
-    "stop": {U: U, N: N, A: N},
+    "acknowledge": {OFF: OFF, INACTIVE: INACTIVE},
+    "home": {INACTIVE: INACTIVE},
+    "hold": {ACTIVE: ACTIVE},
+    "read": {ACTIVE: ACTIVE},
+    "write": {ACTIVE: ACTIVE},
+    "stop": {OFF: OFF, INACTIVE: INACTIVE, ACTIVE: INACTIVE},
 }
 
 
@@ -88,14 +88,14 @@ def _request(hw, event: str) -> bool:
     return call() in (CallbackReturn.SUCCESS, ReturnType.OK)
 
 
-@pytest.mark.parametrize("state", [U, N, A])
+@pytest.mark.parametrize("state", [OFF, INACTIVE, ACTIVE])
 @pytest.mark.parametrize("event", EXPECTED)
 def test_every_state_and_event_against_the_lifecycle_standard(parameters, control, info, state, event):
     """Accepted where EXPECTED lists the pair, landing in its state; refused elsewhere: the
     lifecycle, the drives and the stop latch as they were, `refused` naming event and state."""
     rig = Rig(parameters, control, info, Q0)
     hw = rig.hardware
-    for step in {U: (), N: ("configure",), A: ("configure", "activate")}[state]:
+    for step in {OFF: (), INACTIVE: ("configure",), ACTIVE: ("configure", "activate")}[state]:
         assert _request(hw, step), hw.refused
     assert hw.lifecycle is state
     before = rig.states()
