@@ -75,13 +75,19 @@ class Harness:
     fault: Callable[[], None]
     statusword_state: Callable[[], Cia402State] | None = None  # CanopenDrive: the slave's own word
 
-    def settle(self, periods: int = 10) -> None:
-        """Let any stop finish (standstill, brake holding, power off), then `periods` more."""
+    def settle(self, periods: int = 3) -> None:
+        """Let any stop reach the drive and finish (its own report: standstill, brake holding,
+        power off), then `periods` more."""
+
+        def done() -> bool:
+            feedback = self.drive.feedback()
+            return feedback.confirmed and not feedback.stopping
+
         for _ in range(2000):
-            if not self.drive.feedback().stopping:
+            if done():
                 break
             self.step()
-        assert not self.drive.feedback().stopping, "the stop did not finish"
+        assert done(), "the stop did not finish"
         for _ in range(periods):
             self.step()
 
