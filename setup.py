@@ -1,53 +1,48 @@
 """pip install of `quirobot` (ROS-free core, CLI): description, kinematics and control of QUIROBOT.
 
 colcon builds the ROS 2 package with CMakeLists.txt instead (package.xml: ament_cmake, the
-interfaces need rosidl); both install the same share/quirobot files and executables.
+interfaces need rosidl); both read what to install from install_manifest.json (CMake through
+cmake/install_manifest.cmake), so they install the same share/quirobot files and executables.
 """
 
+import json
+import os
 from glob import glob
 
 from setuptools import find_packages, setup
 
 PACKAGE = "quirobot"
+ROOT = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(ROOT, "install_manifest.json"), encoding="utf-8") as stream:
+    MANIFEST = json.load(stream)
 
 
-def share(folder: str, pattern: str = "*") -> tuple[str, list[str]]:
-    """One data_files entry installing `folder/pattern` into share/quirobot/folder."""
-    return (
-        f"share/{PACKAGE}/{folder}",
-        sorted(f for f in glob(f"{folder}/{pattern}") if "." in f.rsplit("/", 1)[-1]),
+def share(folder: str, patterns: list[str]) -> tuple[str, list[str]]:
+    """One data_files entry: the files matching `patterns` (relative to the repository; sorted, as
+    CMake's file(GLOB)) installed into share/quirobot/folder."""
+    files = sorted(
+        os.path.relpath(path, ROOT)
+        for pattern in patterns
+        for path in glob(os.path.join(ROOT, pattern))
+        if os.path.isfile(path)
     )
+    if not files:
+        raise SystemExit(f"install_manifest.json: share/{folder} patterns {patterns} match no file")
+    return (f"share/{PACKAGE}/{folder}", files)
 
 
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(
-        include=["quirobot_description*", "quirobot_kinematics*", "quirobot_control*", "quirobot_cli*"]
-    ),
+    packages=find_packages(include=[f"{name}*" for name in MANIFEST["python_packages"]]),
     # Data files: package data beside the modules (the parameter file, the xacro, the EDS) and
     # the whole share/quirobot tree; quirobot_description/data_files.py finds them in either.
-    package_data={
-        "quirobot_description": ["config/*.yaml", "urdf/*.xacro"],
-        "quirobot_control": ["config/*.eds"],
-    },
+    package_data=MANIFEST["package_data"],
     data_files=[
+        # pip only: colcon's ament_package() installs these two itself.
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
-        # urdf/ and config/ stay siblings after install, so the xacro's relative
-        # path to the parameter file resolves in the source tree and in share/.
-        (f"share/{PACKAGE}/urdf", sorted(glob("quirobot_description/urdf/*.xacro"))),
-        (
-            f"share/{PACKAGE}/config",
-            sorted(
-                glob("quirobot_description/config/*.yaml")
-                + glob("quirobot_control/config/*.eds")
-                + glob("config/*.yaml")
-            ),
-        ),
-        share("config/tasks", "*.yaml"),
-        share("launch", "*.py"),
-        share("rviz", "*.rviz"),
+        *(share(folder, patterns) for folder, patterns in MANIFEST["share"].items()),
     ],
     # The simulation's pinned MuJoCo (requirements.txt) needs 3.11 (= ruff's target-version);
     # CI tests 3.11.
@@ -60,11 +55,6 @@ setup(
     license="Apache-2.0",
     tests_require=["pytest"],
     entry_points={
-        "console_scripts": [
-            "quirobot = quirobot_cli.cli:main",
-            "kinematics_node = quirobot_kinematics.nodes.kinematics_node:main",
-            "drive_node = quirobot_control.nodes.drive_node:main",
-            "task_node = quirobot_control.nodes.task_node:main",
-        ],
+        "console_scripts": [f"{name} = {target}" for name, target in MANIFEST["executables"].items()],
     },
 )

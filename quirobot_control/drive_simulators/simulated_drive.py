@@ -6,7 +6,9 @@ sampled PI current loop (`motor.CurrentLoop`, bandwidth drive.current_loop_bandw
 drive.current_loop_rate, voltage limited to bus_voltage * voltage_headroom), the transmission
 (ratio, efficiency) and the motor-shaft encoder. A CANopen drive implements the same protocol.
 
-State machine: drives.interface (QUICK_STOP and FAULT latched). Modes, stops, the master
+State machine: drives.interface (QUICK_STOP and FAULT latched), applied from its table
+DRIVE_TRANSITIONS: each request looks up (state, request) for the next state (None: DriveError,
+nothing changes) and does the work of that transition. Modes, stops, the master
 watchdog and homing: the drive's `DriveController` (drives.drive_control) above the current loop:
 - CST (default): the host's current reference, as before drive protocol v2;
 - CSP: the drive's own PID (configure_position_loop) on its encoder at the control rate;
@@ -45,7 +47,14 @@ from __future__ import annotations
 import math
 
 from quirobot_control.drives.drive_control import DriveController, DriveControlSettings, control_settings
-from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveMode, DriveState, StopCategory
+from quirobot_control.drives.interface import (
+    DRIVE_TRANSITIONS,
+    DriveError,
+    DriveFeedback,
+    DriveMode,
+    DriveState,
+    StopCategory,
+)
 from quirobot_control.drives.pid import PIDGains
 from quirobot_control.models.encoder import Encoder
 from quirobot_control.models.motor import CurrentLoop
@@ -138,56 +147,53 @@ class SimulatedDrive:
 
     def enable(self) -> None:
         """DISABLED -> ENABLED (no-op if ENABLED). Raises DriveError in QUICK_STOP or FAULT."""
-        if self._state in (DriveState.QUICK_STOP, DriveState.FAULT):
-            reason = f" ({self._fault})" if self._fault else ""
-            raise DriveError(
-                f"drive {self.name} is in {self._state.name}{reason}: call reset_fault() before enable()"
-            )
-        if self._state is DriveState.DISABLED:
+        target = self._next_state("enable")
+        if target is not self._state:
             self.loop.reset()
             self._reference = 0.0
             self._until_sample = 0.0
-            self._state = DriveState.ENABLED
+            self._state = target
             self.control.enable(self._raw_position)
 
     def disable(self) -> None:
         """ENABLED -> DISABLED (0x605C = 1): the drive ramps to standstill if moving, commands the
         brake and keeps power drive.brake_engage_time s while it engages, then switches off (at
         once without a position loop). QUICK_STOP and FAULT stay latched."""
-        if self._state is DriveState.ENABLED:
-            self._state = DriveState.DISABLED
+        target = self._next_state("disable")
+        if target is not self._state:
+            self._state = target
             self.control.disable_operation()  # a halt or a homing in progress ends
             if not self.control.power:
                 self._switch_off()
 
     def quick_stop(self, category: StopCategory = StopCategory.RAMP_THEN_OFF) -> None:
-        """Latch QUICK_STOP and stop (see the module doc): category 1 unless asked otherwise."""
-        if self._state is DriveState.FAULT:
-            return
-        self.control.quick_stop(category)
-        if not self.control.power:
-            self._switch_off()
-        self._state = DriveState.QUICK_STOP
+        """Latch QUICK_STOP and stop (see the module doc): category 1 unless asked otherwise. A
+        FAULT stays (the table keeps it): its own stop is already under way."""
+        target = self._next_state("quick_stop")
+        if target is DriveState.QUICK_STOP:  # again while in QUICK_STOP: the category may change
+            self.control.quick_stop(category)
+            if not self.control.power:
+                self._switch_off()
+        self._state = target
 
     def halt(self) -> None:
         """Category 2 pause while ENABLED: ramp down and hold under power (DriveFeedback.halted)."""
+        self._state = self._next_state("halt")  # no state changes
         if self._state is DriveState.ENABLED:
             self.control.halt()
 
     def resume(self) -> None:
         """Leave a halt. Raises DriveError in QUICK_STOP or FAULT (reset_fault() leaves those)."""
-        if self._state in (DriveState.QUICK_STOP, DriveState.FAULT):
-            raise DriveError(
-                f"drive {self.name} is in {self._state.name}: resume() needs reset_fault() and enable()"
-            )
+        self._state = self._next_state("resume")
         self.control.resume()
 
     def reset_fault(self) -> None:
         """FAULT or QUICK_STOP -> DISABLED (clears the fault); no-op otherwise. DriveError (nothing
         changes) while the stop is still in progress (`DriveFeedback.stopping`)."""
-        if self._state in (DriveState.FAULT, DriveState.QUICK_STOP):
+        target = self._next_state("reset_fault")
+        if target is not self._state:
             self.control.reset()  # raises while the stop is in progress
-            self._state = DriveState.DISABLED
+            self._state = target
             self._fault = None
             self._switch_off()
 
@@ -304,7 +310,7 @@ class SimulatedDrive:
         """Test hook: go to FAULT with `reason`. `controllable` (over-temperature, following error, a
         communication fault): the quick-stop ramp, brake at standstill, then off (0x605E = 2);
         otherwise a power-stage or encoder fault: current to zero at once (category 0)."""
-        self._state = DriveState.FAULT
+        self._state = self._next_state("fault")
         self._fault = str(reason)
         self.control.drive_fault(controllable=controllable)  # category 0: incremental must re-home
         if not self.control.power:
@@ -358,7 +364,7 @@ class SimulatedDrive:
             and not self.control.halted
         ):
             # The drive stopped itself (master watchdog): latched like a commanded quick stop.
-            self._state = DriveState.QUICK_STOP
+            self._state = self._next_state("quick_stop")
             self._fault = self.control.fault
         if output.power:
             self._reference = output.current
@@ -373,6 +379,18 @@ class SimulatedDrive:
         return self._position - (self._raw_origin or 0.0)
 
     # --- internals ----------------------------------------------------------------------------
+    def _next_state(self, request: str) -> DriveState:
+        """DRIVE_TRANSITIONS[(state, request)]: the state `request` leads to; where the table says
+        None, DriveError naming the state (and the fault), nothing changed."""
+        target = DRIVE_TRANSITIONS[(self._state, request)]
+        if target is None:
+            reason = f" ({self._fault})" if self._fault else ""
+            raise DriveError(
+                f"drive {self.name} is in {self._state.name}{reason}: {request}() refused, "
+                "call reset_fault() first"
+            )
+        return target
+
     def _switch_off(self) -> None:
         self._reference = 0.0
         self._current = 0.0

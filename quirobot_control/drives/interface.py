@@ -14,8 +14,10 @@ DriveError), only reset_fault() does, once the stop is complete (`DriveFeedback.
 standstill, brake holding, inverter off; before that it raises DriveError, nothing changes), and
 then enable() is needed to drive again. halt() and resume() do not change the state (an ENABLED
 drive stays ENABLED, holding: `DriveFeedback.halted`); resume() raises in QUICK_STOP and FAULT.
-The same rules as data: DRIVE_TRANSITIONS (test_drive_simulated checks SimulatedDrive against
-every pair). Nothing leaves QUICK_STOP or FAULT by itself: no automatic fault reset, ever.
+The same rules as data: DRIVE_TRANSITIONS, which SimulatedDrive applies; a CanopenDrive's state
+comes from its drive's statusword (test_drive_state_table runs every pair on both drives against
+CiA 402 written out in the test). Nothing leaves QUICK_STOP or FAULT by itself: no automatic
+fault reset, ever.
 
 Modes (CiA 402 0x6060, `DriveMode`; set_mode() only while not ENABLED): CST, the host's PID sends
 a current (command_current, A); CSP, the drive's own PID (drives.pid, gains written by

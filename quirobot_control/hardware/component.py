@@ -50,9 +50,10 @@ q -> efforts), if given, preloads each PID's integrator with the holding current
 (a Python rigid-body model costs more than the 1 kHz budget), the integrator follows slow
 changes of the gravity load.
 
-Lifecycle (LIFECYCLE_TRANSITIONS, as ros2_control's hardware lifecycle allows them): configure
-only from UNCONFIGURED, activate only from INACTIVE, deactivate only from ACTIVE, cleanup from
-INACTIVE, error from any state; read/write only while ACTIVE. A refused request returns ERROR,
+Lifecycle (LIFECYCLE_TRANSITIONS, as ros2_control's hardware lifecycle allows them, applied from
+the table: a request runs only for a listed (state, request) and its SUCCESS lands in the listed
+state): configure only from UNCONFIGURED, activate only from INACTIVE, deactivate only from ACTIVE,
+cleanup from INACTIVE, error from any state; read/write only while ACTIVE. A refused request returns ERROR,
 says why in `refused` and touches no drive. One way into a stop: `stop(reason)` quick-stops every
 drive and latches the reason. A latched stop survives deactivate, error and configure; activation
 is refused until `acknowledge_stop(note)` (logged in `events`) resets the drives' faults, which it
@@ -108,7 +109,9 @@ class LifecycleState(enum.Enum):
 
 
 #: (state, request) -> the state it leads to; a pair not listed is refused (ERROR, drives untouched).
-#: "acknowledge" is `acknowledge_stop`; read and write are allowed only while ACTIVE.
+#: The code applies it (QuirobotHardware._transition: a request's callback runs only for a listed
+#: pair, and its SUCCESS lands in the listed state). "acknowledge" is `acknowledge_stop`; read and
+#: write are allowed only while ACTIVE; "stop" (`stop(reason)`) is never refused: every state lists it.
 LIFECYCLE_TRANSITIONS: dict[tuple[LifecycleState, str], LifecycleState] = {
     (LifecycleState.UNCONFIGURED, "configure"): LifecycleState.INACTIVE,
     (LifecycleState.INACTIVE, "activate"): LifecycleState.ACTIVE,
@@ -123,6 +126,9 @@ LIFECYCLE_TRANSITIONS: dict[tuple[LifecycleState, str], LifecycleState] = {
     (LifecycleState.ACTIVE, "hold"): LifecycleState.ACTIVE,
     (LifecycleState.ACTIVE, "read"): LifecycleState.ACTIVE,
     (LifecycleState.ACTIVE, "write"): LifecycleState.ACTIVE,
+    (LifecycleState.UNCONFIGURED, "stop"): LifecycleState.UNCONFIGURED,
+    (LifecycleState.INACTIVE, "stop"): LifecycleState.INACTIVE,
+    (LifecycleState.ACTIVE, "stop"): LifecycleState.INACTIVE,
 }
 
 
@@ -273,8 +279,9 @@ class QuirobotHardware:
         latched and the drives' faults are not reset (see acknowledge_stop)."""
         if self.info is None:
             return self._fail("on_configure before on_init")
-        if not self._allowed("configure"):
-            return CallbackReturn.ERROR
+        return self._transition("configure", self._configure)
+
+    def _configure(self) -> CallbackReturn:
         dt = self.control.dt
         self.joints = []
         for name in self._names:
@@ -297,14 +304,14 @@ class QuirobotHardware:
             return CallbackReturn.ERROR
         self._homing = None
         self.safety = self._safety_monitor()
-        self.lifecycle = LifecycleState.INACTIVE
         return CallbackReturn.SUCCESS
 
     def on_activate(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
         """Enable the drives and check that each is; commands start at the measured positions
         (no jump); the command watchdog is armed."""
-        if not self._allowed("activate"):
-            return CallbackReturn.ERROR
+        return self._transition("activate", self._activate)
+
+    def _activate(self) -> CallbackReturn:
         if self.stop_reason is not None:
             self.refused = (
                 f"activate refused: a stop is latched ({self.stop_reason}); acknowledge_stop() first"
@@ -336,7 +343,6 @@ class QuirobotHardware:
         currents = [float(effort) / j.current_gain for j, effort in zip(self.joints, holding, strict=True)]
         self._hold_here(measured, currents)
         self.held = None
-        self.lifecycle = LifecycleState.ACTIVE
         return CallbackReturn.SUCCESS
 
     def _configure_drives(self, *, skip_stopped: bool) -> None:
@@ -375,9 +381,10 @@ class QuirobotHardware:
     def on_deactivate(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
         """Disable the drives (each brakes under power, then its inverter goes off: disable operation,
         0x605C = 1). A drive that fails to disable does not keep the others enabled: every drive is
-        tried, then all are quick-stopped and ERROR names it."""
-        if not self._allowed("deactivate"):
-            return CallbackReturn.ERROR
+        tried, then all are quick-stopped (INACTIVE by the stop) and ERROR names it."""
+        return self._transition("deactivate", self._deactivate)
+
+    def _deactivate(self) -> CallbackReturn:
         failures = []
         for joint in self.joints:
             try:
@@ -386,21 +393,18 @@ class QuirobotHardware:
                 failures.append(f"disabling {joint.name} failed: {error}")
         if failures:
             self.stop("; ".join(failures))
-        self.lifecycle = LifecycleState.INACTIVE
         return CallbackReturn.ERROR if failures else CallbackReturn.SUCCESS
 
     def on_cleanup(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
         """INACTIVE -> UNCONFIGURED (the drives stay as they are)."""
-        if not self._allowed("cleanup"):
-            return CallbackReturn.ERROR
-        self.lifecycle = LifecycleState.UNCONFIGURED
-        return CallbackReturn.SUCCESS
+        return self._transition("cleanup", lambda: CallbackReturn.SUCCESS)
 
     def on_error(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
         """Quick-stop every drive; back to UNCONFIGURED, the stop latched."""
-        self._allowed("error")
+        return self._transition("error", self._error)
+
+    def _error(self) -> CallbackReturn:
         self.stop(self.stop_reason or "on_error")
-        self.lifecycle = LifecycleState.UNCONFIGURED
         return CallbackReturn.SUCCESS
 
     def acknowledge_stop(self, note: str) -> CallbackReturn:
@@ -798,8 +802,8 @@ class QuirobotHardware:
             self.stop_reason = reason
         if self.safety is not None and self.safety.stop_reason is None:
             self.safety.stop_reason = reason
-        if self.lifecycle is LifecycleState.ACTIVE:
-            self.lifecycle = LifecycleState.INACTIVE
+        # Never refused (every state lists "stop"): out of ACTIVE, nothing else changes.
+        self.lifecycle = LIFECYCLE_TRANSITIONS.get((self.lifecycle, "stop"), self.lifecycle)
 
     def unconfirmed_stops(self) -> list[str]:
         """The joints whose drive does not (yet) report QUICK_STOP or FAULT itself (or cannot
@@ -837,12 +841,30 @@ class QuirobotHardware:
         return pending
 
     # --- internals ----------------------------------------------------------------------------
+    def _next_state(self, request: str) -> LifecycleState | None:
+        """LIFECYCLE_TRANSITIONS[(lifecycle, request)]: the state `request` leads to from here; None
+        if the table does not list the pair (`refused` says so)."""
+        target = LIFECYCLE_TRANSITIONS.get((self.lifecycle, request))
+        if target is None:
+            self.refused = f"{request} refused in state {self.lifecycle.value}"
+        return target
+
     def _allowed(self, request: str) -> bool:
-        """The lifecycle table: may `request` run now? If not, say why in `refused`."""
-        if (self.lifecycle, request) in LIFECYCLE_TRANSITIONS:
-            return True
-        self.refused = f"{request} refused in state {self.lifecycle.value}"
-        return False
+        """May `request` run now (the table lists it)? If not, say why in `refused`."""
+        return self._next_state(request) is not None
+
+    def _transition(self, request: str, callback: Callable[[], CallbackReturn]) -> CallbackReturn:
+        """A lifecycle request applied from LIFECYCLE_TRANSITIONS: a pair the table does not list
+        is refused (ERROR, `refused` says why, nothing touched); else `callback()` runs, and its
+        SUCCESS lands in the table's state (a failure leaves the state where the callback left it:
+        a stop inside it takes ACTIVE to INACTIVE)."""
+        target = self._next_state(request)
+        if target is None:
+            return CallbackReturn.ERROR
+        result = callback()
+        if result is CallbackReturn.SUCCESS:
+            self.lifecycle = target
+        return result
 
     def _refuse_command(self, reason: str) -> None:
         if self.lifecycle is LifecycleState.ACTIVE:

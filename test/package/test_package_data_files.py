@@ -22,6 +22,7 @@ MARKER = Path("share/ament_index/resource_index/packages/quirobot")
 SOURCES = (
     "setup.py",
     "setup.cfg",
+    "install_manifest.json",
     "package.xml",
     "resource",
     "quirobot_description",

@@ -9,15 +9,12 @@ import pytest
 
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.interface import (
-    DRIVE_REQUESTS,
-    DRIVE_TRANSITIONS,
     Drive,
     DriveError,
     DriveFeedback,
     DriveState,
     StopCategory,
 )
-from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.models.encoder import Encoder
 from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES, load_parameters
 
@@ -83,38 +80,6 @@ def test_state_machine(params):
     drive.reset_fault()
     fb = drive.feedback()
     assert fb.state is DriveState.DISABLED and fb.fault is None
-
-
-def _drive_in(params, state: DriveState) -> SimulatedDrive:
-    drive = drive_for_joint(params, "gantry_x")
-    config = control_configuration(params)
-    drive.configure_position_loop(config.joint("gantry_x").gains, config.dt)  # halt needs it
-    drive.advance(0.0, 0.5, 0.0)
-    if state is DriveState.ENABLED:
-        drive.enable()
-    elif state is DriveState.QUICK_STOP:
-        drive.quick_stop()
-    elif state is DriveState.FAULT:
-        drive.inject_fault("test")
-    assert drive.state is state
-    return drive
-
-
-@pytest.mark.parametrize("state", list(DriveState))
-@pytest.mark.parametrize("request_", DRIVE_REQUESTS)
-def test_every_drive_state_and_request_follows_the_transition_table(params, state, request_):
-    """interface.DRIVE_TRANSITIONS, pair by pair, on the simulated drive."""
-    drive = _drive_in(params, state)
-    expected = DRIVE_TRANSITIONS[(state, request_)]
-    act = (lambda: drive.inject_fault("again")) if request_ == "fault" else getattr(drive, request_)
-    if expected is None:
-        with pytest.raises(DriveError, match="reset_fault"):
-            act()
-        assert drive.state is state
-    else:
-        act()
-        assert drive.state is expected
-    assert len(DRIVE_TRANSITIONS) == len(DriveState) * len(DRIVE_REQUESTS)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), "abc"])

@@ -1,0 +1,80 @@
+# install_manifest.json, read for CMake (string(JSON): CMake >= 3.19). setup.py reads the same file,
+# so both builds install the same executables and share/quirobot files from one list.
+#
+# quirobot_install_manifest(ROOT) sets, in the caller's scope:
+#   QUIROBOT_PYTHON_PACKAGES  the Python packages (folders under ROOT)
+#   QUIROBOT_EXECUTABLES      "name=module:function" per console script
+#   QUIROBOT_SHARE_FILES      "folder=path" per data file: ROOT/path goes to share/quirobot/folder
+#
+# Run as a script it prints them, one per line, for test/package/test_package_colcon.py:
+#   cmake -DROOT=<repository> -P cmake/install_manifest.cmake
+
+function(quirobot_install_manifest root)
+  set(manifest "${root}/install_manifest.json")
+  file(READ "${manifest}" json)
+  set(configure_depends "")
+  if(NOT CMAKE_SCRIPT_MODE_FILE)  # a build: edits of the manifest or new files re-configure
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${manifest}")
+    set(configure_depends CONFIGURE_DEPENDS)
+  endif()
+
+  set(packages "")
+  string(JSON count LENGTH "${json}" python_packages)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON package GET "${json}" python_packages ${i})
+    list(APPEND packages "${package}")
+  endforeach()
+
+  set(executables "")
+  string(JSON count LENGTH "${json}" executables)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name MEMBER "${json}" executables ${i})
+    string(JSON target GET "${json}" executables "${name}")
+    list(APPEND executables "${name}=${target}")
+  endforeach()
+
+  set(share_files "")
+  string(JSON count LENGTH "${json}" share)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON folder MEMBER "${json}" share ${i})
+    string(JSON patterns LENGTH "${json}" share "${folder}")
+    math(EXPR last_pattern "${patterns} - 1")
+    foreach(j RANGE ${last_pattern})
+      string(JSON pattern GET "${json}" share "${folder}" ${j})
+      # As setup.py's glob: files only, sorted.
+      file(GLOB matches LIST_DIRECTORIES false ${configure_depends} RELATIVE "${root}" "${root}/${pattern}")
+      list(SORT matches)
+      if(NOT matches)
+        message(FATAL_ERROR "install_manifest.json: share/${folder} pattern ${pattern} matches no file")
+      endif()
+      foreach(path ${matches})
+        list(APPEND share_files "${folder}=${path}")
+      endforeach()
+    endforeach()
+  endforeach()
+
+  set(QUIROBOT_PYTHON_PACKAGES "${packages}" PARENT_SCOPE)
+  set(QUIROBOT_EXECUTABLES "${executables}" PARENT_SCOPE)
+  set(QUIROBOT_SHARE_FILES "${share_files}" PARENT_SCOPE)
+endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  if(NOT DEFINED ROOT)
+    message(FATAL_ERROR "usage: cmake -DROOT=<repository> -P ${CMAKE_CURRENT_LIST_FILE}")
+  endif()
+  quirobot_install_manifest("${ROOT}")
+  foreach(kind package executable share)
+    set(values ${QUIROBOT_PYTHON_PACKAGES})
+    if(kind STREQUAL "executable")
+      set(values ${QUIROBOT_EXECUTABLES})
+    elseif(kind STREQUAL "share")
+      set(values ${QUIROBOT_SHARE_FILES})
+    endif()
+    foreach(value ${values})
+      execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${kind} ${value}")
+    endforeach()
+  endforeach()
+endif()
