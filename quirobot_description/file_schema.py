@@ -280,6 +280,7 @@ _GAINS = {
     "ki": (Expect("A/(m*s)", 0.0, 1e12), Expect("A/(rad*s)", 0.0, 1e12)),
     "kd": (Expect("A*s/m", 0.0, 1e7), Expect("A*s/rad", 0.0, 1e7)),
     "following_error": (Expect("m", 0.0, 0.5), Expect("rad", 0.0, 1.0)),
+    "path_tolerance": (Expect("m", 0.0, 0.5), Expect("rad", 0.0, 1.0)),
 }
 
 CONTROL_FILE = FileSchema(

@@ -31,7 +31,8 @@ class JointControl:
     name: str
     gains: PIDGains
     effective_inertia: float  # kg or kg*m^2
-    following_error: float  # m or rad
+    following_error: float  # m or rad: the hardware stops every drive beyond it (safety.motion_monitor)
+    path_tolerance: float  # m or rad: a goal's deviation from its plan that aborts it (procedures.path_check)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
                 gains=gains,
                 effective_inertia=reader.number(f"{key}.effective_inertia", positive=True),
                 following_error=reader.number(f"{key}.following_error", positive=True),
+                path_tolerance=reader.number(f"{key}.path_tolerance", positive=True),
             )
         )
     substeps = reader.number("physics_substeps", positive=True)

@@ -146,6 +146,7 @@ class RosMotionPort:
         self.effort: dict[str, float] = {}
         self.states_wall = -np.inf  # time.monotonic() of the last joint states
         self.states_stamp = -np.inf  # the node's clock then (s)
+        self.states_measured = -np.inf  # their header stamp (s): when drive_node measured them
         self.drives = StackStatus()
         self.active_controllers: set[str] = set()
         self.description = False
@@ -190,6 +191,8 @@ class RosMotionPort:
                     self.effort[name] = message.effort[k]
             self.states_wall = time.monotonic()
             self.states_stamp = self.now()
+            stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+            self.states_measured = stamp if stamp > 0.0 else self.states_stamp  # unstamped: on receipt
 
     def _on_drives(self, message) -> None:
         with self.lock:
@@ -250,9 +253,11 @@ class RosMotionPort:
                 return None
             position = np.array([self.position[name] for name in AXES])
             effort = np.array([self.effort.get(name, np.nan) for name in AXES])
-            stamp, wall = self.states_stamp, self.states_wall
+            stamp, wall, measured = self.states_stamp, self.states_wall, self.states_measured
         age, wall_age = self.now() - stamp, time.monotonic() - wall
-        return Measurement(position, effort, max(age, wall_age) if wall_age >= STATES_LOST_WALL else age)
+        return Measurement(
+            position, effort, max(age, wall_age) if wall_age >= STATES_LOST_WALL else age, measured
+        )
 
     def send(self, part: str, trajectory, start: float) -> MotionRecord:
         from builtin_interfaces.msg import Time

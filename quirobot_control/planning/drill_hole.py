@@ -326,8 +326,9 @@ def slowed_for_lag(trajectory: JointTrajectory, lag: float, tolerance: np.ndarra
     each joint (m or rad): a phase whose peak speed v has v * lag > tolerance / 2 is stretched by
     that ratio. Each phase starts and ends at rest, so stretching one keeps the whole continuous.
 
-    Why: the trajectory controllers check their path tolerance against joint states that come
-    back through the hardware's topics; the round trip's lag shows as a following error v * lag.
+    Why: the drives on the ROS path follow their commands without feed-forward, and a lag shows
+    as a deviation v * lag from the plan, which the goal's path check (procedures.path_check)
+    bounds by the path tolerance.
     """
     tolerance = np.asarray(tolerance, dtype=float)
     dt = trajectory.dt
@@ -366,8 +367,9 @@ def slowed_for_lag(trajectory: JointTrajectory, lag: float, tolerance: np.ndarra
 def path_tolerances(controllers: dict, names: tuple[str, ...] = AXES, kind: str = "trajectory") -> np.ndarray:
     """(len(names),) path tolerances (m or rad) of the joints from a ros2_control controllers
     configuration (config/controllers.yaml as a mapping): each controller's
-    constraints.<joint>.<kind> (kind "trajectory": along the path, "goal": at the end). A joint
-    no controller constrains raises ValueError."""
+    constraints.<joint>.<kind> (kind "trajectory": along the path, "goal": at the end; the shipped
+    path tolerances are 0, unchecked by the controllers: procedures.path_check checks the path on
+    time-aligned states). A joint no controller constrains raises ValueError."""
     found: dict[str, float] = {}
     for section in controllers.values():
         parameters = section.get("ros__parameters", {}) if isinstance(section, dict) else {}

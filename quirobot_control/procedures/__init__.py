@@ -2,7 +2,9 @@
 
 - drill_hole_executor: `DrillHoleExecutor` (readiness, checks, plan, execution, cancel, result
   with `ErrorCode`) and its `MotionPort` (task_node: ROS; tests: an in-process plant);
-- cancel_policy: `CancelPolicy`, what a cancel, an error or a drive stop does in each state.
+- cancel_policy: `CancelPolicy`, what a cancel, an error or a drive stop does in each state;
+- path_check: `PathCheck`, each joint state against the plan at the state's own stamp (the goal's
+  path tolerance, time-aligned: config/controllers.yaml leaves JTC's unchecked).
 
 Above planning and the control loop, below the simulation and the nodes (.importlinter).
 """

@@ -12,7 +12,9 @@
    time `start_delay` s ahead; a part refused or not accepted by its start time aborts the goal;
 4. every `feedback_period` s: the plan's phase and progress, the measured tip depth, distance from
    the axis (FK) and feed effort; events in order of severity (a drive stop, lost joint states, a
-   motion that ended otherwise than as planned, a cancel, the motion done) go through
+   joint beyond its path tolerance at the state's own stamp (procedures.path_check: the
+   controllers leave the path unchecked), a motion that ended otherwise than as planned, a cancel,
+   the motion done) go through
    `CancelPolicy` (procedures.cancel_policy), whose actions this class carries out;
 5. ends with every motion it sent cancelled unless the goal succeeded (a motion whose acceptance
    has not arrived yet included: `Motion.cancel` covers it), the drilling context published
@@ -48,8 +50,9 @@ from quirobot_control.planning.drill_hole import (
 from quirobot_control.planning.tasks import IncisionTask, TaskError, load_task
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Event, State
+from quirobot_control.procedures.path_check import PathCheck
 from quirobot_control.safety.drilling_monitor import DrillingStop
-from quirobot_description.parameters import FEED_INDEX, RobotParameters
+from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 
 
 class ErrorCode(IntEnum):
@@ -159,7 +162,8 @@ PARTS = ("arm", "feed")
 class Measurement:
     position: np.ndarray  # (6,) m and rad, AXES order
     effort: np.ndarray  # (6,) N and N*m
-    age: float  # s since it was measured, on the port's clock
+    age: float  # s since it was received, on the port's clock (joint states lost beyond states_lost)
+    stamp: float  # s on the port's clock: when it was measured (its header stamp)
 
 
 @dataclass(frozen=True)
@@ -277,7 +281,7 @@ def waiting_for(
 class ExecutorConfig:
     params: RobotParameters
     dt: float  # s, the plan's sample period (the control period)
-    tolerance: np.ndarray  # (6,) the controllers' path tolerances, m and rad
+    tolerance: np.ndarray  # (6,) path tolerances, m and rad (config/control.yaml path_tolerance)
     goal_tolerance: np.ndarray  # (6,) the controllers' goal tolerances
     tip: Callable[[np.ndarray], np.ndarray]  # (6,) joint pose -> (3,) drill tip, m (FK)
     base_task: IncisionTask  # what a goal does not say: standoff, approach, dwell, retract rate
@@ -291,8 +295,9 @@ class ExecutorConfig:
 
     @classmethod
     def shipped(cls, params: RobotParameters | None = None, **options: float) -> ExecutorConfig:
-        """From the shipped files: the parameter file (or `params`), the control period, the
-        controllers' tolerances (config/controllers.yaml), the kinematics and the incision task;
+        """From the shipped files: the parameter file (or `params`), the control period and the
+        path tolerances (config/control.yaml), the controllers' goal tolerances
+        (config/controllers.yaml), the kinematics and the incision task;
         `options` override the timing fields (start_delay, tracking_lag, ...)."""
         from quirobot_control.hardware.control_config import control_configuration
         from quirobot_control.planning.drill_hole import path_tolerances
@@ -303,14 +308,15 @@ class ExecutorConfig:
         from quirobot_kinematics import KinematicModel
 
         params = params or load_parameters()
+        control = control_configuration(params)
         # A ros2_control parameter file (ros__parameters), not a {value, unit, source} one: parsed
         # by the sourced reader's hardened YAML parse (size, depth, duplicate keys), no schema.
         path = find_data_file("config/controllers.yaml")
         controllers = read_yaml_mapping(path, ValueError, "controllers file")
         return cls(
             params=params,
-            dt=control_configuration(params).dt,
-            tolerance=path_tolerances(controllers),
+            dt=control.dt,
+            tolerance=np.array([control.joint(name).path_tolerance for name in AXES]),
             goal_tolerance=path_tolerances(controllers, kind="goal"),
             tip=Kinematics(KinematicModel.from_parameters(params)).tip,
             base_task=load_task("incision"),
@@ -407,6 +413,7 @@ class _Run:
         self.canceled = False  # a cancel started the way out (the goal ends canceled)
         self.cancel_cause = "canceled"  # or the client's disappearance
         self.clients_gone_at = float("nan")  # s, since when no action client is left
+        self.path = PathCheck(self.config.tolerance)  # the plan's path, on time-aligned states
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
@@ -607,6 +614,12 @@ class _Run:
         if measurement is None or measurement.age > self.config.states_lost:
             age = float("inf") if measurement is None else measurement.age
             return self.error(f"joint states lost for {age:.2f} s")
+        if self.policy.state in (State.MOVING, State.DRILLING):  # the plan runs (not a way out)
+            deviation = self.path.check(
+                self.motion, measurement.stamp - self.motion_start, measurement.position
+            )
+            if deviation is not None:
+                return self.error(deviation)
         for part, motion in self.active.items():
             status_ = motion.status()
             if status_ in (MotionStatus.REFUSED, MotionStatus.ABORTED, MotionStatus.CANCELED):
@@ -664,7 +677,7 @@ class _Run:
                 Outcome.SUCCEEDED,
                 ErrorCode.SUCCESS,
                 f"drilled {self.deepest * 1000:.3f} mm (goal {task.depth * 1000:.3f} mm), "
-                f"lateral deviation {self.widest * 1000:.4f} mm",
+                f"lateral deviation {self.widest * 1000:.4f} mm; {self.path.summary()}",
             )
         elif action is Action.FINISH_OUT:
             where = f"tip {-self.depth * 1000:.2f} mm above the entry"

@@ -6,7 +6,9 @@ Not a mock of the executor: the plant moves only as the trajectories it was sent
 tests measure the tip with the forward kinematics of that motion. Faults a test can inject:
 an acceptance that reaches the executor late or never (the controller accepted all the same),
 a controller that refuses or aborts at a time, a drive stop at a time (every joint holds), joint
-states that stop, a cancel at a time or when a phase starts.
+states that stop or arrive late (`states_delay`: the pose of that long ago, stamped then), a
+joint that falls behind its trajectory (`lag_joint` by `lag` s from `lag_from` s), a cancel at
+a time or when a phase starts.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ class PlantPort:
     drive_stop_at: float = math.inf
     drive_stop_reason: str = "drill_feed: following error (injected)"
     states_stop_at: float = math.inf
+    states_delay: float = 0.0  # s: the joint states the executor reads are this old (a loaded machine)
+    lag_joint: int = -1  # this joint (AXES index) follows its trajectory `lag` s late from `lag_from` s
+    lag: float = 0.0
+    lag_from: float = math.inf
     ready_at: float = 0.0  # s: the controllers become active then (a fresh launch)
     enabled: bool = True
     cancel_at: float = math.inf
@@ -78,6 +84,7 @@ class PlantPort:
     contexts: list[DrillingContext] = field(default_factory=list)
     trace: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (t, pose (6,))
     cancel_alls: int = 0
+    sent: list[tuple[str, JointTrajectory, float]] = field(default_factory=list)  # (part, trajectory, start)
 
     def __post_init__(self) -> None:
         self.position = np.asarray(self.position, dtype=float).copy()
@@ -105,10 +112,19 @@ class PlantPort:
         )
 
     def measured(self) -> Measurement | None:
+        stamp = min(self.time - self.states_delay, self.states_stop_at)
         age = max(self.time - self.states_stop_at, 0.0)
-        return Measurement(self.position.copy(), np.zeros(6), age)
+        return Measurement(self._pose_at(stamp), np.zeros(6), age, stamp)
+
+    def _pose_at(self, t: float) -> np.ndarray:
+        """The plant's pose at time `t` (s): the last traced at or before it."""
+        for when, pose in reversed(self.trace):
+            if when <= t + 1e-9:
+                return pose.copy()
+        return self.trace[0][1].copy() if self.trace else self.position.copy()
 
     def send(self, part: str, trajectory: JointTrajectory, start: float) -> MotionRecord:
+        self.sent.append((part, trajectory, start))
         controller = self.controllers[part]
         record = MotionRecord(lambda: self._cancel_all(part))
         ready = self.time >= self.ready_at
@@ -178,6 +194,9 @@ class PlantPort:
             if self.time < start:
                 continue
             q = trajectory.sample(self.time - start)[0]
+            if self.lag_joint in controller.columns and self.time >= self.lag_from:
+                q = q.copy()
+                q[self.lag_joint] = trajectory.sample(self.time - start - self.lag)[0][self.lag_joint]
             self.position[controller.columns] = q[controller.columns]
             if self.time - start > trajectory.duration:
                 controller.hold(MotionStatus.SUCCEEDED)

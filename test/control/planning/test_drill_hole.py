@@ -193,18 +193,20 @@ def test_feed_at_its_soft_limit_first_moves_to_the_tasks_retracted_value(shipped
     assert plan.trajectory.phases[-1].name == "park"
 
 
-def test_path_tolerances_come_from_the_shipped_controllers():
+def test_goal_tolerances_come_from_the_shipped_controllers():
     import yaml
 
     from quirobot_description.data_files import find_data_file
 
     controllers = yaml.safe_load(find_data_file("config/controllers.yaml").read_text())
-    tolerance = path_tolerances(controllers)
+    tolerance = path_tolerances(controllers, kind="goal")
     assert tolerance.shape == (6,)
     assert (
         tolerance[FEED_INDEX]
-        == controllers["drill_feed_controller"]["ros__parameters"]["constraints"]["drill_feed"]["trajectory"]
+        == controllers["drill_feed_controller"]["ros__parameters"]["constraints"]["drill_feed"]["goal"]
     )
+    # the path is left unchecked by the controllers (procedures.path_check checks it, time-aligned)
+    assert not path_tolerances(controllers).any()
     with pytest.raises(ValueError, match="drill_feed"):
         path_tolerances({"joint_trajectory_controller": controllers["joint_trajectory_controller"]})
 

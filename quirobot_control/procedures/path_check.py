@@ -1,0 +1,68 @@
+"""A goal's path check: each joint state against the plan at the state's own time (ROS-free).
+
+The DrillHole executor runs it on every state it reads while the plan executes; a joint beyond its
+path tolerance (config/control.yaml `path_tolerance`: 1 mm, 0.01 rad, the feed 0.2 mm) ends the
+goal as a controller's path abort did (the cancel policy stops, or withdraws the bit from bone).
+
+Why not the trajectory controllers' own path tolerance (config/controllers.yaml leaves it at 0,
+unchecked): JTC compares the plan at the controller manager's current time with the newest joint
+state its executor threads have taken from the hardware's topic, which under load is several
+periods old (max 27 ms measured, bench/sim_state_staleness.py), so it saw speed x age as error and
+aborted good motions. Here every state carries its stamp (when it was measured, on the plant's
+clock), and is compared with the plan's sample at that stamp: a late state is still compared with
+what was planned for its instant, so load changes when a deviation is seen, never its size.
+
+What it sees: the drives' following error plus the period the plant runs behind a command. The
+hardware's following-error stop (safety.motion_monitor: command against measured of the same
+cycle, every cycle, every drive stopped) stays the fast guard beneath it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_description.parameters import AXES
+
+__all__ = ["PathCheck"]
+
+
+@dataclass
+class PathCheck:
+    """`tolerance` (6,): m and rad per joint, AXES order; `worst` (6,): the largest deviation seen."""
+
+    tolerance: np.ndarray
+    names: tuple[str, ...] = AXES
+    worst: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tolerance = np.asarray(self.tolerance, dtype=float)
+        if self.tolerance.shape != (len(self.names),) or not np.all(
+            np.isfinite(self.tolerance) & (self.tolerance > 0.0)
+        ):
+            raise ValueError(
+                f"path tolerances must be {len(self.names)} finite numbers > 0, got {self.tolerance.tolist()}"
+            )
+        self.worst = np.zeros(len(self.names))
+
+    def check(self, plan: JointTrajectory, t: float, position: np.ndarray) -> str | None:
+        """`position` (6,) measured at `t` s of `plan` against the plan's sample there: a one-line
+        reason naming the joint furthest beyond its tolerance, or None."""
+        deviation = np.abs(np.asarray(position, dtype=float) - plan.sample(t)[0])
+        self.worst = np.maximum(self.worst, deviation)
+        ratio = deviation / self.tolerance
+        j = int(np.argmax(ratio))
+        if not ratio[j] > 1.0:
+            return None
+        return (
+            f"path tolerance: joint {self.names[j]} is {deviation[j]:.4g} from its plan at {t:.3f} s of "
+            f"the motion (limit {self.tolerance[j]:.4g})"
+        )
+
+    def summary(self) -> str:
+        """The largest deviation relative to its tolerance, in words."""
+        ratio = self.worst / self.tolerance
+        j = int(np.argmax(ratio))
+        return f"largest path deviation {self.names[j]} {self.worst[j]:.3g} ({ratio[j]:.0%} of its tolerance)"
