@@ -8,7 +8,10 @@ URDF; it subscribes to the states with sensor-data QoS and publishes the command
 depth 1). The joints and so the drives are those of the robot description's <ros2_control>
 block. Every behaviour (start-up handshake, watchdog, safety layer) is in
 `quirobot_control.bridge.drive_bridge.DriveBridge`; this node passes it the messages and a monotonic
-clock (time.monotonic(), s). rclpy is imported only inside `main`.
+clock (time.monotonic(), s). rclpy is imported only inside functions. `main` is a short
+sequence: the parameters (`_declare_parameters`, one block), the robot description, the drives
+(`_open_drives`), then `DriveNode`, whose methods each translate one thing (a command, a timer
+tick, a service call, a status) between ROS and the bridge.
 
 Parameters:
 - robot_description: the URDF XML (as the launch file gives robot_state_publisher). Empty

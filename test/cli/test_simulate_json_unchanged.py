@@ -61,7 +61,14 @@ def test_the_comparison_can_fail():
     assert differences(document, changed) == []
 
 
-@pytest.mark.parametrize("case", ["line", "incision_estop"])  # 2.2 and 6.5 s of plant time
+@pytest.mark.parametrize(
+    "case",
+    [
+        "line",  # 2.2 s of plant time
+        "incision_estop",  # 6.5 s, the fault reports
+        pytest.param("incision_shipped", marks=pytest.mark.slow),  # 28 s, the breakthrough report
+    ],
+)
 def test_simulate_json_is_what_it_was(case, tmp_path, capsys):
     from quirobot_cli.cli import main
 
