@@ -259,6 +259,7 @@ class DriveNode:
 
         self.node, self.parameters = node, parameters
         self.bridge, self.cycle, self.lockstep = bridge, cycle, lockstep
+        self.joint_state_type, self.clock_type = JointState, Clock  # for the per-period messages
         self.dt = control.dt  # s, the control period
         node.get_logger().info(
             f"drives up ({parameters.backend_name} backend): {', '.join(self.bridge.names)}"
@@ -301,10 +302,7 @@ class DriveNode:
 
     def publish_sample(self, sample) -> None:
         """The joint state of a period (and the clock), then the stop and events."""
-        from rosgraph_msgs.msg import Clock
-        from sensor_msgs.msg import JointState
-
-        message = JointState()
+        message = self.joint_state_type()
         message.header.stamp = self.stamp()
         message.name = list(sample.names)
         message.position = sample.position
@@ -312,7 +310,7 @@ class DriveNode:
         message.effort = sample.effort
         self.states.publish(message)  # before the clock: a controller cycle woken by it reads this
         if self.clock is not None:
-            self.clock.publish(Clock(clock=message.header.stamp))
+            self.clock.publish(self.clock_type(clock=message.header.stamp))
         self.report(sample.stop_reason)
 
     def report(self, stop_reason: str | None) -> None:
