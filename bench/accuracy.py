@@ -52,7 +52,7 @@ def _run(args: argparse.Namespace) -> None:
     ):
         m = run_task(
             "incision", params, depth=0.003, feed_rate=0.002, plant=plant, compensated=compensated
-        ).metrics
+        ).metrics.as_dict()
         cells = "".join(
             f"{m[key] * 1e6:14.2f} {'ok' if m[key] <= TARGETS[key] else 'MISS':>5}" for key in keys
         )

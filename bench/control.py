@@ -113,8 +113,8 @@ def _run(args: argparse.Namespace) -> None:
     print("\n2. closed-loop incision" + (" (shipped task)" if args.full else " (CI: 3 mm at 2 mm/s)"))
     kwargs = {} if args.full else {"depth": 0.003, "feed_rate": 0.002}
     result = run_task("incision", params, control=control, **kwargs)
-    m = result.metrics
-    met = targets_met(m)
+    met = targets_met(result.metrics)
+    m = result.metrics.as_dict()  # rows by name
     for key, scale, unit in (
         ("entry_error", 1e6, "um"),
         ("lateral_deviation", 1e6, "um"),
@@ -132,7 +132,7 @@ def _run(args: argparse.Namespace) -> None:
         f"   closed loop / MuJoCo alone for its {physics_steps} physics steps: "
         f"{m['wall_time'] / (physics_steps * step_time):.1f}x (same run)"
     )
-    line = run_task("line", params, control=control).metrics
+    line = run_task("line", params, control=control).metrics.as_dict()
     print(
         f"   line task: deviation {line['line_deviation'] * 1e6:.3f} um "
         f"({'met' if line['line_deviation'] <= TARGETS['line_deviation'] else 'MISSED'}), "

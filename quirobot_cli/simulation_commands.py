@@ -7,9 +7,13 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quirobot_cli.verb_parser import add_verb
 from quirobot_control.simulation.closed_loop import DEFAULT_PLANT, PLANTS
+
+if TYPE_CHECKING:
+    from quirobot_control.simulation.faults import BreakthroughReport
 
 DEFAULT_OUTPUT = "quirobot_output"
 
@@ -158,12 +162,11 @@ def simulate(args: argparse.Namespace) -> int:
             bar.close()
     log_path = write_mcap(log_file, result.log, result.trajectory)
     plot_path = plot_result(result, plot_file)
-    metrics = result.metrics
-    met = targets_met(metrics)
+    met = targets_met(result.metrics)
     if args.json:
         document: dict = {
             "metrics": {
-                **metrics,
+                **result.metrics.as_dict(),
                 "targets_met": met,
                 "plant": args.plant,
                 "compensated": args.plant == "realistic" and not args.no_compensation,
@@ -177,15 +180,16 @@ def simulate(args: argparse.Namespace) -> int:
                     "entry": result.task.entry.tolist(),
                     "direction": result.task.direction.tolist(),
                     "depth": result.task.depth,
-                    "start_time": metrics["feed_start_time"],
-                    "end_time": metrics["feed_end_time"],
+                    "start_time": result.metrics.incision.feed_start_time,
+                    "end_time": result.metrics.incision.feed_end_time,
                 },
                 **document,
             }
             if result.faults:
-                document["fault"], document["faults"] = result.faults[0], result.faults
+                faults = [fault.as_dict() for fault in result.faults]
+                document["fault"], document["faults"] = faults[0], faults
             if result.breakthrough is not None:
-                document["breakthrough"] = result.breakthrough
+                document["breakthrough"] = result.breakthrough.as_dict()
             document["metrics"]["unsafe"] = result.unsafe  # why the robot did not end safe (empty: it did)
         print(json.dumps(_finite_or_null(document), indent=2, default=str, allow_nan=False))
     else:
@@ -206,12 +210,12 @@ def exit_status(result, *, injected: bool) -> int:
 
     metrics = result.metrics
     precision_met = all(ok for key, ok in targets_met(metrics).items() if key not in TIMING_TARGETS)
-    safe = not result.unsafe
+    safe, completed = not result.unsafe, metrics.run.completed
     if injected:
         return 0 if safe else 1
-    if metrics.get("feed_end") == "breakthrough":  # the bone ended the feed: the plan's depth is moot
-        return 0 if safe and metrics["completed"] else 1
-    return 0 if safe and metrics["completed"] and precision_met else 1
+    if metrics.incision is not None and metrics.incision.feed_end == "breakthrough":
+        return 0 if safe and completed else 1  # the bone ended the feed: the plan's depth is moot
+    return 0 if safe and completed and precision_met else 1
 
 
 def _finite_or_null(value: object) -> object:
@@ -233,7 +237,7 @@ def _print_summary(
     point length)."""
     from quirobot_control.simulation.incision import TIMING_TARGETS
 
-    m = result.metrics
+    m = result.metrics.as_dict()  # the table looks its rows up by name
     rows: list[tuple[str, str, str]] = []
 
     def row(label: str, key: str, scale: float, unit: str) -> None:
@@ -254,25 +258,26 @@ def _print_summary(
     row("wall time", "wall_time", 1.0, "s")
     row("real-time factor (this machine)", "real_time_factor", 1.0, "x")
     row("controller p99 per cycle (this machine)", "controller_p99", 1e6, "us")
-    for name, value in m["peak_current"].items():
+    run, incision = result.metrics.run, result.metrics.incision
+    for name, value in run.peak_current.items():
         rows.append((f"peak current {name}", f"{value:.3f} A", ""))
     width = max(len(r[0]) for r in rows)
     print(f"quirobot simulate: {result.task.path.stem}")
     for label, value, verdict in rows:
         print(f"  {label:<{width}}  {value:>14}  {verdict}")
-    if m["stop_reason"]:
-        print(f"  STOPPED: {m['stop_reason']}")
-    if m.get("feed_end") == "breakthrough":
-        print(f"  FEED ENDED: {m['drilling_stop']}")
+    if run.stop_reason:
+        print(f"  STOPPED: {run.stop_reason}")
+    if incision is not None and incision.feed_end == "breakthrough":
+        print(f"  FEED ENDED: {incision.drilling_stop}")
     breakthrough = getattr(result, "breakthrough", None)
     for fault in getattr(result, "faults", []):
-        numbers = fault["not_applied"] or ", ".join(
+        numbers = fault.not_applied or ", ".join(
             f"{key} {value * (1e3 if key.endswith('_after') else 1e6):.1f} "
             f"{'ms' if key.endswith('_after') else 'um'}"
-            for key, value in fault.items()
+            for key, value in fault.as_dict().items()
             if key not in ("kind", "at", "not_applied") and value is not None
         )
-        print(f"  FAULT {fault['kind']} at {fault['at']} s: {numbers}")
+        print(f"  FAULT {fault.kind} at {fault.at} s: {numbers}")
     if breakthrough is not None:
         print(f"  {breakthrough_line(breakthrough, detectable_overshoot)}")
     for reason in getattr(result, "unsafe", []):
@@ -281,17 +286,17 @@ def _print_summary(
     print(f"  plot: {plot_path}")
 
 
-def breakthrough_line(breakthrough: dict, detectable_overshoot: float) -> str:
+def breakthrough_line(breakthrough: BreakthroughReport, detectable_overshoot: float) -> str:
     """The summary's far-cortex line: detected, nothing to detect (the tip stopped less than
     `detectable_overshoot` m past the exit, before the thrust could drop), or NOT DETECTED."""
-    exit_mm, past_mm = breakthrough["exit_depth"] * 1e3, breakthrough["overshoot"] * 1e3
-    detected = breakthrough["detected_depth"]
+    exit_mm, past_mm = breakthrough.exit_depth * 1e3, breakthrough.overshoot * 1e3
+    detected = breakthrough.detected_depth
     if detected is not None:
         return (
             f"far cortex exit at {exit_mm:.2f} mm, breakthrough detected at {detected * 1e3:.2f} mm, "
             f"tip {past_mm:.3f} mm past the exit"
         )
-    if breakthrough["overshoot"] < detectable_overshoot:
+    if breakthrough.overshoot < detectable_overshoot:
         return (
             f"far cortex exit at {exit_mm:.2f} mm, tip {past_mm:.3f} mm past it: no breakthrough to detect "
             f"(the thrust drops enough {detectable_overshoot * 1e3:.2f} mm past the exit)"

@@ -100,7 +100,8 @@ def simulate(
     plant: str | None = None,
 ) -> TaskResult:
     """Plan the task and run it in closed loop (planner, IK, PID, drives, MuJoCo): a TaskResult
-    whose `metrics` hold the errors (m) and whose `log` holds every 1 kHz sample.
+    whose `metrics` (simulation.metrics.TaskMetrics) hold the errors (m) and whose `log` holds
+    every 1 kHz sample.
 
     depth, feed_rate: override an incision's (m, m/s). plant: "realistic" or "ideal" (default
     simulation.closed_loop.DEFAULT_PLANT, as `quirobot simulate`).

@@ -166,10 +166,10 @@ def run_sample(
     if completed:
         measured = incision_metrics(incision, trajectory, log)
         metrics = {
-            "entry_error": measured["entry_error"],
-            "lateral_deviation": measured["lateral_deviation"],
+            "entry_error": measured.entry_error,
+            "lateral_deviation": measured.lateral_deviation,
             "axis_angle_error": axis_angle_error(incision, log.tip),
-            "depth_error": measured["final_depth_error"],
+            "depth_error": measured.final_depth_error,
         }
         metrics = {k: (v if math.isfinite(v) else math.inf) for k, v in metrics.items()}
     return AccuracySample(incision.entry, incision.direction, completed, metrics)

@@ -4,7 +4,7 @@ As the UR driver's controller_stopper: when the drives stop (a fault, the comman
 safety stop, an e-stop, `disable`) the trajectory controllers are deactivated through the
 controller manager's switch_controller, so that no controller keeps integrating a trajectory on
 drives that do not move (the joint_trajectory_controller cancels its goal on deactivation:
-"Current goal cancelled during deactivate transition"; the reason is /quirobot/drive_stop's).
+"Current goal cancelled during deactivate transition"; the reason is /quirobot/drives/state's stop_reason).
 They stay inactive until the drives are enabled again (`enable`), which reactivates them: a
 controller activated on enabled drives commands the measured pose (the drive bridge's start-up
 handshake takes it as the first command).

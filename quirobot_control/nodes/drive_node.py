@@ -8,7 +8,10 @@ URDF; it subscribes to the states with sensor-data QoS and publishes the command
 depth 1). The joints and so the drives are those of the robot description's <ros2_control>
 block. Every behaviour (start-up handshake, watchdog, safety layer) is in
 `quirobot_control.bridge.drive_bridge.DriveBridge`; this node passes it the messages and a monotonic
-clock (time.monotonic(), s). rclpy is imported only inside `main`.
+clock (time.monotonic(), s). rclpy is imported only inside functions. `main` is a short
+sequence: the parameters (`_declare_parameters`, one block), the robot description, the drives
+(`_open_drives`), then `DriveNode`, whose methods each translate one thing (a command, a timer
+tick, a service call, a status) between ROS and the bridge.
 
 Parameters: each declared once, with its type, default, unit and range, in
 `quirobot_control.bridge.drive_node_parameters` (the table: docs/node_parameters.md); a value
@@ -52,7 +55,8 @@ Controllers stop with the drives (bridge.controller_stopper, as the UR driver's
 controller_stopper): when the drives stop or are disabled, the controllers of `stop_controllers`
 are deactivated through
 /controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
-deactivation; the reason is on /quirobot/drive_stop); /quirobot/drives/enable reactivates them.
+deactivation; the reason is /quirobot/drives/state's stop_reason); /quirobot/drives/enable
+reactivates them.
 
 The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
 task_node publishes it at a goal's start and end) sets the bridge's drilling monitor and virtual
@@ -60,12 +64,12 @@ fixtures (bridge.drilling_context): with a task file the whole monitor (thrust l
 breakthrough from its far cortex, spindle interlock) and its no-go zones every cycle; without
 one breakthrough from the measured thrust alone; without a context the thrust limit only.
 
-Outputs: a stop (a safety stop, the command watchdog, a drive fault) is logged once as an error
-line "drives stopped: <reason>" and published on /quirobot/drive_stop (std_msgs/String, latched);
-/quirobot/drives/state (quirobot/msg/DrivesState, latched: lifecycle, enabled, homed, the
-latched stop) on every change and once a second; /diagnostics (diagnostic_msgs/DiagnosticArray,
-bridge.diagnostics: the hardware and each drive's state, fault, position, current, homed; ERROR
-with the reason on a stop) once a second and on every change.
+Outputs: a stop (a safety stop, the command watchdog, a drive fault) is published one way, as the
+`stop_reason` of /quirobot/drives/state (quirobot/msg/DrivesState, latched: lifecycle, enabled,
+homed, the latched stop; on every change and once a second), and logged once as an error line
+"drives stopped: <reason>". /diagnostics (diagnostic_msgs/DiagnosticArray, bridge.diagnostics:
+the hardware and each drive's state, fault, position, current, homed; ERROR with the reason on a
+stop) is made from the same status in the same call, for generic monitoring tools.
 A start-up failure (no such CAN interface, a node that does not
 answer, a malformed description, ...) is logged in one line and the node exits with status 1
 without enabling anything. On shutdown (SIGINT or SIGTERM) every drive is stopped and the buses
@@ -77,27 +81,32 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from dataclasses import dataclass
 
 
-def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one node closing over ROS)
+@dataclass(frozen=True)
+class DriveNodeParameters:
+    """drive_node's ROS parameters as declared (module docstring)."""
+
+    description: str
+    commands_topic: str
+    states_topic: str
+    backend_name: str
+    can_interface: str
+    can_channels: str
+    simulated_bone: str
+    fault_injection: bool
+    publish_clock: bool
+    lockstep_timeout: float  # s
+    lockstep_republish: float  # s
+    homing: bool
+    stopped_controllers: list[str]
+
+
+def main(args: list[str] | None = None) -> int:
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-    from quirobot.msg import DrivesState
     from rclpy.node import Node
-    from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
     from rclpy.signals import SignalHandlerOptions
-    from rosgraph_msgs.msg import Clock
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
-    from std_srvs.srv import Trigger
-
-    from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
-    from quirobot_control.bridge.diagnostics import drive_diagnostics
-    from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
-    from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE
-    from quirobot_control.hardware.control_config import control_configuration
-    from quirobot_description.parameters import FEED_JOINT, load_parameters
-    from quirobot_description.ros_parameters import declare_parameters
 
     # SIGINT and SIGTERM (launch's escalation) as KeyboardInterrupt in spin, so that the drives are
     # stopped and the buses released on the way out. Not rclpy's handler: it shuts the context
@@ -107,161 +116,237 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, _interrupt)
     node = Node("drive_node")
-    # --- parameters: declared from their schema (bridge.drive_node_parameters), nowhere else ---
-    try:
-        parameters = declare_parameters(node, DRIVE_NODE)
-    except ValueError as error:  # a value outside its type or range: one line naming it
-        node.get_logger().fatal(f"drive start-up failed: {error}")
-        node.destroy_node()
-        rclpy.shutdown()
-        return 1
-    description = parameters["robot_description"]
-    commands_topic = parameters["commands_topic"]
-    states_topic = parameters["states_topic"]
-    backend_name = parameters["drive_backend"]
-    can_interface = parameters["can_interface"]
-    can_channels = parameters["can_channels"]
-    simulated_bone = parameters["simulated_bone"]
-    fault_injection = parameters["test_fault_injection"]
-    publish_clock = parameters["publish_clock"]
-    lockstep_timeout = parameters["lockstep_timeout"]
-    lockstep_republish = parameters["lockstep_republish"]
-    homing = parameters["homing"]
-    stopped_controllers = parameters["stop_controllers"]
-    # --- end of the parameters ---
 
     def shut_down() -> None:
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
 
-    if not description:
-        received: list[str] = []
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(String, "/robot_description", lambda m: received.append(m.data), latched)
-        node.get_logger().info("waiting for /robot_description")
-        try:
-            while rclpy.ok() and not received:
-                rclpy.spin_once(node, timeout_sec=0.5)
-        except KeyboardInterrupt:
-            shut_down()
-            return 0
-        if not received:
-            shut_down()
-            return 0
-        description = received[0]
     try:
-        params = load_parameters()
-        control = control_configuration(params)
-        can = CanBusConfig(can_interface, parse_channel_map(can_channels))
-        simulated = backend_name == "simulated"
-        simulation_only = simulated_bone not in ("", "none") or fault_injection or publish_clock or homing
-        if simulation_only and not simulated:
-            raise ValueError(
-                "simulated_bone, test_fault_injection, publish_clock and homing are for the simulated "
-                "backend (real drives report whether they are homed)"
-            )
-        # The plant's clock in lock-step with the controller manager (publish_clock), from a
-        # whole second of wall time so that stamps look like times.
-        lockstep = _lockstep(control.dt, lockstep_republish, lockstep_timeout) if publish_clock else None
-        start = 0.0 if publish_clock else time.monotonic()
-        cycle = None if simulated else _start_real_cycle(params, control, description, can, node)
-        bridge = (
-            cycle.bridge
-            if cycle is not None
-            else open_bridge(
-                backend_name, params, control, description, now=start, can=can, absolute_encoders=not homing
-            )
-        )
-        if simulated_bone not in ("", "none"):
-            bridge.backend.place_bone(simulated_bone)
+        parameters = _declare_parameters(node)
+    except ValueError as error:  # a value outside its type or range: one line naming it
+        node.get_logger().fatal(f"drive start-up failed: {error}")
+        shut_down()
+        return 1
+    description = parameters.description or _wait_for_description(node)
+    if not description:  # interrupted while waiting
+        shut_down()
+        return 0
+    try:
+        drives = _open_drives(parameters, description, node)
     except (ValueError, OSError) as error:
         node.get_logger().fatal(f"drive start-up failed: {' '.join(str(error).split())}")
         shut_down()
         return 1
-    node.get_logger().info(f"drives up ({backend_name} backend): {', '.join(bridge.names)}")
-    publisher = node.create_publisher(JointState, states_topic, qos_profile_sensor_data)
-    reported = {"stop": None, "events": 0, "safety": 0, "state": None}
-    published = {"cycle": -1}  # the cycle of the latest joint state published (real drives)
+    skin = DriveNode(node, parameters, *drives)
+    try:
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    except RuntimeError:
+        # The signal's KeyboardInterrupt raised inside rclpy's C++ take_message comes out as a
+        # pybind11 RuntimeError; a RuntimeError without a signal is a real error.
+        if not _INTERRUPTED:
+            raise
+    finally:
+        skin.close()
+        shut_down()
+    return 0
+
+
+def _declare_parameters(node) -> DriveNodeParameters:
+    """Every parameter of drive_node, declared on `node` from its schema
+    (bridge.drive_node_parameters, nowhere else). ValueError: a value outside its type or range,
+    one line naming it."""
+    from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE
+    from quirobot_description.ros_parameters import declare_parameters
+
+    parameters = declare_parameters(node, DRIVE_NODE)
+    return DriveNodeParameters(
+        description=parameters["robot_description"],
+        commands_topic=parameters["commands_topic"],
+        states_topic=parameters["states_topic"],
+        backend_name=parameters["drive_backend"],
+        can_interface=parameters["can_interface"],
+        can_channels=parameters["can_channels"],
+        simulated_bone=parameters["simulated_bone"],
+        fault_injection=parameters["test_fault_injection"],
+        publish_clock=parameters["publish_clock"],
+        lockstep_timeout=parameters["lockstep_timeout"],
+        lockstep_republish=parameters["lockstep_republish"],
+        homing=parameters["homing"],
+        stopped_controllers=list(parameters["stop_controllers"]),
+    )
+
+
+def _wait_for_description(node) -> str:
+    """The latched /robot_description (std_msgs/String), spun for until it comes; "" if
+    interrupted (SIGINT, SIGTERM) or the context shut down first."""
+    import rclpy
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from std_msgs.msg import String
+
+    received: list[str] = []
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    stop_publisher = node.create_publisher(String, "/quirobot/drive_stop", latched)
-    drives_state_publisher = node.create_publisher(DrivesState, "/quirobot/drives/state", latched)
-    diagnostics_publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
-    clock_publisher = node.create_publisher(Clock, "/clock", 10) if publish_clock else None
-    # Wall-clock pacing of the simulated plant without publish_clock.
-    wall = {"start": time.monotonic(), "periods": 0}
+    node.create_subscription(String, "/robot_description", lambda m: received.append(m.data), latched)
+    node.get_logger().info("waiting for /robot_description")
+    try:
+        while rclpy.ok() and not received:
+            rclpy.spin_once(node, timeout_sec=0.5)
+    except KeyboardInterrupt:
+        return ""
+    return received[0] if received else ""
 
-    def bridge_now() -> float:
+
+def _open_drives(parameters: DriveNodeParameters, description: str, node):
+    """(bridge, cycle, lockstep, control) of the parameters: the simulated drives' bridge, or the
+    real drives' cycle thread (its bridge); ValueError or OSError on a bad start-up."""
+    from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
+    from quirobot_control.bridge.drive_bridge import open_bridge
+    from quirobot_control.hardware.control_config import control_configuration
+    from quirobot_description.parameters import load_parameters
+
+    p = parameters
+    params = load_parameters()
+    control = control_configuration(params)
+    can = CanBusConfig(p.can_interface, parse_channel_map(p.can_channels))
+    simulated = p.backend_name == "simulated"
+    bone = p.simulated_bone not in ("", "none")
+    if (bone or p.fault_injection or p.publish_clock or p.homing) and not simulated:
+        raise ValueError(
+            "simulated_bone, test_fault_injection, publish_clock and homing are for the simulated "
+            "backend (real drives report whether they are homed)"
+        )
+    # The plant's clock in lock-step with the controller manager (publish_clock), from a
+    # whole second of wall time so that stamps look like times.
+    lockstep = _lockstep(control.dt, p.lockstep_republish, p.lockstep_timeout) if p.publish_clock else None
+    start = 0.0 if p.publish_clock else time.monotonic()
+    cycle = None if simulated else _start_real_cycle(params, control, description, can, node)
+    bridge = (
+        cycle.bridge
+        if cycle is not None
+        else open_bridge(
+            p.backend_name, params, control, description, now=start, can=can, absolute_encoders=not p.homing
+        )
+    )
+    if bone:
+        bridge.backend.place_bone(p.simulated_bone)
+    return bridge, cycle, lockstep, control
+
+
+class DriveNode:
+    """The node's publishers, subscriptions, services and timers over one DriveBridge (or the real
+    drives' cycle thread): messages in, the bridge's samples and status out."""
+
+    def __init__(self, node, parameters: DriveNodeParameters, bridge, cycle, lockstep, control) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from quirobot.msg import DrivesState
+        from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+        from rosgraph_msgs.msg import Clock
+        from sensor_msgs.msg import JointState
+
+        self.node, self.parameters = node, parameters
+        self.bridge, self.cycle, self.lockstep = bridge, cycle, lockstep
+        self.joint_state_type, self.clock_type = JointState, Clock  # for the per-period messages
+        self.dt = control.dt  # s, the control period
+        node.get_logger().info(
+            f"drives up ({parameters.backend_name} backend): {', '.join(self.bridge.names)}"
+        )
+        self.reported = {"stop": None, "events": 0, "safety": 0, "state": None}
+        self.published_cycle = -1  # the cycle of the latest joint state published (real drives)
+        # Wall-clock pacing of the simulated plant without publish_clock.
+        self.wall_start, self.wall_periods = time.monotonic(), 0
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.states = node.create_publisher(JointState, parameters.states_topic, qos_profile_sensor_data)
+        # The one way a stop leaves this node: the drives' state (its stop_reason), with the
+        # diagnostics made from the same status (docs/drive_from_another_node.md).
+        self.drives_state = node.create_publisher(DrivesState, "/quirobot/drives/state", latched)
+        self.diagnostics = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.clock = node.create_publisher(Clock, "/clock", 10) if self.lockstep is not None else None
+        self.stop_controllers = _controller_stopper(node, parameters.stopped_controllers)
+        self._create_services()
+        self._create_inputs()
+        self.publish_status()
+
+    # --- time ------------------------------------------------------------------------------------
+    def bridge_now(self) -> float:
         """The bridge's clock (s): the plant's time with publish_clock, else the monotonic clock."""
-        return lockstep.seconds if lockstep is not None else time.monotonic()
+        return self.lockstep.seconds if self.lockstep is not None else time.monotonic()
 
-    def stamp():
-        if lockstep is not None:
-            return _time_message(lockstep.stamp_ns)
-        return node.get_clock().now().to_msg()
+    def stamp(self):
+        if self.lockstep is not None:
+            return _time_message(self.lockstep.stamp_ns)
+        return self.node.get_clock().now().to_msg()
 
-    def advance(count: int) -> None:
+    # --- outputs ---------------------------------------------------------------------------------
+    def advance(self, count: int) -> None:
         """Run `count` control periods, then publish the state (and the clock)."""
-        sample = bridge.sample()
+        sample = self.bridge.sample()
         for _ in range(count):
-            sample = bridge.step(bridge_now())
-            if lockstep is not None:
-                lockstep.ran(1)
-        publish_sample(sample)
+            sample = self.bridge.step(self.bridge_now())
+            if self.lockstep is not None:
+                self.lockstep.ran(1)
+        self.publish_sample(sample)
 
-    def publish_sample(sample) -> None:
+    def publish_sample(self, sample) -> None:
         """The joint state of a period (and the clock), then the stop and events."""
-        message = JointState()
-        message.header.stamp = stamp()
+        message = self.joint_state_type()
+        message.header.stamp = self.stamp()
         message.name = list(sample.names)
         message.position = sample.position
         message.velocity = sample.velocity
         message.effort = sample.effort
-        publisher.publish(message)  # before the clock: a controller cycle woken by it reads this
-        if clock_publisher is not None:
-            clock_publisher.publish(Clock(clock=message.header.stamp))
-        report(sample.stop_reason)
+        self.states.publish(message)  # before the clock: a controller cycle woken by it reads this
+        if self.clock is not None:
+            self.clock.publish(self.clock_type(clock=message.header.stamp))
+        self.report(sample.stop_reason)
 
-    def report(stop_reason: str | None) -> None:
+    def report(self, stop_reason: str | None) -> None:
+        """The bridge's new events and safety-layer messages in the log; the stop logged once and
+        the status published when the lifecycle or the stop changed."""
+        bridge, reported, logger = self.bridge, self.reported, self.node.get_logger()
         for event in bridge.events[reported["events"] :]:
-            node.get_logger().info(event)
+            logger.info(event)
         reported["events"] = len(bridge.events)
         log = bridge.hardware.log  # the safety layer's events (clamps, watchdog holds), bounded
         total = len(log.messages) + log.dropped
         if total != reported["safety"]:
             # Real drives: copied by the cycle thread, which appends to it.
-            messages = list(log.messages) if cycle is None else _safety_messages(cycle)
+            messages = list(log.messages) if self.cycle is None else _safety_messages(self.cycle)
             new = min(total - reported["safety"], len(messages))
             for event in messages[len(messages) - new :]:
-                node.get_logger().warning(event)
+                logger.warning(event)
             reported["safety"] = total
         if stop_reason and reported["stop"] != stop_reason:
-            reported["stop"] = stop_reason
-            node.get_logger().error(f"drives stopped: {stop_reason}")
-            stop_publisher.publish(String(data=stop_reason))
-        if not stop_reason:
-            reported["stop"] = None
+            logger.error(f"drives stopped: {stop_reason}")
+        reported["stop"] = stop_reason or None
         key = (bridge.hardware.lifecycle, stop_reason)  # cheap per period; homed once a second
         if key != reported["state"]:
             reported["state"] = key
-            publish_status()
+            self.publish_status()
 
-    stop_controllers = _controller_stopper(node, stopped_controllers)
+    def publish_status(self, status=None) -> None:
+        """/quirobot/drives/state and /diagnostics of the drives' status (read from the cycle
+        thread with real drives); the controllers stopped or started with the drives."""
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+        from quirobot.msg import DrivesState
 
-    def publish_status(status=None) -> None:
-        if status is None and cycle is not None:
+        from quirobot_control.bridge.diagnostics import drive_diagnostics
+        from quirobot_control.bridge.drive_bridge import BridgeError
+
+        if status is None and self.cycle is not None:
             try:
-                status = cycle.call(lambda b: b.status())
+                status = self.cycle.call(lambda b: b.status())
             except (BridgeError, TimeoutError) as error:  # a stopped or stalled cycle: next time
-                node.get_logger().warning(f"drive status not read: {error}")
+                self.node.get_logger().warning(f"drive status not read: {error}")
                 return
-        status = status or bridge.status()
-        stop_controllers(status.enabled, status.stop_reason)
+        status = status or self.bridge.status()
+        self.stop_controllers(status.enabled, status.stop_reason)
         state = DrivesState()
-        state.stamp = stamp()
+        state.stamp = self.stamp()
         state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
         state.stop_reason = status.stop_reason or ""
-        drives_state_publisher.publish(state)
+        self.drives_state.publish(state)
         array = DiagnosticArray()
         array.header.stamp = state.stamp
         for entry in drive_diagnostics(status):
@@ -274,96 +359,121 @@ def main(args: list[str] | None = None) -> int:  # noqa: C901, PLR0915  (one nod
                     values=[KeyValue(key=k, value=v) for k, v in entry.values],
                 )
             )
-        diagnostics_publisher.publish(array)
+        self.diagnostics.publish(array)
 
-    def on_command(message: JointState) -> None:
+    # --- inputs ----------------------------------------------------------------------------------
+    def _create_inputs(self) -> None:
+        """The commands' subscription, the plant's timers, the drilling context."""
+        from rclpy.qos import QoSProfile, qos_profile_sensor_data
+        from sensor_msgs.msg import JointState
+
+        node = self.node
+        # The commands: sensor-data QoS (the plugin publishes reliable, depth 1); with publish_clock
+        # reliable, since the plant waits for them.
+        command_qos = QoSProfile(depth=1) if self.lockstep is not None else qos_profile_sensor_data
+        node.create_subscription(JointState, self.parameters.commands_topic, self.on_command, command_qos)
+        if self.lockstep is None:
+            node.create_timer(self.dt, self.on_timer)
+        else:  # the plant runs on commands; a wall-clock guard only (bridge.lockstep)
+            node.create_timer(LOCKSTEP_GUARD_TICK, self.on_lockstep_guard)
+            self.advance(0)  # t_0: the first clock sample, the controller manager's first cycle
+            node.get_logger().info("simulated clock: lock-step with the controller manager")
+        _drilling_context_subscription(node, self.bridge)
+        node.create_timer(1.0, self.publish_status)
+
+    def on_command(self, message) -> None:
+        from quirobot_control.bridge.drive_bridge import BridgeError
+
         try:
             names, position, velocity = list(message.name), list(message.position), list(message.velocity)
-            if cycle is not None:  # the cycle thread takes it (DriveBridge.command there)
-                cycle.post_command(names, position, velocity, now=bridge_now())
+            if self.cycle is not None:  # the cycle thread takes it (DriveBridge.command there)
+                self.cycle.post_command(names, position, velocity, now=self.bridge_now())
             else:
-                bridge.command(names, position, velocity, now=bridge_now())
+                self.bridge.command(names, position, velocity, now=self.bridge_now())
         except BridgeError as error:
-            node.get_logger().error(f"command refused: {error}")
-        if lockstep is not None:  # this period's command is in: the plant runs it (lock-step)
-            advance(lockstep.on_command(time.monotonic()))
+            self.node.get_logger().error(f"command refused: {error}")
+        if self.lockstep is not None:  # this period's command is in: the plant runs it (lock-step)
+            self.advance(self.lockstep.on_command(time.monotonic()))
 
-    def on_timer() -> None:
-        if cycle is not None:
-            _publish_latest(cycle, published, publish_sample, node)
+    def on_timer(self) -> None:
+        if self.cycle is not None:
+            self._publish_latest()
             return
         # The plant's time follows the wall clock, up to 10 periods a tick (a late tick catches up).
-        due = int((time.monotonic() - wall["start"]) / control.dt) - wall["periods"]
+        due = int((time.monotonic() - self.wall_start) / self.dt) - self.wall_periods
         due = min(max(due, 1), 10)
-        wall["periods"] += due
-        advance(due)
+        self.wall_periods += due
+        self.advance(due)
 
-    def on_lockstep_guard() -> None:
-        action = lockstep.on_guard(time.monotonic())
+    def on_lockstep_guard(self) -> None:
+        action = self.lockstep.on_guard(time.monotonic())
         if action.stop_reason is not None:
-            bridge.hardware.stop(action.stop_reason)
+            self.bridge.hardware.stop(action.stop_reason)
         if action.periods or action.stop_reason is not None or action.republish:
-            advance(action.periods)
+            self.advance(action.periods)
 
-    def lifecycle_service(action):
-        def serve(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def _publish_latest(self) -> None:
+        """Real drives, on the node's timer: the cycle's latest joint state if it is new, and the
+        cycle's messages in the log."""
+        cycle = self.cycle
+        while cycle.messages:
+            self.node.get_logger().warning(cycle.messages.popleft())
+        latest = cycle.latest
+        if latest is not None and latest.cycle != self.published_cycle:
+            self.published_cycle = latest.cycle
+            self.publish_sample(latest.sample)
+
+    # --- services --------------------------------------------------------------------------------
+    def _create_services(self) -> None:
+        """/quirobot/drives/<lifecycle> (std_srvs/Trigger), and ~/inject_fault for tests."""
+        from std_srvs.srv import Trigger
+
+        bridge = self.bridge
+        for name, action in (
+            (
+                "acknowledge_stop",
+                lambda: bridge.acknowledge_stop("operator: /quirobot/drives/acknowledge_stop"),
+            ),
+            ("enable", lambda: bridge.enable(self.bridge_now())),
+            ("disable", bridge.disable),
+            ("home", bridge.home),
+        ):
+            self.node.create_service(Trigger, f"/quirobot/drives/{name}", self._lifecycle_service(action))
+        if self.parameters.fault_injection:
+            self.node.create_service(Trigger, "~/inject_fault", self._inject_fault)
+
+    def _lifecycle_service(self, action):
+        from quirobot_control.bridge.drive_bridge import BridgeError
+
+        def serve(request, response):
             try:
                 # Real drives: in this thread while the cycle keeps the bus alive (SDO handshakes).
-                response.message = action() if cycle is None else cycle.exclusive(lambda _: action())
+                response.message = (
+                    action() if self.cycle is None else self.cycle.exclusive(lambda _: action())
+                )
                 response.success = True
             except (BridgeError, TimeoutError) as error:
                 response.success, response.message = False, " ".join(str(error).split())
-            node.get_logger().info(f"{response.message}")
-            report(bridge.hardware.stop_reason)
-            publish_status()
+            self.node.get_logger().info(f"{response.message}")
+            self.report(self.bridge.hardware.stop_reason)
+            self.publish_status()
             return response
 
         return serve
 
-    for name, action in (
-        ("acknowledge_stop", lambda: bridge.acknowledge_stop("operator: /quirobot/drives/acknowledge_stop")),
-        ("enable", lambda: bridge.enable(bridge_now())),
-        ("disable", bridge.disable),
-        ("home", bridge.home),
-    ):
-        node.create_service(Trigger, f"/quirobot/drives/{name}", lifecycle_service(action))
-    # The commands: sensor-data QoS (the plugin publishes reliable, depth 1); with publish_clock
-    # reliable, since the plant waits for them.
-    command_qos = QoSProfile(depth=1) if lockstep is not None else qos_profile_sensor_data
-    node.create_subscription(JointState, commands_topic, on_command, command_qos)
-    if fault_injection:
+    def _inject_fault(self, request, response):
+        from quirobot_description.parameters import FEED_JOINT
 
-        def inject_fault(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-            bridge.drives[FEED_JOINT].inject_fault("injected by ~/inject_fault (test)")
-            response.success, response.message = True, f"{FEED_JOINT} drive faulted"
-            return response
+        self.bridge.drives[FEED_JOINT].inject_fault("injected by ~/inject_fault (test)")
+        response.success, response.message = True, f"{FEED_JOINT} drive faulted"
+        return response
 
-        node.create_service(Trigger, "~/inject_fault", inject_fault)
-    if lockstep is None:
-        node.create_timer(control.dt, on_timer)
-    else:  # the plant runs on commands; a wall-clock guard only (bridge.lockstep)
-        node.create_timer(LOCKSTEP_GUARD_TICK, on_lockstep_guard)
-        advance(0)  # t_0: the first clock sample, the controller manager's first cycle
-        node.get_logger().info("simulated clock: lock-step with the controller manager")
-    _drilling_context_subscription(node, bridge)
-    node.create_timer(1.0, publish_status)
-    publish_status()
-    try:
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    except RuntimeError:
-        # The signal's KeyboardInterrupt raised inside rclpy's C++ take_message comes out as a
-        # pybind11 RuntimeError; a RuntimeError without a signal is a real error.
-        if not _INTERRUPTED:
-            raise
-    finally:
-        if cycle is not None:
-            cycle.stop()  # no more cycles, then the drives stopped and the buses released
-        for problem in bridge.close():
-            node.get_logger().warning(f"shutdown: {problem}")
-        shut_down()
-    return 0
+    def close(self) -> None:
+        """No more cycles (real drives), then every drive stopped and the buses released."""
+        if self.cycle is not None:
+            self.cycle.stop()
+        for problem in self.bridge.close():
+            self.node.get_logger().warning(f"shutdown: {problem}")
 
 
 def _drilling_context_subscription(node, bridge) -> None:
@@ -454,17 +564,6 @@ def _safety_messages(cycle) -> list[str]:
         return cycle.call(lambda b: list(b.hardware.log.messages))
     except (BridgeError, TimeoutError):
         return []
-
-
-def _publish_latest(cycle, published: dict, publish_sample, node) -> None:
-    """Real drives, on the node's timer: the cycle's latest joint state if it is new, and the
-    cycle's messages in the log."""
-    while cycle.messages:
-        node.get_logger().warning(cycle.messages.popleft())
-    latest = cycle.latest
-    if latest is not None and latest.cycle != published["cycle"]:
-        published["cycle"] = latest.cycle
-        publish_sample(latest.sample)
 
 
 def _time_message(nanoseconds: int):

@@ -14,7 +14,8 @@ test/control/procedures/test_drill_hole_executor.py); this node only translates:
   passed to the executor (in bone: the feed retracts along the axis).
 - `RosMotionPort`: the executor's motion port. Trajectories go to joint_trajectory_controller and
   drill_feed_controller (FollowJointTrajectory) stamped with a common start time; the measured
-  state comes from /quirobot/joint_states, the drives' from /quirobot/drives/state, the active
+  state comes from /quirobot/joint_states, the drives' (their latched stop included: the one
+  way drive_node publishes a stop) from /quirobot/drives/state, the active
   controllers from the controller manager's list_controllers (polled once a second), the robot
   description from /robot_description; the drilling context goes out latched on
   /quirobot/drilling_context. A motion whose acceptance has not arrived when it must stop is
@@ -195,11 +196,9 @@ class RosMotionPort:
             self.states_measured = stamp if stamp > 0.0 else self.states_stamp  # unstamped: on receipt
 
     def _on_drives(self, message) -> None:
+        # The drives' stop arrives here only (drive_node logs it; /quirobot/state shows it).
         with self.lock:
-            previous = self.drives
             self.drives = StackStatus(True, message.enabled, message.homed, message.stop_reason)
-        if message.stop_reason and message.stop_reason != previous.stop_reason:
-            self.node.get_logger().error(f"drives stopped: {message.stop_reason}")
         self.state_changed()
 
     def _on_description(self, message) -> None:

@@ -86,7 +86,7 @@ def result_figure(result: TaskResult):
 
 def _summary(result: TaskResult) -> str:
     """The precision metrics against their targets, two per line."""
-    m = result.metrics
+    m = result.metrics.as_dict()  # looked up by name against TARGETS
     names = {
         "entry_error": "entry-point error",
         "lateral_deviation": "lateral deviation",
@@ -99,8 +99,8 @@ def _summary(result: TaskResult) -> str:
         for key, label in names.items()
         if m.get(key) is not None
     ]
-    if m.get("stop_reason"):
-        parts.append(f"STOPPED: {m['stop_reason']}")
+    if result.metrics.run.stop_reason:
+        parts.append(f"STOPPED: {result.metrics.run.stop_reason}")
     return "\n".join(";  ".join(parts[i : i + 2]) for i in range(0, len(parts), 2))
 
 
@@ -147,7 +147,7 @@ def _depth_panel(ax, result: TaskResult) -> None:
 
 def _tip_error_panel(ax, result: TaskResult) -> None:
     """The drill tip's distance from the drilling axis and its depth error, in µm, while on the axis."""
-    log, task, trajectory, metrics = result.log, result.task, result.trajectory, result.metrics
+    log, task, trajectory, metrics = result.log, result.task, result.trajectory, result.metrics.incision
     u = task.direction
     offset = log.tip - task.entry
     planned_depth = (log.planned_tip - task.entry) @ u
@@ -164,7 +164,7 @@ def _tip_error_panel(ax, result: TaskResult) -> None:
     ax.plot(log.time, depth_error, color="tab:purple", lw=0.7, label="depth − planned depth")
     ax.plot(
         [dwell.end_time],
-        [metrics["final_depth_error"] * 1e6],
+        [metrics.final_depth_error * 1e6],
         "kv",
         ms=6,
         label="final depth error (end of the dwell)",
@@ -179,8 +179,8 @@ def _tip_error_panel(ax, result: TaskResult) -> None:
     ax.set_ylim(-top, top)
     ax.set_title(
         "Drill tip error from the plan, settle to withdraw: lateral max "
-        f"{metrics['lateral_deviation'] * 1e6:.2f} µm in the window, overshoot "
-        f"{metrics['depth_overshoot'] * 1e6:.2f} µm over the run{hidden}",
+        f"{metrics.lateral_deviation * 1e6:.2f} µm in the window, overshoot "
+        f"{metrics.depth_overshoot * 1e6:.2f} µm over the run{hidden}",
         fontsize=10,
         loc="left",
     )
@@ -189,7 +189,7 @@ def _tip_error_panel(ax, result: TaskResult) -> None:
 
 def _thrust_panel(ax, result: TaskResult) -> None:
     ax.plot(result.log.time, result.log.thrust, color="tab:blue", lw=0.9, label="bone thrust on the bit")
-    ax.set_title(f"Bone thrust: peak {result.metrics['peak_thrust']:.1f} N", fontsize=10, loc="left")
+    ax.set_title(f"Bone thrust: peak {result.metrics.incision.peak_thrust:.1f} N", fontsize=10, loc="left")
     ax.set_ylabel("thrust (N)")
 
 
@@ -228,7 +228,7 @@ def _line_deviation_panel(ax, result: TaskResult) -> None:
     hidden = "" if top > target else f" (target {target:g} µm is above the view)"
     ax.set_ylim(-0.04 * top, top)
     ax.set_title(
-        f"tool0 distance from the line: max {result.metrics['line_deviation'] * 1e6:.2f} µm "
+        f"tool0 distance from the line: max {result.metrics.line.line_deviation * 1e6:.2f} µm "
         f"in the window{hidden}",
         fontsize=10,
         loc="left",

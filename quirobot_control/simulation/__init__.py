@@ -6,6 +6,8 @@
   drives, plant, bone thrust while `Drilling`), recorded in a `SimulationLog`;
 - incision: `run_task(task, params)`, a task planned and run, measured against the targets
   (`TaskResult`, `targets_met`), with the drilling monitor and spindle;
+- metrics: `TaskMetrics` (`RunMetrics`, `IncisionMetrics`, `LineMetrics`), a run's typed
+  metrics with units, and `as_dict()`, the JSON `quirobot simulate --json` prints;
 - faults: `Injection` (master-loss, drive-fault, estop, bone-harder, spindle-stall) injected into
   a run, the fault and breakthrough reports and the safety verdict (`quirobot simulate --inject`);
 - simulated_backend: `SimulatedBackend`, the drive bridge's drives on the plant (drive_node's
@@ -16,6 +18,7 @@
 
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
 from quirobot_control.simulation.incision import TaskResult, run_task, targets_met
+from quirobot_control.simulation.metrics import TaskMetrics
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.simulated_backend import SimulatedBackend
 
@@ -26,6 +29,7 @@ __all__ = [
     "SimulatedBackend",
     "SimulationError",
     "SimulationLog",
+    "TaskMetrics",
     "TaskResult",
     "run_task",
     "targets_met",

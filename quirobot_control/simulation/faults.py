@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -160,42 +160,61 @@ class FaultInjector:
         return sim.hardware.stop_reason is not None
 
 
+@dataclass(frozen=True)
+class FaultReport:
+    """What the robot did after one injected fault (module docstring); None where it did not
+    happen. `as_dict()`: the JSON `quirobot simulate --inject` prints under "faults"."""
+
+    kind: str  # the injection's kind, KIND:JOINT for a drive fault
+    at: float  # s, the injection's simulation time
+    not_applied: str | None = None  # why the fault never happened (the run ended first)
+    detected_after: float | None = None  # s from the fault to the robot's first reaction
+    stopped_after: float | None = None  # s from the fault to the tip at rest for good
+    tip_travel_after_fault: float | None = None  # m, the tip's largest distance from its place at the fault
+    extra_depth: float | None = None  # m, how much deeper into the bone the bit went
+
+    def as_dict(self) -> dict[str, float | str | None]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BreakthroughReport:
+    """The far cortex' exit against where the feed stopped (module docstring). `as_dict()`: the
+    JSON `quirobot simulate` prints under "breakthrough"."""
+
+    exit_depth: float  # m below the entry, along the drilling axis
+    detected_depth: float | None  # m: the tip's depth when the monitor detected it (None: not detected)
+    overshoot: float  # m past the exit the tip went (0: it never left the bone)
+
+    def as_dict(self) -> dict[str, float | None]:
+        return asdict(self)
+
+
 def _depths(log: SimulationLog, entry: np.ndarray, direction: np.ndarray) -> np.ndarray:
     return (log.tip - entry) @ direction
 
 
 def fault_report(
     injector: FaultInjector, log: SimulationLog, entry: np.ndarray, direction: np.ndarray
-) -> dict[str, float | str | None]:
-    """{"kind", "at", "not_applied", "detected_after", "stopped_after", "tip_travel_after_fault",
-    "extra_depth"} (s and m; None where it did not happen) of an injected run; "not_applied" says
-    why the fault never happened (the run ended before its time), else None."""
+) -> FaultReport:
+    """The FaultReport of an injected run (s and m; None where it did not happen); `not_applied`
+    says why the fault never happened (the run ended before its time), else None."""
     injection = injector.injection
-    report: dict[str, float | str | None] = {
-        "kind": injection.kind,
-        "at": injection.at,
-        "not_applied": None,
-        "detected_after": None,
-        "stopped_after": None,
-        "tip_travel_after_fault": None,
-        "extra_depth": None,
-    }
-    if injection.kind in DRIVE_FAULT_KINDS:
-        report["kind"] = f"{injection.kind}:{injection.joint}"
+    kind = f"{injection.kind}:{injection.joint}" if injection.kind in DRIVE_FAULT_KINDS else injection.kind
+    report = FaultReport(kind, injection.at)
     if injector.time is None:  # the run ended before the fault
         end = float(log.time[-1]) if len(log.time) else 0.0
-        report["not_applied"] = f"the run ended at {end:.3f} s, before {injection.at} s"
-        return report
+        return replace(report, not_applied=f"the run ended at {end:.3f} s, before {injection.at} s")
     start = int(np.searchsorted(log.time, injector.time - 1e-9))
     if injector.detected is not None:
-        report["detected_after"] = injector.detected - injector.time
+        report = replace(report, detected_after=injector.detected - injector.time)
     tip = log.tip[start:]
     speed = np.linalg.norm(np.diff(tip, axis=0), axis=1) / np.diff(log.time[start:])
     moving = np.nonzero(speed >= STOPPED_SPEED)[0]
     if len(speed) and (not len(moving) or moving[-1] < len(speed) - 1):
         rest = 0 if not len(moving) else int(moving[-1]) + 1
-        report["stopped_after"] = float(log.time[start + rest] - injector.time)
-    report["tip_travel_after_fault"] = float(np.max(np.linalg.norm(tip - tip[0], axis=1)))
+        report = replace(report, stopped_after=float(log.time[start + rest] - injector.time))
+    report = replace(report, tip_travel_after_fault=float(np.max(np.linalg.norm(tip - tip[0], axis=1))))
     # How much deeper into the bone the stop let the bit go: from the fault, or for a bone fault
     # (drilling on in it is intended until the monitor stops the feed) from that stop; none if the
     # monitor never had to stop it (the hole completed as planned). Depth above the bone's surface
@@ -207,26 +226,22 @@ def fault_report(
     else:
         reference = start
     depth = np.maximum(_depths(log, entry, direction), 0.0)
-    report["extra_depth"] = float(max(depth[reference:].max() - depth[reference], 0.0))
-    return report
+    return replace(report, extra_depth=float(max(depth[reference:].max() - depth[reference], 0.0)))
 
 
 def breakthrough_report(
     log: SimulationLog, entry: np.ndarray, direction: np.ndarray, exit_depth: float
-) -> dict[str, float | None]:
-    """{"exit_depth", "detected_depth", "overshoot"} (m): the far cortex' exit below the entry, the
-    tip's depth when the monitor detected the breakthrough (None: not detected), and how far past
-    the exit the tip went (0 if it never left the bone)."""
+) -> BreakthroughReport:
+    """The BreakthroughReport (m): the far cortex' exit below the entry, the tip's depth when the
+    monitor detected the breakthrough (None: not detected), and how far past the exit the tip
+    went (0 if it never left the bone)."""
     depth = _depths(log, entry, direction)
     event = log.drilling_event
     detected = None
     if event is not None and not event.is_fault:  # a breakthrough, early or not
         detected = float(depth[int(np.searchsorted(log.time, event.time - 1e-9))])
-    return {
-        "exit_depth": float(exit_depth),
-        "detected_depth": detected,
-        "overshoot": float(max(depth.max() - exit_depth, 0.0)),
-    }
+    overshoot = float(max(depth.max() - exit_depth, 0.0))
+    return BreakthroughReport(exit_depth=float(exit_depth), detected_depth=detected, overshoot=overshoot)
 
 
 def safety_verdict(
@@ -234,26 +249,26 @@ def safety_verdict(
     planned_depth: float,
     entry: np.ndarray,
     direction: np.ndarray,
-    faults: list[dict],
-    breakthrough: dict | None,
+    faults: list[FaultReport],
+    breakthrough: BreakthroughReport | None,
 ) -> list[str]:
     """Why the robot did not end safe (empty: it did): not at rest after a fault, deeper by more
     than EXTRA_DEPTH_LIMIT after one, past the far cortex by more than BREAKTHROUGH_LIMIT or past
-    the planned depth by more than DEPTH_LIMIT. `faults`: fault_report of each injection."""
+    the planned depth by more than DEPTH_LIMIT. `faults`: the report of each injection."""
     reasons = []
     for fault in faults:
-        if fault["not_applied"] is not None:
+        if fault.not_applied is not None:
             continue
-        if fault["stopped_after"] is None:
-            reasons.append(f"{fault['kind']}: the tip was still moving at the end of the run")
-        if fault["extra_depth"] is not None and fault["extra_depth"] > EXTRA_DEPTH_LIMIT:
+        if fault.stopped_after is None:
+            reasons.append(f"{fault.kind}: the tip was still moving at the end of the run")
+        if fault.extra_depth is not None and fault.extra_depth > EXTRA_DEPTH_LIMIT:
             reasons.append(
-                f"{fault['kind']}: the bit went {fault['extra_depth'] * 1e3:.3f} mm deeper after the fault "
+                f"{fault.kind}: the bit went {fault.extra_depth * 1e3:.3f} mm deeper after the fault "
                 f"(limit {EXTRA_DEPTH_LIMIT * 1e3:.2f} mm)"
             )
-    if breakthrough is not None and breakthrough["overshoot"] > BREAKTHROUGH_LIMIT:
+    if breakthrough is not None and breakthrough.overshoot > BREAKTHROUGH_LIMIT:
         reasons.append(
-            f"the tip went {breakthrough['overshoot'] * 1e3:.3f} mm past the far cortex "
+            f"the tip went {breakthrough.overshoot * 1e3:.3f} mm past the far cortex "
             f"(limit {BREAKTHROUGH_LIMIT * 1e3:.1f} mm)"
         )
     deepest = float(_depths(log, entry, direction).max())

@@ -8,7 +8,8 @@ phase and the dwell at depth:
   never past it); max_depth likewise;
 - final_depth_error: |depth - target| at the end of the dwell;
 Line metrics: largest distance of tool0 from the planned straight line while it moves, and the
-final position error. Both: peak current per joint, durations, controller p99 per cycle.
+final position error. Both: peak current per joint, durations, controller p99 per cycle. Typed,
+with units: simulation.metrics (`TaskMetrics.as_dict()` is the JSON `quirobot simulate` prints).
 
 An incision runs with the drilling process safety (safety.drilling_monitor: thrust limit, far-cortex
 breakthrough, spindle interlock; models.spindle) unless `process_safety=False`;
@@ -45,13 +46,16 @@ from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog, planned_tip
 from quirobot_control.simulation.faults import (
     BREAKTHROUGH_LIMIT,
+    BreakthroughReport,
     FaultError,
     FaultInjector,
+    FaultReport,
     Injection,
     breakthrough_report,
     fault_report,
     safety_verdict,
 )
+from quirobot_control.simulation.metrics import IncisionMetrics, LineMetrics, RunMetrics, TaskMetrics
 from quirobot_description.parameters import FEED_INDEX, FEED_JOINT, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 
@@ -74,10 +78,10 @@ class TaskResult:
     task: IncisionTask | LineTask
     trajectory: JointTrajectory
     log: SimulationLog
-    metrics: dict[str, float | str | list[float] | dict[str, float] | None]
-    fault: dict | None = None  # simulation.faults.fault_report of the first injection
-    faults: list[dict] = field(default_factory=list)  # fault_report of every injection, in order
-    breakthrough: dict | None = None  # simulation.faults.breakthrough_report, far cortex within reach
+    metrics: TaskMetrics
+    fault: FaultReport | None = None  # the first injection's
+    faults: list[FaultReport] = field(default_factory=list)  # every injection's, in order
+    breakthrough: BreakthroughReport | None = None  # the far cortex within reach
     unsafe: list[str] = field(default_factory=list)  # why the robot did not end safe (empty: it did)
 
 
@@ -165,11 +169,11 @@ def run_task(
     for injector in injectors:
         injector.install(simulation)
     log = simulation.run(progress=progress)
-    metrics = common_metrics(log, trajectory)
+    run = common_metrics(log, trajectory)
     if not isinstance(task, IncisionTask):
-        metrics.update(line_metrics(trajectory, log))
+        metrics = TaskMetrics(run, line=line_metrics(trajectory, log))
         return TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
-    metrics.update(incision_metrics(task, trajectory, log))
+    metrics = TaskMetrics(run, incision=incision_metrics(task, trajectory, log))
     faults = [fault_report(injector, log, task.entry, task.direction) for injector in injectors]
     breakthrough = None
     if far_cortex is not None and task.depth >= far_cortex.exit - task.bone.point_length:
@@ -222,24 +226,24 @@ def _injections(
     return items
 
 
-def common_metrics(log: SimulationLog, trajectory: JointTrajectory) -> dict:
+def common_metrics(log: SimulationLog, trajectory: JointTrajectory) -> RunMetrics:
     wall = max(log.wall_time, 1e-9)
-    return {
-        "completed": log.stop_reason is None and len(log.time) == len(trajectory.positions),
-        "stop_reason": log.stop_reason,
-        "duration": log.simulated_time,
-        "wall_time": log.wall_time,
-        "real_time_factor": log.simulated_time / wall,
-        "controller_p99": float(np.percentile(log.controller_time, 99)),
-        "peak_current": {name: float(np.max(np.abs(log.current[:, j]))) for j, name in enumerate(log.names)},
-        "max_tracking_error": {
+    return RunMetrics(
+        completed=log.stop_reason is None and len(log.time) == len(trajectory.positions),
+        stop_reason=log.stop_reason,
+        duration=log.simulated_time,
+        wall_time=log.wall_time,
+        real_time_factor=log.simulated_time / wall,
+        controller_p99=float(np.percentile(log.controller_time, 99)),
+        peak_current={name: float(np.max(np.abs(log.current[:, j]))) for j, name in enumerate(log.names)},
+        max_tracking_error={
             name: float(np.max(np.abs(log.position[:, j] - log.reference[:, j])))
             for j, name in enumerate(log.names)
         },
-    }
+    )
 
 
-def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: SimulationLog) -> dict:
+def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: SimulationLog) -> IncisionMetrics:
     feed = trajectory.phase("feed")
     dwell = trajectory.phase("dwell")
     t = log.time
@@ -248,17 +252,17 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
     # after a stop, included): over the whole physics run.
     deepest = float(np.max((log.tip - task.entry) @ task.direction))
     if not window.any():  # stopped before the feed: nothing drilled, the report still says so
-        return {
-            "entry_error": float("nan"),
-            "lateral_deviation": float("nan"),
-            "depth_overshoot": max(deepest - task.depth, 0.0),
-            "final_depth_error": float("nan"),
-            "max_depth": deepest,
-            "peak_thrust": float(log.thrust.max()),
-            "feed_start_time": feed.start_time,
-            "feed_end_time": feed.end_time,
+        return IncisionMetrics(
+            entry_error=float("nan"),
+            lateral_deviation=float("nan"),
+            depth_overshoot=max(deepest - task.depth, 0.0),
+            final_depth_error=float("nan"),
+            max_depth=deepest,
+            peak_thrust=float(log.thrust.max()),
+            feed_start_time=feed.start_time,
+            feed_end_time=feed.end_time,
             **_drilling_metrics(log),
-        }
+        )
     offset = log.tip[window] - task.entry
     depth = offset @ task.direction
     lateral = np.linalg.norm(offset - depth[:, None] * task.direction, axis=1)
@@ -274,23 +278,23 @@ def incision_metrics(task: IncisionTask, trajectory: JointTrajectory, log: Simul
     end_of_dwell = np.nonzero(t[window] <= dwell.end_time + 1e-9)[0][-1]
     event = log.drilling_event
     breakthrough = event is not None and event.success
-    return {
-        "entry_error": entry_error,
-        "lateral_deviation": float(lateral[in_bone].max()) if in_bone.any() else float("nan"),
-        "depth_overshoot": max(deepest - task.depth, 0.0),
+    return IncisionMetrics(
+        entry_error=entry_error,
+        lateral_deviation=float(lateral[in_bone].max()) if in_bone.any() else float("nan"),
+        depth_overshoot=max(deepest - task.depth, 0.0),
         # Ended by the breakthrough: the depth is the bone's, not the plan's (no target to meet).
-        "final_depth_error": float("nan") if breakthrough else float(abs(depth[end_of_dwell] - task.depth)),
-        "max_depth": deepest,
-        "peak_thrust": float(log.thrust.max()),
-        "feed_start_time": feed.start_time,
-        "feed_end_time": feed.end_time,
+        final_depth_error=float("nan") if breakthrough else float(abs(depth[end_of_dwell] - task.depth)),
+        max_depth=deepest,
+        peak_thrust=float(log.thrust.max()),
+        feed_start_time=feed.start_time,
+        feed_end_time=feed.end_time,
         **_drilling_metrics(log),
-    }
+    )
 
 
-def _drilling_metrics(log: SimulationLog) -> dict:
-    """What the drilling process safety saw: the event that stopped the feed, the feed's peak
-    effort (N, the drive's) and the monitor's peak thrust estimate (N)."""
+def _drilling_metrics(log: SimulationLog) -> dict[str, str | float | None]:
+    """IncisionMetrics' fields of what the drilling process safety saw: the event that stopped
+    the feed, the feed's peak effort (N, the drive's) and the monitor's peak thrust estimate (N)."""
     event = log.drilling_event
     feed = log.names.index(FEED_JOINT)
     return {
@@ -301,7 +305,7 @@ def _drilling_metrics(log: SimulationLog) -> dict:
     }
 
 
-def line_metrics(trajectory: JointTrajectory, log: SimulationLog) -> dict:
+def line_metrics(trajectory: JointTrajectory, log: SimulationLog) -> LineMetrics:
     path = trajectory.paths[0]
     line = trajectory.phase("line")
     window = (log.time >= line.start_time - 1e-9) & (log.time <= line.end_time + 1e-9)
@@ -310,24 +314,25 @@ def line_metrics(trajectory: JointTrajectory, log: SimulationLog) -> dict:
     offset = log.tool0[window] - start
     along = offset @ direction
     deviation = np.linalg.norm(offset - along[:, None] * direction, axis=1)
-    return {
-        "line_deviation": float(deviation.max()),
-        "line_final_error": float(np.linalg.norm(log.tool0[-1] - end)),
-        "line_start": start.tolist(),
-        "line_end": end.tolist(),
-        "line_start_time": line.start_time,
-        "line_end_time": line.end_time,
-    }
+    return LineMetrics(
+        line_deviation=float(deviation.max()),
+        line_final_error=float(np.linalg.norm(log.tool0[-1] - end)),
+        line_start=tuple(start.tolist()),
+        line_end=tuple(end.tolist()),
+        line_start_time=line.start_time,
+        line_end_time=line.end_time,
+    )
 
 
-def targets_met(metrics: dict) -> dict[str, bool]:
-    """Which of TARGETS the metrics meet (only those present; no depth target when the far
+def targets_met(metrics: TaskMetrics) -> dict[str, bool]:
+    """Which of TARGETS the metrics meet (only those the task has; no depth target when the far
     cortex' breakthrough ended the feed)."""
+    values = metrics.as_dict()
     met = {}
     for key, limit in TARGETS.items():
-        if key == "final_depth_error" and metrics.get("feed_end") == "breakthrough":
+        if key == "final_depth_error" and values.get("feed_end") == "breakthrough":
             continue
-        if key in metrics and metrics[key] is not None:
-            value = metrics[key]
+        if values.get(key) is not None:
+            value = values[key]
             met[key] = bool(value >= limit) if key == "real_time_factor" else bool(value <= limit)
     return met

@@ -14,35 +14,48 @@ from types import SimpleNamespace
 import pytest
 
 from quirobot_cli.simulation_commands import _print_summary, breakthrough_line
+from quirobot_control.simulation.faults import BreakthroughReport
 from quirobot_control.simulation.incision import TIMING_TARGETS, targets_met
+from quirobot_control.simulation.metrics import IncisionMetrics, RunMetrics, TaskMetrics
 
 EXIT = 0.025  # m, the shipped bone's far cortex exit
 DETECTABLE = 0.25 * 0.96e-3  # m: breakthrough_drop x the shipped drill's point length
 
 
-def _metrics(**overrides) -> dict:
-    metrics = {
-        "entry_error": 0.9e-6,
-        "lateral_deviation": 39e-6,
-        "depth_overshoot": 10e-6,
-        "final_depth_error": 0.2e-6,
-        "peak_thrust": 54.9,
-        "duration": 28.37,
-        "wall_time": 60.0,
-        "real_time_factor": 0.47,  # a slow machine
-        "controller_p99": 750e-6,  # over the 200 us target
-        "peak_current": {"gantry_x": 24.3},
-        "stop_reason": None,
-        "feed_end": None,
-    }
-    return metrics | overrides
+def _metrics(lateral_deviation: float = 39e-6) -> TaskMetrics:
+    run = RunMetrics(
+        completed=True,
+        stop_reason=None,
+        duration=28.37,
+        wall_time=60.0,
+        real_time_factor=0.47,  # a slow machine
+        controller_p99=750e-6,  # over the 200 us target
+        peak_current={"gantry_x": 24.3},
+        max_tracking_error={"gantry_x": 1e-6},
+    )
+    incision = IncisionMetrics(
+        entry_error=0.9e-6,
+        lateral_deviation=lateral_deviation,
+        depth_overshoot=10e-6,
+        final_depth_error=0.2e-6,
+        max_depth=0.0252,
+        peak_thrust=54.9,
+        feed_start_time=10.0,
+        feed_end_time=26.8,
+        feed_end=None,
+        drilling_stop=None,
+        peak_feed_effort=55.0,
+        peak_thrust_estimate=54.0,
+    )
+    return TaskMetrics(run, incision=incision)
 
 
-def _summary(capsys, metrics: dict, breakthrough: dict | None = None) -> str:
+def _summary(capsys, metrics: TaskMetrics, breakthrough: BreakthroughReport | None = None) -> str:
     result = SimpleNamespace(
         metrics=metrics,
         task=SimpleNamespace(path=Path("incision.yaml")),
         fault=None,
+        faults=[],
         breakthrough=breakthrough,
         unsafe=[],
     )
@@ -75,14 +88,12 @@ def test_a_precision_miss_still_says_missed(capsys):
     ],
 )
 def test_the_far_cortex_line_says_whether_there_was_anything_to_detect(detected, overshoot, expected, absent):
-    line = breakthrough_line(
-        {"exit_depth": EXIT, "detected_depth": detected, "overshoot": overshoot}, DETECTABLE
-    )
+    line = breakthrough_line(BreakthroughReport(EXIT, detected, overshoot), DETECTABLE)
     assert expected in line and absent not in line
     assert "(not detected)" not in line
     assert line.startswith("far cortex exit at 25.00 mm")
 
 
 def test_the_summary_prints_the_far_cortex_line(capsys):
-    out = _summary(capsys, _metrics(), {"exit_depth": EXIT, "detected_depth": None, "overshoot": 0.21e-3})
+    out = _summary(capsys, _metrics(), BreakthroughReport(EXIT, None, 0.21e-3))
     assert "tip 0.210 mm past it: no breakthrough to detect (the thrust drops enough 0.24 mm past" in out

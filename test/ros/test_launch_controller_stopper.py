@@ -152,10 +152,9 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
 
         import numpy as np
         import yaml
-        from quirobot.msg import DrillingContext
+        from quirobot.msg import DrillingContext, DrivesState
         from ros_graph import LATCHED
         from sensor_msgs.msg import JointState
-        from std_msgs.msg import String
 
         self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
         state = self.graph.next_message(JointState, STATES, timeout=60.0)
@@ -173,7 +172,8 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
         with tempfile.TemporaryDirectory() as directory:
             task_file = Path(directory) / "zone.yaml"
             task_file.write_text(yaml.safe_dump(raw))
-            stops = self.graph.messages(String, "/quirobot/drive_stop", LATCHED)
+            # The one way drive_node publishes a stop: /quirobot/drives/state's stop_reason.
+            stops = self.graph.messages(DrivesState, "/quirobot/drives/state", LATCHED)
             publisher = self.graph.node.create_publisher(
                 DrillingContext, "/quirobot/drilling_context", LATCHED
             )
@@ -184,7 +184,7 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
             context.direction.z = -1.0
             publisher.publish(context)
             self.graph.spin_until(
-                lambda: any("test_zone_around_the_tool" in m.data for m in stops),
+                lambda: any("test_zone_around_the_tool" in m.stop_reason for m in stops),
                 60.0,
                 "a stop naming the zone",
             )

@@ -178,8 +178,8 @@ def test_simulate_stops_the_feed_at_the_goals_thrust_limit(parameters):
     from quirobot_control.simulation.incision import run_task
 
     result = run_task("incision", parameters, max_thrust=25.0, until="feed")
-    assert result.metrics["feed_end"] == "thrust limit", result.metrics["stop_reason"]
-    assert "above the limit 25.0 N" in result.metrics["stop_reason"]
+    assert result.metrics.incision.feed_end == "thrust limit", result.metrics.run.stop_reason
+    assert "above the limit 25.0 N" in result.metrics.run.stop_reason
     assert result.log.thrust.max() < 40.0  # stopped in the near cortex, well under the model's 38 N
 
 

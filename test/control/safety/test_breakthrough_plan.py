@@ -144,7 +144,7 @@ def test_a_fibula_behind_the_tibia_no_longer_hides_the_tibias_breakthrough(param
     bit went the whole millimetre on)."""
     task = with_layers(incision, [*THIN_TIBIA, GAP, FIBULA], depth=0.0065, feed_rate=0.002)
     result = run_task(task, parameters, plant="ideal", until="retract")
-    assert result.metrics["feed_end"] == "breakthrough"
-    assert result.breakthrough["exit_depth"] == pytest.approx(0.0055)
-    assert 0.0 < result.breakthrough["overshoot"] <= BREAKTHROUGH_LIMIT
+    assert result.metrics.incision.feed_end == "breakthrough"
+    assert result.breakthrough.exit_depth == pytest.approx(0.0055)
+    assert 0.0 < result.breakthrough.overshoot <= BREAKTHROUGH_LIMIT
     assert result.unsafe == []

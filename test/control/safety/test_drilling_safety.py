@@ -233,28 +233,28 @@ def test_every_fault_during_the_feed_ends_safe(parameters, fault_time, kind):
         "incision", parameters, depth=SHORT_DEPTH, plant="ideal", injection=Injection(kind, fault_time)
     )
     fault = result.fault
-    assert fault["at"] == fault_time
+    assert fault.at == fault_time
     assert result.unsafe == []
-    assert fault["extra_depth"] <= EXTRA_DEPTH_LIMIT
-    assert fault["stopped_after"] is not None and fault["detected_after"] is not None
-    assert fault["detected_after"] <= fault["stopped_after"]
+    assert fault.extra_depth <= EXTRA_DEPTH_LIMIT
+    assert fault.stopped_after is not None and fault.detected_after is not None
+    assert fault.detected_after <= fault.stopped_after
     log, task = result.log, result.task
     depth = (log.tip - task.entry) @ task.direction
     at = int(np.searchsorted(log.time, fault_time - 1e-9))
     assert depth[at] == pytest.approx(FAULT_DEPTH, abs=0.1e-3)  # cutting when the fault came
     if kind == "master-loss":
         # The drives stopped themselves within their heartbeat time (no host: no stop reason).
-        assert result.metrics["stop_reason"] is None
-        assert fault["detected_after"] <= parameters.drive.master_timeout + 2 * DT
-        assert fault["tip_travel_after_fault"] < 0.2e-3
+        assert result.metrics.run.stop_reason is None
+        assert fault.detected_after <= parameters.drive.master_timeout + 2 * DT
+        assert fault.tip_travel_after_fault < 0.2e-3
     elif kind == "spindle-stall":
         # The jammed spindle drops below its at-speed band within a cycle, long before the stall is
         # declared (20 ms below half speed): the interlock stops the feed advancing in bone at once.
-        assert result.metrics["feed_end"] == "spindle not at speed"
-        assert result.metrics["stop_reason"].startswith("spindle not at speed")
-        assert fault["detected_after"] <= 2 * DT
+        assert result.metrics.incision.feed_end == "spindle not at speed"
+        assert result.metrics.run.stop_reason.startswith("spindle not at speed")
+        assert fault.detected_after <= 2 * DT
     else:
-        assert result.metrics["stop_reason"] is not None
+        assert result.metrics.run.stop_reason is not None
 
 
 def test_a_gantry_z_fault_it_controls_ramps_a_power_fault_drops_the_bit(parameters, fault_time):
@@ -271,10 +271,10 @@ def test_a_gantry_z_fault_it_controls_ramps_a_power_fault_drops_the_bit(paramete
             injection=Injection(kind, fault_time, "gantry_z"),
         )
         fault = result.fault
-        assert fault["kind"] == f"{kind}:gantry_z"
-        assert result.metrics["stop_reason"].startswith("drive fault on gantry_z")
-        assert fault["stopped_after"] is not None
-        extra[kind] = fault["extra_depth"]
+        assert fault.kind == f"{kind}:gantry_z"
+        assert result.metrics.run.stop_reason.startswith("drive fault on gantry_z")
+        assert fault.stopped_after is not None
+        extra[kind] = fault.extra_depth
         if kind == "drive-fault":
             assert result.unsafe == []
     assert extra["drive-fault"] <= EXTRA_DEPTH_LIMIT
@@ -380,15 +380,15 @@ def test_drilling_through_both_cortices_stops_the_feed_at_the_breakthrough(param
     result = run_task(thin_task, parameters, plant="ideal", until="retract")
     exit_depth = sum(layer.thickness for layer in THIN_BONE)
     breakthrough = result.breakthrough
-    assert breakthrough["exit_depth"] == pytest.approx(exit_depth)
-    assert exit_depth < breakthrough["detected_depth"] < exit_depth + BREAKTHROUGH_LIMIT
-    assert 0.0 < breakthrough["overshoot"] <= BREAKTHROUGH_LIMIT
-    m = result.metrics
-    assert m["stop_reason"] is None and m["feed_end"] == "breakthrough"
-    assert math.isnan(m["final_depth_error"]) and "final_depth_error" not in targets_met(m)
+    assert breakthrough.exit_depth == pytest.approx(exit_depth)
+    assert exit_depth < breakthrough.detected_depth < exit_depth + BREAKTHROUGH_LIMIT
+    assert 0.0 < breakthrough.overshoot <= BREAKTHROUGH_LIMIT
+    m = result.metrics.incision
+    assert result.metrics.run.stop_reason is None and m.feed_end == "breakthrough"
+    assert math.isnan(m.final_depth_error) and "final_depth_error" not in targets_met(result.metrics)
     log = result.log
     depth = (log.tip - thin_task.entry) @ thin_task.direction
-    assert depth.max() == pytest.approx(exit_depth + breakthrough["overshoot"])
+    assert depth.max() == pytest.approx(exit_depth + breakthrough.overshoot)
     assert depth[-1] < 0.0  # retracted: the feed rejoined the plan
     assert np.max(np.abs(log.position[-1, FEED_INDEX] - log.reference[-1, FEED_INDEX])) < 1e-5
     assert result.unsafe == []
@@ -400,7 +400,7 @@ def test_without_breakthrough_detection_the_bit_goes_past_and_the_end_is_unsafe(
     from quirobot_cli.simulation_commands import exit_status
 
     result = run_task(thin_task, parameters, plant="ideal", breakthrough_detection=False, until="dwell")
-    assert result.breakthrough["detected_depth"] is None
-    assert result.breakthrough["overshoot"] == pytest.approx(PAST_FAR_CORTEX - 0.0055, abs=0.05e-3)
+    assert result.breakthrough.detected_depth is None
+    assert result.breakthrough.overshoot == pytest.approx(PAST_FAR_CORTEX - 0.0055, abs=0.05e-3)
     assert any("past the far cortex" in reason for reason in result.unsafe)
     assert exit_status(result, injected=False) == 1

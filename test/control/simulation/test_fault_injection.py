@@ -87,9 +87,9 @@ def test_a_harder_bone_injected_in_the_medulla_ends_in_the_thrust_limit_stop(par
     depth = (result.log.tip - thin_task.entry) @ thin_task.direction
     at = int(round(in_the_canal / 0.001))
     assert 0.001 < depth[at] < 0.004  # in the canal when the bone turned harder
-    assert result.metrics["feed_end"] == "thrust limit"
+    assert result.metrics.incision.feed_end == "thrust limit"
     assert result.log.drilling_event.depth > 0.004  # in the far cortex
-    assert fault["extra_depth"] <= EXTRA_DEPTH_LIMIT and fault["stopped_after"] is not None
+    assert fault.extra_depth <= EXTRA_DEPTH_LIMIT and fault.stopped_after is not None
     assert result.unsafe == [] and exit_status(result, injected=True) == 0
 
 
@@ -122,11 +122,11 @@ def test_an_early_breakthrough_retracts_and_exits_1_with_the_reason(parameters):
     )
     task = replace(task, depth=0.0072, feed_rate=0.002, bone=replace(task.bone, layers=imaged))
     result = run_task(task, parameters, plant="ideal", bone=replace(task.bone, layers=drilled))
-    m = result.metrics
-    assert m["feed_end"] == "early breakthrough"
-    assert "short of the imaged far cortex exit at 7.00 mm" in m["stop_reason"]
+    run, m = result.metrics.run, result.metrics.incision
+    assert m.feed_end == "early breakthrough"
+    assert "short of the imaged far cortex exit at 7.00 mm" in run.stop_reason
     assert result.log.drilling_event.depth < 0.007 - parameters.drilling.safety.breakthrough_exit_tolerance
     depth = (result.log.tip - task.entry) @ task.direction
     assert depth[-1] < 0.0  # retracted and withdrawn: the bit left the bone
-    assert not m["completed"] and result.unsafe == []
+    assert not run.completed and result.unsafe == []
     assert exit_status(result, injected=False) == 1

@@ -37,22 +37,22 @@ def uncompensated(parameters):
 
 
 def test_compensated_incision_meets_the_targets_on_the_true_tip(compensated):
-    m = compensated.metrics
-    assert m["completed"], m["stop_reason"]
-    assert m["entry_error"] <= TARGETS["entry_error"]
-    assert m["lateral_deviation"] <= TARGETS["lateral_deviation"]
-    assert m["depth_overshoot"] <= TARGETS["depth_overshoot"]
-    assert m["final_depth_error"] <= TARGETS["final_depth_error"]
+    run, m = compensated.metrics.run, compensated.metrics.incision
+    assert run.completed, run.stop_reason
+    assert m.entry_error <= TARGETS["entry_error"]
+    assert m.lateral_deviation <= TARGETS["lateral_deviation"]
+    assert m.depth_overshoot <= TARGETS["depth_overshoot"]
+    assert m.final_depth_error <= TARGETS["final_depth_error"]
     # Drilled under load: the cortical thrust acted (its chatter can peak above the 10-60 N mean).
-    assert m["peak_thrust"] >= 10.0
+    assert m.peak_thrust >= 10.0
 
 
 def test_without_compensation_the_realistic_plant_misses_the_targets(compensated, uncompensated):
     """The plant is not the model: the design that is exact on the ideal plant misses here."""
-    m = uncompensated.metrics
-    assert m["completed"], m["stop_reason"]
-    assert m["lateral_deviation"] > TARGETS["lateral_deviation"]
-    assert m["lateral_deviation"] > 1.5 * compensated.metrics["lateral_deviation"]
+    run, m = uncompensated.metrics.run, uncompensated.metrics.incision
+    assert run.completed, run.stop_reason
+    assert m.lateral_deviation > TARGETS["lateral_deviation"]
+    assert m.lateral_deviation > 1.5 * compensated.metrics.incision.lateral_deviation
 
 
 def test_the_true_tip_is_not_the_rigid_tip(parameters, compensated):

@@ -46,17 +46,17 @@ def report_tip(q, feed, l4, l5):
 
 
 def test_incision_meets_the_targets_under_the_bone_thrust(incision):
-    m = incision.metrics
-    assert m["completed"], m["stop_reason"]
-    assert m["lateral_deviation"] <= TARGETS["lateral_deviation"]
-    assert m["depth_overshoot"] <= TARGETS["depth_overshoot"]
-    assert m["final_depth_error"] <= TARGETS["final_depth_error"]
-    assert m["entry_error"] <= TARGETS["entry_error"]
+    run, m = incision.metrics.run, incision.metrics.incision
+    assert run.completed, run.stop_reason
+    assert m.lateral_deviation <= TARGETS["lateral_deviation"]
+    assert m.depth_overshoot <= TARGETS["depth_overshoot"]
+    assert m.final_depth_error <= TARGETS["final_depth_error"]
+    assert m.entry_error <= TARGETS["entry_error"]
     # The precision was obtained under load: the cortical thrust acted (10-60 N in the literature).
-    assert 10.0 <= m["peak_thrust"] <= 60.0
-    assert m["max_depth"] == pytest.approx(CI_DEPTH, abs=TARGETS["depth_overshoot"])
+    assert 10.0 <= m.peak_thrust <= 60.0
+    assert m.max_depth == pytest.approx(CI_DEPTH, abs=TARGETS["depth_overshoot"])
     # Every current stayed within its drive's limit.
-    for name, value in m["peak_current"].items():
+    for name, value in run.peak_current.items():
         assert value <= (3.6 if name in ("wrist_yaw", "wrist_pitch", "drill_feed") else 38.7)
 
 
@@ -94,10 +94,10 @@ def test_thrust_in_cortex_is_the_power_law_of_the_feed_rate(incision):
 
 
 def test_straight_line_of_the_whole_arm_stays_within_a_tenth_of_a_millimetre(line):
-    m = line.metrics
-    assert m["completed"], m["stop_reason"]
-    assert m["line_deviation"] <= TARGETS["line_deviation"]
-    assert m["line_final_error"] <= 1e-5
+    run, m = line.metrics.run, line.metrics.line
+    assert run.completed, run.stop_reason
+    assert m.line_deviation <= TARGETS["line_deviation"]
+    assert m.line_final_error <= 1e-5
     # The gantry axes moved substantially (a real test of the whole arm, not a hold).
     travel = np.ptp(line.log.position[:, :3], axis=0)
     assert np.all(travel[:2] > 0.3)
@@ -194,7 +194,7 @@ def test_mcap_log_holds_joint_states_at_the_control_rate_and_the_plan(tmp_path, 
     offset = tips[window] - task.entry
     depth = offset @ task.direction
     lateral = np.linalg.norm(offset - depth[:, None] * task.direction, axis=1)[depth >= 0.0]
-    assert lateral.max() == pytest.approx(incision.metrics["lateral_deviation"], rel=1e-9)
+    assert lateral.max() == pytest.approx(incision.metrics.incision.lateral_deviation, rel=1e-9)
     # The pose's z axis is the drilling axis of the report's T at the true joints (a = c4c5, -s4c5, -s5).
     q = incision.log.position
     expected = np.column_stack(

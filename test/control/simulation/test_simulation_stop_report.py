@@ -19,6 +19,7 @@ from quirobot_control.reporting.plots import plot_result
 from quirobot_control.reporting.recording import write_mcap
 from quirobot_control.simulation.closed_loop import POST_STOP_TIME, ClosedLoopSimulation, Drilling
 from quirobot_control.simulation.incision import TaskResult, common_metrics, incision_metrics
+from quirobot_control.simulation.metrics import TaskMetrics
 
 DEPTH = 0.004  # m: a short incision keeps the run quick
 
@@ -61,7 +62,7 @@ def test_the_log_and_the_depth_metric_cover_the_physics_after_a_stop(parameters,
     np.testing.assert_array_equal(log.tip, truth.tip[: len(log.time)])  # the same physics
     metrics = incision_metrics(task, trajectory, log)
     depth = (truth.tip[: len(log.time)] - task.entry) @ task.direction
-    assert metrics["max_depth"] == pytest.approx(float(depth.max()), abs=1e-12)
+    assert metrics.max_depth == pytest.approx(float(depth.max()), abs=1e-12)
     # The arm is at rest at the end of the window: nothing after it is missing from the report.
     assert np.max(np.abs(truth.velocity[len(log.time) - 1])) < 1e-3
 
@@ -70,11 +71,12 @@ def test_a_stop_before_the_feed_still_reports_and_writes_the_log_and_plot(parame
     task, control, trajectory = plan
     log, fault_cycle = run_with_fault(parameters, plan, "approach", 0.5)
     assert log.time[-1] < trajectory.phase("feed").start_time
-    metrics = common_metrics(log, trajectory)
-    metrics.update(incision_metrics(task, trajectory, log))  # no exception: nothing was drilled
-    assert metrics["completed"] is False
-    assert metrics["stop_reason"] == "drive fault on gantry_z: overcurrent in phase W"
-    assert math.isnan(metrics["lateral_deviation"]) and metrics["depth_overshoot"] == 0.0
+    run = common_metrics(log, trajectory)
+    drilled = incision_metrics(task, trajectory, log)  # no exception: nothing was drilled
+    metrics = TaskMetrics(run, incision=drilled)
+    assert run.completed is False
+    assert run.stop_reason == "drive fault on gantry_z: overcurrent in phase W"
+    assert math.isnan(drilled.lateral_deviation) and drilled.depth_overshoot == 0.0
     result = TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
     assert write_mcap(tmp_path / "early.mcap", log, trajectory).stat().st_size > 0
     assert plot_result(result, tmp_path / "early.png").stat().st_size > 0

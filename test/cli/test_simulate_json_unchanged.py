@@ -1,0 +1,80 @@
+"""`quirobot simulate --json` prints what it printed before the metrics became typed (issue 20).
+
+The documents in data/simulate_json_before.json were printed by main (61f9f7a) when
+`TaskResult.metrics` was a dict and the fault and breakthrough reports dicts. Today's CLI runs the
+same arguments and must print the same keys, in the same order, at every level, with the same
+values: exactly, as the ideal plant's run is deterministic. Only what measures this machine is
+left out of the value comparison (wall time, real-time factor, controller p99 and their verdicts)
+and the log and plot paths, which name the test's folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+BEFORE = json.loads((Path(__file__).parent / "data" / "simulate_json_before.json").read_text())
+#: Values that measure the machine the run happened on (or name its output folder).
+MACHINE = {"wall_time", "real_time_factor", "controller_p99", "log", "plot"}
+
+
+def differences(before: object, now: object, where: str = "") -> list[str]:
+    """Where `now` differs from `before`: keys (and their order), list lengths, types, values;
+    values under MACHINE keys are not compared."""
+    if isinstance(before, dict):
+        if not isinstance(now, dict) or list(before) != list(now):
+            shown = list(now) if isinstance(now, dict) else now
+            return [f"{where or '/'}: keys {list(before)} before, {shown!r} now"]
+        found = []
+        for key in before:
+            if key not in MACHINE:
+                found += differences(before[key], now[key], f"{where}/{key}")
+        return found
+    if isinstance(before, list):
+        if not isinstance(now, list) or len(before) != len(now):
+            return [f"{where}: {before!r} before, {now!r} now"]
+        return [
+            item
+            for k, (b, n) in enumerate(zip(before, now, strict=True))
+            for item in differences(b, n, f"{where}/{k}")
+        ]
+    if type(before) is not type(now) or before != now:
+        return [f"{where}: {before!r} before, {now!r} now"]
+    return []
+
+
+def test_the_comparison_can_fail():
+    document = BEFORE["line"]["document"]
+    changed = json.loads(json.dumps(document))
+    changed["metrics"]["line_deviation"] *= 1.0 + 1e-12
+    reordered = {"log": document["log"], **{k: v for k, v in document.items() if k != "log"}}
+    assert differences(document, document) == []
+    assert differences(document, changed) == [
+        f"/metrics/line_deviation: {document['metrics']['line_deviation']!r} before, "
+        f"{changed['metrics']['line_deviation']!r} now"
+    ]
+    assert differences(document, reordered)[0].startswith("/: keys")
+    changed["metrics"]["wall_time"] = 0.0  # the machine's, never compared
+    changed["metrics"]["line_deviation"] = document["metrics"]["line_deviation"]
+    assert differences(document, changed) == []
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "line",  # 2.2 s of plant time
+        "incision_estop",  # 6.5 s, the fault reports
+        pytest.param("incision_shipped", marks=pytest.mark.slow),  # 28 s, the breakthrough report
+    ],
+)
+def test_simulate_json_is_what_it_was(case, tmp_path, capsys):
+    from quirobot_cli.cli import main
+
+    before = BEFORE[case]
+    code = main([*before["argv"], "--output", str(tmp_path)])
+    now = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert differences(before["document"], now) == []
+    assert Path(now["log"]).parent == tmp_path and Path(now["plot"]).parent == tmp_path
