@@ -47,6 +47,34 @@ class GraphClient:
                 raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
             rclpy.spin_once(self.node, timeout_sec=0.05)
 
+    def spin_until_simulated(
+        self, done: Callable[[], bool], budget: float, what: str, stall: float = 180.0
+    ) -> None:
+        """Spin until `done()`, on the simulated clock (/clock): raise AssertionError naming `what`
+        once `budget` s of simulated time have passed without it, or once /clock has not moved for
+        `stall` s of wall time (a hung stack). A loaded machine slows the simulation and never
+        fails this wait: simulated things are timed in simulated time."""
+        from rosgraph_msgs.msg import Clock
+
+        clock = self.messages(Clock, "/clock")
+
+        def now() -> float | None:
+            return None if not clock else clock[-1].clock.sec + clock[-1].clock.nanosec * 1e-9
+
+        start = None
+        last, last_moved = now(), time.monotonic()
+        while not done():
+            current = now()
+            if current is not None and start is None:
+                start = current
+            if current != last:
+                last, last_moved = current, time.monotonic()
+            if start is not None and current - start > budget:
+                raise AssertionError(f"no {what} after {budget:g} s of simulated time")
+            if time.monotonic() - last_moved > stall:
+                raise AssertionError(f"/clock stood still for {stall:g} s (wall) waiting for {what}")
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+
     def messages(self, message_type: type, topic: str, qos=qos_profile_sensor_data) -> list:
         """Every message received on `topic` since the first call for it (a live list)."""
         key = (topic, message_type)
