@@ -60,7 +60,11 @@ def test_the_virtual_environment_is_ignored():
 # `script_dir` there (ament_python's template: `$base/lib/quirobot`) sent the `quirobot` script
 # to .venv/lib/quirobot, so the README's first command ended in "quirobot: command not found".
 # colcon never reads setup.cfg here (package.xml: ament_cmake; CMakeLists.txt writes lib/quirobot).
-SOURCES = ("setup.py", "setup.cfg", "package.xml", "resource", "quirobot_description")
+SOURCES = (
+    *("setup.py", "setup.cfg", "package.xml", "resource", "install_manifest.json"),
+    *("quirobot_description", "quirobot_kinematics", "quirobot_control", "quirobot_cli"),
+    *("config", "launch", "rviz"),  # install_manifest.json's share/quirobot patterns match files
+)
 SCRIPTS = ("quirobot", "kinematics_node", "drive_node", "task_node")
 
 
@@ -76,7 +80,7 @@ def test_setup_cfg_sends_no_script_outside_the_environments_bin():
 
 
 def _sources_copy(tmp_path: Path) -> Path:
-    """What `setup.py develop` needs (one package is enough for where the scripts go)."""
+    """What `setup.py develop` needs: the install manifest and what its patterns name."""
     sources = tmp_path / "sources"
     sources.mkdir()
     for entry in SOURCES:
