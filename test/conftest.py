@@ -21,15 +21,6 @@ settings.register_profile("quirobot", deadline=None, suppress_health_check=[Heal
 settings.load_profile("quirobot")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`-n auto`, `--dist loadgroup` in setup.cfg) the virtual-CAN-bus tests
-    share one worker: each bus rig runs its drives' threads on wall-clock periods, and two rigs at
-    once on a 2-core machine starved each other's SYNC."""
-    for item in items:
-        if item.get_closest_marker("canbus"):
-            item.add_marker(pytest.mark.xdist_group("canbus"))
-
-
 @pytest.fixture(scope="session")
 def parameters() -> RobotParameters:
     """The shipped parameter file, loaded and validated."""
