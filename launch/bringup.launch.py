@@ -2,6 +2,7 @@
 
     ros2 launch quirobot bringup.launch.py [hardware:=mock|real] [tool:=drill|arthroscope|none]
         [drive_backend:=simulated|canopen] [sim_clock:=false|true] [homing:=false|true]
+        [controller_rate:=HZ]
 
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
 config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
@@ -14,6 +15,9 @@ hardware:=real, drive_backend picks the drive node's drives: simulated (MuJoCo p
 as sim.launch.py uses it): the simulated plant's time is the ROS time (drive_node publishes /clock
 and steps in lockstep with the controller manager, which runs on it with use_sim_time, as does
 robot_state_publisher), so load slows the simulation down instead of opening following errors.
+controller_rate (Hz): the controller manager's update_rate (default: the drives' control rate, as
+in config/controllers.yaml); with sim_clock, drive_node runs whole plant periods per command
+(sim.launch.py: 250 Hz on the drives' 1 kHz, bridge.lockstep).
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
@@ -23,9 +27,12 @@ from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_description.parameters import load_parameters
 from quirobot_description.launch_description import robot_description_parameter
 from quirobot_description.urdf import TOOLS
 
@@ -38,6 +45,12 @@ SWITCH_TIMEOUT = ["--switch-timeout", "60"]
 HARDWARE = ("mock", "real")
 
 
+def drives_control_rate() -> int:
+    """Hz, the drives' position-loop rate from the parameter file (= config/controllers.yaml's
+    update_rate, test/package/test_package_controllers.py)."""
+    return round(1.0 / control_configuration(load_parameters()).dt)
+
+
 def generate_launch_description() -> LaunchDescription:
     share = FindPackageShare("quirobot")
     hardware = LaunchConfiguration("hardware")
@@ -45,6 +58,7 @@ def generate_launch_description() -> LaunchDescription:
     drive_backend = LaunchConfiguration("drive_backend")
     robot_description = robot_description_parameter(tool=tool, hardware=hardware)
     sim_clock = {"use_sim_time": LaunchConfiguration("sim_clock")}
+    controller_rate = ParameterValue(LaunchConfiguration("controller_rate"), value_type=int)
     controllers = PathJoinSubstitution([share, "config", "controllers.yaml"])
     state_publisher = Node(
         package="robot_state_publisher",
@@ -55,7 +69,7 @@ def generate_launch_description() -> LaunchDescription:
     control_node = Node(
         package="controller_manager",
         executable="ros2_control_node",
-        parameters=[controllers, sim_clock],
+        parameters=[controllers, sim_clock, {"update_rate": controller_rate}],
         # Jazzy reads /robot_description as a topic; Humble needs the remap.
         remappings=[("~/robot_description", "/robot_description")],
         output="screen",
@@ -91,6 +105,7 @@ def generate_launch_description() -> LaunchDescription:
                 "simulated_bone": LaunchConfiguration("simulated_bone"),
                 "test_fault_injection": LaunchConfiguration("test_fault_injection"),
                 "publish_clock": LaunchConfiguration("sim_clock"),
+                "controller_rate": controller_rate,
                 "homing": LaunchConfiguration("homing"),
             }
         ],
@@ -136,6 +151,12 @@ def generate_launch_description() -> LaunchDescription:
                 choices=["false", "true"],
                 description="drive_backend:=simulated: the plant's time is the ROS time (drive_node "
                 "publishes /clock, the controller manager and robot_state_publisher use it)",
+            ),
+            DeclareLaunchArgument(
+                "controller_rate",
+                default_value=str(drives_control_rate()),
+                description="Hz, the controller manager's update_rate (default: the drives' control rate); "
+                "with sim_clock the plant runs whole periods per command, so it must divide that rate",
             ),
             DeclareLaunchArgument(
                 "homing",

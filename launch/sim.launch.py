@@ -1,6 +1,7 @@
 """The whole stack in simulation, driven from another node through the task-level API.
 
     ros2 launch quirobot sim.launch.py [test_fault_injection:=false|true] [homing:=false|true]
+        [controller_rate:=HZ]  (bringup.launch.py's: the controller manager's update_rate)
 
 bringup.launch.py hardware:=real tool:=drill drive_backend:=simulated simulated_bone:=incision
 sim_clock:=true (the simulated plant's time is the ROS time, task_node uses it too)

@@ -80,6 +80,18 @@ DRIVE_NODE = NodeSchema(
             "(sim.launch.py); false: the plant follows the wall clock.",
         ),
         NodeParameter(
+            "controller_rate",
+            "integer",
+            0,
+            "publish_clock: the controller manager's update_rate (bringup.launch.py's controller_rate); "
+            "the plant runs the drives' control rate divided by it, whole periods per command "
+            "(bridge.lockstep), the command's velocity carrying its position between them. "
+            "0: the drives' own control rate.",
+            unit="Hz",
+            low=0,
+            high=10000,
+        ),
+        NodeParameter(
             "lockstep_timeout",
             "double",
             _LOCKSTEP["dead_after"],

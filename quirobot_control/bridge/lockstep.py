@@ -11,6 +11,17 @@ joint_state_topic_hardware_interface's write() publishes the controllers' comman
     controller manager: wakes at t_k, read, update, write -> the command of period k
     drive_node: that command arrives -> the plant runs period k -> t_{k+1}, and so on
 
+With `substeps` > 1 the controller manager runs slower than the plant (bringup.launch.py's
+controller_rate, e.g. 250 Hz controllers on the drives' 1 kHz position loop, as gz_ros2_control
+can run its controller manager slower than the physics): each command is the drives' setpoint
+for `substeps` plant periods, moved on by its velocity within them (the drive bridge's
+first-order hold, as a CiA 402 drive interpolates between the master's cyclic setpoints), and
+/clock goes out once per controller
+period, t_k = epoch + k * substeps * plant period. Every joint state and /clock sample is a DDS
+round trip and a Python callback in three processes: fewer of them let the same machine run
+the same plant faster; docs/drive_from_another_node.md gives the sim/wall and the hole measured
+at 250 Hz against 1 kHz (not the default: the hole moved 12 µm deeper, not yet understood).
+
 So the plant runs each period on the command computed for it and nothing else decides when: a
 slow machine slows the whole loop and never changes what it computes (as gz_ros2_control steps
 the controller manager inside the physics step). Times are integer nanoseconds: t_k = epoch +
@@ -20,7 +31,7 @@ k * period exactly, so that t_{k+1} always reaches the controller manager's `t_k
 Before the first command the controller manager is not writing yet (no robot description, no
 hardware component): its loop still waits for the clock, first to start (`wait_until_started`),
 then for one period (`sleep_for`), then a period per cycle. So until the first command arrives the
-plant runs one period every `republish_after` s of wall time (start-up: the drives hold where
+plant runs one controller period every `republish_after` s of wall time (start-up: the drives hold where
 they are), which lets the controller manager come up; from the first command on, lock-step.
 
 Wall time enters only as guards, never into the simulation once commands flow:
@@ -37,7 +48,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["GuardAction", "Lockstep"]
+__all__ = ["GuardAction", "Lockstep", "substeps_per_command"]
+
+
+def substeps_per_command(period_ns: int, controller_rate: int) -> int:
+    """Plant periods per controller period: the plant's control period `period_ns` (ns) into the
+    controller manager's `controller_rate` (Hz, its update_rate; 0: the plant's own rate). A
+    rate that is not a whole fraction of the plant's is refused (ValueError naming both): the
+    controller manager would wake between the plant's samples."""
+    if controller_rate == 0:
+        return 1
+    plant_rate = 1e9 / period_ns
+    substeps = plant_rate / controller_rate if controller_rate > 0 else 0.0
+    if controller_rate < 0 or substeps < 1.0 or abs(substeps - round(substeps)) > 1e-9:
+        raise ValueError(
+            f"controller_rate {controller_rate} Hz must divide the drives' control rate {plant_rate:g} Hz "
+            "into a whole number of periods"
+        )
+    return round(substeps)
 
 
 @dataclass(frozen=True)
@@ -53,14 +81,17 @@ class GuardAction:
 class Lockstep:
     """The plant's clock in lock-step with the controller manager (module docstring).
 
-    `period_ns`: the control period (ns, = 1e9 / the controller manager's update_rate);
+    `period_ns`: the plant's control period (ns, = 1e9 / the drives' control rate);
     `epoch_ns`: the clock at period 0 (ns, whole seconds: stamps that look like times);
-    `republish_after`, `dead_after`: the wall-clock guards (s)."""
+    `republish_after`, `dead_after`: the wall-clock guards (s);
+    `substeps`: plant periods per controller period (the drives' control rate over the
+    controller manager's update_rate, an integer)."""
 
     period_ns: int
     epoch_ns: int
     republish_after: float = 0.05
     dead_after: float = 10.0
+    substeps: int = 1
     periods: int = 0  # control periods the plant has run
     commands: int = 0  # commands received (one per period in lock-step)
     republished: int = 0  # /clock samples sent again by the guard
@@ -72,6 +103,8 @@ class Lockstep:
     def __post_init__(self) -> None:
         if self.period_ns <= 0:
             raise ValueError(f"lock-step period must be positive, got {self.period_ns} ns")
+        if not (isinstance(self.substeps, int) and self.substeps >= 1):
+            raise ValueError(f"lock-step substeps must be whole plant periods >= 1, got {self.substeps}")
         if not 0.0 < self.republish_after < self.dead_after:
             raise ValueError(
                 f"lock-step guards need 0 < republish_after < dead_after, got {self.republish_after} s "
@@ -89,13 +122,13 @@ class Lockstep:
         return self.periods * self.period_ns * 1e-9
 
     def on_command(self, wall: float) -> int:
-        """A command arrived at `wall` (s, monotonic): the periods the plant runs now (1: this
-        period's command is in). Ends a free run (the controller manager is back)."""
+        """A command arrived at `wall` (s, monotonic): the periods the plant runs now (`substeps`:
+        this controller period's command is in). Ends a free run (the controller manager is back)."""
         self.commands += 1
         self._last_command = self._last_activity = wall
         self._free_run_from = None
         self.dead = False
-        return 1
+        return self.substeps
 
     def ran(self, periods: int) -> None:
         """The plant ran `periods` more periods."""
@@ -120,8 +153,8 @@ class Lockstep:
             )
         if wall - self._last_activity >= self.republish_after:
             self._last_activity = wall
-            if self._last_command is None:  # start-up: a period, for the controller manager's clock
-                return GuardAction(periods=1)
+            if self._last_command is None:  # start-up: a controller period, for its clock to move
+                return GuardAction(periods=self.substeps)
             self.republished += 1
             return GuardAction(republish=True)
         return GuardAction()

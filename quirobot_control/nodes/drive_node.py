@@ -97,6 +97,7 @@ class DriveNodeParameters:
     simulated_bone: str
     fault_injection: bool
     publish_clock: bool
+    controller_rate: int  # Hz, 0: the drives' control rate
     lockstep_timeout: float  # s
     lockstep_republish: float  # s
     homing: bool
@@ -172,6 +173,7 @@ def _declare_parameters(node) -> DriveNodeParameters:
         simulated_bone=parameters["simulated_bone"],
         fault_injection=parameters["test_fault_injection"],
         publish_clock=parameters["publish_clock"],
+        controller_rate=parameters["controller_rate"],
         lockstep_timeout=parameters["lockstep_timeout"],
         lockstep_republish=parameters["lockstep_republish"],
         homing=parameters["homing"],
@@ -219,7 +221,7 @@ def _open_drives(parameters: DriveNodeParameters, description: str, node):
         )
     # The plant's clock in lock-step with the controller manager (publish_clock), from a
     # whole second of wall time so that stamps look like times.
-    lockstep = _lockstep(control.dt, p.lockstep_republish, p.lockstep_timeout) if p.publish_clock else None
+    lockstep = _lockstep(control.dt, p) if p.publish_clock else None
     start = 0.0 if p.publish_clock else time.monotonic()
     cycle = None if simulated else _start_real_cycle(params, control, description, can, node)
     bridge = (
@@ -573,16 +575,19 @@ def _time_message(nanoseconds: int):
     return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
 
-def _lockstep(dt: float, republish_after: float, dead_after: float):
-    """The plant's clock in lock-step (bridge.lockstep) with a period of `dt` s, from now's whole
-    second of wall time."""
-    from quirobot_control.bridge.lockstep import Lockstep
+def _lockstep(dt: float, parameters: DriveNodeParameters):
+    """The plant's clock in lock-step (bridge.lockstep) with a period of `dt` s and the
+    controller manager at `controller_rate`, from now's whole second of wall time. ValueError: a
+    controller rate that does not divide the drives' control rate."""
+    from quirobot_control.bridge.lockstep import Lockstep, substeps_per_command
 
+    period_ns = round(dt * 1e9)
     return Lockstep(
-        period_ns=round(dt * 1e9),
+        period_ns=period_ns,
         epoch_ns=int(time.time()) * 1_000_000_000,
-        republish_after=republish_after,
-        dead_after=dead_after,
+        republish_after=parameters.lockstep_republish,
+        dead_after=parameters.lockstep_timeout,
+        substeps=substeps_per_command(period_ns, parameters.controller_rate),
     )
 
 

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from quirobot_control.bridge.lockstep import Lockstep
+from quirobot_control.bridge.lockstep import Lockstep, substeps_per_command
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import load_parameters
 
@@ -50,6 +50,37 @@ def test_every_sample_wakes_the_controller_manager_once():
 
     stamps = [float_stamp_ns(k) for k in range(10_000)]
     assert any(b - a < cm_period for a, b in zip(stamps, stamps[1:], strict=False))
+
+
+@pytest.mark.parametrize("update_rate", [1000, 500, 250, 100])
+def test_a_slower_controller_manager_wakes_once_per_command_and_the_plant_runs_its_whole_period(update_rate):
+    """sim.launch.py's controller manager at 250 Hz on the 1 kHz plant: each command runs the
+    plant 1e9 // update_rate ns (whole plant periods) and the clock then reaches the controller
+    manager's `t_k + period` exactly: one wake-up per command, none skipped, 10 s of plant time."""
+    control = control_configuration(load_parameters())
+    period_ns = round(control.dt * 1e9)
+    substeps = substeps_per_command(period_ns, update_rate)
+    clock = Lockstep(period_ns=period_ns, epoch_ns=EPOCH_NS, substeps=substeps)
+    cm_period = 1_000_000_000 // update_rate
+    wake_at, cycles = None, 0
+    while clock.seconds < 10.0 - 1e-12:
+        assert wake_at is None or clock.stamp_ns == wake_at  # the sample wakes it, not later
+        cycles += 1
+        wake_at = clock.stamp_ns + cm_period
+        clock.ran(clock.on_command(wall=cycles * 1e-3))
+    assert cycles == 10 * update_rate
+    assert clock.periods == round(10.0 / control.dt)
+
+
+def test_a_controller_rate_that_does_not_divide_the_plant_rate_is_refused_naming_both():
+    period_ns = 1_000_000  # 1 kHz
+    assert substeps_per_command(period_ns, 0) == 1  # the plant's own rate
+    assert substeps_per_command(period_ns, 250) == 4
+    for rate in (300, 2000, -5):
+        with pytest.raises(ValueError, match=rf"controller_rate {rate} Hz .*1000 Hz"):
+            substeps_per_command(period_ns, rate)
+    with pytest.raises(ValueError, match="substeps"):
+        Lockstep(period_ns=period_ns, epoch_ns=EPOCH_NS, substeps=0)
 
 
 def test_start_up_runs_a_period_per_guard_interval_until_the_first_command():
