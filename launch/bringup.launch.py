@@ -27,7 +27,6 @@ from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
@@ -58,7 +57,7 @@ def generate_launch_description() -> LaunchDescription:
     drive_backend = LaunchConfiguration("drive_backend")
     robot_description = robot_description_parameter(tool=tool, hardware=hardware)
     sim_clock = {"use_sim_time": LaunchConfiguration("sim_clock")}
-    controller_rate = ParameterValue(LaunchConfiguration("controller_rate"), value_type=int)
+    controller_rate = LaunchConfiguration("controller_rate")  # launch_ros reads it as YAML: an integer
     controllers = PathJoinSubstitution([share, "config", "controllers.yaml"])
     state_publisher = Node(
         package="robot_state_publisher",
