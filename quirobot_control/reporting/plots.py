@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from quirobot_control.planning.tasks import IncisionTask
+from quirobot_control.planning.tasks import IncisionTask, LineTask
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.incision import TARGETS, TaskResult
 
@@ -53,7 +53,8 @@ def result_figure(result: TaskResult):
 
     task = result.task
     incision = isinstance(task, IncisionTask)
-    rows = 6 if incision else 5
+    line = isinstance(task, LineTask)
+    rows = 6 if incision else 5 if line else 3  # another procedure: tracking and currents
     fig, axes = plt.subplots(
         rows,
         1,
@@ -66,7 +67,7 @@ def result_figure(result: TaskResult):
         _depth_panel(axes[0], result)
         _tip_error_panel(axes[1], result)
         _thrust_panel(axes[2], result)
-    else:
+    elif line:
         _along_line_panel(axes[0], result)
         _line_deviation_panel(axes[1], result)
     _tracking_panels(axes[-3], axes[-2], result)
