@@ -94,9 +94,7 @@ def register(procedure: Procedure) -> Procedure:
     """Add a procedure under its name (a second one with that name replaces the first)."""
     missing = [attribute for attribute in _REQUIRED if not hasattr(procedure, attribute)]
     if missing:
-        raise ProcedureError(
-            f"{type(procedure).__name__} is not a procedure: it has no {', '.join(missing)}"
-        )
+        raise ProcedureError(f"{type(procedure).__name__} is not a procedure: it has no {', '.join(missing)}")
     if not isinstance(procedure.name, str) or not procedure.name.isidentifier():
         raise ProcedureError(f"a procedure's name must be an identifier, got {procedure.name!r}")
     _REGISTRY[procedure.name] = procedure

@@ -37,11 +37,13 @@ class DrillingProcedure:
         SummaryRow("peak bone thrust", "peak_thrust", 1.0, "N"),
     )
     targets: dict[str, float] = field(
-        default_factory=lambda: {
-            key: TARGETS[key]
-            for key in ("lateral_deviation", "depth_overshoot", "final_depth_error", "entry_error")
-        }
-        | _COMMON_TARGETS
+        default_factory=lambda: (
+            {
+                key: TARGETS[key]
+                for key in ("lateral_deviation", "depth_overshoot", "final_depth_error", "entry_error")
+            }
+            | _COMMON_TARGETS
+        )
     )
 
     def load(self, path: Path) -> Any:
