@@ -177,7 +177,7 @@ def simulate(args: argparse.Namespace) -> int:
             bar.close()
     # A procedure without arm motion (pin: the spindle and the feed) has no joint log to write.
     log_path = None if result.log is None else write_mcap(log_file, result.log, result.trajectory)
-    plot_path = None if result.log is None else plot_result(result, plot_file)
+    plot_path = None if result.log is None else plot_result(result, plot_file, procedure.panels)
     met = targets_met(result.metrics, procedure.targets)
     if args.json:
         document: dict = {

@@ -60,6 +60,7 @@ class Procedure(Protocol):
     options: frozenset[str]  # the CLI's task options it takes ("depth", "feed_rate", "max_thrust", "inject")
     summary_rows: tuple[SummaryRow, ...]  # its metrics in the CLI table
     targets: Mapping[str, float]  # metric key -> its upper bound (SI units)
+    panels: tuple[str, ...]  # its task panels in the run's figure (reporting.plots.PANELS names)
 
     def load(self, path: Path) -> Any:
         """The task read from its file (the procedure's own dataclass)."""
@@ -86,7 +87,7 @@ BUILTIN: dict[str, str] = {
     "pin": "quirobot_control.simulation.pin_procedure",
 }
 _REGISTRY: dict[str, Procedure] = {}
-_REQUIRED = ("name", "tool", "phases", "options", "summary_rows", "targets", "load", "plan")
+_REQUIRED = ("name", "tool", "phases", "options", "summary_rows", "targets", "panels", "load", "plan")
 _REQUIRED += ("fixtures", "simulate", "document")
 
 

@@ -213,6 +213,7 @@ class ArthroscopyProcedure:
         SummaryRow("servo commands", "servo_commands", 1.0, ""),
         SummaryRow("dead-man holds (cycles)", "dead_man_holds", 1.0, ""),
     )
+    panels: tuple[str, ...] = ()  # the tracking and current panels only
     targets: dict[str, float] = field(
         default_factory=lambda: (
             {"rcm_error": RCM_TARGET} | {key: TARGETS[key] for key in ("controller_p99", "real_time_factor")}

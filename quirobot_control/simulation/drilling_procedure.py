@@ -36,6 +36,7 @@ class DrillingProcedure:
         SummaryRow("final depth error", "final_depth_error", 1e6, "um"),
         SummaryRow("peak bone thrust", "peak_thrust", 1.0, "N"),
     )
+    panels: tuple[str, ...] = ("depth", "tip_error", "thrust")
     targets: dict[str, float] = field(
         default_factory=lambda: (
             {
@@ -91,6 +92,7 @@ class LineProcedure:
         SummaryRow("distance from the line", "line_deviation", 1e6, "um"),
         SummaryRow("final position error", "line_final_error", 1e6, "um"),
     )
+    panels: tuple[str, ...] = ("along_line", "line_deviation")
     targets: dict[str, float] = field(
         default_factory=lambda: {"line_deviation": TARGETS["line_deviation"]} | _COMMON_TARGETS
     )

@@ -205,6 +205,7 @@ class PinProcedure:
         SummaryRow("peak insertion torque", "peak_insertion_torque", 1.0, "N*m"),
         SummaryRow("torque limit", "torque_limit", 1.0, "N*m"),
     )
+    panels: tuple[str, ...] = ()  # the tracking and current panels only
     targets: dict[str, float] = field(default_factory=lambda: {"insertion_depth_error": DEPTH_TARGET})
 
     def load(self, path: Path) -> PinTask:

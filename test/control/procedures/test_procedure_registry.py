@@ -45,6 +45,7 @@ class CountingProcedure:
     options: frozenset[str] = frozenset()
     summary_rows: tuple[SummaryRow, ...] = (SummaryRow("counted", "counted", 1.0, ""),)
     targets: dict = field(default_factory=lambda: {"counted": 3.0})
+    panels: tuple[str, ...] = ()
 
     def load(self, path: Path) -> dict:
         return {"up_to": int(Path(path).read_text().split("up_to:")[1].split()[0]), "path": Path(path)}
@@ -82,6 +83,10 @@ def test_shipped_procedures_and_refusals():
     assert procedure_for("incision").tool == "drill"
     assert procedure_for("arthroscopy").tool == "arthroscope"
     assert "feed" in procedure_for("incision").phases
+    # Every shipped procedure names only panels the figure knows.
+    from quirobot_control.reporting.plots import PANELS
+
+    assert all(set(procedure_for(name).panels) <= set(PANELS) for name in procedure_names())
     with pytest.raises(ProcedureError, match="unknown task 'knee'"):
         procedure_for("knee")
 
