@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from quirobot_control.planning.arthroscopy import load_arthroscopy, servo_for
 from quirobot_control.planning.remote_centre import Twist, axis_distance
-from quirobot_control.simulation.arthroscopy_procedure import load_arthroscopy, servo_for
 from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import load_parameters
 from quirobot_kinematics import forward_kinematics
