@@ -16,6 +16,7 @@ from test_package_launch_files import LAUNCH_FILES, _calls, _string_argument
 FREE_FORM = {
     "world": "any Gazebo world file",
     "namespace": "any ROS namespace",
+    "task": "a shipped task name or any task file path",
 }
 #: Deprecated since launch 1.1.0 (Jazzy's launch warns "Use the 'EqualsSubstitution' and
 #: 'NotEqualsSubstitution' substitutions instead"); PythonExpression for a string comparison is
