@@ -10,18 +10,18 @@ from collections.abc import Sequence
 from quirobot_control.planning.scene import SceneMarker
 
 
-def marker_array(markers: Sequence[SceneMarker], stamp, frame: str = "world", namespaces: Sequence[str] = ()):
-    """The MarkerArray of `markers` at `stamp` (builtin_interfaces/Time) in `frame`; first a
-    DELETEALL of each of `namespaces` (markers of a namespace that no longer has them vanish)."""
+def marker_array(markers: Sequence[SceneMarker], stamp, frame: str = "world", clear: bool = True):
+    """The MarkerArray of `markers` at `stamp` (builtin_interfaces/Time) in `frame`; `clear`:
+    first a DELETEALL, so that a marker no longer drawn vanishes (each topic has its own display)."""
     from geometry_msgs.msg import Point
     from std_msgs.msg import ColorRGBA
     from visualization_msgs.msg import Marker, MarkerArray
 
     array = MarkerArray()
-    for namespace in namespaces:
-        clear = Marker(action=Marker.DELETEALL, ns=namespace)
-        clear.header.frame_id, clear.header.stamp = frame, stamp
-        array.markers.append(clear)
+    if clear:
+        deleteall = Marker(action=Marker.DELETEALL)
+        deleteall.header.frame_id, deleteall.header.stamp = frame, stamp
+        array.markers.append(deleteall)
     for item in markers:
         marker = Marker(ns=item.namespace, id=item.id, type=item.type_number, action=Marker.ADD)
         marker.header.frame_id, marker.header.stamp = frame, stamp

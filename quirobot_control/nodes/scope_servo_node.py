@@ -125,7 +125,7 @@ def _make_node():
                 self.commands.publish(message)
             markers = self.session.view_cone_markers(None if step is not None else self.q)
             if markers or self.q is not None:
-                self.cone.publish(marker_array(markers, stamp, namespaces=("view_cone",)))
+                self.cone.publish(marker_array(markers, stamp))
 
     return ScopeServoNode()
 

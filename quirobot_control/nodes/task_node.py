@@ -633,10 +633,7 @@ class ScenePublisher:
             drilled_path=None if path is None else path.array(),
             tip=tip,
         )
-        namespaces = ("no_go_zones", "bone", "planned_axis", "drilled_path", "tip")
-        self.publisher.publish(
-            marker_array(markers, self.node.get_clock().now().to_msg(), namespaces=namespaces)
-        )
+        self.publisher.publish(marker_array(markers, self.node.get_clock().now().to_msg()))
 
 
 class StateReporter:
