@@ -141,14 +141,20 @@ class TestScene(unittest.TestCase):
         stream = self.node.create_timer(0.02, send_twist)
         self.spin_until(lambda: False, 1.5)
         self.node.destroy_timer(stream)
-        self.spin_until(lambda: False, 1.0)  # silence: past the 0.1 s timeout the servo holds
+        moving = len(commands)
+
+        def held() -> bool:  # silence: past the 0.1 s timeout the servo brakes, then holds
+            last = [list(c.points[0].positions) for c in commands[-5:]]
+            return len(commands) >= moving + 5 and all(row == last[0] for row in last)
+
+        # The brake takes 25 commands (its rate limits); a loaded machine ticks slower than 100 Hz.
+        self.assertTrue(self.spin_until(held, 20.0), "the servo did not hold after the stream stopped")
         self.node.destroy_timer(timer)
         self.assertGreater(len(commands), 20, "too few joint commands")
-        q = np.array([list(c.points[0].positions) for c in commands])
+        q = np.array([list(c.points[0].positions) for c in commands[:moving]])
         self.assertEqual(list(commands[0].joint_names), list(AXES[:5]))
         self.assertGreater(np.linalg.norm(q[-1, :3] - docked[:3]), 1e-3, "the stream did not move the scope")
         self.assertLess(max(_portal_distance(row, model) for row in q), 1e-6)
-        np.testing.assert_array_equal(q[-1], q[-5])  # held by the dead-man
         (surface,) = [m for m in cones[-1].markers if m.ns == "view_cone" and m.type == Marker.TRIANGLE_LIST]
         self.assertGreater(len(surface.points), 0)
 
