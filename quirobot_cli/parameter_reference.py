@@ -21,13 +21,14 @@ from pathlib import Path
 
 from quirobot_cli.verb_parser import EXIT_USAGE
 from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE
+from quirobot_control.procedures.scope_servo_parameters import SCOPE_SERVO_NODE
 from quirobot_control.procedures.task_node_parameters import TASK_NODE
 from quirobot_description.file_schema import CONTROL_FILE, PARAMETER_FILE, TASK_FILE, FileSchema
 from quirobot_description.node_parameters import NodeParameter, NodeSchema
 from quirobot_kinematics.node_parameters import KINEMATICS_NODE
 
 #: The nodes' schemas, in the order of the table.
-NODE_SCHEMAS: tuple[NodeSchema, ...] = (DRIVE_NODE, TASK_NODE, KINEMATICS_NODE)
+NODE_SCHEMAS: tuple[NodeSchema, ...] = (DRIVE_NODE, TASK_NODE, SCOPE_SERVO_NODE, KINEMATICS_NODE)
 #: The {value, unit, source} files' schemas, in the order of the table.
 FILE_SCHEMAS: tuple[FileSchema, ...] = (PARAMETER_FILE, CONTROL_FILE, TASK_FILE)
 

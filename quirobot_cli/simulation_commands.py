@@ -37,8 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--task",
         default="incision",
-        help="incision (drill the tibia, config/tasks/incision.yaml), line (the report's straight line) "
-        "or a path to a task YAML file (default: incision)",
+        help="incision (drill the tibia, config/tasks/incision.yaml), line (the report's straight line), "
+        "arthroscopy (hold the scope through a portal under scripted servo commands), pin (insert a "
+        "Schanz pin), a procedure registered since (procedures.procedure) or a path to a task YAML "
+        "file (default: incision)",
     )
     parser.add_argument(
         "--output",
@@ -85,6 +87,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "spindle-stall (a jammed bit: the spindle's stall must stop the feed); a time after the run's "
         'end is refused; the JSON gets "faults" (s and m; "fault": the first)',
     )
+    parser.add_argument(
+        "--bone-factor",
+        type=float,
+        help="pin task only: the bone's insertion torque times this (a harder bone than planned: > 1)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(handler=simulate)
 
@@ -98,11 +105,11 @@ def simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from quirobot_cli.output_paths import output_file, output_folder
-    from quirobot_control.planning.tasks import IncisionTask, load_task
+    from quirobot_control.procedures.procedure import procedure_for, task_kind
     from quirobot_control.reporting.plots import plot_result
     from quirobot_control.reporting.recording import write_mcap
     from quirobot_control.simulation.faults import Injection
-    from quirobot_control.simulation.incision import run_task, targets_met
+    from quirobot_control.simulation.incision import targets_met
     from quirobot_description.parameters import load_parameters
 
     if args.no_compensation and args.plant != "realistic":
@@ -110,12 +117,21 @@ def simulate(args: argparse.Namespace) -> int:
     _finite_positive(args.depth, "--depth")
     _finite_positive(args.feed_rate, "--feed-rate")
     _finite_positive(args.max_thrust, "--max-thrust")
+    _finite_positive(args.bone_factor, "--bone-factor")
     injections = [Injection.parse(text) for text in args.inject or ()]
-    task = load_task(args.task)
-    if not isinstance(task, IncisionTask) and (
-        args.depth is not None or args.feed_rate is not None or args.max_thrust is not None or injections
-    ):
-        raise ValueError("--depth, --feed-rate, --max-thrust and --inject apply to an incision task only")
+    kind, path = task_kind(args.task)
+    procedure = procedure_for(kind)
+    task = procedure.load(path)
+    given = {
+        "depth": args.depth is not None,
+        "feed_rate": args.feed_rate is not None,
+        "max_thrust": args.max_thrust is not None,
+        "inject": bool(injections),
+        "bone_factor": args.bone_factor is not None,
+    }
+    refused = [name for name, used in given.items() if used and name not in procedure.options]
+    if refused:
+        raise ValueError(_refused_options(refused))
     # Checked before the run: a path that cannot be written fails now, not after the simulation.
     output = output_folder(args.output)
     stem = task.path.stem
@@ -144,25 +160,25 @@ def simulate(args: argparse.Namespace) -> int:
             bar.update(done - bar.n)
 
     try:
-        result = run_task(
-            task,
-            params,
-            progress=progress,
-            on_plan=on_plan,
-            depth=args.depth,
-            feed_rate=args.feed_rate,
-            plant=args.plant,
-            compensated=not args.no_compensation,
-            injection=injections,
-            max_thrust=args.max_thrust,
-        )
+        options = {"progress": progress, "on_plan": on_plan, "plant": args.plant}
+        options["compensated"] = not args.no_compensation
+        if "depth" in procedure.options:
+            options.update(depth=args.depth, feed_rate=args.feed_rate)
+        if "inject" in procedure.options:
+            options["injection"] = injections
+        if "max_thrust" in procedure.options:
+            options["max_thrust"] = args.max_thrust
+        if "bone_factor" in procedure.options:
+            options["bone_factor"] = args.bone_factor
+        result = procedure.simulate(task, params, **options)
     finally:
         if bar is not None:
             bar.update(bar.total - bar.n)
             bar.close()
-    log_path = write_mcap(log_file, result.log, result.trajectory)
-    plot_path = plot_result(result, plot_file)
-    met = targets_met(result.metrics)
+    # A procedure without arm motion (pin: the spindle and the feed) has no joint log to write.
+    log_path = None if result.log is None else write_mcap(log_file, result.log, result.trajectory)
+    plot_path = None if result.log is None else plot_result(result, plot_file, procedure.panels)
+    met = targets_met(result.metrics, procedure.targets)
     if args.json:
         document: dict = {
             "metrics": {
@@ -171,51 +187,44 @@ def simulate(args: argparse.Namespace) -> int:
                 "plant": args.plant,
                 "compensated": args.plant == "realistic" and not args.no_compensation,
             },
-            "log": str(log_path),
-            "plot": str(plot_path),
+            "log": None if log_path is None else str(log_path),
+            "plot": None if plot_path is None else str(plot_path),
         }
-        if isinstance(result.task, IncisionTask):
-            document = {
-                "incision": {
-                    "entry": result.task.entry.tolist(),
-                    "direction": result.task.direction.tolist(),
-                    "depth": result.task.depth,
-                    "start_time": result.metrics.incision.feed_start_time,
-                    "end_time": result.metrics.incision.feed_end_time,
-                },
-                **document,
-            }
-            if result.faults:
-                faults = [fault.as_dict() for fault in result.faults]
-                document["fault"], document["faults"] = faults[0], faults
-            if result.breakthrough is not None:
-                document["breakthrough"] = result.breakthrough.as_dict()
-            document["metrics"]["unsafe"] = result.unsafe  # why the robot did not end safe (empty: it did)
+        document = procedure.document(result, document)
         print(json.dumps(_finite_or_null(document), indent=2, default=str, allow_nan=False))
     else:
         detectable = (
-            params.drilling.safety.breakthrough_drop * task.bone.point_length
-            if isinstance(task, IncisionTask)
-            else 0.0
+            params.drilling.safety.breakthrough_drop * task.bone.point_length if kind == "incision" else 0.0
         )
-        _print_summary(result, met, log_path, plot_path, detectable)
-    return exit_status(result, injected=bool(injections))
+        _print_summary(result, met, log_path, plot_path, detectable, procedure.summary_rows)
+    return exit_status(result, injected=bool(injections), targets=procedure.targets)
 
 
-def exit_status(result, *, injected: bool) -> int:
+def exit_status(result, *, injected: bool, targets=None) -> int:
     """0 or 1 (see the verb's description): a fault injected or a feed ended by the breakthrough:
     did the robot end safe; otherwise also completed within the precision targets (timing, which
     depends on the machine, is reported, not enforced)."""
     from quirobot_control.simulation.incision import TIMING_TARGETS, targets_met
 
     metrics = result.metrics
-    precision_met = all(ok for key, ok in targets_met(metrics).items() if key not in TIMING_TARGETS)
+    met = targets_met(metrics, targets)
+    precision_met = all(ok for key, ok in met.items() if key not in TIMING_TARGETS)
     safe, completed = not result.unsafe, metrics.run.completed
     if injected:
         return 0 if safe else 1
     if metrics.incision is not None and metrics.incision.feed_end == "breakthrough":
         return 0 if safe and completed else 1  # the bone ended the feed: the plan's depth is moot
     return 0 if safe and completed and precision_met else 1
+
+
+def _refused_options(refused: list[str]) -> str:
+    """The one-line refusal of task options the chosen procedure does not take, naming those that do."""
+    from quirobot_control.procedures.procedure import procedure_for, procedure_names
+
+    takers = [name for name in procedure_names() if set(refused) <= procedure_for(name).options]
+    flags = ", ".join(f"--{name.replace('_', '-')}" for name in refused)
+    tasks = " or ".join(("an " if name[0] in "aeiou" else "a ") + name for name in takers) or "no"
+    return f"{flags} apply to {tasks} task only"
 
 
 def _finite_or_null(value: object) -> object:
@@ -230,11 +239,16 @@ def _finite_or_null(value: object) -> object:
 
 
 def _print_summary(
-    result, met: dict[str, bool], log_path: Path, plot_path: Path, detectable_overshoot: float = 0.0
+    result,
+    met: dict[str, bool],
+    log_path: Path,
+    plot_path: Path,
+    detectable_overshoot: float = 0.0,
+    procedure_rows: tuple | None = None,
 ) -> None:
-    """The run's table; `detectable_overshoot` (m): how far past the far cortex the tip must go
-    before the thrust has dropped enough for the breakthrough detector (its drop x the drill's
-    point length)."""
+    """The run's table: the procedure's rows (procedures.procedure.SummaryRow), then the rows every
+    run has; `detectable_overshoot` (m): how far past the far cortex the tip must go before the
+    thrust has dropped enough for the breakthrough detector (its drop x the drill's point length)."""
     from quirobot_control.simulation.incision import TIMING_TARGETS
 
     m = result.metrics.as_dict()  # the table looks its rows up by name
@@ -247,18 +261,17 @@ def _print_summary(
             verdict = "" if target is None else ("ok" if target else "MISSED")
             rows.append((label, f"{m[key] * scale:.3f} {unit}", verdict))
 
-    row("entry-point error", "entry_error", 1e6, "um")
-    row("lateral deviation (feed)", "lateral_deviation", 1e6, "um")
-    row("depth overshoot", "depth_overshoot", 1e6, "um")
-    row("final depth error", "final_depth_error", 1e6, "um")
-    row("peak bone thrust", "peak_thrust", 1.0, "N")
-    row("distance from the line", "line_deviation", 1e6, "um")
-    row("final position error", "line_final_error", 1e6, "um")
+    if procedure_rows is None:  # the drilled incision's and the line's rows
+        from quirobot_control.procedures.procedure import procedure_for
+
+        procedure_rows = procedure_for("incision").summary_rows + procedure_for("line").summary_rows
+    for item in procedure_rows:
+        row(item.label, item.key, item.scale, item.unit)
     row("simulated duration", "duration", 1.0, "s")
     row("wall time", "wall_time", 1.0, "s")
     row("real-time factor (this machine)", "real_time_factor", 1.0, "x")
     row("controller p99 per cycle (this machine)", "controller_p99", 1e6, "us")
-    run, incision = result.metrics.run, result.metrics.incision
+    run, incision = result.metrics.run, getattr(result.metrics, "incision", None)
     for name, value in run.peak_current.items():
         rows.append((f"peak current {name}", f"{value:.3f} A", ""))
     width = max(len(r[0]) for r in rows)

@@ -98,14 +98,14 @@ def hole_setup(context: HoleContext | None, params: RobotParameters, control: Co
     if not context.task:
         settings = hole_monitor_settings(params, control, None, context.max_thrust)
         return HoleSetup(settings, None, False, context)
-    from quirobot_control.planning.tasks import IncisionTask, load_task, task_fixtures  # the task file
+    from quirobot_control.planning.tasks import load_task, task_fixtures  # the task file
 
     try:
         task = load_task(context.task)
     except (OSError, ValueError) as error:
         why = " ".join(str(error).split())
         raise ValueError(f"drilling context: task file {context.task!r}: {why}") from None
-    bone = task.bone if isinstance(task, IncisionTask) else None
+    bone = task.bone  # None: a task that drills no bone (the line)
     far_cortex = bone.far_cortex if bone is not None else None
     settings = hole_monitor_settings(
         params, control, far_cortex[0] if far_cortex is not None else None, context.max_thrust

@@ -113,6 +113,9 @@ class LineTask:
     settle: float  # s
     path: Path
     no_go_zones: tuple[NoGoZone, ...] = ()  # world frame (axes.virtual_fixtures)
+    # The line drills nothing: no bone and no entry point to slow near (read as an incision's are).
+    bone: None = None
+    entry_speed_limit: None = None
 
 
 def load_task(name: str | Path) -> IncisionTask | LineTask:
@@ -431,7 +434,7 @@ def task_fixtures(task: IncisionTask | LineTask, params: RobotParameters) -> Vir
     """The task's virtual fixtures (no-go zones, tip-speed limit near the entry) on this robot's
     tool: what the plan is checked against and what the hardware component enforces per cycle
     (`QuirobotHardware.set_fixtures`)."""
-    limit = task.entry_speed_limit if isinstance(task, IncisionTask) else None
+    limit = task.entry_speed_limit
     return VirtualFixtures(
         zones=task.no_go_zones,
         tool=ToolGeometry.from_parameters(params),

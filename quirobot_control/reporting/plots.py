@@ -6,15 +6,18 @@ measured thin line, so it stays visible where they coincide; the window each pre
 covers is shaded green on its panel. Lengths are in µm and angles in µrad, on separate panels;
 legends sit outside the axes, never over a curve. Over a long run, joint signals are drawn as
 translucent min-to-max bands so that no joint hides another.
+
+Which task panels a run gets is the procedure's to say (`Procedure.panels`, names of PANELS): the
+figure never asks what type the task is. Every run gets the tracking and current panels below them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from quirobot_control.planning.tasks import IncisionTask
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.incision import TARGETS, TaskResult
 
@@ -33,27 +36,31 @@ JOINT_COLOURS = {
 }
 
 
-def plot_result(result: TaskResult, path: str | Path) -> Path:
-    """Write the figure to `path` (.png, its folder must exist) and return it."""
+def plot_result(result: TaskResult, path: str | Path, panels: Sequence[str] = ()) -> Path:
+    """Write the figure to `path` (.png, its folder must exist) and return it; `panels`: the
+    procedure's task panels (names of PANELS), above the tracking and current panels."""
     import matplotlib.pyplot as plt
 
-    figure = result_figure(result)
+    figure = result_figure(result, panels)
     path = Path(path)
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
 
 
-def result_figure(result: TaskResult):
-    """The matplotlib Figure of a run (Agg backend; close it with pyplot.close)."""
+def result_figure(result: TaskResult, panels: Sequence[str] = ()):
+    """The matplotlib Figure of a run (Agg backend; close it with pyplot.close); `panels` as in
+    plot_result (ValueError naming the known ones for an unknown name)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    unknown = [name for name in panels if name not in PANELS]
+    if unknown:
+        raise ValueError(f"unknown plot panel {unknown[0]!r}: give one of {', '.join(PANELS)}")
     task = result.task
-    incision = isinstance(task, IncisionTask)
-    rows = 6 if incision else 5
+    rows = len(panels) + 3  # the task's panels, then tracking (2) and currents
     fig, axes = plt.subplots(
         rows,
         1,
@@ -62,13 +69,8 @@ def result_figure(result: TaskResult):
         constrained_layout=True,
         height_ratios=[1.4, 1.2] + [1.0] * (rows - 2),
     )
-    if incision:
-        _depth_panel(axes[0], result)
-        _tip_error_panel(axes[1], result)
-        _thrust_panel(axes[2], result)
-    else:
-        _along_line_panel(axes[0], result)
-        _line_deviation_panel(axes[1], result)
+    for ax, name in zip(axes, panels, strict=False):
+        PANELS[name](ax, result)
     _tracking_panels(axes[-3], axes[-2], result)
     _current_panel(axes[-1], result)
     for ax in axes:
@@ -234,6 +236,16 @@ def _line_deviation_panel(ax, result: TaskResult) -> None:
         loc="left",
     )
     ax.set_ylabel("distance (µm)")
+
+
+#: The task panels a procedure may name (Procedure.panels), each drawing on one axes.
+PANELS = {
+    "depth": _depth_panel,
+    "tip_error": _tip_error_panel,
+    "thrust": _thrust_panel,
+    "along_line": _along_line_panel,
+    "line_deviation": _line_deviation_panel,
+}
 
 
 def _envelope(ax, t: np.ndarray, y: np.ndarray, colour: str | None, label: str, bins: int = 1500) -> None:

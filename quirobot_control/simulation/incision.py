@@ -23,7 +23,7 @@ Each `Injection` (simulation.faults; one or several) injects a fault and adds it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -324,12 +324,13 @@ def line_metrics(trajectory: JointTrajectory, log: SimulationLog) -> LineMetrics
     )
 
 
-def targets_met(metrics: TaskMetrics) -> dict[str, bool]:
-    """Which of TARGETS the metrics meet (only those the task has; no depth target when the far
-    cortex' breakthrough ended the feed)."""
+def targets_met(metrics, targets: Mapping[str, float] | None = None) -> dict[str, bool]:
+    """Which of `targets` (default TARGETS; a procedure's own) the metrics meet (only those the
+    task has; no depth target when the far cortex' breakthrough ended the feed). `metrics`: any
+    object with as_dict() (TaskMetrics or a procedure's)."""
     values = metrics.as_dict()
     met = {}
-    for key, limit in TARGETS.items():
+    for key, limit in (TARGETS if targets is None else targets).items():
         if key == "final_depth_error" and values.get("feed_end") == "breakthrough":
             continue
         if values.get(key) is not None:

@@ -81,11 +81,14 @@ class TaskMetrics:
     run: RunMetrics
     incision: IncisionMetrics | None = None
     line: LineMetrics | None = None
+    #: Another procedure's metrics (a frozen dataclass of its own, procedures.procedure): its
+    #: fields follow the run's in as_dict(), so a new procedure adds no field here.
+    procedure: object | None = None
 
     def as_dict(self) -> dict[str, object]:
         """The flat {name: value} `quirobot simulate --json` prints (module docstring)."""
         values = _flat(self.run)
-        for part in (self.incision, self.line):
+        for part in (self.incision, self.line, self.procedure):
             if part is not None:
                 values.update(_flat(part))
         return values

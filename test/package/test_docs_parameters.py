@@ -44,7 +44,7 @@ def test_the_node_table_has_every_parameter_with_its_default_range_and_unit():
     rows = {(row[0], row[1].strip("`")): row for row in _rows(NODE_TABLE)}
     expected = {(schema.node, p.name): p for schema in NODE_SCHEMAS for p in schema.parameters}
     assert set(rows) == set(expected)
-    assert {node for node, _ in rows} == {"drive_node", "task_node", "kinematics_node"}
+    assert {node for node, _ in rows} == {"drive_node", "task_node", "scope_servo_node", "kinematics_node"}
     for key, parameter in expected.items():
         row = rows[key]
         assert row[2] == parameter.type

@@ -15,6 +15,7 @@ import pytest
 
 from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE
 from quirobot_control.procedures import task_node_parameters
+from quirobot_control.procedures.scope_servo_parameters import SCOPE_SERVO_NODE
 from quirobot_control.procedures.task_node_parameters import TASK_NODE
 from quirobot_kinematics.node_parameters import KINEMATICS_NODE
 
@@ -22,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 NODES = {
     "drive_node": (ROOT / "quirobot_control" / "nodes" / "drive_node.py", DRIVE_NODE, "DRIVE_NODE"),
     "task_node": (ROOT / "quirobot_control" / "nodes" / "task_node.py", TASK_NODE, "TASK_NODE"),
+    "scope_servo_node": (
+        ROOT / "quirobot_control" / "nodes" / "scope_servo_node.py",
+        SCOPE_SERVO_NODE,
+        "SCOPE_SERVO_NODE",
+    ),
     "kinematics_node": (
         ROOT / "quirobot_kinematics" / "nodes" / "kinematics_node.py",
         KINEMATICS_NODE,

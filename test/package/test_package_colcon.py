@@ -98,7 +98,13 @@ def test_cmakelists_installs_what_setup_py_installs(monkeypatch):
         "quirobot_control",
         "quirobot_cli",
     }
-    assert set(cmake["executables"]) == {"quirobot", "kinematics_node", "drive_node", "task_node"}
+    assert set(cmake["executables"]) == {
+        "quirobot",
+        "kinematics_node",
+        "drive_node",
+        "task_node",
+        "scope_servo_node",
+    }
     folders = {folder for folder, _ in cmake["share"]}
     assert folders == {f"share/quirobot/{f}" for f in ("urdf", "config", "config/tasks", "launch", "rviz")}
     assert ("share/quirobot/urdf", "quirobot_description/urdf/quirobot.urdf.xacro") in cmake["share"]

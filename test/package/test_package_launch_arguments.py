@@ -17,6 +17,7 @@ FREE_FORM = {
     "world": "any Gazebo world file",
     "namespace": "any ROS namespace",
     "controller_rate": "a rate in Hz; drive_node refuses one that does not divide the drives' rate",
+    "task": "a shipped task name or any task file path",
 }
 #: Deprecated since launch 1.1.0 (Jazzy's launch warns "Use the 'EqualsSubstitution' and
 #: 'NotEqualsSubstitution' substitutions instead"); PythonExpression for a string comparison is

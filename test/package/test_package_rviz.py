@@ -29,3 +29,17 @@ def test_rviz_shows_robot_model_and_tf_in_the_urdf_root_frame():
     assert model["Description Topic"]["Durability Policy"] == "Transient Local"
     assert displays["rviz_default_plugins/TF"]["Enabled"]
     assert config["Global Options"]["Fixed Frame"] == _root_link(robot_description()) == "world"
+
+
+def test_rviz_shows_the_scene_and_the_view_cone():
+    """task_node's /quirobot/scene (latched: RViz subscribes transient local) and scope_servo_node's
+    /quirobot/scope/view_cone, as MarkerArray displays."""
+    config = yaml.safe_load(RVIZ.read_text())["Visualization Manager"]
+    markers = {
+        display["Topic"]["Value"]: display
+        for display in config["Displays"]
+        if display["Class"] == "rviz_default_plugins/MarkerArray"
+    }
+    assert set(markers) == {"/quirobot/scene", "/quirobot/scope/view_cone"}
+    assert all(display["Enabled"] for display in markers.values())
+    assert markers["/quirobot/scene"]["Topic"]["Durability Policy"] == "Transient Local"

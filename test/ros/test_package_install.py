@@ -71,7 +71,9 @@ def test_share_files_are_the_source_trees(prefix):
     assert (prefix / "share/ament_index/resource_index/packages/quirobot").is_file()
 
 
-@pytest.mark.parametrize("name", ["quirobot", "kinematics_node", "drive_node", "task_node"])
+@pytest.mark.parametrize(
+    "name", ["quirobot", "kinematics_node", "drive_node", "task_node", "scope_servo_node"]
+)
 def test_executables_in_lib_quirobot(prefix, name):
     """Where `ros2 run quirobot NAME` and launch_ros look; the shebang is an existing Python."""
     script = prefix / "lib" / "quirobot" / name

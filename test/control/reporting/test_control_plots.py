@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from quirobot_control.procedures.procedure import procedure_for  # noqa: E402
 from quirobot_control.reporting.plots import plot_result, result_figure  # noqa: E402
 from quirobot_control.simulation.incision import run_task  # noqa: E402
 
@@ -20,7 +21,7 @@ def run(request, parameters):
     """(result, figure) of a real run; the incision drills 3 mm to keep the test short."""
     options = {"depth": 0.003} if request.param == "incision" else {}
     result = run_task(request.param, parameters, **options)
-    figure = result_figure(result)
+    figure = result_figure(result, procedure_for(request.param).panels)
     figure.canvas.draw()
     yield result, figure
     plt.close(figure)
@@ -103,3 +104,9 @@ def test_plot_result_writes_a_png(run, tmp_path):
     result, _ = run
     path = plot_result(result, tmp_path / "run.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_unknown_panel_is_refused_by_name(run):
+    result, _ = run
+    with pytest.raises(ValueError, match="unknown plot panel 'bone_map': give one of depth, "):
+        result_figure(result, ("bone_map",))

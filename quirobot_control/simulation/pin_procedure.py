@@ -1,0 +1,235 @@
+"""Schanz-pin insertion as a procedure (procedures.procedure).
+
+After the pilot hole, the spindle drives a threaded pin in; the feed follows the spindle's angle
+(feed = pitch x revolutions: the drill feed geared to the spindle, so the thread never strips).
+The spindle's drive (models.spindle, with the pin driver's torque and speed from the task file)
+carries the insertion torque of models.pin_insertion at the pin's depth. Each control period:
+the torque monitor stops the spindle (and with it the feed) when the drive's torque passes the
+torque limit; within one pitch of the target the spindle command falls in proportion to the
+depth left (approach_rate), and the insertion ends when the pin is within 0.01 mm of its depth
+or has stopped. The arm is not simulated here (it holds the hole's axis, as after the incision's
+feed): the run is the spindle and the synchronised feed, at the control rate.
+
+Metrics (m, N*m): insertion_depth_error |depth - target| at the end, peak_insertion_torque (the
+model's torque, the largest of the run), peak_drive_torque (the spindle drive's), final_depth,
+stopped_on_torque (bool). Targets: depth within 0.5 mm, torque within the task's limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from quirobot_control.models.pin_insertion import PinLayer, insertion_torque
+from quirobot_control.models.spindle import Spindle
+from quirobot_control.planning.tasks import TaskError
+from quirobot_control.procedures.procedure import SummaryRow, register
+from quirobot_control.simulation.metrics import RunMetrics, TaskMetrics
+from quirobot_description.file_schema import TEXT, Expect, FileSchema
+from quirobot_description.parameters import RobotParameters
+from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
+
+PIN_FILE = FileSchema(
+    "pin task file",
+    1,
+    {
+        "schema_version": TEXT,
+        "task": TEXT,
+        "depth": Expect("m", 0.0, 0.2),
+        "pitch": Expect("m", 1e-4, 0.01),
+        "diameter": Expect("m", 1e-3, 0.02),
+        "speed": Expect("rad/s", 0.1, 200.0),
+        "approach_rate": Expect("1/s", 0.1, 1e3),
+        "torque_limit": Expect("N*m", 0.0, 100.0),
+        "driver_max_torque": Expect("N*m", 0.0, 100.0),
+        "bone_factor": Expect("1", 0.0, 100.0),
+        "layers.*.name": TEXT,
+        "layers.*.thickness": Expect("m", 0.0, 0.1),
+        "layers.*.torque_per_length": Expect("N*m/m", 0.0, 1e5),
+    },
+    leaf_extras=(),
+    max_items={"layers": 16},
+    max_text=64,
+)
+#: m: the target's tolerance (the issue's 0.5 mm).
+DEPTH_TARGET = 0.5e-3
+#: m: the insertion ends this close to its depth.
+DEPTH_REACHED = 0.01e-3
+#: s: the longest insertion simulated (a stalled run ends by its own stop long before).
+MAX_DURATION = 120.0
+
+
+@dataclass(frozen=True)
+class PinTask:
+    depth: float  # m, the tip below the bone surface at the end
+    pitch: float  # m per revolution
+    diameter: float  # m
+    speed: float  # rad/s, the spindle's insertion speed
+    approach_rate: float  # 1/s
+    torque_limit: float  # N*m, the monitor's
+    driver_max_torque: float  # N*m, the spindle drive's
+    bone_factor: float  # 1, the bone's torque relative to the layers'
+    layers: tuple[PinLayer, ...]
+    path: Path
+
+
+@dataclass(frozen=True)
+class PinMetrics:
+    insertion_depth_error: float  # m, |final depth - target|
+    peak_insertion_torque: float  # N*m, the bone's largest torque on the pin
+    peak_drive_torque: float  # N*m, the spindle drive's largest torque
+    final_depth: float  # m
+    stopped_on_torque: bool  # the torque limit ended the insertion
+    torque_limit: float  # N*m, the limit it ran under
+
+
+@dataclass
+class PinResult:
+    task: PinTask
+    metrics: TaskMetrics
+    depth: list[float] = field(default_factory=list)  # m, per control period
+    torque: list[float] = field(default_factory=list)  # N*m, per control period
+    trajectory: None = None  # no arm motion: no plan to log
+    log: None = None
+    unsafe: list[str] = field(default_factory=list)
+
+
+def load_pin(path: Path) -> PinTask:
+    raw = read_yaml_mapping(path, TaskError, "task file")
+    reader = SourcedReader(raw, path.name, TaskError, PIN_FILE)
+    node = raw.get("layers")
+    if not isinstance(node, list) or not node:
+        raise reader.fail("layers", "must be a non-empty list")
+    layers = []
+    for index, item in enumerate(node):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise reader.fail(f"layers.{index}", "must have a name")
+        layers.append(
+            PinLayer(
+                item["name"],
+                reader.number(f"layers.{index}.thickness", positive=True),
+                reader.number(f"layers.{index}.torque_per_length", non_negative=True),
+            )
+        )
+    task = PinTask(
+        depth=reader.number("depth", positive=True),
+        pitch=reader.number("pitch", positive=True),
+        diameter=reader.number("diameter", positive=True),
+        speed=reader.number("speed", positive=True),
+        approach_rate=reader.number("approach_rate", positive=True),
+        torque_limit=reader.number("torque_limit", positive=True),
+        driver_max_torque=reader.number("driver_max_torque", positive=True),
+        bone_factor=reader.number("bone_factor", positive=True),
+        layers=tuple(layers),
+        path=path,
+    )
+    if task.torque_limit >= task.driver_max_torque:
+        raise reader.fail("torque_limit", "must be below driver_max_torque (the monitor must trip first)")
+    return task
+
+
+def insert_pin(
+    task: PinTask, params: RobotParameters, dt: float, bone_factor: float | None = None
+) -> PinResult:
+    """Run the insertion (module docstring) at the control period dt (s); `bone_factor` overrides
+    the task's (a harder bone than planned)."""
+    factor = task.bone_factor if bone_factor is None else float(bone_factor)
+    spindle = Spindle(replace(params.drilling.spindle, speed=task.speed, max_torque=task.driver_max_torque))
+    spindle.switch_on(task.speed)
+    wall = time.perf_counter()
+    angle, depth, t = 0.0, 0.0, 0.0
+    depths, torques, drive = [], [], []
+    stop_reason = None
+    while t < MAX_DURATION:
+        left = task.depth - depth
+        if left <= DEPTH_REACHED:
+            break
+        # Feed = pitch x revolutions: the spindle's command slows within one pitch of the target.
+        command = min(task.speed, 2.0 * math.pi * task.approach_rate * left / task.pitch)
+        if spindle.running:
+            spindle.command = max(command, 0.05 * task.speed)
+        torque = float(insertion_torque(depth, task.layers, factor))
+        spindle.external_torque = torque
+        speed = spindle.update(dt, 0.0)
+        angle += speed * dt
+        depth = min(task.pitch * angle / (2.0 * math.pi), task.depth)
+        t += dt
+        depths.append(depth)
+        torques.append(torque)
+        drive.append(spindle.motor_torque)
+        if spindle.motor_torque > task.torque_limit:
+            spindle.switch_off()
+            stop_reason = (
+                f"pin insertion torque {spindle.motor_torque:.2f} N*m above the limit "
+                f"{task.torque_limit:.2f} N*m at {depth * 1e3:.2f} mm of {task.depth * 1e3:.2f} mm"
+            )
+            break
+        if spindle.stalled:
+            stop_reason = f"pin driver stalled: {spindle.stall_reason}"
+            break
+    wall = time.perf_counter() - wall
+    pin = PinMetrics(
+        insertion_depth_error=abs(task.depth - depth),
+        peak_insertion_torque=max(torques, default=0.0),
+        peak_drive_torque=max(drive, default=0.0),
+        final_depth=depth,
+        stopped_on_torque=stop_reason is not None and "above the limit" in stop_reason,
+        torque_limit=task.torque_limit,
+    )
+    run = RunMetrics(
+        completed=stop_reason is None and task.depth - depth <= DEPTH_REACHED,
+        stop_reason=stop_reason,
+        duration=t,
+        wall_time=wall,
+        real_time_factor=t / max(wall, 1e-9),
+        controller_p99=None,  # no arm controller in this run (no row, null in JSON)
+        peak_current={},
+        max_tracking_error={},
+    )
+    return PinResult(task, TaskMetrics(run, procedure=pin), depths, torques)
+
+
+@dataclass(frozen=True)
+class PinProcedure:
+    """Drive a threaded Schanz pin into the pilot hole, feed synchronised to the thread pitch."""
+
+    name: str = "pin"
+    tool: str = "drill"
+    phases: tuple[str, ...] = ("insert",)
+    options: frozenset[str] = frozenset({"bone_factor"})
+    summary_rows: tuple[SummaryRow, ...] = (
+        SummaryRow("insertion depth error", "insertion_depth_error", 1e6, "um"),
+        SummaryRow("peak insertion torque", "peak_insertion_torque", 1.0, "N*m"),
+        SummaryRow("torque limit", "torque_limit", 1.0, "N*m"),
+    )
+    panels: tuple[str, ...] = ()  # the tracking and current panels only
+    targets: dict[str, float] = field(default_factory=lambda: {"insertion_depth_error": DEPTH_TARGET})
+
+    def load(self, path: Path) -> PinTask:
+        return load_pin(path)
+
+    def plan(self, task: PinTask, params: RobotParameters, dt: float) -> None:
+        return None  # the arm holds still; the feed follows the spindle (insert_pin)
+
+    def fixtures(self, task: PinTask, params: RobotParameters) -> None:
+        return None
+
+    def simulate(self, task: PinTask, params: RobotParameters, **options: Any) -> PinResult:
+        from quirobot_control.hardware.control_config import control_configuration
+
+        control = options.get("control") or control_configuration(params)
+        result = insert_pin(task, params, control.dt, options.get("bone_factor"))
+        metrics = result.metrics.procedure
+        if metrics.peak_drive_torque > task.torque_limit + 1e-9 and not metrics.stopped_on_torque:
+            result.unsafe.append("the drive's torque passed the limit without a stop")
+        return result
+
+    def document(self, result: PinResult, base: dict[str, Any]) -> dict[str, Any]:
+        task = result.task
+        return {"pin": {"depth": task.depth, "pitch": task.pitch, "diameter": task.diameter}, **base}
+
+
+register(PinProcedure())

@@ -1,0 +1,98 @@
+"""`quirobot simulate --task arthroscopy` and `--task pin` through the CLI: the `--json` keys and
+the issue's targets (issue 22), checked against bounds written here and the task files' own
+numbers read as raw YAML (not the procedures' target tables).
+
+Targets: the portal drift (rcm_error, the scope axis' largest distance from the portal) and the
+pin's depth error within 0.5 mm; the pin's drive torque within the task's torque limit. The
+arthroscopy runs on the ideal plant (deterministic) and, marked slow, on the realistic default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+import yaml
+
+from quirobot_cli.cli import main
+from quirobot_description.data_files import find_data_file
+
+BOUND = 0.5e-3  # m: the issue's portal drift and pin depth targets
+
+
+def _simulate(tmp_path, *argv: str) -> tuple[int, dict]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["simulate", *argv, "--json", "--no-progress", "--output", str(tmp_path)])
+    return status, json.loads(out.getvalue())
+
+
+def _raw(name: str) -> dict:
+    return yaml.safe_load(find_data_file(f"config/tasks/{name}.yaml").read_text())
+
+
+def test_pin_reaches_its_depth_under_the_torque_limit(tmp_path):
+    status, document = _simulate(tmp_path, "--task", "pin")
+    raw = _raw("pin")
+    assert status == 0
+    assert list(document) == ["pin", "metrics", "log", "plot"]
+    assert document["pin"] == {
+        "depth": raw["depth"]["value"],
+        "pitch": raw["pitch"]["value"],
+        "diameter": raw["diameter"]["value"],
+    }
+    metrics = document["metrics"]
+    assert metrics["completed"] and metrics["stop_reason"] is None
+    assert metrics["insertion_depth_error"] <= BOUND
+    assert abs(metrics["final_depth"] - raw["depth"]["value"]) <= BOUND
+    limit = raw["torque_limit"]["value"]
+    assert metrics["torque_limit"] == limit
+    assert 0.0 < metrics["peak_insertion_torque"] <= limit
+    assert metrics["peak_drive_torque"] <= limit
+    assert not metrics["stopped_on_torque"]
+    assert metrics["targets_met"] == {"insertion_depth_error": True}
+    assert document["log"] is None and document["plot"] is None  # no arm motion to log
+
+
+def test_pin_in_a_harder_bone_stops_on_the_torque_limit_and_exits_1(tmp_path):
+    status, document = _simulate(tmp_path, "--task", "pin", "--bone-factor", "3")
+    metrics = document["metrics"]
+    assert status == 1
+    assert metrics["stopped_on_torque"] and not metrics["completed"]
+    assert "above the limit" in metrics["stop_reason"]
+    assert metrics["insertion_depth_error"] > BOUND
+
+
+def _check_arthroscopy(status: int, document: dict, plant: str) -> None:
+    raw = _raw("arthroscopy")
+    assert status == 0
+    assert list(document) == ["arthroscopy", "metrics", "log", "plot"]
+    assert document["arthroscopy"]["portal"] == raw["portal"]["value"]
+    metrics = document["metrics"]
+    assert metrics["plant"] == plant and metrics["completed"]
+    assert 0.0 <= metrics["rcm_error"] <= BOUND
+    assert metrics["rcm_error_commanded"] <= 1e-9  # the servo's commands hold the portal exactly
+    # One message per 1/servo_rate s of every segment that sends; the silent one trips the dead-man.
+    rate = raw["servo_rate"]["value"]
+    sent = [s["duration"]["value"] for s in raw["servo"] if s.get("send", True)]
+    assert metrics["servo_commands"] == pytest.approx(sum(sent) * rate, abs=len(sent))
+    silent = sum(s["duration"]["value"] for s in raw["servo"] if not s.get("send", True))
+    # Past the timeout the servo brakes (its rate limits), then holds: at most the silence's cycles.
+    held = (silent - raw["timeout"]["value"]) / 1e-3  # control cycles at 1 kHz past the timeout
+    assert 0 < metrics["dead_man_holds"] <= held
+    depth = raw["depth"]["value"]
+    assert raw["min_depth"]["value"] <= metrics["final_depth"] <= raw["max_depth"]["value"]
+    assert metrics["final_depth"] != depth  # the stream moved the scope along its axis
+    assert metrics["targets_met"]["rcm_error"]
+    assert document["log"].endswith("arthroscopy.mcap") and document["plot"].endswith("arthroscopy.png")
+
+
+def test_arthroscopy_holds_the_portal_on_the_ideal_plant(tmp_path):
+    _check_arthroscopy(*_simulate(tmp_path, "--task", "arthroscopy", "--plant", "ideal"), "ideal")
+
+
+@pytest.mark.slow
+def test_arthroscopy_holds_the_portal_on_the_realistic_plant(tmp_path):
+    _check_arthroscopy(*_simulate(tmp_path, "--task", "arthroscopy"), "realistic")

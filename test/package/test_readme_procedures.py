@@ -1,0 +1,65 @@
+"""The README's arthroscopy and pin tables come from runs: scripts/readme_procedures.py writes
+them from `quirobot simulate --json`; these tests fail when a row no longer matches a run (the
+full check runs the arthroscopy on both plants, minutes on a shared 2-core machine: slow)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location(
+        "readme_procedures", ROOT / "scripts" / "readme_procedures.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+script = _script()
+
+
+def test_the_readme_holds_each_generated_table_between_its_markers():
+    for table in script.TABLES:
+        documented = README[README.index(table.begin) : README.index(table.end)].splitlines()
+        assert documented[1 : 1 + len(table.header)] == list(table.header)
+        metrics = [line.split("|")[1].strip() for line in documented[1 + len(table.header) :]]
+        assert metrics == [row[0] for row in table.rows]
+
+
+def _runs(rcm: float) -> dict:
+    arthroscopy = {
+        "rcm_error": rcm,
+        "rcm_error_commanded": 0.0,
+        "servo_commands": 400,
+        "dead_man_holds": 200,
+        "final_depth": 0.041,
+    }
+    pin = {
+        "insertion_depth_error": 1e-5,
+        "peak_insertion_torque": 5.7,
+        "peak_drive_torque": 5.7,
+        "torque_limit": 8.0,
+        "duration": 16.0,
+    }
+    return {"realistic": arthroscopy, "ideal": arthroscopy, "pin": pin}
+
+
+def test_the_check_finds_a_stale_row():
+    text = script.replace_tables(README, _runs(2.7e-4))
+    assert script.stale_rows(text, _runs(2.7e-4)) == []
+    assert len(script.stale_rows(text, _runs(3.1e-4))) == 1
+
+
+@pytest.mark.slow
+def test_the_readme_tables_are_what_the_runs_give():
+    stale = script.stale_rows(README, script.measure())
+    assert stale == [], (
+        "README.md's procedure tables are stale: run `python scripts/readme_procedures.py --write`"
+    )

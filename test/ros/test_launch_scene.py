@@ -1,0 +1,167 @@
+"""launch_testing: task_node draws the scene, scope_servo.launch.py servos the scope about the portal.
+
+task_node alone (task:=incision, no stack: the scene needs none) publishes /quirobot/scene
+(latched MarkerArray): the incision's bone slabs and no-go zone where its task file puts them.
+scope_servo_node: given joint states of the scope docked in the arthroscopy task's portal, the
+servo mode starts (/quirobot/scope/servo_mode), a TwistStamped stream on /quirobot/scope/servo
+moves the joints it commands (one-point JointTrajectory) with the scope axis through the portal
+(recomputed here by FK), the view cone arrives, and a stream that stops is held (dead-man).
+
+Skipped where ROS 2 is absent. Run by CI's ROS tier (`bash .ci/ros-tier -k scene`).
+"""
+
+# ruff: noqa: E402, I001  (imports follow the skip; ROS's `launch` is not first-party)
+from __future__ import annotations
+
+import time
+import unittest
+
+import numpy as np
+import pytest
+
+pytest.importorskip("launch_testing")
+pytest.importorskip("rclpy")
+
+import launch_testing.actions
+import launch_testing.asserts
+import rclpy
+from ament_index_python.packages import get_package_share_directory
+from geometry_msgs.msg import TwistStamped
+from launch import LaunchDescription
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch_ros.actions import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+
+from quirobot_control.planning.arthroscopy import load_arthroscopy, servo_for
+from quirobot_control.planning.tasks import load_task
+from quirobot_description.data_files import find_data_file
+from quirobot_description.parameters import AXES, load_parameters
+from quirobot_kinematics import KinematicModel, forward_kinematics
+
+TIMEOUT = 60.0  # s (wall): node start-up on a loaded 2-core machine
+PARAMS = load_parameters()
+SCOPE_TASK = load_arthroscopy(find_data_file("config/tasks/arthroscopy.yaml"))
+
+
+@pytest.mark.launch_test
+def generate_test_description():
+    return LaunchDescription(
+        [
+            Node(
+                package="quirobot", executable="task_node", parameters=[{"task": "incision"}], output="screen"
+            ),
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(
+                    f"{get_package_share_directory('quirobot')}/launch/scope_servo.launch.py"
+                )
+            ),
+            launch_testing.actions.ReadyToTest(),
+        ]
+    )
+
+
+def _portal_distance(q, model: KinematicModel) -> float:
+    T = forward_kinematics(np.asarray(q, dtype=float), model)
+    offset = SCOPE_TASK.portal - T[:3, 3]
+    a = T[:3, 2]
+    return float(np.linalg.norm(offset - (offset @ a) * a))
+
+
+class TestScene(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rclpy.init()
+        cls.node = rclpy.create_node("test_scene_launch")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.destroy_node()
+        rclpy.shutdown()
+
+    def spin_until(self, done, timeout: float = TIMEOUT) -> bool:
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.02)
+        return done()
+
+    def test_task_node_draws_the_bone_and_the_no_go_zones(self):
+        received = []
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.node.create_subscription(MarkerArray, "/quirobot/scene", received.append, latched)
+        self.assertTrue(self.spin_until(lambda: received), "nothing on /quirobot/scene")
+        added = [m for m in received[-1].markers if m.action == Marker.ADD]
+        task = load_task("incision")
+        slabs = [m for m in added if m.ns == "bone"]
+        self.assertEqual(len(slabs), len(task.bone.layers))
+        # The first slab starts at the entry point, half its thickness down the axis.
+        first = np.array([slabs[0].pose.position.x, slabs[0].pose.position.y, slabs[0].pose.position.z])
+        expected = task.entry + 0.5 * task.bone.layers[0].thickness * task.direction
+        np.testing.assert_allclose(first, expected, atol=1e-9)
+        (table,) = [m for m in added if m.ns == "no_go_zones"]
+        zone = task.no_go_zones[0]
+        self.assertEqual(table.type, Marker.CUBE)
+        np.testing.assert_allclose([table.scale.x, table.scale.y, table.scale.z], zone.size)
+        self.assertTrue(all(m.header.frame_id == "world" for m in added))
+
+    def test_the_servo_stream_pivots_the_scope_about_the_portal(self):
+        model = KinematicModel.from_parameters(PARAMS)
+        docked = servo_for(SCOPE_TASK, PARAMS).q
+        states = self.node.create_publisher(JointState, "/quirobot/joint_states", 10)
+        twists = self.node.create_publisher(TwistStamped, "/quirobot/scope/servo", 10)
+        commands, cones = [], []
+        self.node.create_subscription(
+            JointTrajectory, "/joint_trajectory_controller/joint_trajectory", commands.append, 100
+        )
+        self.node.create_subscription(MarkerArray, "/quirobot/scope/view_cone", cones.append, 10)
+
+        def publish_states():
+            message = JointState(name=list(AXES), position=[float(v) for v in docked] + [0.004])
+            message.header.stamp = self.node.get_clock().now().to_msg()
+            states.publish(message)
+
+        timer = self.node.create_timer(0.05, publish_states)
+        self.assertTrue(self.spin_until(lambda: cones), "no view cone from the measured joints")
+        client = self.node.create_client(SetBool, "/quirobot/scope/servo_mode")
+        self.assertTrue(client.wait_for_service(timeout_sec=TIMEOUT))
+        future = client.call_async(SetBool.Request(data=True))
+        self.assertTrue(self.spin_until(future.done, 10.0))
+        self.assertTrue(future.result().success, future.result().message)
+
+        def send_twist():
+            message = TwistStamped()
+            message.header.frame_id = "world"
+            message.twist.linear.x = 0.01  # 10 mm/s sideways: a pivot about the portal
+            twists.publish(message)
+
+        stream = self.node.create_timer(0.02, send_twist)
+        self.spin_until(lambda: False, 1.5)
+        self.node.destroy_timer(stream)
+        moving = len(commands)
+
+        def held() -> bool:  # silence: past the 0.1 s timeout the servo brakes, then holds
+            last = [list(c.points[0].positions) for c in commands[-5:]]
+            return len(commands) >= moving + 5 and all(row == last[0] for row in last)
+
+        # The brake takes 25 commands (its rate limits); a loaded machine ticks slower than 100 Hz.
+        self.assertTrue(self.spin_until(held, 20.0), "the servo did not hold after the stream stopped")
+        self.node.destroy_timer(timer)
+        self.assertGreater(len(commands), 20, "too few joint commands")
+        q = np.array([list(c.points[0].positions) for c in commands])
+        self.assertEqual(list(commands[0].joint_names), list(AXES[:5]))
+        self.assertGreater(
+            np.linalg.norm(q[moving - 1, :3] - docked[:3]), 1e-3, "the stream did not move the scope"
+        )
+        self.assertLess(max(_portal_distance(row, model) for row in q), 1e-6)
+        (surface,) = [m for m in cones[-1].markers if m.ns == "view_cone" and m.type == Marker.TRIANGLE_LIST]
+        self.assertGreater(len(surface.points), 0)
+
+
+@launch_testing.post_shutdown_test()
+class TestSceneShutdown(unittest.TestCase):
+    def test_exit_codes(self, proc_info):
+        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
