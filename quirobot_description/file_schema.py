@@ -309,6 +309,13 @@ PARAMETER_FILE = FileSchema(
         "calibration.pivot_poses": Expect("1", 3.0, 1000.0),
         "calibration.pivot_tilt": Expect("rad", 0.0, 1.5),
         "calibration.pivot_seating_noise": Expect("m", 0.0, 0.01),
+        # Patient registration (quirobot_kinematics.registration).
+        "registration.fiducials": Expect("1", 3.0, 100.0),
+        "registration.fiducial_radius": Expect("m", 0.0, 1.0),
+        "registration.fiducial_height": Expect("m", 0.0, 1.0),
+        "registration.target_depth": Expect("m", 0.0, 1.0),
+        "registration.fiducial_localization_error": Expect("m", 0.0, 0.01),
+        "registration.patient_rotation": Expect("rad", 0.0, 3.15),
     },
     convert_units=False,
 )

@@ -201,3 +201,42 @@ def read_calibration_parameters(reader: SourcedReader) -> CalibrationParameters:
         pivot_tilt=reader.number(f"{key}.pivot_tilt", positive=True),
         pivot_seating_noise=reader.number(f"{key}.pivot_seating_noise", non_negative=True),
     )
+
+
+@dataclass(frozen=True)
+class RegistrationParameters:
+    """Patient registration (parameter file section `registration`; SI units)."""
+
+    fiducials: int
+    fiducial_radius: float  # m, from the planned entry
+    fiducial_height: float  # m, depth step between alternate fiducials
+    target_depth: float  # m, the entry below the fiducials' centroid
+    fiducial_localization_error: float  # m, 3D RMS (FLE)
+    patient_rotation: float  # rad, largest angle of the simulated patient frame
+
+    def fiducial_pattern(self) -> np.ndarray:
+        """(N, 3) m: the fiducials in the patient frame, evenly around the z axis at the radius,
+        alternate ones fiducial_height deeper; the target is at (0, 0, -target_depth)."""
+        angles = 2.0 * np.pi * np.arange(self.fiducials) / self.fiducials
+        depth = np.where(np.arange(self.fiducials) % 2 == 1, -self.fiducial_height, 0.0)
+        return np.stack(
+            [self.fiducial_radius * np.cos(angles), self.fiducial_radius * np.sin(angles), depth], axis=1
+        )
+
+    @property
+    def target(self) -> np.ndarray:
+        """(3,) m: the planned entry in the patient frame."""
+        return np.array([0.0, 0.0, -self.target_depth])
+
+
+def read_registration_parameters(reader: SourcedReader) -> RegistrationParameters:
+    """The `registration` section."""
+    key = "registration"
+    return RegistrationParameters(
+        fiducials=reader.whole(f"{key}.fiducials", 3, 100),
+        fiducial_radius=reader.number(f"{key}.fiducial_radius", positive=True),
+        fiducial_height=reader.number(f"{key}.fiducial_height", positive=True),
+        target_depth=reader.number(f"{key}.target_depth", non_negative=True),
+        fiducial_localization_error=reader.number(f"{key}.fiducial_localization_error", positive=True),
+        patient_rotation=reader.number(f"{key}.patient_rotation", non_negative=True),
+    )

@@ -313,3 +313,41 @@ def evaluate(
         position.append(float(np.linalg.norm(pose[:3, 3] - np.asarray(target.position, float))))
         angle.append(float(math.acos(min(1.0, float(pose[:3, 2] @ axis)))))
     return PoseErrors(np.array(position), np.array(angle))
+
+
+#: Targets over the workspace on which `calibrate_machine` measures before and after.
+EVALUATION_TARGETS = 200
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """A simulated machine's campaign and its effect (`quirobot calibrate`)."""
+
+    actual: GeometricErrors  # the simulated machine's errors (the truth the campaign does not see)
+    campaign: CampaignResult
+    before: PoseErrors  # the nominal model on that machine
+    after: PoseErrors  # the calibrated model on that machine
+    tracker: str
+
+
+def calibrate_machine(
+    model: KinematicModel,
+    tolerances: GeometricTolerances,
+    settings: CalibrationParameters,
+    tracker: str,
+    seed: int,
+    targets: int = EVALUATION_TARGETS,
+) -> CalibrationReport:
+    """Draw a machine from the tolerances (seed), run a campaign with `tracker` ("optical" or
+    "laser") on it and measure the nominal and the calibrated model on `targets` targets."""
+    rng = np.random.default_rng(seed)
+    actual = tolerances.sample(rng)
+    campaign = run_campaign(model, actual, tolerances, settings, settings.tracker_noise(tracker), rng)
+    chosen = draw_targets(model, targets, rng)
+    return CalibrationReport(
+        actual,
+        campaign,
+        evaluate(model, actual, chosen),
+        evaluate(model.calibrated(campaign.identified), actual, chosen),
+        tracker,
+    )

@@ -1,0 +1,71 @@
+"""`quirobot register`: a simulated patient registration (quirobot_kinematics.registration)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from quirobot_cli.verb_parser import add_verb
+
+#: Where the simulated patient frame's origin is (m, world): the shipped incision task's entry.
+DEFAULT_TASK = "incision"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = add_verb(
+        subparsers,
+        "register",
+        help="patient registration: tracked fiducials (and the bone surface) give world -> patient",
+        description=(
+            "Draw a patient frame at the incision task's entry (rotated up to the parameter file's "
+            "registration.patient_rotation), localise its fiducials with the optical tracker's error (FLE), "
+            "register them (Arun/Horn paired points; --icp refines on 200 digitised bone-surface points) and "
+            "print the world_from_patient transform, the FRE, the target registration error at the planned "
+            "entry and its prediction (Fitzpatrick-West-Maurer 1998). --json: {transform, truth, fre, "
+            "tre_predicted, tre, rotation_error, fiducials, fle, icp} in m and rad."
+        ),
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--icp", action="store_true", help="refine on the bone surface (ICP)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
+    parser.set_defaults(handler=register_patient)
+
+
+def register_patient(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from quirobot_control.planning.tasks import load_task
+    from quirobot_description import robot_parameters
+    from quirobot_kinematics.registration import simulate_registration
+
+    settings = robot_parameters().registration
+    origin = load_task(DEFAULT_TASK).entry - settings.target
+    result = simulate_registration(settings, np.random.default_rng(args.seed), origin, surface=args.icp)
+    document = {
+        "transform": result.estimate.tolist(),
+        "truth": result.truth.tolist(),
+        "fre": result.fre,
+        "tre_predicted": result.tre_predicted,
+        "tre": result.tre,
+        "rotation_error": result.rotation_error,
+        "fiducials": settings.fiducials,
+        "fle": settings.fiducial_localization_error,
+        "icp": args.icp,
+    }
+    if args.json:
+        print(json.dumps(document, indent=2))
+        return 0
+    surface = " + ICP on the bone surface" if args.icp else ""
+    print(
+        f"quirobot register: {settings.fiducials} fiducials, "
+        f"FLE {settings.fiducial_localization_error * 1e3:.2f} mm{surface}"
+    )
+    print(
+        f"  FRE {result.fre * 1e3:.3f} mm, TRE at the entry {result.tre * 1e3:.3f} mm "
+        f"(predicted RMS {result.tre_predicted * 1e3:.3f} mm), "
+        f"rotation error {np.degrees(result.rotation_error):.3f} deg"
+    )
+    print("  world_from_patient:")
+    for row in result.estimate:
+        print("   " + " ".join(f"{v:>10.6f}" for v in row))
+    return 0
