@@ -39,8 +39,8 @@ def register_patient(args: argparse.Namespace) -> int:
     from quirobot_kinematics.registration import simulate_registration
 
     settings = robot_parameters().registration
-    origin = load_task(DEFAULT_TASK).entry - settings.target
-    result = simulate_registration(settings, np.random.default_rng(args.seed), origin, surface=args.icp)
+    entry = load_task(DEFAULT_TASK).entry
+    result = simulate_registration(settings, np.random.default_rng(args.seed), entry, surface=args.icp)
     document = {
         "transform": result.estimate.tolist(),
         "truth": result.truth.tolist(),

@@ -232,6 +232,34 @@ def isotropic_noise(rng: np.random.Generator, rms: float, shape: tuple[int, ...]
     return rng.normal(0.0, rms / math.sqrt(3.0), shape)
 
 
+@dataclass(frozen=True)
+class CampaignPlan:
+    """The poses of a campaign, chosen by observability on the nominal model (one plan serves
+    every machine of a budget: the choice does not depend on the machine's errors)."""
+
+    poses: np.ndarray  # (N, 5)
+    observability: float  # noise amplification index of the chosen poses (scaled Jacobian)
+    condition_number: float
+    candidate_observability: float  # the same index of as many random candidates
+
+
+def plan_campaign(
+    model: KinematicModel,
+    tolerances: GeometricTolerances,
+    settings: CalibrationParameters,
+    rng: np.random.Generator,
+) -> CampaignPlan:
+    """settings.poses chosen greedily from settings.candidate_poses random configurations."""
+    scale = parameter_scale(tolerances)
+    candidates = candidate_configurations(model, settings.candidate_poses, rng)
+    jac = identification_jacobian(candidates, model, GeometricErrors.zero(), scale)
+    per_pose = jac.reshape(settings.candidate_poses, 3, -1)
+    chosen = select_poses(per_pose, settings.poses)
+    index, condition = observability(per_pose[chosen].reshape(-1, per_pose.shape[2]))
+    random_index, _ = observability(per_pose[: settings.poses].reshape(-1, per_pose.shape[2]))
+    return CampaignPlan(candidates[chosen], index, condition, random_index)
+
+
 def run_campaign(
     model: KinematicModel,
     actual: GeometricErrors,
@@ -240,18 +268,15 @@ def run_campaign(
     tracker_noise: float,
     rng: np.random.Generator,
     divot: np.ndarray | None = None,
+    plan: CampaignPlan | None = None,
 ) -> CampaignResult:
-    """A campaign on the machine with errors `actual` (module docstring); tracker_noise: 3D RMS m."""
-    scale = parameter_scale(tolerances)
-    candidates = candidate_configurations(model, settings.candidate_poses, rng)
-    jac = identification_jacobian(candidates, model, GeometricErrors.zero(), scale)
-    per_pose = jac.reshape(settings.candidate_poses, 3, -1)
-    chosen = select_poses(per_pose, settings.poses)
-    q = candidates[chosen]
-    index, condition = observability(per_pose[chosen].reshape(-1, per_pose.shape[2]))
-    random_index, _ = observability(per_pose[: settings.poses].reshape(-1, per_pose.shape[2]))
+    """A campaign on the machine with errors `actual` (module docstring); tracker_noise: 3D RMS m;
+    plan: its poses (default: planned here from `rng`)."""
+    if plan is None:
+        plan = plan_campaign(model, tolerances, settings, rng)
+    q = plan.poses
     measured = tool0_positions(q, model, actual) + isotropic_noise(rng, tracker_noise, (len(q), 3))
-    identification = identify(q, measured, model, tracker_noise, scale)
+    identification = identify(q, measured, model, tracker_noise, parameter_scale(tolerances))
     if divot is None:
         divot = np.array([1.0, 1.0, -1.4])
     pivot_q = pivot_configurations(model, actual, divot, settings)
@@ -259,7 +284,15 @@ def run_campaign(
     seating = isotropic_noise(rng, settings.pivot_seating_noise, (len(pivot_q), 3))
     tcp, _, pivot_rms = pivot_tcp(poses, seating)
     identified = with_parameters(identification.errors, TCP_PARAMETERS, tcp)
-    return CampaignResult(identified, identification, q, index, condition, random_index, pivot_rms)
+    return CampaignResult(
+        identified,
+        identification,
+        q,
+        plan.observability,
+        plan.condition_number,
+        plan.candidate_observability,
+        pivot_rms,
+    )
 
 
 @dataclass(frozen=True)

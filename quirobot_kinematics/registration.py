@@ -155,14 +155,18 @@ def random_rotation(rng: np.random.Generator, largest: float) -> np.ndarray:
 
 
 def simulate_registration(
-    settings: RegistrationParameters, rng: np.random.Generator, origin: np.ndarray, surface: bool = False
+    settings: RegistrationParameters,
+    rng: np.random.Generator,
+    target_world: np.ndarray,
+    surface: bool = False,
 ) -> SimulatedRegistration:
-    """A patient frame drawn at `origin` (3,) m (rotated up to settings.patient_rotation), its
-    fiducials localised with the FLE, registered (and refined by ICP on 200 digitised points of a
-    20 mm radius bone cylinder around the target, with the same localisation noise, if `surface`)."""
+    """A patient frame drawn (rotated up to settings.patient_rotation) with its target
+    (settings.target, the planned entry) at `target_world` (3,) m, its fiducials localised with the
+    FLE, registered (and refined by ICP on 200 digitised points of a 20 mm radius bone cylinder
+    under the target, with the same localisation noise, if `surface`)."""
     truth = np.eye(4)
     truth[:3, :3] = random_rotation(rng, settings.patient_rotation)
-    truth[:3, 3] = origin
+    truth[:3, 3] = np.asarray(target_world, dtype=float) - truth[:3, :3] @ settings.target
     fiducials = settings.fiducial_pattern()
     sigma = settings.fiducial_localization_error / math.sqrt(3.0)
     measured = apply(truth, fiducials) + rng.normal(0.0, sigma, fiducials.shape)

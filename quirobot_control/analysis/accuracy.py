@@ -21,12 +21,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from quirobot_control.analysis.system_accuracy import SystemSample, system_json, system_plan, system_sample
 from quirobot_control.hardware.control_config import ControlConfig, control_configuration
 from quirobot_control.planning.tasks import IncisionTask, PlanningError, load_task, plan_incision
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
 from quirobot_control.simulation.incision import incision_metrics
 from quirobot_description.parameters import RobotParameters
+from quirobot_kinematics import KinematicModel
 
 #: Most samples one request may ask (each is a ~3 s closed-loop simulation, ~3-5 s of wall time).
 MAX_SAMPLES = 1000
@@ -39,6 +41,9 @@ ENTRY_SPREAD = np.array([0.3, 0.3, 0.05])
 MAX_TILT = math.radians(35.0)
 #: Redraws of an entry point the planner cannot reach, before giving up.
 MAX_REDRAWS = 50
+#: Seed-sequence key of the system stages' random stream (kept apart from the closed loop's, so
+#: that the closed-loop samples stay those of a given seed).
+SYSTEM_STREAM = 21
 #: Metrics of the budget, in JSON order.
 METRICS = ("entry_error", "lateral_deviation", "axis_angle_error", "depth_error")
 
@@ -60,6 +65,7 @@ class AccuracySample:
 @dataclass(frozen=True)
 class AccuracyResult:
     samples: tuple[AccuracySample, ...]
+    system: tuple[SystemSample, ...] = ()  # the stages per sample (analysis.system_accuracy)
 
     def values(self, metric: str) -> np.ndarray:
         return np.array([sample.metrics[metric] for sample in self.samples])
@@ -79,6 +85,8 @@ class AccuracyResult:
         for metric, stats in self.statistics().items():
             document[metric] = {k: (v if math.isfinite(v) else None) for k, v in stats.items()}
         document["completed"] = sum(sample.completed for sample in self.samples)
+        if self.system:
+            document |= system_json(self.system)
         return document
 
 
@@ -182,20 +190,31 @@ def run_accuracy(
     seed: int = 0,
     task: IncisionTask | None = None,
     progress: Callable[[int], None] | None = None,
+    system: bool = True,
 ) -> AccuracyResult:
-    """`samples` Monte-Carlo incisions (at most MAX_SAMPLES); `progress(done)` after each."""
+    """`samples` Monte-Carlo incisions (at most MAX_SAMPLES); `progress(done)` after each;
+    `system`: each also through the stages of analysis.system_accuracy (its own random stream)."""
     check_samples(samples)
     task = task or load_task("incision")
     if not isinstance(task, IncisionTask):
         raise AccuracyError("the accuracy budget needs an incision task")
     control = control_configuration(params)
     rng = np.random.default_rng(seed)
-    results = []
+    system_rng = np.random.default_rng([seed, SYSTEM_STREAM])
+    model = KinematicModel.from_parameters(params)
+    plan = system_plan(params, model, system_rng) if system else None
+    results, stages = [], []
     for k in range(samples):
-        results.append(run_sample(params, control, task, rng))
+        sample = run_sample(params, control, task, rng)
+        results.append(sample)
+        if plan is not None:
+            dynamic = {m: sample.metrics[m] for m in ("entry_error", "axis_angle_error")}
+            stages.append(
+                system_sample(params, model, plan, sample.entry, sample.direction, system_rng, dynamic)
+            )
         if progress is not None:
             progress(k + 1)
-    return AccuracyResult(tuple(results))
+    return AccuracyResult(tuple(results), tuple(stages))
 
 
 def plot_accuracy(result: AccuracyResult, path) -> None:
