@@ -31,6 +31,15 @@ def test_json_contract_with_two_samples(tmp_path, capsys):
         assert set(stats) == {"p50", "p95", "max"}
         assert 0.0 <= stats["p50"] <= stats["p95"] <= stats["max"]
     assert document["lateral_deviation"]["max"] < 1e-3  # m: sub-millimetre, not a unit slip
+    assert list(document["system"]) == ["uncalibrated", "calibrated", "registered"]
+    for stage in document["system"].values():
+        assert set(stage) == {"entry_error", "axis_angle_error"}
+        for stats in stage.values():
+            assert set(stats) == {"p50", "p95", "max"}
+            assert 0.0 < stats["p50"] <= stats["p95"] <= stats["max"]
+    assert set(document["tre_predicted"]) == {"p50", "p95"}
+    # The closed loop's entry error is part of every stage (added as a bound).
+    assert document["system"]["calibrated"]["entry_error"]["max"] >= document["entry_error"]["p50"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
