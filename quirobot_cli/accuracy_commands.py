@@ -37,6 +37,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_PLOT,
         help=f"histogram PNG, its folder created if missing (default {DEFAULT_PLOT})",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="samples run on a local Dask cluster of this many processes (default 1: in this process)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the samples on an existing Dask scheduler (tcp://host:8786)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(handler=accuracy)
 
@@ -49,6 +60,13 @@ def accuracy(args: argparse.Namespace) -> int:
     from quirobot_description.parameters import load_parameters
 
     check_samples(args.samples)
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    runner = None
+    if args.workers > 1 or args.scheduler is not None:
+        from quirobot_control.analysis.accuracy_cluster import dask_runner
+
+        runner = dask_runner(args.workers, args.scheduler)
     plot = Path(args.plot)
     output_folder(plot.parent)
     plot = output_file(plot, ".png")
@@ -64,6 +82,7 @@ def accuracy(args: argparse.Namespace) -> int:
             args.samples,
             seed=args.seed,
             progress=(lambda done: bar.update(done - bar.n)) if bar else None,
+            runner=runner,
         )
     finally:
         if bar is not None:

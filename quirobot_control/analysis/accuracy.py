@@ -29,6 +29,7 @@ from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilli
 from quirobot_control.simulation.incision import incision_metrics
 from quirobot_description.parameters import RobotParameters
 from quirobot_kinematics import KinematicModel
+from quirobot_kinematics.calibration import CampaignPlan
 
 #: Most samples one request may ask (each is a ~3 s closed-loop simulation, ~3-5 s of wall time).
 MAX_SAMPLES = 1000
@@ -183,6 +184,53 @@ def run_sample(
     return AccuracySample(incision.entry, incision.direction, completed, metrics)
 
 
+def sample_rngs(seed: int, index: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """Sample `index`'s random streams (closed loop, system stages): from (seed, index) alone, so
+    a sample is the same whichever process runs it and in whatever order."""
+    return (
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, 0))),
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, 1))),
+    )
+
+
+@dataclass(frozen=True)
+class BudgetSetup:
+    """What every sample of one budget shares (built once, sent to each worker)."""
+
+    params: RobotParameters
+    control: ControlConfig
+    task: IncisionTask
+    seed: int
+    plan: CampaignPlan | None  # the system stages' campaign poses; None: no system stages
+
+
+def budget_setup(
+    params: RobotParameters, seed: int, task: IncisionTask | None = None, system: bool = True
+) -> BudgetSetup:
+    task = task or load_task("incision")
+    if not isinstance(task, IncisionTask):
+        raise AccuracyError("the accuracy budget needs an incision task")
+    plan = None
+    if system:
+        model = KinematicModel.from_parameters(params)
+        plan = system_plan(params, model, np.random.default_rng([seed, SYSTEM_STREAM]))
+    return BudgetSetup(params, control_configuration(params), task, seed, plan)
+
+
+def run_indexed_sample(setup: BudgetSetup, index: int) -> tuple[AccuracySample, SystemSample | None]:
+    """Sample `index` of the budget: its closed-loop incision and, with a plan, its system stages."""
+    rng, system_rng = sample_rngs(setup.seed, index)
+    sample = run_sample(setup.params, setup.control, setup.task, rng)
+    if setup.plan is None:
+        return sample, None
+    model = KinematicModel.from_parameters(setup.params)
+    dynamic = {m: sample.metrics[m] for m in ("entry_error", "axis_angle_error")}
+    stages = system_sample(
+        setup.params, model, setup.plan, sample.entry, sample.direction, system_rng, dynamic
+    )
+    return sample, stages
+
+
 def run_accuracy(
     params: RobotParameters,
     samples: int,
@@ -191,30 +239,25 @@ def run_accuracy(
     task: IncisionTask | None = None,
     progress: Callable[[int], None] | None = None,
     system: bool = True,
+    runner: Callable[[BudgetSetup, int, Callable[[int], None] | None], list] | None = None,
 ) -> AccuracyResult:
     """`samples` Monte-Carlo incisions (at most MAX_SAMPLES); `progress(done)` after each;
-    `system`: each also through the stages of analysis.system_accuracy (its own random stream)."""
+    `system`: each also through the stages of analysis.system_accuracy. Sample k depends on
+    (seed, k) only (`sample_rngs`); `runner(setup, samples, progress)` -> the samples' results in
+    index order runs them elsewhere (analysis.accuracy_cluster: Dask), default here in turn."""
     check_samples(samples)
-    task = task or load_task("incision")
-    if not isinstance(task, IncisionTask):
-        raise AccuracyError("the accuracy budget needs an incision task")
-    control = control_configuration(params)
-    rng = np.random.default_rng(seed)
-    system_rng = np.random.default_rng([seed, SYSTEM_STREAM])
-    model = KinematicModel.from_parameters(params)
-    plan = system_plan(params, model, system_rng) if system else None
-    results, stages = [], []
-    for k in range(samples):
-        sample = run_sample(params, control, task, rng)
-        results.append(sample)
-        if plan is not None:
-            dynamic = {m: sample.metrics[m] for m in ("entry_error", "axis_angle_error")}
-            stages.append(
-                system_sample(params, model, plan, sample.entry, sample.direction, system_rng, dynamic)
-            )
-        if progress is not None:
-            progress(k + 1)
-    return AccuracyResult(tuple(results), tuple(stages))
+    setup = budget_setup(params, seed, task, system)
+    if runner is not None:
+        outcomes = runner(setup, samples, progress)
+    else:
+        outcomes = []
+        for k in range(samples):
+            outcomes.append(run_indexed_sample(setup, k))
+            if progress is not None:
+                progress(k + 1)
+    results = tuple(sample for sample, _ in outcomes)
+    stages = tuple(stage for _, stage in outcomes if stage is not None)
+    return AccuracyResult(results, stages)
 
 
 def plot_accuracy(result: AccuracyResult, path) -> None:
