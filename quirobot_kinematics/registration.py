@@ -11,6 +11,10 @@
   the target's and f_k the fiducials' RMS distance from the fiducials' principal axis k, FLE the
   3D RMS fiducial localisation error. The same paper's FRE^2 = (1 - 2/N) FLE^2 on average.
 * `map_entry_direction`: a DrillHole entry point and direction from the patient frame to the world.
+* `registration_document` / `read_registration`: the registration file (`quirobot register
+  --output`; config/registration.yaml for the simulation) task_node publishes as the tf2 frame
+  world -> patient: translation (m) and rotation (unit quaternion x, y, z, w, tf2's order), each
+  {value, unit, source}.
 
 Every transform is a (4, 4) homogeneous matrix, world_from_patient (points in m).
 """
@@ -19,15 +23,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from quirobot_description.geometric_errors import RegistrationParameters
+from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics.model import KinematicsError
+from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix
 
 #: ICP stops when the RMS distance changes by less than this between iterations (m).
 ICP_TOLERANCE = 1e-12
 ICP_ITERATIONS = 100
+#: Version of the registration file format.
+REGISTRATION_VERSION = 1
+
+
+class RegistrationFileError(ValueError):
+    """A registration file that cannot be read (named with the key in the message)."""
 
 
 def _points(value: object, what: str) -> np.ndarray:
@@ -191,3 +205,65 @@ def simulate_registration(
         tre,
         rotation_error,
     )
+
+
+@dataclass(frozen=True)
+class RegisteredFrame:
+    """A registration file's frame: `transform` (4, 4) parent_from_child, points in m."""
+
+    parent: str  # e.g. "world"
+    child: str  # e.g. "patient"
+    transform: np.ndarray
+
+
+def registration_document(
+    transform: np.ndarray, source: str, parent: str = "world", child: str = "patient"
+) -> dict[str, Any]:
+    """The registration file's mapping for `transform` (4, 4) parent_from_child."""
+    T = np.asarray(transform, dtype=float)
+    return {
+        "schema_version": REGISTRATION_VERSION,
+        "parent_frame": parent,
+        "child_frame": child,
+        "transform": {
+            "translation": {"value": [float(v) for v in T[:3, 3]], "unit": "m", "source": source},
+            "rotation": {
+                "value": [float(v) for v in quaternion_from_matrix(T[:3, :3])],
+                "unit": "1",
+                "source": f"{source} (unit quaternion x, y, z, w)",
+            },
+        },
+    }
+
+
+def read_registration(path: str | Path) -> RegisteredFrame:
+    """The frame of a registration file (`registration_document`'s form); anything else raises
+    RegistrationFileError naming the file and the key."""
+    path = Path(path)
+    raw = read_yaml_mapping(path, RegistrationFileError, "registration file")
+    label = f"registration file {path}"
+    if raw.get("schema_version") != REGISTRATION_VERSION:
+        raise RegistrationFileError(
+            f"{label}: schema_version must be {REGISTRATION_VERSION}, got {raw.get('schema_version')!r}"
+        )
+    frames = []
+    for key in ("parent_frame", "child_frame"):
+        name = raw.get(key)
+        if not isinstance(name, str) or not name.strip() or name.startswith("/"):
+            raise RegistrationFileError(f"{label}: {key}: must be a tf2 frame name, got {name!r}")
+        frames.append(name)
+    if frames[0] == frames[1]:
+        raise RegistrationFileError(f"{label}: child_frame must differ from parent_frame {frames[0]!r}")
+    reader = SourcedReader(raw, label, RegistrationFileError)
+    for key, unit in (("transform.translation", "m"), ("transform.rotation", "1")):
+        if (given := reader.quantity(key).unit) != unit:
+            raise reader.fail(key, f"unit must be {unit!r}, got {given!r}")
+    translation = reader.vector("transform.translation", 3)
+    rotation = reader.vector("transform.rotation", 4)
+    try:
+        matrix = matrix_from_quaternion(*rotation)
+    except KinematicsError as error:
+        raise reader.fail("transform.rotation", str(error)) from error
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = matrix, translation
+    return RegisteredFrame(frames[0], frames[1], T)
