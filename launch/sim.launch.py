@@ -8,7 +8,8 @@ sim_clock:=true (the simulated plant's time is the ROS time, task_node uses it t
 (ros2_control_node with joint_state_topic_hardware_interface, the trajectory controllers,
 robot_state_publisher, drive_node's SimulatedDrives on the MuJoCo plant with the shipped
 incision's bone thrusting on the drill tip) plus `task_node`: the /quirobot/drill_hole action,
-/quirobot/state and the enable, disable and reset_fault services
+/quirobot/state and the enable, disable and reset_fault services, and the registered `patient`
+frame (config/registration.yaml on /tf_static) goals may be given in
 (docs/drive_from_another_node.md).
 """
 
@@ -46,7 +47,20 @@ def generate_launch_description() -> LaunchDescription:
         # its 1 mm path tolerance in the approach, 10 ms the feed's retract its 0.2 mm).
         # start_delay 4 s of plant time for the controllers to accept both goals (1 s was too
         # short in the load test: an action round trip takes seconds of wall time under load).
-        parameters=[{"use_sim_time": True, "tracking_lag": 0.04, "start_delay": 4.0, "task": "incision"}],
+        # registration_file: the patient frame (world -> patient on /tf_static) DrillHole goals may
+        # use; config/registration.yaml is `quirobot register --seed 1 --output` (a simulated
+        # registration at the shipped incision's entry, its rotation 27 deg: a test fixture).
+        parameters=[
+            {
+                "use_sim_time": True,
+                "tracking_lag": 0.04,
+                "start_delay": 4.0,
+                "task": "incision",
+                "registration_file": PathJoinSubstitution(
+                    [FindPackageShare("quirobot"), "config", "registration.yaml"]
+                ),
+            }
+        ],
         output="screen",
     )
     return LaunchDescription(

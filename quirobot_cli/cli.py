@@ -16,8 +16,10 @@ import sys
 
 from quirobot_cli import (
     accuracy_commands,
+    calibration_commands,
     description_commands,
     kinematics_commands,
+    registration_commands,
     simulation_commands,
     sizing_commands,
 )
@@ -30,6 +32,8 @@ VERB_MODULES = (
     sizing_commands,
     simulation_commands,
     accuracy_commands,
+    calibration_commands,
+    registration_commands,
 )
 
 DISTRIBUTION = "quirobot"

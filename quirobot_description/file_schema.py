@@ -125,6 +125,33 @@ _DENSITY = Expect("kg/m^3", 100.0, 25000.0)
 _FRACTION = Expect("1", -10.0, 10.0)
 _MASS = Expect("kg", 0.0, 200.0)
 
+#: The geometric_errors section's keys (quirobot_description.geometric_errors.GeometricErrors).
+_GEOMETRIC_ANGLES = (
+    "xy_squareness",
+    "z_tilt_x",
+    "z_tilt_y",
+    "wrist_yaw_tilt_x",
+    "wrist_yaw_tilt_y",
+    "wrist_pitch_tilt_x",
+    "wrist_pitch_tilt_z",
+)
+_GEOMETRIC_LENGTHS = (
+    "x_straightness_y",
+    "x_straightness_z",
+    "y_straightness_x",
+    "y_straightness_z",
+    "z_straightness_x",
+    "z_straightness_y",
+    "wrist_yaw_offset_x",
+    "wrist_yaw_offset_y",
+    "wrist_pitch_offset_x",
+    "l4_error",
+    "l5_error",
+    "tcp_offset_x",
+    "tcp_offset_y",
+    "tcp_offset_z",
+)
+
 PARAMETER_FILE = FileSchema(
     "parameter file",
     1,
@@ -270,6 +297,25 @@ PARAMETER_FILE = FileSchema(
         "realistic_plant.skiving_coefficient": Expect("1", 0.0, 10.0),
         "realistic_plant.spindle_speed": Expect("rad/s", 0.0, 1e4),
         "realistic_plant.regenerative_stiffness": Expect("N/m", 0.0, 1e11),
+        # The machine's geometric errors (quirobot_description.geometric_errors): tolerances, the
+        # distribution checked by that reader. Angles up to 0.1 rad, lengths up to 10 mm.
+        **{f"geometric_errors.{name}": Expect("rad", 0.0, 0.1) for name in _GEOMETRIC_ANGLES},
+        **{f"geometric_errors.{name}": Expect("m", 0.0, 0.01) for name in _GEOMETRIC_LENGTHS},
+        # The calibration campaign (quirobot_kinematics.calibration).
+        "calibration.optical_tracker_noise": Expect("m", 0.0, 0.01),
+        "calibration.laser_tracker_noise": Expect("m", 0.0, 0.01),
+        "calibration.poses": Expect("1", 6.0, 1000.0),
+        "calibration.candidate_poses": Expect("1", 6.0, 100000.0),
+        "calibration.pivot_poses": Expect("1", 3.0, 1000.0),
+        "calibration.pivot_tilt": Expect("rad", 0.0, 1.5),
+        "calibration.pivot_seating_noise": Expect("m", 0.0, 0.01),
+        # Patient registration (quirobot_kinematics.registration).
+        "registration.fiducials": Expect("1", 3.0, 100.0),
+        "registration.fiducial_radius": Expect("m", 0.0, 1.0),
+        "registration.fiducial_height": Expect("m", 0.0, 1.0),
+        "registration.target_depth": Expect("m", 0.0, 1.0),
+        "registration.fiducial_localization_error": Expect("m", 0.0, 0.01),
+        "registration.patient_rotation": Expect("rad", 0.0, 3.15),
     },
     convert_units=False,
 )

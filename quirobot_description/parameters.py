@@ -18,6 +18,14 @@ import numpy as np
 from quirobot_description.data_files import find_data_file
 from quirobot_description.drilling_parameters import DrillingParameters, read_drilling
 from quirobot_description.file_schema import PARAMETER_FILE
+from quirobot_description.geometric_errors import (
+    CalibrationParameters,
+    GeometricTolerances,
+    RegistrationParameters,
+    read_calibration_parameters,
+    read_geometric_tolerances,
+    read_registration_parameters,
+)
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
 from quirobot_description.plant_parameters import PlantParameters, read_plant
 from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
@@ -325,6 +333,9 @@ class RobotParameters:
     sizing: SizingParameters
     canopen: CanopenParameters
     plant: PlantParameters  # the realistic plant (plant_parameters.py)
+    geometric: GeometricTolerances  # the machine's geometric errors' tolerances (geometric_errors.py)
+    calibration: CalibrationParameters  # the kinematic calibration campaign (geometric_errors.py)
+    registration: RegistrationParameters  # patient registration (geometric_errors.py)
     drilling: DrillingParameters  # the spindle and drilling process safety (drilling_parameters.py)
     homing: dict[str, HomingParameters]  # axis (AXES) -> its homing
     homing_order: tuple[str, ...]  # every axis of AXES once, homed one after the other in this order
@@ -701,6 +712,9 @@ class _Reader(SourcedReader):
             sizing=self.sizing(),
             canopen=self.canopen(),
             plant=read_plant(self),
+            geometric=read_geometric_tolerances(self),
+            calibration=read_calibration_parameters(self),
+            registration=read_registration_parameters(self),
             drilling=read_drilling(self),
             homing=homing,
             homing_order=homing_order,

@@ -1,5 +1,8 @@
 """Closed-form kinematics of QUIROBOT (ROS-free): FK, IK, Jacobians, resolved rate, workspace.
 
+A calibration file (`kinematic_model(calibration=...)`, written by `quirobot calibrate`) makes
+FK and IK those of the actual machine (geometric: the nominal chain with its identified errors).
+
 Model facts (report: Denavit-Hartenberg table and closed form), q = (d1, d2, d3, theta4, theta5):
 
     T(q) = [[s4,  c4*s5,  c4*c5,  d1 + l5*c4*c5],
@@ -46,11 +49,19 @@ __all__ = [
 ]
 
 
-def kinematic_model(parameter_file: str | Path | None = None) -> KinematicModel:
-    """The KinematicModel of `parameter_file` (default: the shipped parameter file)."""
+def kinematic_model(
+    parameter_file: str | Path | None = None, calibration: str | Path | None = None
+) -> KinematicModel:
+    """The KinematicModel of `parameter_file` (default: the shipped parameter file), with the
+    geometric errors identified in `calibration` (a `quirobot calibrate` file) if given."""
     from quirobot_description import robot_parameters
 
-    return KinematicModel.from_parameters(robot_parameters(parameter_file))
+    model = KinematicModel.from_parameters(robot_parameters(parameter_file))
+    if calibration is None:
+        return model
+    from quirobot_description.geometric_errors import read_calibration
+
+    return model.calibrated(read_calibration(calibration))
 
 
 def fk(q: object, feed: float = 0.0, *, model: KinematicModel | None = None) -> np.ndarray:

@@ -50,6 +50,10 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
     """(4, 4) pose for one configuration q of 5 numbers, in scalar math (the fast path)."""
     if not isinstance(q, list) or len(q) != 5:
         q = as_joint_vector(q).tolist()
+    if model.errors is not None:  # a calibrated model: the actual machine's chain
+        from quirobot_kinematics.geometric import actual_forward_kinematics
+
+        return actual_forward_kinematics(as_joint_vector(q), model, model.errors, as_feed(feed))
     d1, d2, d3, t4, t5 = q
     if not math.isfinite(d1 + d2 + d3 + t4 + t5):
         as_joint_vector(q)  # raises, naming the joint
@@ -93,6 +97,14 @@ def forward_kinematics_batch(
         raise KinematicsError(f"q must be finite; row {rows[0]} is {q[rows[0]].tolist()}")
     feed = as_feed(feed)
     n = q.shape[0]
+    if model.errors is not None:  # a calibrated model: the actual machine's chain
+        from quirobot_kinematics.geometric import actual_forward_kinematics
+
+        poses = actual_forward_kinematics(q, model, model.errors, feed) if n else np.empty((0, 4, 4))
+        if out is None:
+            return poses
+        out[...] = poses
+        return out
     if out is None:
         out = np.empty((n, 4, 4))
     elif out.shape != (n, 4, 4) or out.dtype != np.float64:

@@ -19,6 +19,7 @@ import numpy as np
 
 from quirobot_description.parameters import JOINT_NAMES
 from quirobot_kinematics.model import (
+    REVOLUTE,
     KinematicModel,
     KinematicsError,
     as_feed,
@@ -313,6 +314,8 @@ def inverse_kinematics(
     returned (seed default: zero configuration). `respect_limits=False` solves regardless of limits,
     angles taken nearest the seed's. Raises IKError naming the cause.
     """
+    if model.errors is not None:  # a calibrated model: nominal solution, then the actual chain's
+        return _calibrated_inverse(target, model, seed, respect_limits, feed, orientation_tolerance)
     solutions, seed_q = _solve(target, model, seed, respect_limits, feed, orientation_tolerance)
     best = solutions[0]
     if len(solutions) > 1:
@@ -322,6 +325,41 @@ def inverse_kinematics(
             if other < distance:
                 best, distance = solution, other
     return np.array(best)
+
+
+def _calibrated_inverse(
+    target: object,
+    model: KinematicModel,
+    seed: object,
+    respect_limits: bool,
+    feed: float,
+    orientation_tolerance: float,
+) -> np.ndarray:
+    """IK of a calibrated model: the nominal closed form's solution refined on the actual chain
+    (quirobot_kinematics.geometric.refine_inverse_kinematics); its limits checked again."""
+    from quirobot_kinematics.geometric import refine_inverse_kinematics
+
+    nominal = model.calibrated(None)
+    q = inverse_kinematics(target, nominal, seed, respect_limits, feed, orientation_tolerance)
+    if isinstance(target, ApproachTarget):
+        position = np.array(_vector3(target.position, "target position"))
+        approach = np.array(_vector3(target.approach, "approach"))
+    else:
+        pose = np.asarray(target, dtype=float)
+        position, approach = pose[:3, 3], pose[:3, 2]
+    refined = refine_inverse_kinematics(q, position, approach, nominal, model.errors, feed)
+    for index in REVOLUTE:  # the correction may cross 0 or 2 pi: the same angle inside the range
+        lower, upper = model.lower[index], model.upper[index]
+        for turn in (-2.0 * math.pi, 2.0 * math.pi):
+            if not lower <= refined[index] <= upper and lower <= refined[index] + turn <= upper:
+                refined[index] += turn
+    if respect_limits and not model.within_limits(refined):
+        index = int(np.argmax(np.maximum(model.lower - refined, refined - model.upper)))
+        raise IKError(
+            _limit_message(index, float(refined[index]), float(model.lower[index]), float(model.upper[index]))
+            + " (after the calibration's correction)"
+        )
+    return refined
 
 
 def inverse_kinematics_all(

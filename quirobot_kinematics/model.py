@@ -7,11 +7,12 @@ every kinematics function as a value: no global state, no file access in the cor
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 
 #: Index of the revolute joints in q = (d1, d2, d3, theta4, theta5).
@@ -28,6 +29,8 @@ class KinematicModel:
 
     lower, upper: (5,) joint limits for q = (d1, d2, d3, theta4, theta5).
     feed_lower, feed_upper: drill feed travel along tool z, m.
+    errors: the machine's identified geometric errors (a calibration file, `calibrated`), which
+    FK and IK then use (quirobot_kinematics.geometric); None: the nominal closed form.
     """
 
     l4: float
@@ -37,6 +40,7 @@ class KinematicModel:
     feed_lower: float
     feed_upper: float
     joint_names: tuple[str, ...] = JOINT_NAMES
+    errors: GeometricErrors | None = None
 
     @classmethod
     def from_parameters(cls, parameters: RobotParameters) -> KinematicModel:
@@ -52,6 +56,10 @@ class KinematicModel:
             feed_lower=parameters.drill.feed_lower,
             feed_upper=parameters.drill.feed_upper,
         )
+
+    def calibrated(self, errors: GeometricErrors | None) -> KinematicModel:
+        """This model with the identified geometric `errors` (None: the nominal model)."""
+        return replace(self, errors=errors)
 
     @cached_property
     def limit_lists(self) -> tuple[list[float], list[float]]:

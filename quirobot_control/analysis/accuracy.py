@@ -21,12 +21,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from quirobot_control.analysis.system_accuracy import SystemSample, system_json, system_plan, system_sample
 from quirobot_control.hardware.control_config import ControlConfig, control_configuration
 from quirobot_control.planning.tasks import IncisionTask, PlanningError, load_task, plan_incision
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
 from quirobot_control.simulation.incision import incision_metrics
 from quirobot_description.parameters import RobotParameters
+from quirobot_kinematics import KinematicModel
+from quirobot_kinematics.calibration import CampaignPlan
 
 #: Most samples one request may ask (each is a ~3 s closed-loop simulation, ~3-5 s of wall time).
 MAX_SAMPLES = 1000
@@ -39,6 +42,9 @@ ENTRY_SPREAD = np.array([0.3, 0.3, 0.05])
 MAX_TILT = math.radians(35.0)
 #: Redraws of an entry point the planner cannot reach, before giving up.
 MAX_REDRAWS = 50
+#: Seed-sequence key of the system stages' random stream (kept apart from the closed loop's, so
+#: that the closed-loop samples stay those of a given seed).
+SYSTEM_STREAM = 21
 #: Metrics of the budget, in JSON order.
 METRICS = ("entry_error", "lateral_deviation", "axis_angle_error", "depth_error")
 
@@ -60,6 +66,7 @@ class AccuracySample:
 @dataclass(frozen=True)
 class AccuracyResult:
     samples: tuple[AccuracySample, ...]
+    system: tuple[SystemSample, ...] = ()  # the stages per sample (analysis.system_accuracy)
 
     def values(self, metric: str) -> np.ndarray:
         return np.array([sample.metrics[metric] for sample in self.samples])
@@ -79,6 +86,8 @@ class AccuracyResult:
         for metric, stats in self.statistics().items():
             document[metric] = {k: (v if math.isfinite(v) else None) for k, v in stats.items()}
         document["completed"] = sum(sample.completed for sample in self.samples)
+        if self.system:
+            document |= system_json(self.system)
         return document
 
 
@@ -175,6 +184,53 @@ def run_sample(
     return AccuracySample(incision.entry, incision.direction, completed, metrics)
 
 
+def sample_rngs(seed: int, index: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """Sample `index`'s random streams (closed loop, system stages): from (seed, index) alone, so
+    a sample is the same whichever process runs it and in whatever order."""
+    return (
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, 0))),
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, 1))),
+    )
+
+
+@dataclass(frozen=True)
+class BudgetSetup:
+    """What every sample of one budget shares (built once, sent to each worker)."""
+
+    params: RobotParameters
+    control: ControlConfig
+    task: IncisionTask
+    seed: int
+    plan: CampaignPlan | None  # the system stages' campaign poses; None: no system stages
+
+
+def budget_setup(
+    params: RobotParameters, seed: int, task: IncisionTask | None = None, system: bool = True
+) -> BudgetSetup:
+    task = task or load_task("incision")
+    if not isinstance(task, IncisionTask):
+        raise AccuracyError("the accuracy budget needs an incision task")
+    plan = None
+    if system:
+        model = KinematicModel.from_parameters(params)
+        plan = system_plan(params, model, np.random.default_rng([seed, SYSTEM_STREAM]))
+    return BudgetSetup(params, control_configuration(params), task, seed, plan)
+
+
+def run_indexed_sample(setup: BudgetSetup, index: int) -> tuple[AccuracySample, SystemSample | None]:
+    """Sample `index` of the budget: its closed-loop incision and, with a plan, its system stages."""
+    rng, system_rng = sample_rngs(setup.seed, index)
+    sample = run_sample(setup.params, setup.control, setup.task, rng)
+    if setup.plan is None:
+        return sample, None
+    model = KinematicModel.from_parameters(setup.params)
+    dynamic = {m: sample.metrics[m] for m in ("entry_error", "axis_angle_error")}
+    stages = system_sample(
+        setup.params, model, setup.plan, sample.entry, sample.direction, system_rng, dynamic
+    )
+    return sample, stages
+
+
 def run_accuracy(
     params: RobotParameters,
     samples: int,
@@ -182,20 +238,26 @@ def run_accuracy(
     seed: int = 0,
     task: IncisionTask | None = None,
     progress: Callable[[int], None] | None = None,
+    system: bool = True,
+    runner: Callable[[BudgetSetup, int, Callable[[int], None] | None], list] | None = None,
 ) -> AccuracyResult:
-    """`samples` Monte-Carlo incisions (at most MAX_SAMPLES); `progress(done)` after each."""
+    """`samples` Monte-Carlo incisions (at most MAX_SAMPLES); `progress(done)` after each;
+    `system`: each also through the stages of analysis.system_accuracy. Sample k depends on
+    (seed, k) only (`sample_rngs`); `runner(setup, samples, progress)` -> the samples' results in
+    index order runs them elsewhere (analysis.accuracy_cluster: Dask), default here in turn."""
     check_samples(samples)
-    task = task or load_task("incision")
-    if not isinstance(task, IncisionTask):
-        raise AccuracyError("the accuracy budget needs an incision task")
-    control = control_configuration(params)
-    rng = np.random.default_rng(seed)
-    results = []
-    for k in range(samples):
-        results.append(run_sample(params, control, task, rng))
-        if progress is not None:
-            progress(k + 1)
-    return AccuracyResult(tuple(results))
+    setup = budget_setup(params, seed, task, system)
+    if runner is not None:
+        outcomes = runner(setup, samples, progress)
+    else:
+        outcomes = []
+        for k in range(samples):
+            outcomes.append(run_indexed_sample(setup, k))
+            if progress is not None:
+                progress(k + 1)
+    results = tuple(sample for sample, _ in outcomes)
+    stages = tuple(stage for _, stage in outcomes if stage is not None)
+    return AccuracyResult(results, stages)
 
 
 def plot_accuracy(result: AccuracyResult, path) -> None:

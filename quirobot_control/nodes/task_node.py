@@ -31,6 +31,13 @@ test/control/procedures/test_drill_hole_executor.py); this node only translates:
   executor's `waiting_for`), enabled, homed, busy, fault, phase ("starting" until the stack has
   been ready once), bit_in_bone; on every change and once a second (steady clock: also before
   the simulated clock runs). /diagnostics: the same as "quirobot/task".
+- Frames (tf2): a goal's entry and direction may be in any frame tf2 can transform to `world`
+  (the port's `world_from`: a tf2_ros Buffer and TransformListener, the latest transform, waited
+  for up to FRAME_WAIT s); the executor maps them at goal time and refuses a frame tf2 does not
+  know with REJECTED_FRAME naming it. With the parameter `registration_file` (a registration file:
+  `quirobot register --output`, config/registration.yaml in simulation) the node publishes its
+  transform at start-up with a tf2_ros StaticTransformBroadcaster (`world` -> `patient`), for
+  RViz, other nodes and its own goals.
 - Services (std_srvs/Trigger) call drive_node's /quirobot/drives/<name>: /quirobot/enable (it
   answers once drive_node reports the drives enabled), /quirobot/disable, /quirobot/home, refused
   while busy; /quirobot/reset_fault acknowledges the drives' latched stop and clears the
@@ -72,6 +79,8 @@ COLUMNS = {"arm": list(range(FEED_INDEX)), "feed": [FEED_INDEX]}
 STATES_LOST_WALL = 5.0
 #: s (wall) a service call to drive_node, or the drives' confirmation of an enable, may take.
 SERVICE_TIMEOUT = 10.0
+#: s (wall) a goal's frame may take to reach tf2's buffer (a registration published just before).
+FRAME_WAIT = 1.0
 
 
 def main(args: list[str] | None = None) -> int:
@@ -185,6 +194,30 @@ class RosMotionPort:
         )
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(1.0, self._poll_controllers, callback_group=group, clock=self.steady)
+        from tf2_ros import Buffer, TransformListener
+
+        self.tf_buffer = Buffer()
+        self.tf_listener = TransformListener(self.tf_buffer, node)
+
+    def world_from(self, frame: str) -> np.ndarray:
+        """(4, 4) world_from_frame: tf2's latest transform (MotionPort.world_from)."""
+        from rclpy.time import Time
+        from tf2_ros import TransformException
+
+        from quirobot_kinematics.rotations import matrix_from_quaternion
+
+        deadline = time.monotonic() + FRAME_WAIT
+        while not self.tf_buffer.can_transform("world", frame, Time()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            transform = self.tf_buffer.lookup_transform("world", frame, Time()).transform
+        except TransformException as error:
+            raise LookupError(" ".join(str(error).split()) or type(error).__name__) from error
+        q, t = transform.rotation, transform.translation
+        T = np.eye(4)
+        T[:3, :3] = matrix_from_quaternion(q.x, q.y, q.z, q.w)
+        T[:3, 3] = t.x, t.y, t.z
+        return T
 
     # --- inputs --------------------------------------------------------------------------------
     def _on_states(self, message) -> None:
@@ -413,6 +446,8 @@ def _make_node():
             self.task = parameters["task"]
             self.timing = executor_timing(parameters)
             self.waypoint_period = parameters["waypoint_period"]
+            if parameters["registration_file"]:  # a bad file stops the node in one line (main)
+                self.frame_broadcaster = broadcast_registration(self, parameters["registration_file"])
             if self.autostart:
                 self._autostart = self.create_timer(0.0, self._autostart_once, callback_group=self.group)
 
@@ -492,6 +527,27 @@ def _make_node():
             return result_message(result)
 
     return TaskNode()
+
+
+def broadcast_registration(node, path: str):
+    """Publish the registration file's frame (parent -> child) on /tf_static; the broadcaster."""
+    from geometry_msgs.msg import TransformStamped
+    from tf2_ros import StaticTransformBroadcaster
+
+    from quirobot_kinematics.registration import read_registration
+    from quirobot_kinematics.rotations import quaternion_from_matrix
+
+    frame = read_registration(path)
+    message = TransformStamped()
+    message.header.stamp = node.get_clock().now().to_msg()
+    message.header.frame_id, message.child_frame_id = frame.parent, frame.child
+    t, r = message.transform.translation, message.transform.rotation
+    t.x, t.y, t.z = (float(v) for v in frame.transform[:3, 3])
+    r.x, r.y, r.z, r.w = quaternion_from_matrix(frame.transform[:3, :3])
+    broadcaster = StaticTransformBroadcaster(node)
+    broadcaster.sendTransform(message)
+    node.get_logger().info(f"registration {path}: {frame.parent} -> {frame.child} on /tf_static")
+    return broadcaster
 
 
 def wait_until(done, timeout: float) -> bool:

@@ -380,3 +380,16 @@ def path_tolerances(controllers: dict, names: tuple[str, ...] = AXES, kind: str 
     if missing:
         raise ValueError(f"no {kind} tolerance for {', '.join(missing)} in the controllers configuration")
     return np.array([found[name] for name in names])
+
+
+def goal_in_world(goal: DrillGoal, world_from_frame: np.ndarray) -> DrillGoal:
+    """`goal` given in another frame (e.g. the registered `patient` frame) expressed in the world:
+    its entry point and direction mapped through world_from_frame (4, 4) (quirobot_kinematics.
+    registration.map_entry_direction); depth, feed rate and thrust limit are frame-free."""
+    from quirobot_kinematics.registration import map_entry_direction
+
+    transform = _finite("world_from_frame", world_from_frame)
+    if transform.shape != (4, 4):
+        raise InvalidGoalError(f"world_from_frame must be a (4, 4) transform, got shape {transform.shape}")
+    entry, direction = map_entry_direction(transform, goal.entry, goal.direction)
+    return replace(goal, entry=entry, direction=direction)

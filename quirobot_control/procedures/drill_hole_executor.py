@@ -5,8 +5,10 @@
 1. waits (feedback phase "waiting", bounded by `ready_timeout` s of the port's clock) until the
    stack is up (`waiting_for`: drive state heard, controllers active, joint states flowing, the
    robot description, and at start-up the drives enabled);
-2. refuses what cannot be done now (a fault, disabled, not homed: REJECTED_NOT_READY), a malformed
-   goal (REJECTED_INVALID) or one beyond a limit (REJECTED_LIMIT) before anything moves;
+2. refuses what cannot be done now (a fault, disabled, not homed: REJECTED_NOT_READY), a goal in a
+   frame the port cannot transform to the world (REJECTED_FRAME, naming it; a known frame's goal
+   is mapped to the world at this moment: `planning.drill_hole.goal_in_world`), a malformed goal
+   (REJECTED_INVALID) or one beyond a limit (REJECTED_LIMIT) before anything moves;
 3. plans it (`planning.drill_hole.plan_drill_hole`), slows every phase but the feed and the dwell
    for the joint states' lag, and sends the arm's and the feed's parts to the port with one start
    time `start_delay` s ahead; a part refused or not accepted by its start time aborts the goal;
@@ -41,6 +43,7 @@ from quirobot_control.planning.drill_hole import (
     DrillGoal,
     DrillPlan,
     GoalRejectedError,
+    goal_in_world,
     phase_progress,
     plan_cancel_retract,
     plan_drill_hole,
@@ -54,6 +57,9 @@ from quirobot_control.procedures.path_check import PathCheck
 from quirobot_control.safety.drilling_monitor import DrillingStop
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 
+#: The frame goals are planned in (the robot's base, the URDF's root).
+WORLD = "world"
+
 
 class ErrorCode(IntEnum):
     """The DrillHole result's error_code (action/DrillHole.action's constants, same values)."""
@@ -66,6 +72,7 @@ class ErrorCode(IntEnum):
     ABORTED_MONITOR = 5
     CANCELED_RETRACTED = 6
     CANCELED_BIT_IN_BONE = 7
+    REJECTED_FRAME = 8
 
 
 class Outcome(Enum):
@@ -254,6 +261,11 @@ class MotionPort(Protocol):
 
     def state_changed(self) -> None:
         """The executor's phase, busy, fault or bit_in_bone changed (republish the state)."""
+        ...
+
+    def world_from(self, frame: str) -> np.ndarray:
+        """(4, 4) world_from_frame now (task_node: tf2's latest transform to "world"); a frame it
+        cannot transform raises LookupError saying why."""
         ...
 
 
@@ -481,11 +493,32 @@ class _Run:
             return self.refuse(ErrorCode.REJECTED_NOT_READY, "disabled: call /quirobot/enable")
         if not status.homed:
             return self.refuse(ErrorCode.REJECTED_NOT_READY, "not homed: call /quirobot/home")
-        frames = set(self.request.frames) - {"", "world"}
-        if frames:
-            return self.refuse(
-                ErrorCode.REJECTED_INVALID, f"goal rejected: frames {sorted(frames)}: use world"
-            )
+        return self.goal_to_world()
+
+    def goal_to_world(self) -> DrillResult | None:
+        """The request's entry and direction mapped from their frames to the world (at goal time:
+        a registration changes between goals, not during one)."""
+        goal = self.request.goal
+        entry_frame, direction_frame = (frame or WORLD for frame in self.request.frames)
+        transforms = {}
+        for frame in dict.fromkeys((entry_frame, direction_frame)):
+            if frame == WORLD:
+                continue
+            try:
+                transforms[frame] = self.port.world_from(frame)
+            except LookupError as error:
+                return self.refuse(
+                    ErrorCode.REJECTED_FRAME,
+                    f"goal rejected: frame {frame!r} has no transform to world: {error}",
+                )
+        try:
+            if entry_frame != WORLD:
+                goal = replace(goal, entry=goal_in_world(goal, transforms[entry_frame]).entry)
+            if direction_frame != WORLD:
+                goal = replace(goal, direction=goal_in_world(goal, transforms[direction_frame]).direction)
+        except GoalRejectedError as error:
+            return self.refuse(ErrorCode.REJECTED_FRAME, f"goal rejected: frame transform: {error}")
+        self.request = replace(self.request, goal=goal, frames=(WORLD, WORLD))
         return None
 
     def goal_task(self) -> IncisionTask | DrillResult:

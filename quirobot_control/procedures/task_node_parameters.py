@@ -34,6 +34,13 @@ TASK_NODE = NodeSchema(
             'zones), e.g. "incision". Empty: no bone model.',
         ),
         NodeParameter(
+            "registration_file",
+            "string",
+            "",
+            "A registration file (`quirobot register --output`) published at start-up as the tf2 static "
+            "frame it names (world -> patient), in which DrillHole goals may then be given. Empty: none.",
+        ),
+        NodeParameter(
             "feedback_rate",
             "double",
             1.0 / _EXECUTOR["feedback_period"],

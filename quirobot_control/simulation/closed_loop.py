@@ -48,6 +48,7 @@ from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.realistic_plant import RealisticPlant
 from quirobot_control.simulation.thrust_feedforward import thrust_feedforward
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 from quirobot_description.urdf import robot_description
@@ -201,11 +202,13 @@ class ClosedLoopSimulation:
         seed: int = 0,
         monitor: DrillingMonitor | None = None,
         spindle: Spindle | None = None,
+        geometric: GeometricErrors | None = None,
     ) -> None:
         """plant: "ideal" (MuJoCo's rigid bodies, the controller's own model) or "realistic"
         (simulation.realistic_plant, `plant_parameters` or the parameter file's, noise from `seed`;
         `compensated`: the load-side wrist encoders of the design, False: the motor encoders).
-        monitor, spindle: the drilling process safety (module docstring); with `drilling` only."""
+        monitor, spindle: the drilling process safety (module docstring); with `drilling` only.
+        geometric: the realistic plant's geometric errors (default none: the nominal machine)."""
         if plant not in PLANTS:
             raise SimulationError(f"unknown plant {plant!r}; choose one of {', '.join(PLANTS)}")
         self.params = params
@@ -230,6 +233,7 @@ class ClosedLoopSimulation:
                 compensated=compensated,
                 rng=np.random.default_rng(seed),
                 urdf=urdf,
+                geometric=geometric,
             )
             self.drives = dict(zip(AXES, self.plant.drives, strict=True))
         else:

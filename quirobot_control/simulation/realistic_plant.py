@@ -29,15 +29,24 @@ so that nothing of it comes from the controller's model (values: parameter file 
   thrust k_r * engagement * (z(t) - z(t - T_rev)) with z the tip's axial vibration (depth less
   its 5-revolution average) adds chatter.
 
+* Geometric errors (quirobot_description.geometric_errors: squareness, tilts, straightness,
+  wrist axis offsets and tilts, link length errors, the TCP offset): the tip is moved by the
+  actual machine's forward kinematics less the nominal one at the load-side joint positions
+  (quirobot_kinematics.geometric). MuJoCo keeps the nominal URDF (the errors are static pose
+  errors of a fraction of a millimetre: they do not change the dynamics measurably); the
+  controller keeps its nominal model unless it is given a calibrated one.
+
 The true tip (`tip`, what every metric uses) is MuJoCo's tip moved by the screws' deflection,
-the ram's and the bit's. `compensated` = the design's answer (load-side encoders on the wrist,
-read by the position loop; the velocity estimate stays the motor encoder's).
+the ram's, the bit's and the geometric errors' (`tip_quaternion` stays MuJoCo's nominal one).
+`compensated` = the design's answer (load-side encoders on the wrist, read by the position loop;
+the velocity estimate stays the motor encoder's).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +56,11 @@ from quirobot_control.drives.dual_loop import DualLoopFeedback
 from quirobot_control.drives.interface import DriveFeedback, DriveState
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.geometric_errors import GeometricErrors
+from quirobot_description.parameters import FEED_INDEX, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
+from quirobot_kinematics import KinematicModel, forward_kinematics
+from quirobot_kinematics.geometric import actual_forward_kinematics
 
 #: Indices (AXES order) of the two-mass wrist joints and of the gantry screws; world axis of each
 #: screw's travel (the tool descends as d3 grows, report DH table).
@@ -149,8 +161,10 @@ class RealisticPlant:
         compensated: bool,
         rng: np.random.Generator,
         urdf: Path | None = None,
+        geometric: GeometricErrors | None = None,
     ) -> None:
-        """drives (6,): the SimulatedDrives in AXES order (wrapped here; `self.drives`)."""
+        """drives (6,): the SimulatedDrives in AXES order (wrapped here; `self.drives`);
+        geometric: the machine's geometric errors (None or zero: the nominal machine)."""
         self.params = params
         self.plant = plant
         armature = np.array([d.reflected_inertia for d in drives])
@@ -197,6 +211,8 @@ class RealisticPlant:
         self._depth_history: list[float] = []
         self._depth_average: float | None = None
         self._engaged_once = False
+        self.geometric = None if geometric is None or geometric.is_zero() else geometric
+        self.kinematics = KinematicModel.from_parameters(params)
 
     # --- the closed loop's interface --------------------------------------------------------------
     def set_drilling(self, entry: np.ndarray, direction: np.ndarray, thrust: BoneThrust) -> None:
@@ -226,15 +242,30 @@ class RealisticPlant:
     def _offset(self) -> np.ndarray:
         return self.screw + np.array([self.ram[0], self.ram[1], 0.0])
 
+    def geometric_shift(self, tcp: bool = True) -> np.ndarray:
+        """(3,) m: the actual machine's drill tip (tool0 if not `tcp`) less the nominal one at the
+        load-side joint positions (zero without geometric errors)."""
+        if self.geometric is None:
+            return np.zeros(3)
+        errors = (
+            self.geometric
+            if tcp
+            else replace(self.geometric, tcp_offset_x=0.0, tcp_offset_y=0.0, tcp_offset_z=0.0)
+        )
+        q = self.data.qpos[:5]
+        feed = float(self.data.qpos[FEED_INDEX]) if tcp else 0.0
+        actual = actual_forward_kinematics(q, self.kinematics, errors, feed)[:3, 3]
+        return actual - forward_kinematics(q, self.kinematics, feed)[:3, 3]
+
     @property
     def tool0(self) -> np.ndarray:
         """(3,) true tool0 in the world (m): MuJoCo's, moved by the screws' and the ram's deflection."""
-        return self.rigid.tool0 + self._offset()
+        return self.rigid.tool0 + self._offset() + self.geometric_shift(tcp=False)
 
     @property
     def tip(self) -> np.ndarray:
         """(3,) true drill tip in the world (m): also moved by the bit's bending."""
-        self._tip[:] = self.rigid.tip + self._offset() + self.bit
+        self._tip[:] = self.rigid.tip + self._offset() + self.bit + self.geometric_shift()
         return self._tip
 
     @property

@@ -33,7 +33,10 @@ def _setup_py_keyword(name: str) -> str:
 
 def test_every_verb_is_registered():
     assert (
-        sorted(["urdf", "export", "check", "render", "fk", "ik", "workspace", "size", "simulate", "accuracy"])
+        sorted(
+            ["urdf", "export", "check", "render", "fk", "ik", "workspace", "size", "simulate", "accuracy"]
+            + ["calibrate", "register"]
+        )
         == VERBS
     )
 

@@ -41,7 +41,7 @@ def test_the_table_has_every_option_of_every_verb():
     # Independent of the table's rendering: each verb's option strings and positionals, from argparse.
     rows = {(verb, invocation.split()[0].rstrip(",")) for verb, invocation, _ in option_rows()}
     subparsers = next(a for a in build_parser()._actions if a.dest == "verb")
-    assert len(subparsers.choices) == 10
+    assert len(subparsers.choices) == 12
     for verb, parser in subparsers.choices.items():
         for action in parser._actions:
             if action.dest in ("help", "debug"):

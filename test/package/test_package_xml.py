@@ -60,7 +60,13 @@ ROSDEP_KEYS = {
     "pinocchio": "pinocchio",
 }
 #: Python module -> its requirements.txt name, for modules no rosdep key installs.
-PIP_ONLY = {"mujoco": "mujoco", "ruckig": "ruckig", "mcap_ros2": "mcap-ros2-support", "mcap": "mcap"}
+PIP_ONLY = {
+    "mujoco": "mujoco",
+    "ruckig": "ruckig",
+    "mcap_ros2": "mcap-ros2-support",
+    "mcap": "mcap",
+    "distributed": "distributed",
+}
 PACKAGE_SOURCES = [
     *sorted(path for package in ROOT.glob("quirobot_*") for path in package.rglob("*.py")),
     *sorted((ROOT / "launch").glob("*.py")),

@@ -14,7 +14,8 @@ client node:
    deviation within 0.1 mm, in the result and, independently, from the test's own FK of
    drive_node's measured joint states; feedback in every phase of the plan, which ends back at
    the start pose (park);
-3. a goal outside the workspace ends unsuccessful with a reason naming the joint;
+3. a goal outside the workspace ends unsuccessful with a reason naming the joint; a goal in a
+   frame tf2 does not know (`nowhere`) is refused with REJECTED_FRAME naming it;
 4. a cancel during the feed: the goal ends canceled, the tip (FK of drive_node's states) above the
    entry point, the robot not in fault;
 5. a drive fault during the feed (drive_node's test-only ~/inject_fault): the goal aborts with the
@@ -70,6 +71,26 @@ LATERAL_TOLERANCE = 0.1e-3  # m, the issue's
 PLAN_PHASES = ("start", "approach", "align", "settle", "feed", "dwell", "retract", "withdraw", "park")
 
 
+def patient_registration() -> tuple[np.ndarray, np.ndarray]:
+    """world_from_patient of sim.launch.py's registration file, read here with yaml and numpy
+    (rotation (3, 3) from its x, y, z, w quaternion; translation (3,) m), not by task_node's code."""
+    import yaml
+
+    path = f"{get_package_share_directory('quirobot')}/config/registration.yaml"
+    with open(path) as stream:
+        transform = yaml.safe_load(stream)["transform"]
+    quaternion = np.asarray(transform["rotation"]["value"], float)
+    x, y, z, w = quaternion / np.linalg.norm(quaternion)
+    rotation = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    return rotation, np.asarray(transform["translation"]["value"], float)
+
+
 @pytest.mark.launch_test
 def generate_test_description():
     launch_file = f"{get_package_share_directory('quirobot')}/launch/sim.launch.py"
@@ -108,14 +129,19 @@ class TestDrillHole(unittest.TestCase):
         rclpy.shutdown()
 
     # --- helpers ---------------------------------------------------------------------------
-    def goal(self, entry=None):
+    def goal(self, entry=None, frame: str = "world"):
+        """The shipped incision's goal (or `entry`, m, world), expressed in `frame`: "world", or
+        "patient" (sim.launch.py's registration: the test's own inverse of the file's transform)."""
         from quirobot.action import DrillHole
 
         goal = DrillHole.Goal()
         entry = self.task.entry if entry is None else np.asarray(entry)
-        goal.entry.header.frame_id = goal.direction.header.frame_id = "world"
-        goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in entry)
         d = self.task.direction
+        if frame == "patient":
+            rotation, translation = patient_registration()
+            entry, d = rotation.T @ (entry - translation), rotation.T @ d  # a point; a vector
+        goal.entry.header.frame_id = goal.direction.header.frame_id = frame
+        goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in entry)
         goal.direction.vector.x, goal.direction.vector.y, goal.direction.vector.z = (float(v) for v in d)
         goal.depth = self.task.depth
         goal.feed_rate = self.task.feed_rate
@@ -294,6 +320,13 @@ class TestDrillHole(unittest.TestCase):
         self.assertIn("gantry_x", response.result.message)
         self.assertIn("rejected", response.result.message)
 
+    def test_3b_goal_in_an_unknown_frame_is_refused_naming_it(self) -> None:
+        handle = self.send(self.goal(frame="nowhere"), [])
+        response = self.wait_result(handle, 60.0)
+        self.assertEqual(response.status, GoalStatus.STATUS_ABORTED)
+        self.assertEqual(response.result.error_code, ErrorCode.REJECTED_FRAME, response.result.message)
+        self.assertIn("'nowhere'", response.result.message)
+
     def test_4_cancel_during_feed_retracts_out_of_the_bone(self) -> None:
         from sensor_msgs.msg import JointState
 
@@ -366,8 +399,12 @@ class TestDrillHole(unittest.TestCase):
         enable = self.graph.call(Trigger, "/quirobot/enable", Trigger.Request())
         self.assertTrue(enable.success, enable.message)
         # The same stack, nothing restarted: a second goal sent as soon as enable answers drills
-        # the hole within the tolerances (issue 23: enable after reset_fault).
-        self.assert_succeeds_within_tolerance([], self.graph.messages(JointState, STATES))
+        # the hole within the tolerances (issue 23: enable after reset_fault). It is given in the
+        # registered `patient` frame (task_node's tf2 static frame): the same world hole, checked
+        # against the world's entry and axis by the test's own FK (issue 21 item 3).
+        feedback: list = []
+        states = self.graph.messages(JointState, STATES)
+        self.assert_handle_succeeds(self.send(self.goal(frame="patient"), feedback), feedback, states)
 
     # --- clients that do not wait for the end ------------------------------------------------
     def wait_tip_in_bone(self, states: list, depth: float) -> None:

@@ -85,6 +85,7 @@ class PlantPort:
     trace: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (t, pose (6,))
     cancel_alls: int = 0
     sent: list[tuple[str, JointTrajectory, float]] = field(default_factory=list)  # (part, trajectory, start)
+    frames: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (4, 4) world_from_frame
 
     def __post_init__(self) -> None:
         self.position = np.asarray(self.position, dtype=float).copy()
@@ -153,6 +154,11 @@ class PlantPort:
 
     def state_changed(self) -> None:
         pass
+
+    def world_from(self, frame: str) -> np.ndarray:
+        if frame not in self.frames:
+            raise LookupError(f"no frame {frame!r} among {sorted(self.frames)}")
+        return self.frames[frame]
 
     # --- the plant -------------------------------------------------------------------------
     def _cancel_all(self, part: str) -> None:

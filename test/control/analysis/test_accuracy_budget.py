@@ -31,6 +31,15 @@ def test_json_contract_with_two_samples(tmp_path, capsys):
         assert set(stats) == {"p50", "p95", "max"}
         assert 0.0 <= stats["p50"] <= stats["p95"] <= stats["max"]
     assert document["lateral_deviation"]["max"] < 1e-3  # m: sub-millimetre, not a unit slip
+    assert list(document["system"]) == ["uncalibrated", "calibrated", "registered"]
+    for stage in document["system"].values():
+        assert set(stage) == {"entry_error", "axis_angle_error"}
+        for stats in stage.values():
+            assert set(stats) == {"p50", "p95", "max"}
+            assert 0.0 < stats["p50"] <= stats["p95"] <= stats["max"]
+    assert set(document["tre_predicted"]) == {"p50", "p95"}
+    # The closed loop's entry error is part of every stage (added as a bound).
+    assert document["system"]["calibrated"]["entry_error"]["max"] >= document["entry_error"]["p50"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -61,3 +70,19 @@ def test_short_incision_starts_at_rest_at_the_standoff_and_keeps_the_feed(parame
     names = [phase.name for phase in trajectory.phases]
     assert names == ["settle", "feed", "dwell"]
     assert trajectory.phase("dwell").end_time == pytest.approx(trajectory.duration)
+
+
+def test_a_dask_run_with_two_workers_equals_the_serial_run(parameters):
+    pytest.importorskip("distributed")
+    from quirobot_control.analysis.accuracy import run_accuracy
+    from quirobot_control.analysis.accuracy_cluster import dask_runner
+
+    serial = run_accuracy(parameters, 2, seed=5)
+    done = []
+    clustered = run_accuracy(parameters, 2, seed=5, runner=dask_runner(workers=2), progress=done.append)
+    assert sorted(done) == [1, 2]
+    assert serial.as_json() == clustered.as_json()
+    for a, b in zip(serial.samples, clustered.samples, strict=True):
+        assert a.metrics == b.metrics
+        assert a.entry.tolist() == b.entry.tolist()
+    assert [s.errors for s in serial.system] == [s.errors for s in clustered.system]

@@ -337,13 +337,39 @@ def test_goals_that_cannot_be_done_are_refused_with_their_code(config, task, cha
     assert not port.controllers["arm"].accepted_goals and executor.fault_reason == ""
 
 
-def test_a_frame_other_than_world_is_invalid(config, task):
-    port = PlantPort(task.park)
+def test_a_frame_the_port_cannot_transform_is_refused_by_name(config, task):
+    port = PlantPort(task.park, frames={"patient": np.eye(4)})
     executor = DrillHoleExecutor(port, config)
     result = executor.run(
-        DrillRequest(goal=request(task).goal, task="incision", frames=("base_link", "world"))
+        DrillRequest(goal=request(task).goal, task="incision", frames=("patient", "nowhere"))
     )
-    assert result.error_code is ErrorCode.REJECTED_INVALID and "base_link" in result.message
+    assert result.error_code is ErrorCode.REJECTED_FRAME and "'nowhere'" in result.message
+    assert not port.controllers["arm"].accepted_goals
+
+
+def test_a_goal_in_the_patient_frame_drills_the_world_hole(config, task, tip):
+    """The entry is a point (rotated and shifted), the direction a vector (rotated only): the
+    world hole planned and drilled is the shipped one."""
+    angle = math.radians(30.0)  # about z, then a shift: world_from_patient
+    rotation = np.array(
+        [[math.cos(angle), -math.sin(angle), 0.0], [math.sin(angle), math.cos(angle), 0.0], [0, 0, 1]]
+    )
+    shift = np.array([0.1, -0.2, 0.05])
+    world_from_patient = np.eye(4)
+    world_from_patient[:3, :3], world_from_patient[:3, 3] = rotation, shift
+    patient_entry = rotation.T @ (task.entry - shift)
+    patient_direction = rotation.T @ task.direction
+    goal = DrillGoal(patient_entry, patient_direction, task.depth, task.feed_rate, 60.0)
+    port = PlantPort(task.park, frames={"patient": world_from_patient})
+    executor = DrillHoleExecutor(port, config)
+    result = executor.run(DrillRequest(goal=goal, task="incision", frames=("patient", "patient")))
+    assert result.error_code is ErrorCode.SUCCESS, result.message
+    np.testing.assert_allclose(port.contexts[0].entry, task.entry, atol=1e-12)
+    np.testing.assert_allclose(port.contexts[0].direction, task.direction, atol=1e-12)
+    track = tip_track(port, tip, task)  # measured against the world hole, computed here
+    in_bone = track[track[:, 0] >= 0.0]
+    assert abs(in_bone[:, 0].max() - task.depth) < DEPTH_TOLERANCE
+    assert in_bone[:, 1].max() < LATERAL_TOLERANCE
 
 
 def test_error_codes_are_the_actions_constants():

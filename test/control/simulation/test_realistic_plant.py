@@ -181,3 +181,38 @@ def test_cli_no_compensation_needs_the_realistic_plant(tmp_path, capsys):
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and "--no-compensation applies to --plant realistic only" in err and err.count("\n") == 1
+
+
+def test_geometric_errors_move_the_true_tip_and_not_the_controllers_model(parameters):
+    """A 0.3 mm longer l5 and a 0.5 mm longer stick-out put the tip 0.8 mm further along the
+    tool's axis (an expectation from the geometry, not from quirobot_kinematics.geometric); a
+    0.1 mm yaw-axis offset in y moves tool0 and the tip by exactly that."""
+    from dataclasses import replace
+
+    from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
+    from quirobot_control.simulation.realistic_plant import RealisticPlant
+    from quirobot_description.geometric_errors import GeometricErrors
+    from quirobot_description.parameters import AXES
+
+    def plant(errors):
+        made = RealisticPlant(
+            parameters,
+            parameters.plant,
+            [drive_for_joint(parameters, name) for name in AXES],
+            0.00025,
+            compensated=True,
+            rng=np.random.default_rng(0),
+            geometric=errors,
+        )
+        made.reset(np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01]))
+        return made
+
+    nominal = plant(None)
+    t4, t5 = 1.5, 0.5
+    approach = np.array([math.cos(t4) * math.cos(t5), -math.sin(t4) * math.cos(t5), -math.sin(t5)])
+    longer = plant(replace(GeometricErrors.zero(), l5_error=3e-4, tcp_offset_z=5e-4))
+    np.testing.assert_allclose(longer.tip - nominal.tip, 8e-4 * approach, atol=1e-12)
+    np.testing.assert_allclose(longer.tool0 - nominal.tool0, 3e-4 * approach, atol=1e-12)
+    offset = plant(replace(GeometricErrors.zero(), wrist_yaw_offset_y=1e-4))
+    np.testing.assert_allclose(offset.tip - nominal.tip, [0.0, 1e-4, 0.0], atol=1e-12)
+    assert plant(GeometricErrors.zero()).tip.tolist() == nominal.tip.tolist()

@@ -1,0 +1,176 @@
+"""The actual machine's FK (nominal chain + geometric errors): zero errors, pinocchio on a URDF
+with the perturbed joint origins and axes, straightness by hand, calibrated FK/IK round trips."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from quirobot_description.geometric_errors import GeometricErrors, calibration_document, read_calibration
+from quirobot_description.parameters import JOINT_NAMES, load_parameters
+from quirobot_kinematics import ApproachTarget, KinematicModel, fk, ik, kinematic_model
+from quirobot_kinematics.forward import forward_kinematics
+from quirobot_kinematics.geometric import actual_forward_kinematics
+
+
+@pytest.fixture(scope="module")
+def model() -> KinematicModel:
+    return KinematicModel.from_parameters(load_parameters())
+
+
+def configurations(model: KinematicModel, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.uniform(model.lower, model.upper, (n, 5))
+
+
+def drawn_errors(seed: int, scale: float = 1.0) -> GeometricErrors:
+    tolerances = load_parameters().geometric
+    errors = tolerances.sample(np.random.default_rng(seed))
+    return GeometricErrors.from_vector(errors.vector() * scale)
+
+
+def test_zero_errors_reproduce_the_nominal_closed_form(model):
+    q = configurations(model, 500, 1)
+    for feed in (0.0, 0.013):
+        actual = actual_forward_kinematics(q, model, GeometricErrors.zero(), feed)
+        np.testing.assert_allclose(actual, forward_kinematics(q, model, feed), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            actual_forward_kinematics(q[0], model, GeometricErrors.zero(), feed),
+            forward_kinematics(q[0], model, feed),
+            rtol=0,
+            atol=1e-12,
+        )
+
+
+def test_a_drawn_machine_is_off_by_a_fraction_of_a_millimetre(model):
+    q = configurations(model, 200, 2)
+    shift = (
+        actual_forward_kinematics(q, model, drawn_errors(3))[:, :3, 3]
+        - forward_kinematics(q, model)[:, :3, 3]
+    )
+    distance = np.linalg.norm(shift, axis=1)
+    assert 5e-5 < np.median(distance) < 3e-3
+
+
+def test_straightness_bows_by_its_amplitude_at_mid_travel_only(model):
+    amplitude = 4e-5
+    errors = replace(GeometricErrors.zero(), x_straightness_y=amplitude, z_straightness_x=-amplitude)
+    middle = (model.lower + model.upper) / 2.0
+    for d1, d3, expected in (
+        (middle[0], model.lower[2], (0.0, amplitude, 0.0)),
+        (model.lower[0], middle[2], (-amplitude, 0.0, 0.0)),
+        (model.upper[0], model.upper[2], (0.0, 0.0, 0.0)),
+    ):
+        q = np.array([d1, 0.3, d3, 0.4, 0.2])
+        shift = actual_forward_kinematics(q, model, errors)[:3, 3] - forward_kinematics(q, model)[:3, 3]
+        np.testing.assert_allclose(shift, expected, atol=1e-15)
+
+
+def _origin(joint: ET.Element) -> ET.Element:
+    origin = joint.find("origin")
+    if origin is None:
+        origin = ET.SubElement(joint, "origin", xyz="0 0 0", rpy="0 0 0")
+    return origin
+
+
+def perturbed_urdf(text: str, model: KinematicModel, errors: GeometricErrors) -> str:
+    """The URDF with the joint-origin errors written into <origin> and <axis> by hand, the way a
+    calibration would be applied to the URDF (independent of quirobot_kinematics.geometric)."""
+    root = ET.fromstring(text)
+    joints = {joint.get("name"): joint for joint in root.findall("joint")}  # not ros2_control's
+    e = errors
+
+    def vector(values) -> str:
+        return " ".join(repr(float(v)) for v in values)
+
+    g = e.xy_squareness
+    joints["gantry_y"].find("axis").set("xyz", vector((-math.sin(g), math.cos(g), 0.0)))
+    z = np.array([math.tan(e.z_tilt_x), math.tan(e.z_tilt_y), -1.0])
+    nominal_z = np.array([float(v) for v in joints["gantry_z"].find("axis").get("xyz").split()])
+    joints["gantry_z"].find("axis").set("xyz", vector(z / np.linalg.norm(z) * -nominal_z[2]))
+    yaw = _origin(joints["wrist_yaw"])
+    yaw.set("xyz", vector((e.wrist_yaw_offset_x, e.wrist_yaw_offset_y, 0.0)))
+    yaw.set("rpy", vector((e.wrist_yaw_tilt_x, e.wrist_yaw_tilt_y, 0.0)))
+    pitch = _origin(joints["wrist_pitch"])
+    pitch.set("xyz", vector((e.wrist_pitch_offset_x, 0.0, -(model.l4 + e.l4_error))))
+    pitch.set("rpy", vector((e.wrist_pitch_tilt_x, 0.0, e.wrist_pitch_tilt_z)))
+    l5 = model.l5 + e.l5_error
+    _origin(joints["tool0_joint"]).set("xyz", vector((l5, 0.0, 0.0)))
+    # The feed joint starts at tool0 moved by the TCP offset (tool0's axes: x_tool = y_pitch,
+    # y_tool = z_pitch, z_tool = x_pitch, the rotation [[0,0,1],[1,0,0],[0,1,0]]).
+    _origin(joints["drill_feed"]).set("xyz", vector((l5 + e.tcp_offset_z, e.tcp_offset_x, e.tcp_offset_y)))
+    return ET.tostring(root, encoding="unicode")
+
+
+@pytest.mark.engines
+def test_matches_pinocchio_on_a_urdf_with_the_perturbed_joints(request, model):
+    pin = pytest.importorskip("pinocchio")
+    text = request.getfixturevalue("exported_urdf").read_text()
+    errors = replace(
+        drawn_errors(7, scale=20.0),  # large errors: a wrong sign or order shows far above rounding
+        x_straightness_y=0.0,
+        x_straightness_z=0.0,
+        y_straightness_x=0.0,
+        y_straightness_z=0.0,
+        z_straightness_x=0.0,
+        z_straightness_y=0.0,
+    )
+    pin_model = pin.buildModelFromXML(perturbed_urdf(text, model, errors))
+    data = pin_model.createData()
+    tip = pin_model.getFrameId("drill_tip")
+    rng = np.random.default_rng(8)
+    for q in configurations(model, 300, 9):
+        feed = float(rng.uniform(model.feed_lower, model.feed_upper))
+        values = dict(zip(JOINT_NAMES, q, strict=True)) | {"drill_feed": feed}
+        configuration = np.zeros(pin_model.nq)
+        for joint_id in range(1, pin_model.njoints):
+            configuration[pin_model.joints[joint_id].idx_q] = values[pin_model.names[joint_id]]
+        pin.forwardKinematics(pin_model, data, configuration)
+        pin.updateFramePlacements(pin_model, data)
+        np.testing.assert_allclose(
+            data.oMf[tip].homogeneous, actual_forward_kinematics(q, model, errors, feed), atol=1e-12
+        )
+
+
+def test_a_calibrated_model_moves_fk_and_ik_to_the_actual_machine(model, tmp_path):
+    import yaml
+
+    errors = drawn_errors(11)
+    path = tmp_path / "calibration.yaml"
+    path.write_text(yaml.safe_dump(calibration_document(errors, "calibration campaign test/seed 11")))
+    assert read_calibration(path) == errors
+    calibrated = kinematic_model(calibration=path)
+    q = np.array([0.8, 1.1, 0.5, 1.0, 0.4])
+    np.testing.assert_allclose(
+        fk(q, model=calibrated), actual_forward_kinematics(q, model, errors), atol=1e-15
+    )
+    np.testing.assert_allclose(
+        fk(q[None], model=calibrated)[0], actual_forward_kinematics(q, model, errors), atol=1e-15
+    )
+    target = ApproachTarget(position=(0.9, 1.0, -1.2), approach=(0.2, -0.1, -1.0))
+    solved = ik(target, model=calibrated, feed=0.01)
+    pose = actual_forward_kinematics(solved, model, errors, 0.01)
+    np.testing.assert_allclose(pose[:3, 3], target.position, atol=1e-10)
+    np.testing.assert_allclose(
+        pose[:3, 2], np.array(target.approach) / np.linalg.norm(target.approach), atol=1e-10
+    )
+    nominal_miss = np.linalg.norm(
+        actual_forward_kinematics(ik(target, model=model, feed=0.01), model, errors, 0.01)[:3, 3]
+        - target.position
+    )
+    assert nominal_miss > 1e-4  # the nominal model misses the same target on that machine
+
+
+def test_a_calibration_file_with_a_wrong_unit_is_refused_by_key(tmp_path):
+    import yaml
+
+    document = calibration_document(GeometricErrors.zero(), "calibration campaign test")
+    document["geometric_errors"]["l4_error"]["unit"] = "mm"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(ValueError, match="l4_error: unit must be m"):
+        read_calibration(path)
