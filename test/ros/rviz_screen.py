@@ -3,8 +3,9 @@
 `start_xvfb` starts an X server that outlives the launch (RViz2 must shut down with its display),
 `look_at_rviz` takes screenshots until RViz2 shows the robot (or a deadline passes) and returns
 what it saw: the Displays panel read back by OCR (tesseract) and, per link, how many pixels of the
-3D view have that link's URDF colour. Layout constants are those of rviz/quirobot.rviz on a
-1280 x 960 screen.
+3D view have that link's URDF colour (and of any further named colours asked for: a marker's
+translucent colour is seen blended over the background). Layout constants are those of
+rviz/quirobot.rviz on a 1280 x 960 screen.
 
 Needs Xvfb, ImageMagick's `import` and tesseract (`missing_tools()` names the absent ones).
 """
@@ -30,6 +31,8 @@ SCREEN = (1280, 960)
 #: The 3D view and the Displays panel in the screenshot (x, y, width, height), px.
 VIEW = (460, 62, 818, 806)
 PANEL = (0, 60, 440, 380)
+#: The 3D view's background (rviz/quirobot.rviz: Global Options, Background Color), 0-255.
+BACKGROUND = (48, 48, 48)
 #: Pixels of its URDF colour each carriage covers at least in the view (seen: x about 6200, y about
 #: 260 behind the ram; an empty view or the TF axes alone: 0).
 MIN_PIXELS = 100
@@ -55,7 +58,7 @@ def start_xvfb() -> None:
 @dataclass
 class RvizView:
     panel: str  # OCR of the Displays panel
-    pixels: dict[str, int]  # link -> pixels of its colour in the 3D view
+    pixels: dict[str, int]  # link (or named colour) -> pixels of its colour in the 3D view
     screenshot: Path
     panel_image: Path
 
@@ -64,16 +67,25 @@ class RvizView:
         return self.panel.count("Status: Ok")
 
     def shows_robot(self) -> bool:
-        return self.statuses_ok >= 3 and min(self.pixels.values()) > MIN_PIXELS
+        return self.statuses_ok >= 3 and min(self.pixels[name] for name in MARKER_LINKS) > MIN_PIXELS
 
 
-def look_at_rviz(name: str, timeout: float = 120.0, ready=RvizView.shows_robot) -> RvizView:
+def look_at_rviz(
+    name: str,
+    timeout: float = 120.0,
+    ready=RvizView.shows_robot,
+    colours: dict[str, tuple[float, ...]] | None = None,
+    tolerance: float = 0.06,
+) -> RvizView:
     """Screenshots every 2 s until `ready(view)` or `timeout` s; the last view. `name` names the
-    artifacts (ARTIFACTS/name.png and name_panel.png)."""
+    artifacts (ARTIFACTS/name.png and name_panel.png); `colours` (name -> r, g, b, a in [0, 1])
+    are counted in `pixels` (chromaticity within `tolerance`) beside MARKER_LINKS' URDF colours."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot, panel = ARTIFACTS / f"{name}.png", ARTIFACTS / f"{name}_panel.png"
     links = {link.name: link for link in load_parameters().links}
-    view = RvizView("", dict.fromkeys(MARKER_LINKS, 0), shot, panel)
+    wanted = {name: (links[name].colour, 0.06) for name in MARKER_LINKS}
+    wanted |= {name: (rgba, tolerance) for name, rgba in (colours or {}).items()}
+    view = RvizView("", dict.fromkeys(wanted, 0), shot, panel)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(2.0)
@@ -86,7 +98,7 @@ def look_at_rviz(name: str, timeout: float = 120.0, ready=RvizView.shows_robot) 
         image = np.asarray(Image.open(shot).convert("RGB"))
         view = RvizView(
             _panel_text(image, panel),
-            {name: _pixels_of_colour(image, links[name].colour) for name in MARKER_LINKS},
+            {name: pixels_of_colour(image, *colour) for name, colour in wanted.items()},
             shot,
             panel,
         )
@@ -103,13 +115,15 @@ def _panel_text(image: np.ndarray, path: Path) -> str:
     return result.stdout
 
 
-def _pixels_of_colour(image: np.ndarray, rgba: tuple[float, ...], tolerance: float = 0.06) -> int:
+def pixels_of_colour(image: np.ndarray, rgba: tuple[float, ...], tolerance: float = 0.06) -> int:
     """Pixels of the 3D view whose chromaticity (r, g, b)/(r + g + b) is that of `rgba` (shading
-    scales a lit colour's brightness but keeps its chromaticity)."""
+    scales a lit colour's brightness but keeps its chromaticity). A translucent colour (alpha a < 1)
+    is drawn as a * lit + (1 - a) * BACKGROUND: that share of the background is taken off first."""
     x, y, w, h = VIEW
-    view = image[y : y + h, x : x + w].astype(float)
+    alpha = rgba[3] if len(rgba) > 3 else 1.0
+    view = image[y : y + h, x : x + w].astype(float) - (1.0 - alpha) * np.asarray(BACKGROUND, dtype=float)
     total = view.sum(axis=-1, keepdims=True)
-    bright = total[..., 0] > 60
+    bright = total[..., 0] > 60 * alpha  # the marker's own share of the light, not the dark
     chroma = view / np.maximum(total, 1.0)
     target = np.asarray(rgba[:3]) / sum(rgba[:3])
     return int((bright & (np.abs(chroma - target).max(axis=-1) < tolerance)).sum())

@@ -1,4 +1,4 @@
-"""launch_testing: display.launch.py with RViz2 under Xvfb shows the robot.
+"""launch_testing: display.launch.py with RViz2 under Xvfb shows the robot, then the scene.
 
 robot_state_publisher publishes the QUIROBOT URDF and its transforms, joint_state_publisher
 (gui:=false) the joint states, and RViz2 (software OpenGL on a virtual X screen) draws it: a
@@ -7,6 +7,12 @@ and the Displays panel, read back by OCR (tesseract), says "Status: Ok" for Glob
 and TF with no error or warning. The screenshot is kept in $QUIROBOT_ARTIFACTS (CI artifact;
 docs/images/rviz.png in the README is one).
 
+The scene (issue 22): the same RViz2 draws /quirobot/scene once task_node (task:=incision, no
+stack: the scene needs none) publishes it. A control screenshot before task_node starts has no
+pixel of the no-go zone's or the bone's marker colour (taken from planning.scene's markers of the
+task, blended over the background as RViz2 draws a translucent marker); the screenshot after has
+them (rviz_no_scene.png and rviz_scene.png in $QUIROBOT_ARTIFACTS).
+
 Needs ROS 2 with rviz2 (../shared/ros2/install.sh --rviz), Xvfb, ImageMagick's `import` and
 tesseract; skipped where they are absent.
 """
@@ -14,6 +20,9 @@ tesseract; skipped where they are absent.
 # ruff: noqa: E402, I001  (imports follow the skip; ROS's `launch` is not first-party)
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 import unittest
 import xml.etree.ElementTree as ET
@@ -34,12 +43,39 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import IncludeLaunchDescription, SetEnvironmentVariable
 from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch_ros.actions import SetParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
+from quirobot_control.planning.scene import scene_markers
+from quirobot_control.planning.tasks import load_task
+
 
 TIMEOUT = 120.0  # s: RViz2 with software OpenGL on a loaded 2-core machine
+SCENE_TASK = "incision"
+#: m: joint_state_publisher starts every joint mid-range, the ram over the middle of the gantry's
+#: travel, where the incision's bone lies, so that the drill hides the bone from the shipped view:
+#: gantry_x near the far end of its travel (0-2 m) puts the ram behind the bone instead.
+START_POSE = {"gantry_x": 1.8}
+#: Chromaticity tolerance for the scene's colours: the bone's light beige is near neutral grey
+#: (0.03 off), which the default 0.06 would find in the whole background.
+SCENE_TOLERANCE = 0.015
+#: px of its colour in the 3D view each marker covers at least once drawn (seen: the zone about
+#: 47000, the bone about 22: a 40 mm slab 6.5 m from the camera), and at most before (seen 0, 1).
+SCENE_MIN_PIXELS = {"no_go_zones": MIN_PIXELS, "bone": 10}
+STRAY_PIXELS = 5
+
+
+def scene_colours(task_name: str) -> dict[str, tuple[float, ...]]:
+    """Marker colour (r, g, b, a) of the task's no-go zone and of its bone's first (top) layer, as
+    planning.scene draws them."""
+    task = load_task(task_name)
+    markers = scene_markers(zones=task.no_go_zones, bone=(task.entry, task.direction, task.bone))
+    first = {}
+    for marker in markers:
+        first.setdefault(marker.namespace, marker.colour)
+    return {"no_go_zones": first["no_go_zones"], "bone": first["bone"]}
 
 
 @pytest.mark.launch_test
@@ -53,6 +89,9 @@ def generate_test_description():
         [
             SetEnvironmentVariable("DISPLAY", DISPLAY),
             SetEnvironmentVariable("LIBGL_ALWAYS_SOFTWARE", "1"),
+            # joint_state_publisher's start pose (its `zeros.<joint>` parameters; every node gets
+            # them, only it reads them).
+            *(SetParameter(f"zeros.{joint}", value) for joint, value in START_POSE.items()),
             display,
             launch_testing.actions.ReadyToTest(),
         ]
@@ -116,6 +155,42 @@ class TestDisplay(unittest.TestCase):
             self.assertGreater(
                 count, MIN_PIXELS, f"{name} not drawn in {view.screenshot}: {count} px of its colour"
             )
+
+    def test_rviz_draws_the_scene_once_task_node_publishes_it(self):
+        colours = scene_colours(SCENE_TASK)
+        before = look_at_rviz("rviz_no_scene", TIMEOUT, colours=colours, tolerance=SCENE_TOLERANCE)
+        self.assertTrue(before.shows_robot(), f"RViz2 did not show the robot: {before.screenshot}")
+        task_node = subprocess.Popen(
+            ["ros2", "run", "quirobot", "task_node", "--ros-args", "-p", f"task:={SCENE_TASK}"],
+            start_new_session=True,  # its own process group: stopped with ros2 run's child below
+        )
+        self.addCleanup(_stop, task_node)
+
+        def drawn(view) -> bool:
+            return view.shows_robot() and view.pixels["no_go_zones"] > MIN_PIXELS  # one array: all
+
+        after = look_at_rviz("rviz_scene", TIMEOUT, ready=drawn, colours=colours, tolerance=SCENE_TOLERANCE)
+        print(f"scene pixels before {before.pixels}, after {after.pixels}")
+        for name in colours:
+            self.assertLessEqual(
+                before.pixels[name], STRAY_PIXELS, f"{name}'s colour already in {before.screenshot}"
+            )
+            self.assertGreater(
+                after.pixels[name],
+                SCENE_MIN_PIXELS[name],
+                f"{name} not drawn in {after.screenshot}: {after.pixels}",
+            )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGINT to the process group started above (ros2 run and its node), then wait."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 @launch_testing.post_shutdown_test()
