@@ -17,6 +17,16 @@ if os.environ.get("QUIROBOT_ROS_TIER"):
 # processes: far over 5 min even idle (a goal took 394 s of wall time at load 12-17), over 30 min
 # on a loaded 2-core machine. Collected only when asked for (QUIROBOT_SIM_LOAD=1).
 collect_ignore = [] if os.environ.get("QUIROBOT_SIM_LOAD") == "1" else ["test_launch_sim_load.py"]
+# colcon test runs the tier as two ctest tests (CMakeLists.txt): the DrillHole module alone, and
+# the rest with it ignored here, so that each has its own 30-minute hang guard.
+collect_ignore += [name for name in os.environ.get("QUIROBOT_ROS_TIER_IGNORE", "").split(",") if name]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under colcon test, a `-k` that selects nothing in one of the two parts (.ci/ros-tier -k
+    drill: nothing in the rest) is not a failure of that part; the other part ran it."""
+    if os.environ.get("QUIROBOT_ROS_TIER_IGNORE") is not None and exitstatus == 5:  # no tests collected
+        session.exitstatus = 0
 
 
 def pytest_collection_modifyitems(items):
