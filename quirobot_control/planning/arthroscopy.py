@@ -84,10 +84,7 @@ class _ArthroscopyReader(_Reader):
 def load_arthroscopy(path: Path) -> ArthroscopyTask:
     raw = read_yaml_mapping(path, TaskError, "task file")
     reader = _ArthroscopyReader(raw, path)
-    direction = reader.vector("direction", 3)
-    norm = float(np.linalg.norm(direction))
-    if abs(norm - 1.0) > 1e-6:
-        raise TaskError(f"{path.name}: direction must be a unit vector, its length is {norm:.9g}")
+    direction = reader.unit_vector("direction")
     node = raw.get("servo")
     if not isinstance(node, list) or not node:
         raise reader.fail("servo", "must be a non-empty list of segments (duration, linear, angular)")
@@ -108,7 +105,7 @@ def load_arthroscopy(path: Path) -> ArthroscopyTask:
         )
     return ArthroscopyTask(
         portal=reader.vector("portal", 3),
-        direction=direction / norm,
+        direction=direction,
         depth=reader.number("depth", positive=True),
         min_depth=reader.number("min_depth", non_negative=True),
         max_depth=reader.number("max_depth", positive=True),

@@ -143,13 +143,9 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
         jerk=reader.number("line.jerk", positive=True),
     )
     if kind == "incision":
-        direction = reader.vector("direction", 3)
-        norm = float(np.linalg.norm(direction))
-        if abs(norm - 1.0) > 1e-6:
-            raise TaskError(f"{path.name}: direction must be a unit vector, its length is {norm:.9g}")
         return IncisionTask(
             entry=reader.vector("entry", 3),
-            direction=direction / norm,
+            direction=reader.unit_vector("direction"),
             depth=reader.number("depth", positive=True),
             feed_rate=reader.number("feed_rate", positive=True),
             feed_acceleration=reader.number("feed_acceleration", positive=True),
@@ -180,6 +176,15 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
 class _Reader(SourcedReader):
     def __init__(self, raw: dict[str, Any], path: Path) -> None:
         super().__init__(raw, path.name, TaskError, TASK_FILE)
+
+    def unit_vector(self, key: str) -> np.ndarray:
+        """The 3-vector at `key`, a unit vector to 1e-6 (renormalised exactly); TaskError naming
+        its length otherwise."""
+        vector = self.vector(key, 3)
+        norm = float(np.linalg.norm(vector))
+        if abs(norm - 1.0) > 1e-6:
+            raise TaskError(f"{self.label}: {key} must be a unit vector, its length is {norm:.9g}")
+        return vector / norm
 
     def zones(self) -> tuple[NoGoZone, ...]:
         """The task's no_go_zones (none if the key is absent): each a name, a shape and its
