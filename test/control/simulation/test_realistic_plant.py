@@ -66,8 +66,9 @@ def test_the_true_tip_is_not_the_rigid_tip(parameters, compensated):
     assert np.max(np.linalg.norm(compensated.log.tip - rigid, axis=1)) > 1e-6
 
 
-def test_gearbox_torque_is_stiffness_over_the_play(parameters):
-    """Dead zone of the total backlash b, then k * (twist - b/2) (+ damping on the rate)."""
+def realistic_plant_at_rest(parameters, **options):
+    """The compensated realistic plant (0.25 ms substeps, seed 0) reset to one pose; `options`
+    go to RealisticPlant (e.g. geometric=)."""
     from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
     from quirobot_control.simulation.realistic_plant import RealisticPlant
     from quirobot_description.parameters import AXES
@@ -79,8 +80,15 @@ def test_gearbox_torque_is_stiffness_over_the_play(parameters):
         0.00025,
         compensated=True,
         rng=np.random.default_rng(0),
+        **options,
     )
     plant.reset(np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01]))
+    return plant
+
+
+def test_gearbox_torque_is_stiffness_over_the_play(parameters):
+    """Dead zone of the total backlash b, then k * (twist - b/2) (+ damping on the rate)."""
+    plant = realistic_plant_at_rest(parameters)
     k, b = parameters.plant.wrist_gear_stiffness, parameters.plant.wrist_gear_backlash
     load = 0.5
     for twist in (0.0, 0.4 * b, -0.49 * b):
@@ -189,23 +197,10 @@ def test_geometric_errors_move_the_true_tip_and_not_the_controllers_model(parame
     0.1 mm yaw-axis offset in y moves tool0 and the tip by exactly that."""
     from dataclasses import replace
 
-    from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
-    from quirobot_control.simulation.realistic_plant import RealisticPlant
     from quirobot_description.geometric_errors import GeometricErrors
-    from quirobot_description.parameters import AXES
 
     def plant(errors):
-        made = RealisticPlant(
-            parameters,
-            parameters.plant,
-            [drive_for_joint(parameters, name) for name in AXES],
-            0.00025,
-            compensated=True,
-            rng=np.random.default_rng(0),
-            geometric=errors,
-        )
-        made.reset(np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01]))
-        return made
+        return realistic_plant_at_rest(parameters, geometric=errors)
 
     nominal = plant(None)
     t4, t5 = 1.5, 0.5
