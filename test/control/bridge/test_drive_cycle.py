@@ -204,7 +204,7 @@ def test_start_up_enables_every_drive_with_the_bus_kept_alive(cycle, drives):
     assert cycle.latest is not None and cycle.latest.sample.stop_reason is None
 
 
-def test_a_slow_ros_callback_costs_no_sync(parameters, cycle, drives):
+def test_a_slow_ros_callback_costs_no_sync(cycle, drives):
     """The issue's test: a subscription callback that sleeps 200 ms (the executor blocked, as an
     rclpy callback blocks its executor); the cycle's SYNCs go on and no drive stops itself. With
     the cycle in the executor (drive_node's rclpy timer before) the SYNC stopped for 200 ms and
@@ -232,10 +232,13 @@ def test_a_slow_ros_callback_costs_no_sync(parameters, cycle, drives):
     assert cycle.latest.sample.stop_reason is None
     assert enabled(drives), {a: sim.state for a, sim in drives.simulators.items()}
     for bus, bus_frames in frames.items():
-        # SYNCs flowed throughout the 0.6 s (at least a quarter of the 2 ms rate: the six
-        # simulated drives share this process's GIL and two loaded cores; the drives' own
-        # watchdogs above are the real bound), and no drive sent an EMCY.
-        assert len(sync_gaps(bus_frames)) > 0.6 / parameters.canopen.sync_period / 4, bus
+        # SYNCs flowed throughout the 0.6 s: they span it, and no gap comes near the callback's
+        # 200 ms (a cycle run by the executor leaves exactly that gap). The SYNC count is not a
+        # bound here: the six simulated drives share this process's GIL and two loaded cores
+        # (66 SYNCs in 0.6 s in one CI run); the drives' own watchdogs above are the real bound.
+        gaps = sync_gaps(bus_frames)
+        assert sum(gaps) > 0.5, (bus, sum(gaps))
+        assert max(gaps) < 0.1, (bus, max(gaps))
         emcys = [f for f in bus_frames if SYNC_ID < f.arbitration_id < 0x100 and bytes(f.data[:2]) != b"\0\0"]
         assert emcys == [], bus
 
