@@ -68,6 +68,7 @@ from quirobot_kinematics import KinematicModel  # noqa: E402
 
 DEPTH_TOLERANCE = 0.05e-3  # m, the issue's
 LATERAL_TOLERANCE = 0.1e-3  # m, the issue's
+SAME_HOLE = 5e-6  # m: the ROS path's hole against `quirobot simulate`'s on the same plant (issue 17 item 3)
 PLAN_PHASES = ("start", "approach", "align", "settle", "feed", "dwell", "retract", "withdraw", "park")
 
 
@@ -244,7 +245,24 @@ class TestDrillHole(unittest.TestCase):
         )
         self.assertLessEqual(abs(depth - self.task.depth), DEPTH_TOLERANCE, f"measured depth {depth}")
         self.assertLessEqual(lateral, LATERAL_TOLERANCE, f"measured lateral deviation {lateral}")
+        self.measured_hole = (depth, lateral)
         return result
+
+    def assert_same_hole_as_simulate(self, depth: float, lateral: float) -> None:
+        """The hole drilled over ROS (the test's FK of drive_node's states: deepest and widest in
+        bone) against `quirobot simulate --task incision --plant ideal`'s (the core's closed loop
+        on the same MuJoCo plant, run here): within SAME_HOLE in depth and in lateral deviation."""
+        from quirobot_control.simulation.incision import run_task
+
+        metrics = run_task("incision", load_parameters(), plant="ideal").metrics.incision
+        print(
+            f"DrillHole: ROS {depth * 1e3:.4f} mm, {lateral * 1e6:.2f} um; quirobot simulate "
+            f"{metrics.max_depth * 1e3:.4f} mm, {metrics.lateral_deviation * 1e6:.2f} um"
+        )
+        self.assertLessEqual(abs(depth - metrics.max_depth), SAME_HOLE, (depth, metrics.max_depth))
+        self.assertLessEqual(
+            abs(lateral - metrics.lateral_deviation), SAME_HOLE, (lateral, metrics.lateral_deviation)
+        )
 
     def wait_in_feed(self, handle, feedback: list, depth: float) -> None:
         """Until the feedback shows the feed `depth` m in bone; fails if the goal ends first."""
@@ -271,6 +289,7 @@ class TestDrillHole(unittest.TestCase):
         self.assert_handle_succeeds(future.result(), feedback, states)
         seen = {f.phase for f in feedback}
         self.assertTrue(set(PLAN_PHASES) <= seen, f"no feedback in {set(PLAN_PHASES) - seen}")
+        self.assert_same_hole_as_simulate(*self.measured_hole)
         thrust = max(f.thrust for f in feedback if f.phase == "feed")
         self.assertGreater(thrust, 10.0, "no thrust measured in the feed")  # the bone's (30-40 N)
         # The drilling context: active with the goal's hole at the start, inactive at the end.
