@@ -2,7 +2,7 @@
 
     ros2 launch quirobot bringup.launch.py [hardware:=mock|real] [tool:=drill|arthroscope|none]
         [drive_backend:=simulated|canopen] [sim_clock:=false|true] [homing:=false|true]
-        [controller_rate:=HZ]
+        [controller_rate:=HZ] [plant:=ideal|realistic]
 
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
 config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
@@ -33,6 +33,7 @@ from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import load_parameters
 from quirobot_description.launch_description import robot_description_parameter
+from quirobot_description.plant_parameters import PLANTS
 from quirobot_description.urdf import TOOLS
 
 #: The spawners wait this long (s of wall time) for the controller manager's loop to switch a
@@ -102,6 +103,7 @@ def generate_launch_description() -> LaunchDescription:
                 "drive_backend": drive_backend,
                 "robot_description": robot_description,
                 "simulated_bone": LaunchConfiguration("simulated_bone"),
+                "plant": LaunchConfiguration("plant"),
                 "test_fault_injection": LaunchConfiguration("test_fault_injection"),
                 "publish_clock": LaunchConfiguration("sim_clock"),
                 "controller_rate": controller_rate,
@@ -137,6 +139,14 @@ def generate_launch_description() -> LaunchDescription:
                 default_value="none",
                 choices=["none", "incision"],
                 description="drive_backend:=simulated: this task's bone in the plant (thrust on the tip)",
+            ),
+            DeclareLaunchArgument(
+                "plant",
+                default_value=PLANTS[0],
+                choices=list(PLANTS),
+                description="drive_backend:=simulated: ideal (the controller's own model) or realistic "
+                "(gearbox backlash, compliances, delay, noise, cutting forces; with quirobot simulate's "
+                "compensation)",
             ),
             DeclareLaunchArgument(
                 "test_fault_injection",

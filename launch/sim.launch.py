@@ -2,6 +2,7 @@
 
     ros2 launch quirobot sim.launch.py [test_fault_injection:=false|true] [homing:=false|true]
         [controller_rate:=HZ]  (bringup.launch.py's: the controller manager's update_rate)
+        [plant:=ideal|realistic]  (the simulated plant; realistic with quirobot simulate's compensation)
 
 bringup.launch.py hardware:=real tool:=drill drive_backend:=simulated simulated_bone:=incision
 sim_clock:=true (the simulated plant's time is the ROS time, task_node uses it too)
@@ -21,6 +22,8 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from quirobot_description.plant_parameters import PLANTS
+
 
 def generate_launch_description() -> LaunchDescription:
     bringup = IncludeLaunchDescription(
@@ -35,6 +38,7 @@ def generate_launch_description() -> LaunchDescription:
             "sim_clock": "true",
             "test_fault_injection": LaunchConfiguration("test_fault_injection"),
             "homing": LaunchConfiguration("homing"),
+            "plant": LaunchConfiguration("plant"),
         }.items(),
     )
     task_node = Node(
@@ -70,6 +74,13 @@ def generate_launch_description() -> LaunchDescription:
                 default_value="false",
                 choices=["false", "true"],
                 description="tests only: drive_node's ~/inject_fault service (faults the drill feed's drive)",
+            ),
+            DeclareLaunchArgument(
+                "plant",
+                default_value=PLANTS[0],
+                choices=list(PLANTS),
+                description="the simulated plant: ideal (the controller's own model) or realistic, with "
+                "quirobot simulate's compensation (bringup.launch.py's plant)",
             ),
             DeclareLaunchArgument(
                 "homing",

@@ -20,6 +20,10 @@ from quirobot_description.sourced_yaml import SourcedReader
 
 SECTION = "realistic_plant"
 
+#: The plants a simulation runs on: "ideal" (MuJoCo's rigid bodies alone, the controller's own
+#: model) or "realistic" (quirobot_control.simulation.realistic_plant, with these parameters).
+PLANTS = ("ideal", "realistic")
+
 
 @dataclass(frozen=True)
 class Distribution:

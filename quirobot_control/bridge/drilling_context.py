@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.models.bone import BoneParameters
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
 from quirobot_description.parameters import FEED_JOINT, RobotParameters
 
@@ -71,6 +72,7 @@ class HoleSetup:
     fixtures: object | None  # axes.virtual_fixtures.VirtualFixtures
     bone_model: bool
     context: HoleContext | None
+    bone: BoneParameters | None = None  # the task file's bone model (None: none)
 
 
 def hole_monitor_settings(
@@ -110,7 +112,7 @@ def hole_setup(context: HoleContext | None, params: RobotParameters, control: Co
     settings = hole_monitor_settings(
         params, control, far_cortex[0] if far_cortex is not None else None, context.max_thrust
     )
-    return HoleSetup(settings, task_fixtures(task, params), bone is not None, context)
+    return HoleSetup(settings, task_fixtures(task, params), bone is not None, context, bone)
 
 
 def _replace(settings: DrillingMonitorSettings, **changes: float) -> DrillingMonitorSettings:

@@ -78,6 +78,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -88,6 +89,7 @@ from quirobot_control.bridge.drilling_context import HoleContext, HoleSetup, hol
 from quirobot_control.drives.interface import Drive
 from quirobot_control.hardware.component import (
     CallbackReturn,
+    DriveMode,
     HardwareError,
     HardwareInfo,
     LifecycleState,
@@ -100,6 +102,10 @@ from quirobot_control.hardware.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
+from quirobot_description.plant_parameters import PLANTS
+
+if TYPE_CHECKING:
+    from quirobot_control.simulation.thrust_feedforward import ThrustFeedForward
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
@@ -171,20 +177,28 @@ def open_backend(
     can: CanBusConfig | None = None,
     initial: Sequence[float] | None = None,
     absolute_encoders: bool = True,
+    plant: str = "ideal",
 ) -> DriveBackend:
     """The backend called `name` (DRIVE_BACKENDS), with a drive for each of `joints`.
 
     simulated: `initial` (6,) start pose of the plant, AXES order, m and rad
-    (default mid-range), `absolute_encoders` False: drives that need homing; canopen: `can` (the
-    python-can interface and channels, default socketcan on the parameter file's bus names).
+    (default mid-range), `absolute_encoders` False: drives that need homing, `plant` ideal or
+    realistic (simulation.simulated_backend); canopen: `can` (the python-can interface and
+    channels, default socketcan on the parameter file's bus names).
     """
+    if plant not in PLANTS:
+        raise ValueError(f"plant must be one of {', '.join(PLANTS)}, got {plant!r}")
     if name == "simulated":
         from quirobot_control.simulation.simulated_backend import SimulatedBackend  # MuJoCo: simulation only
 
-        return SimulatedBackend(params, control, initial, joints=joints, absolute_encoders=absolute_encoders)
+        return SimulatedBackend(
+            params, control, initial, joints=joints, absolute_encoders=absolute_encoders, plant=plant
+        )
     if name == "canopen":
         if initial is not None:
             raise ValueError("an initial pose is for the simulated backend: real drives start where they are")
+        if plant != "ideal":
+            raise ValueError(f"plant {plant!r} is for the simulated backend: real drives drive the robot")
         return CanopenBackend(params, control, can, joints=joints)
     raise ValueError(f"drive backend must be one of {', '.join(DRIVE_BACKENDS)}, got {name!r}")
 
@@ -199,19 +213,40 @@ def open_bridge(
     can: CanBusConfig | None = None,
     initial: Sequence[float] | None = None,
     absolute_encoders: bool = True,
+    plant: str = "ideal",
 ) -> DriveBridge:
     """The bridge for the <ros2_control> block of `robot_description` (URDF XML): its joints'
     drives from the backend called `backend` (see open_backend), the hardware component on them.
+    `plant` "realistic" (simulated backend): the realistic plant run as
+    `quirobot simulate --plant realistic` runs it, with its compensation: the host's PID
+    (control.yaml drive_mode.simulation, CST: the dual-loop wrist on the load-side encoders was
+    designed and measured with it) and the bone's thrust fed forward (`thrust_feedforward`).
     `now`: the adapter's clock, s. Raises HardwareError (a malformed description),
     DriveStartupError, ValueError."""
     info = hardware_info_from_urdf(robot_description)
     joints = [j.name for j in info.joints]
     if backend == "simulated":
         drives = open_backend(
-            backend, params, control, joints, initial=initial, absolute_encoders=absolute_encoders
+            backend,
+            params,
+            control,
+            joints,
+            initial=initial,
+            absolute_encoders=absolute_encoders,
+            plant=plant,
         )
     else:
-        drives = open_backend(backend, params, control, joints, can=can, initial=initial)
+        drives = open_backend(backend, params, control, joints, can=can, initial=initial, plant=plant)
+    if plant == "realistic":
+        return DriveBridge(
+            params,
+            control,
+            drives,
+            info,
+            now=now,
+            drive_mode=control.simulation_drive_mode,
+            thrust_feedforward=True,
+        )
     return DriveBridge(params, control, drives, info, now=now)
 
 
@@ -232,7 +267,13 @@ class DriveBridge:
         info: HardwareInfo,
         *,
         now: float,
+        drive_mode: DriveMode | None = None,
+        thrust_feedforward: bool = False,
     ):
+        """`drive_mode`: the hardware's (None: control.yaml's drive_mode.real, CSP).
+        `thrust_feedforward`: with a drilling context whose task has a bone model, feed the
+        bone's predicted thrust at each period's commanded tip forward (J^T f,
+        simulation.thrust_feedforward.ThrustFeedForward), the realistic plant's compensation."""
         self.params = params
         self.control = control
         self.dt = control.dt
@@ -253,6 +294,9 @@ class DriveBridge:
         self.thrust_monitor = self._new_thrust_monitor()
         self._tool = ToolGeometry.from_parameters(params)
         self._feed_hold: float | None = None  # m: the feed held here after a breakthrough
+        self.thrust_feedforward = thrust_feedforward
+        self.drive_mode = drive_mode
+        self._thrust: ThrustFeedForward | None = None  # the active hole's, with thrust_feedforward
         try:
             self.hardware = self._start_hardware(now)
         except BaseException:
@@ -265,7 +309,11 @@ class DriveBridge:
             raise DriveStartupError(f"the drive backend has no drive for {', '.join(missing)}")
         drives = self.backend.drives
         hardware = QuirobotHardware(
-            self.params, self.control, lambda name: drives[name], gravity=self._holding_efforts()
+            self.params,
+            self.control,
+            lambda name: drives[name],
+            gravity=self._holding_efforts(),
+            drive_mode=self.drive_mode,
         )
         for start_step in (lambda: hardware.on_init(self.info), hardware.on_configure):
             if start_step() is not CallbackReturn.SUCCESS:
@@ -299,6 +347,13 @@ class DriveBridge:
         self.thrust_monitor = self._new_thrust_monitor()
         self._feed_hold = None
         self.hardware.set_fixtures(setup.fixtures)
+        self._thrust = None
+        if self.thrust_feedforward and setup.context is not None and setup.bone is not None:
+            from quirobot_control.simulation.thrust_feedforward import ThrustFeedForward  # a bone model's
+
+            hole = setup.context
+            self._thrust = ThrustFeedForward(self.params, hole.entry, hole.direction, setup.bone, self.dt)
+        self.hardware.set_load_feedforward(None)
         spindle = getattr(self.backend, "spindle", None)
         if spindle is not None:
             if setup.context is not None and not spindle.stalled:
@@ -449,6 +504,7 @@ class DriveBridge:
         if active:
             self._hold_command_first_order(now)
             self._hold_feed_after_breakthrough()
+            self._feed_thrust_forward()
             feed_velocity = next((j.last_velocity_command for j in hw.joints if j.name == FEED_JOINT), None)
             hw.read(now, self.dt)
             hw.write(now, self.dt)
@@ -480,6 +536,15 @@ class DriveBridge:
             effort=state["effort"],
             stop_reason=hw.stop_reason,
         )
+
+    def _feed_thrust_forward(self) -> None:
+        """The bone's predicted thrust at this period's commanded tip, fed forward (thrust_feedforward)."""
+        if self._thrust is None:
+            return
+        hw = self.hardware
+        commanded = {joint.name: joint.command["position"] for joint in hw.joints}
+        efforts = self._thrust.update(np.array([commanded.get(name, 0.0) for name in AXES]))
+        hw.set_load_feedforward(np.array([efforts[AXES.index(name)] for name in self.names]))
 
     def _hold_command_first_order(self, now: float) -> None:
         """The last command's position moved on by its velocity for the command's age (`now` minus

@@ -13,6 +13,7 @@ from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLE
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
 from quirobot_control.bridge.lockstep import Lockstep
 from quirobot_description.node_parameters import NodeParameter, NodeSchema
+from quirobot_description.plant_parameters import PLANTS
 
 __all__ = ["DRIVE_NODE"]
 
@@ -64,6 +65,16 @@ DRIVE_NODE = NodeSchema(
             "",
             "Simulated backend: this task's bone in the plant (its thrust on the drill tip), "
             'e.g. "incision". Empty or "none": no bone.',
+        ),
+        NodeParameter(
+            "plant",
+            "string",
+            PLANTS[0],
+            "Simulated backend: ideal (MuJoCo's rigid bodies, the controller's own model) or realistic "
+            "(gearbox backlash and windup, compliances, delay, noise, cutting forces) run with the "
+            "compensation `quirobot simulate --plant realistic` gives it: the host's PID on the load-side "
+            "wrist encoders and the bone's thrust fed forward.",
+            choices=PLANTS,
         ),
         NodeParameter(
             "test_fault_injection",

@@ -196,6 +196,7 @@ class _Joint:
     command: dict[str, float] = field(default_factory=lambda: {"position": math.nan, "velocity": 0.0})
     acceleration: float | None = None
     effort_ff: float | None = None
+    load_ff: float = 0.0  # N or N*m: a known process load fed forward (set_load_feedforward)
     last_velocity_command: float = 0.0
     homed: bool = True  # the drive's last report (DriveFeedback.homed)
     holding_current: float = 0.0  # A, CSP: the gravity load at activation, fed forward
@@ -369,6 +370,7 @@ class QuirobotHardware:
         for joint, position, current in zip(self.joints, measured, holding_currents, strict=True):
             joint.command = {"position": position, "velocity": 0.0}
             joint.acceleration = joint.effort_ff = None
+            joint.load_ff = 0.0
             joint.pid.reset(position, integral=current if cst else 0.0)
             joint.holding_current = 0.0 if cst else current
             joint.current_command = current
@@ -611,7 +613,7 @@ class QuirobotHardware:
                 effort = joint.effort_ff
             else:
                 effort = joint.effective_inertia * acceleration
-            effort = min(max(effort, -joint.effort_limit), joint.effort_limit)
+            effort = min(max(effort + joint.load_ff, -joint.effort_limit), joint.effort_limit)
             try:
                 if cst:
                     current = joint.pid.update(
@@ -658,6 +660,23 @@ class QuirobotHardware:
         return np.array([j.current_command for j in self.joints])
 
     # --- virtual fixtures -----------------------------------------------------------------------
+    def set_load_feedforward(self, efforts: np.ndarray | None) -> None:
+        """A known process load to feed forward from the next cycle on: efforts (n,) N or N*m in
+        joint_names order (e.g. the bone's predicted thrust balanced by J^T f, a drive bridge's
+        compensation), added to each joint's feed-forward (the effort or M_eff*a) within its
+        effort limit; None: none. Not a number stops every drive, as a malformed command does."""
+        try:
+            n = len(self.joints)
+            values = [0.0] * n if efforts is None else self._column(efforts, "load feed-forward")
+            bad = [j.name for j, v in zip(self.joints, values, strict=True) if not math.isfinite(v)]
+            if bad:
+                raise CommandError(f"non-finite load feed-forward for joint {', '.join(bad)}: {list(values)}")
+        except CommandError as error:
+            self._refuse_command(str(error))
+            return
+        for joint, value in zip(self.joints, values, strict=True):
+            joint.load_ff = float(value)
+
     def set_fixtures(self, fixtures: VirtualFixtures | None) -> None:
         """Enforce `fixtures` (a task's no-go zones and tip-speed limit near the entry,
         planning.tasks.task_fixtures) from the next cycle on; None: none. Every cycle the commanded

@@ -95,6 +95,7 @@ class DriveNodeParameters:
     can_interface: str
     can_channels: str
     simulated_bone: str
+    plant: str  # simulated backend: ideal or realistic
     fault_injection: bool
     publish_clock: bool
     controller_rate: int  # Hz, 0: the drives' control rate
@@ -171,6 +172,7 @@ def _declare_parameters(node) -> DriveNodeParameters:
         can_interface=parameters["can_interface"],
         can_channels=parameters["can_channels"],
         simulated_bone=parameters["simulated_bone"],
+        plant=parameters["plant"],
         fault_injection=parameters["test_fault_injection"],
         publish_clock=parameters["publish_clock"],
         controller_rate=parameters["controller_rate"],
@@ -214,9 +216,9 @@ def _open_drives(parameters: DriveNodeParameters, description: str, node):
     can = CanBusConfig(p.can_interface, parse_channel_map(p.can_channels))
     simulated = p.backend_name == "simulated"
     bone = p.simulated_bone not in ("", "none")
-    if (bone or p.fault_injection or p.publish_clock or p.homing) and not simulated:
+    if (bone or p.fault_injection or p.publish_clock or p.homing or p.plant != "ideal") and not simulated:
         raise ValueError(
-            "simulated_bone, test_fault_injection, publish_clock and homing are for the simulated "
+            "simulated_bone, plant, test_fault_injection, publish_clock and homing are for the simulated "
             "backend (real drives report whether they are homed)"
         )
     # The plant's clock in lock-step with the controller manager (publish_clock), from a
@@ -228,7 +230,14 @@ def _open_drives(parameters: DriveNodeParameters, description: str, node):
         cycle.bridge
         if cycle is not None
         else open_bridge(
-            p.backend_name, params, control, description, now=start, can=can, absolute_encoders=not p.homing
+            p.backend_name,
+            params,
+            control,
+            description,
+            now=start,
+            can=can,
+            absolute_encoders=not p.homing,
+            plant=p.plant,
         )
     )
     if bone:

@@ -50,12 +50,10 @@ from quirobot_control.simulation.realistic_plant import RealisticPlant
 from quirobot_control.simulation.thrust_feedforward import thrust_feedforward
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
-from quirobot_description.plant_parameters import PlantParameters
+from quirobot_description.plant_parameters import PLANTS, PlantParameters
 from quirobot_description.urdf import robot_description
 from quirobot_kinematics import KinematicModel, forward_kinematics
 
-#: The plants a closed-loop run can use (`quirobot simulate --plant`).
-PLANTS = ("ideal", "realistic")
 #: The plant of `quirobot simulate` and `quirobot_control.simulate`: the realistic one, now that the
 #: controller meets the targets on it (docs/accuracy.md); the ideal plant (the controller's own
 #: model) stays the engine's default for the design checks.

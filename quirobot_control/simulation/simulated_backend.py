@@ -1,11 +1,16 @@
 """The drive bridge's simulated backend: SimulatedDrives on the MuJoCo rigid-body plant.
 
 A `bridge.backend.DriveBackend` for drive_node's drive_backend:=simulated (tests, trying the ROS
-stack without motors). The plant is the robot with the drill tool (simulation.plant.MujocoPlant, six
-joints); the backend drives the joints it is opened for (those of the launched robot
-description's <ros2_control> block). A plant joint without a commanded drive (the drill's feed
-axis when the description's tool has none) keeps its drive disabled, so its holding brake holds
-it where it started.
+stack without motors). The plant is the robot with the drill tool, six joints: `plant="ideal"`
+(simulation.plant.MujocoPlant, the controller's own model) or `"realistic"`
+(simulation.realistic_plant.RealisticPlant with the design's compensation, its load-side wrist
+encoders, as `quirobot simulate --plant realistic` builds it; encoder noise from `seed`). The
+backend drives the joints it is opened for (those of the launched robot description's
+<ros2_control> block). A plant joint without a commanded drive (the drill's feed axis when the
+description's tool has none) keeps its drive disabled, so its holding brake holds it where it
+started. `true_tip()` is the plant's drill tip (the realistic plant's with its compliances), what
+`quirobot simulate`'s hole metrics use: simulation ground truth, which the joint states (encoders)
+do not show.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from quirobot_control.drives.interface import DriveError
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_control.simulation.realistic_plant import RealisticDrive, RealisticPlant
 from quirobot_description.parameters import AXES, RobotParameters
+from quirobot_description.plant_parameters import PLANTS
 
 #: Fraction of gantry_z's soft range below its top (the gantry's zero) where the simulated robot
 #: powers up (design assumption: clear of the patient and the operating table below the drilling
@@ -39,26 +46,44 @@ class SimulatedBackend:
         *,
         joints: Sequence[str] = AXES,
         absolute_encoders: bool = True,
+        plant: str = "ideal",
+        seed: int = 0,
     ) -> None:
         """`initial` (6,): start pose of the plant, AXES order (m, rad); default
         mid-range, gantry_z raised and the drill feed retracted (START_RAISED). `joints`: the
         commanded joints (plant joints). `absolute_encoders` (default): every drive is homed at
-        power-up; False: incremental encoders, not homed until the hardware's homing has run."""
+        power-up; False: incremental encoders, not homed until the hardware's homing has run.
+        `plant`: "ideal" or "realistic" (module docstring), `seed` its encoder noise."""
         unknown = [name for name in joints if name not in AXES]
         if unknown:
             raise ValueError(
                 f"the simulated plant has no joint {', '.join(unknown)}; its joints are {', '.join(AXES)}"
             )
+        if plant not in PLANTS:
+            raise ValueError(f"simulated plant must be one of {', '.join(PLANTS)}, got {plant!r}")
         self.dt = control.dt
-        self._plant_drives: list[SimulatedDrive] = [
+        self.substeps = control.physics_substeps
+        self._plant_drives: list[SimulatedDrive | RealisticDrive] = [
             drive_for_joint(params, name, absolute_encoder=absolute_encoders) for name in AXES
         ]
-        self.drives: dict[str, SimulatedDrive] = {
+        armature = np.array([d.reflected_inertia for d in self._plant_drives])
+        self.plant: MujocoPlant | RealisticPlant
+        if plant == "realistic":
+            self.plant = RealisticPlant(
+                params,
+                params.plant,
+                self._plant_drives,
+                self.dt / self.substeps,
+                compensated=True,
+                rng=np.random.default_rng(seed),
+            )
+            self._plant_drives = list(self.plant.drives)  # the plant's wrappers (delay, noise)
+        else:
+            self.plant = MujocoPlant(params, armature, self.dt / self.substeps)
+        self.plant_kind = plant
+        self.drives: dict[str, SimulatedDrive | RealisticDrive] = {
             name: drive for name, drive in zip(AXES, self._plant_drives, strict=True) if name in joints
         }
-        armature = np.array([d.reflected_inertia for d in self._plant_drives])
-        self.substeps = control.physics_substeps
-        self.plant = MujocoPlant(params, armature, self.dt / self.substeps)
         limits = JointLimits.from_parameters(params)
         if initial is not None:
             q0 = np.array(initial, dtype=float)
@@ -87,7 +112,14 @@ class SimulatedBackend:
         loaded = load_task(task)
         if not isinstance(loaded, IncisionTask):
             raise ValueError(f"task {task!r} has no bone: give an incision task")
-        self.tip_force = BoneContact(self.plant, Drilling(loaded.entry, loaded.direction, loaded.bone))
+        contact = BoneContact(self.plant, Drilling(loaded.entry, loaded.direction, loaded.bone))
+        if isinstance(self.plant, RealisticPlant):  # its cutting forces (skiving, chatter) too
+            self.plant.set_drilling(loaded.entry, loaded.direction, contact.thrust)
+        self.tip_force = contact
+
+    def true_tip(self) -> np.ndarray:
+        """(3,) m, world: the plant's drill tip (simulation ground truth, module docstring)."""
+        return np.array(self.plant.tip, dtype=float)
 
     def before_read(self) -> None:
         """Latch every encoder at the plant's state."""

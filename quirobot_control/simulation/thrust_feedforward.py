@@ -45,19 +45,67 @@ def thrust_feedforward(
     """(N, 6) joint efforts (N or N*m) that balance the predicted thrust along the plan."""
     kinematics = KinematicModel.from_parameters(params)
     q = trajectory.positions
-    arm, feed = q[:, :FEED_INDEX], q[:, FEED_INDEX]
-
-    def tip_of(joints: np.ndarray) -> np.ndarray:
-        poses = forward_kinematics(joints, kinematics)
-        return poses[:, :3, 3] + poses[:, :3, 2] * feed[:, None]
-
-    tip = tip_of(arm)
+    tip = _tips(q, kinematics)
     force = -planned_thrust(trajectory, tip, entry, direction, bone)[:, None] * direction  # (N, 3)
-    efforts = np.zeros_like(q)
+    return _balancing_efforts(q, tip, force, kinematics)
+
+
+class ThrustFeedForward:
+    """The same feed-forward cycle by cycle, from each period's commanded joints (what a drive
+    bridge receives from the trajectory controllers) instead of the whole plan: the bone model's
+    thrust at the commanded tip (depth below `entry` along `direction`, its rate by backward
+    difference over `dt`), balanced by J(q)^T f. A drive bridge's compensation on the realistic
+    plant, as `thrust_feedforward` is the closed-loop simulation's."""
+
+    def __init__(
+        self,
+        params: RobotParameters,
+        entry: np.ndarray,
+        direction: np.ndarray,
+        bone: BoneParameters,
+        dt: float,
+    ) -> None:
+        self.kinematics = KinematicModel.from_parameters(params)
+        self.entry = np.asarray(entry, dtype=float)
+        self.direction = np.asarray(direction, dtype=float)
+        self.model = BoneThrust(bone)
+        self.dt = dt
+        self._depth: float | None = None
+
+    def update(self, q: np.ndarray) -> np.ndarray:
+        """(6,) joint efforts (N or N*m, AXES order) for the commanded joints q (6,) of this period."""
+        q = np.asarray(q, dtype=float)[None, :]
+        tip = _tips(q, self.kinematics)
+        depth = float((tip[0] - self.entry) @ self.direction)
+        rate = 0.0 if self._depth is None else (depth - self._depth) / self.dt
+        self._depth = depth
+        thrust = self.model.update(self.dt, depth, rate)
+        if thrust == 0.0:  # out of the bone: no Jacobian to evaluate (most of a goal's periods)
+            return np.zeros(q.shape[1])
+        return _balancing_efforts(q, tip, -thrust * self.direction[None, :], self.kinematics)[0]
+
+
+def _tips(q: np.ndarray, kinematics: KinematicModel) -> np.ndarray:
+    """(N, 3) m: the drill tip of joints q (N, 6): tool0 moved along its z axis by the feed."""
+    poses = forward_kinematics(q[:, :FEED_INDEX], kinematics)
+    return poses[:, :3, 3] + poses[:, :3, 2] * q[:, FEED_INDEX, None]
+
+
+def _balancing_efforts(
+    q: np.ndarray, tip: np.ndarray, force: np.ndarray, kinematics: KinematicModel
+) -> np.ndarray:
+    """(N, 6) joint efforts J(q)^T f balancing the world force f (N, 3) N at the tips (N, 3) of q (N, 6):
+    the arm's columns by finite differences (JACOBIAN_STEP, the shifted poses in one batch), the
+    feed's along the tool axis."""
+    n = len(q)
+    shifted = np.repeat(q[None, :, :], FEED_INDEX, axis=0)  # (5, N, 6): joint i shifted in [i]
     for i in range(FEED_INDEX):
-        shifted = arm.copy()
-        shifted[:, i] += JACOBIAN_STEP
-        efforts[:, i] = np.einsum("nk,nk->n", (tip_of(shifted) - tip) / JACOBIAN_STEP, force)
-    axis = forward_kinematics(arm, kinematics)[:, :3, 2]
+        shifted[i, :, i] += JACOBIAN_STEP
+    columns = (
+        _tips(shifted.reshape(-1, q.shape[1]), kinematics).reshape(FEED_INDEX, n, 3) - tip
+    ) / JACOBIAN_STEP
+    efforts = np.zeros_like(q)
+    efforts[:, :FEED_INDEX] = np.einsum("ink,nk->ni", columns, force)
+    axis = forward_kinematics(q[:, :FEED_INDEX], kinematics)[:, :3, 2]
     efforts[:, FEED_INDEX] = np.einsum("nk,nk->n", axis, force)
     return efforts

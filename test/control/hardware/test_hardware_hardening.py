@@ -318,6 +318,36 @@ def test_the_effort_limit_bounds_the_command_whatever_the_feed_forward(parameter
         rig.t += DT
 
 
+def test_a_load_feed_forward_adds_to_the_motion_feed_forward_until_cleared(parameters, control, info):
+    """set_load_feedforward: the process load (a drive bridge's bone thrust) on top of the effort
+    feed-forward, in the feed drive's delivered force; None clears it."""
+    rig = _hardware_in(LifecycleState.ACTIVE, parameters, control, info)
+    hw = rig.hardware
+    feed = next(joint for joint in hw.joints if joint.name == "drill_feed")
+
+    def delivered(effort: float, load: np.ndarray | None) -> float:
+        """N: the current the hardware commands the feed drive (CSP: its current feed-forward) as
+        force, after one cycle with these feed-forwards."""
+        hw.set_commands(rig.t, np.array(Q0), np.zeros(6), effort=np.array([0, 0, 0, 0, 0, effort]))
+        hw.set_load_feedforward(load)
+        hw.read(rig.t, DT)
+        assert hw.write(rig.t, DT) is ReturnType.OK, hw.stop_reason
+        rig.t += DT
+        return feed.current_command * feed.current_gain
+
+    load = np.array([0, 0, 0, 0, 0, 12.5])
+    base = delivered(5.0, None)
+    assert delivered(5.0, load) - base == pytest.approx(12.5, rel=1e-6)
+    assert delivered(5.0, None) == pytest.approx(base, rel=1e-9, abs=1e-9)
+
+
+def test_a_non_finite_load_feed_forward_stops_every_drive_naming_the_joint(parameters, control, info):
+    rig = _hardware_in(LifecycleState.ACTIVE, parameters, control, info)
+    rig.hardware.set_load_feedforward(np.array([0, 0, 0, math.nan, 0, 0]))
+    assert rig.hardware.stop_reason is not None and "wrist_yaw" in rig.hardware.stop_reason
+    assert "load feed-forward" in rig.hardware.stop_reason
+
+
 def test_measured_velocity_above_the_limit_is_a_fault(parameters, control, info, limits):
     rig = _hardware_in(LifecycleState.ACTIVE, parameters, control, info)
     for _ in range(5):
