@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "plant, each with its plant drawn from the parameter file's distributions and its entry point "
             "and axis drawn over the workspace, and print p50/p95/max of the entry error, lateral "
             "deviation, axis angle error and depth error (from the plant's true tip), with a histogram "
-            "plot. Each sample also goes through the system stages (a machine drawn from the geometric "
+            "plot. The samples run on a local Dask cluster, one process per core (--workers, --scheduler; "
+            "--serial in this process), the same numbers for a seed whatever the worker count. "
+            "Each sample also goes through the system stages (a machine drawn from the geometric "
             "error distributions: uncalibrated, laser-calibrated, registered with 4 fiducials and an "
             "optical tracker). --json: {samples, entry_error, lateral_deviation, axis_angle_error, "
             "depth_error: {p50, p95, max}, system: {uncalibrated, calibrated, registered: {entry_error, "
@@ -40,15 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="samples run on a local Dask cluster of this many processes (default 1: in this process)",
+        help="processes of the local Dask cluster the samples run on (default: one per core; "
+        "0: in this process, as --serial)",
     )
     parser.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="run the samples on an existing Dask scheduler (tcp://host:8786)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--serial", action="store_true", help="run the samples in this process, no Dask cluster"
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar on stderr (none when not a TTY)"
+    )
     parser.set_defaults(handler=accuracy)
 
 
@@ -60,19 +67,13 @@ def accuracy(args: argparse.Namespace) -> int:
     from quirobot_description.parameters import load_parameters
 
     check_samples(args.samples)
-    if args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    runner = None
-    if args.workers > 1 or args.scheduler is not None:
-        from quirobot_control.analysis.accuracy_cluster import dask_runner
-
-        runner = dask_runner(args.workers, args.scheduler)
+    runner = _runner(args)
     plot = Path(args.plot)
     output_folder(plot.parent)
     plot = output_file(plot, ".png")
     params = load_parameters()
     bar = None
-    if not args.no_progress:
+    if not args.no_progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(total=args.samples, unit="incision", desc="accuracy", file=sys.stderr)
@@ -112,3 +113,18 @@ def accuracy(args: argparse.Namespace) -> int:
         )
     print(f"  plot: {plot}")
     return 0
+
+
+def _runner(args: argparse.Namespace):
+    """Where the samples run: None (in this process) with --serial or --workers 0, else a Dask
+    runner on --scheduler or on a local cluster of --workers processes (default one per core)."""
+    if args.workers is not None and args.workers < 0:
+        raise ValueError(f"--workers must be 0 (in this process) or more, got {args.workers}")
+    serial = args.serial or args.workers == 0
+    if serial and args.scheduler is not None:
+        raise ValueError("--scheduler runs the samples on Dask: drop --serial / --workers 0")
+    if serial:
+        return None
+    from quirobot_control.analysis.accuracy_cluster import dask_runner
+
+    return dask_runner(args.workers, args.scheduler)

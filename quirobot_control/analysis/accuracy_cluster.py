@@ -9,6 +9,7 @@ the GIL, so threads would not run side by side. dask and distributed are importe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from quirobot_control.analysis.accuracy import BudgetSetup, run_indexed_sample
@@ -28,7 +29,10 @@ def dask_runner(workers: int | None = None, scheduler: str | None = None) -> Cal
         cluster = None
         if scheduler is None:
             cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=workers or local_cores(),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
             )
         client = Client(scheduler if scheduler is not None else cluster)
         try:
@@ -47,3 +51,10 @@ def dask_runner(workers: int | None = None, scheduler: str | None = None) -> Cal
                 cluster.close()
 
     return run
+
+
+def local_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -16,11 +16,14 @@ from quirobot_control.analysis.accuracy import MAX_SAMPLES, axis_angle_error, sh
 from quirobot_control.planning.tasks import load_task
 
 
-def test_json_contract_with_two_samples(tmp_path, capsys):
+def test_json_contract_with_two_samples(tmp_path, capsys, monkeypatch):
+    import sys
+
     from quirobot_cli.cli import main
 
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the bar shows on a terminal only
     plot = tmp_path / "accuracy.png"
-    code = main(["accuracy", "--samples", "2", "--json", "--plot", str(plot)])
+    code = main(["accuracy", "--samples", "2", "--serial", "--json", "--plot", str(plot)])
     captured = capsys.readouterr()
     document = json.loads(captured.out)
     assert code == 0
@@ -41,6 +44,41 @@ def test_json_contract_with_two_samples(tmp_path, capsys):
     # The closed loop's entry error is part of every stage (added as a bound).
     assert document["system"]["calibrated"]["entry_error"]["max"] >= document["entry_error"]["p50"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    from quirobot_cli.cli import main
+
+    code = main(["accuracy", "--samples", "1", "--workers", "0", "--json", "--plot", str(tmp_path / "a.png")])
+    assert code == 0 and "incision" not in capsys.readouterr().err
+
+
+def _runner_for(words: list[str]):
+    from quirobot_cli.accuracy_commands import _runner
+    from quirobot_cli.cli import build_parser
+
+    return _runner(build_parser().parse_args(["accuracy", *words]))
+
+
+def test_the_samples_run_on_dask_by_default_and_in_process_on_request():
+    assert callable(_runner_for([]))  # a local cluster, one worker per core
+    assert callable(_runner_for(["--workers", "2"]))
+    assert callable(_runner_for(["--scheduler", "tcp://127.0.0.1:8786"]))
+    assert _runner_for(["--serial"]) is None
+    assert _runner_for(["--workers", "0"]) is None
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--workers", "-1"], "--workers must be 0"),
+        (["--serial", "--scheduler", "tcp://127.0.0.1:8786"], "drop --serial"),
+        (["--workers", "0", "--scheduler", "tcp://127.0.0.1:8786"], "drop --serial"),
+    ],
+)
+def test_contradictory_runner_options_are_refused(words, message):
+    with pytest.raises(ValueError, match=message):
+        _runner_for(words)
 
 
 @pytest.mark.parametrize("samples", ["0", str(MAX_SAMPLES + 1)])
