@@ -34,6 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Expand the xacro description and print the URDF XML on stdout.",
     )
     _tool_hardware(urdf)
+    urdf.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="calibration file (quirobot calibrate --output): its joint-origin errors in the joint "
+        "origins and gantry axes (straightness has no URDF form: left out, said on stderr)",
+    )
     urdf.set_defaults(handler=_urdf)
 
     export = add_verb(
@@ -104,7 +111,19 @@ def _tool_hardware(parser: argparse.ArgumentParser, hardware: bool = True) -> No
 
 
 def _urdf(args: argparse.Namespace) -> int:
-    sys.stdout.write(robot_description(args.tool, args.hardware, parameter_file=args.parameter_file))
+    text = robot_description(
+        args.tool, args.hardware, parameter_file=args.parameter_file, calibration_file=args.calibration
+    )
+    if args.calibration is not None:
+        from quirobot_description.geometric_errors import read_calibration
+
+        errors = read_calibration(args.calibration)
+        bows = [name for name in errors.names() if "straightness" in name and getattr(errors, name) != 0.0]
+        if bows:
+            print(
+                f"quirobot urdf: {', '.join(bows)} left out (straightness has no URDF form)", file=sys.stderr
+            )
+    sys.stdout.write(text)
     return 0
 
 
