@@ -99,6 +99,11 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
         raise DescriptionError(f"xacro failed on {XACRO_FILE.name}: {message}") from error
 
 
+def clear_expansion_cache() -> None:
+    """Forget the cached expansions (bench/accuracy.py times a sample with and without them)."""
+    _expanded.cache_clear()
+
+
 def robot_description(
     tool: str = "drill",
     hardware: str = "mock",
