@@ -16,14 +16,22 @@ from quirobot_control.analysis.accuracy import MAX_SAMPLES, axis_angle_error, sh
 from quirobot_control.planning.tasks import load_task
 
 
+def _no_local_cluster(*args, **kwargs):
+    raise AssertionError("a local Dask cluster was started")
+
+
 def test_json_contract_with_two_samples(tmp_path, capsys, monkeypatch):
     import sys
+
+    import distributed
 
     from quirobot_cli.cli import main
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the bar shows on a terminal only
+    # By default two samples run in this process: a cluster's start-up would outweigh its gain.
+    monkeypatch.setattr(distributed, "LocalCluster", _no_local_cluster)
     plot = tmp_path / "accuracy.png"
-    code = main(["accuracy", "--samples", "2", "--serial", "--json", "--plot", str(plot)])
+    code = main(["accuracy", "--samples", "2", "--json", "--plot", str(plot)])
     captured = capsys.readouterr()
     document = json.loads(captured.out)
     assert code == 0
@@ -60,12 +68,28 @@ def _runner_for(words: list[str]):
     return _runner(build_parser().parse_args(["accuracy", *words]))
 
 
-def test_the_samples_run_on_dask_by_default_and_in_process_on_request():
-    assert callable(_runner_for([]))  # a local cluster, one worker per core
-    assert callable(_runner_for(["--workers", "2"]))
-    assert callable(_runner_for(["--scheduler", "tcp://127.0.0.1:8786"]))
-    assert _runner_for(["--serial"]) is None
-    assert _runner_for(["--workers", "0"]) is None
+def test_by_default_only_a_large_run_on_several_cores_goes_to_a_local_cluster(monkeypatch):
+    import quirobot_cli.accuracy_commands as commands
+
+    # docs/accuracy.md: ~5 s of start-up against ~5 s per sample, so 8 samples at least
+    monkeypatch.setattr(commands, "local_cores", lambda: 2)
+    assert _runner_for(["--samples", "1"]) is None
+    assert _runner_for(["--samples", "7"]) is None
+    assert callable(_runner_for(["--samples", "8"]))
+    assert callable(_runner_for([]))  # the default 20 samples
+    monkeypatch.setattr(commands, "local_cores", lambda: 1)  # one core: a cluster never gains
+    assert _runner_for(["--samples", "1000"]) is None
+
+
+def test_workers_and_scheduler_force_dask_and_serial_forces_this_process(monkeypatch):
+    import quirobot_cli.accuracy_commands as commands
+
+    monkeypatch.setattr(commands, "local_cores", lambda: 2)
+    assert callable(_runner_for(["--samples", "1", "--workers", "2"]))
+    assert callable(_runner_for(["--samples", "1", "--workers", "1"]))
+    assert callable(_runner_for(["--samples", "1", "--scheduler", "tcp://127.0.0.1:8786"]))
+    assert _runner_for(["--samples", "1000", "--serial"]) is None
+    assert _runner_for(["--samples", "1000", "--workers", "0"]) is None
 
 
 @pytest.mark.parametrize(
