@@ -192,15 +192,37 @@ def _quirobot_urdf(capsys, *words: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+def _quirobot_export(capsys, tmp_path, *words: str) -> tuple[int, str, str]:
+    """`quirobot export DIR ...` as _quirobot_urdf: (exit code, the URDF it wrote, stderr)."""
+    from quirobot_cli.cli import main
+
+    directory = tmp_path / "export"
+    code = main(["export", str(directory), *words])
+    captured = capsys.readouterr()
+    written = directory / "robot.urdf"
+    assert code != 0 or captured.out.strip() == str(written)
+    return code, written.read_text() if written.exists() else "", captured.err
+
+
+def _urdf_from(verb: str, capsys, tmp_path, *words: str) -> tuple[int, str, str]:
+    if verb == "urdf":
+        return _quirobot_urdf(capsys, *words)
+    return _quirobot_export(capsys, tmp_path, *words)
+
+
 @pytest.mark.engines
-def test_quirobot_urdf_with_a_calibration_matches_the_calibrated_fk_in_pinocchio(tmp_path, capsys, model):
-    """The calibration file reaches the URDF: pinocchio's FK of `quirobot urdf --calibration` is the
-    calibrated model's FK (quirobot_kinematics), straightness aside (no URDF form)."""
+@pytest.mark.parametrize("verb", ["urdf", "export"])
+def test_quirobot_urdf_with_a_calibration_matches_the_calibrated_fk_in_pinocchio(
+    tmp_path, capsys, model, verb
+):
+    """The calibration file reaches the URDF: pinocchio's FK of `quirobot urdf --calibration` (and
+    of the file `quirobot export --calibration` writes) is the calibrated model's FK
+    (quirobot_kinematics), straightness aside (no URDF form)."""
     pin = pytest.importorskip("pinocchio")
     bowless = {name: 0.0 for name in GeometricErrors.names() if "straightness" in name}
     errors = replace(drawn_errors(13, scale=20.0), **bowless)  # large: a wrong sign shows far above 1e-9
     path = _calibration_file(tmp_path, errors)
-    code, text, err = _quirobot_urdf(capsys, "--calibration", str(path))
+    code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
     assert code == 0 and err == ""
     calibrated = kinematic_model(calibration=path)
     pin_model = pin.buildModelFromXML(text)
@@ -243,20 +265,22 @@ def test_quirobot_urdf_without_a_calibration_keeps_the_nominal_origins(tmp_path,
             )
 
 
-def test_quirobot_urdf_says_the_straightness_it_leaves_out(tmp_path, capsys):
+@pytest.mark.parametrize("verb", ["urdf", "export"])
+def test_quirobot_urdf_says_the_straightness_it_leaves_out(tmp_path, capsys, verb):
     path = _calibration_file(tmp_path, replace(GeometricErrors.zero(), y_straightness_z=2e-5))
-    code, text, err = _quirobot_urdf(capsys, "--calibration", str(path))
+    code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
     assert code == 0 and text.startswith("<?xml")
-    assert err.count("\n") == 1 and "y_straightness_z left out" in err
+    assert err.count("\n") == 1 and f"quirobot {verb}: y_straightness_z left out" in err
 
 
-def test_quirobot_urdf_refuses_a_bad_calibration_file_by_key(tmp_path, capsys):
+@pytest.mark.parametrize("verb", ["urdf", "export"])
+def test_quirobot_urdf_refuses_a_bad_calibration_file_by_key(tmp_path, capsys, verb):
     document = calibration_document(GeometricErrors.zero(), "calibration campaign test")
     document["geometric_errors"]["wrist_yaw_tilt_x"]["unit"] = "deg"
     path = tmp_path / "bad.yaml"
     import yaml
 
     path.write_text(yaml.safe_dump(document))
-    code, text, err = _quirobot_urdf(capsys, "--calibration", str(path))
+    code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
     assert code == 2 and text == ""
     assert err.count("\n") == 1 and "wrist_yaw_tilt_x: unit must be rad" in err
