@@ -8,16 +8,19 @@
    lateral deviation, axis angle error and depth error; target p95 lateral <= 0.2 mm. Too long
    for CI (a few seconds of wall time per sample), so it lives here; --jobs splits the samples
    over processes (each its own seed range: the figures differ from one process's by sampling).
-3. Throughput of one sample, in samples per second per core: K samples in this process before
-   the speed-up (the description expanded anew for each, as before the expansion cache) and
-   after it, then 2K on `quirobot accuracy`'s default runner (a Dask local cluster, one process
-   per core; its start-up counted). cProfile of one sample: about 70 % in the realistic plant's
-   period (six simulated drives at 5 substeps each, pure Python), 10 % expanding the xacro twice.
+3. Where a sample's time goes and when a local Dask cluster pays: the first-call cost in this
+   process, the two xacro expansions cold and cached, K samples in this process; a local
+   cluster of one process per core: its start-up, a worker's CPU when ready and the first-call
+   cost in a fresh worker; the break-even sample count on idle cores against
+   accuracy_cluster.DASK_MIN_SAMPLES, and that many samples both ways end to end. cProfile of one
+   sample: about 70 % in the realistic plant's period (six simulated drives at 5 substeps each,
+   pure Python), 10 % expanding the xacro twice (now cached per process).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -31,7 +34,7 @@ from quirobot_control.analysis.accuracy import (
     run_accuracy,
     run_indexed_sample,
 )
-from quirobot_control.analysis.accuracy_cluster import dask_runner, local_cores
+from quirobot_control.analysis.accuracy_cluster import DASK_MIN_SAMPLES, DaskRunner, local_cores
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_description.export import export_urdf
 from quirobot_description.parameters import load_parameters
@@ -65,45 +68,70 @@ def _run(args: argparse.Namespace) -> None:
     _throughput(args.throughput_samples)
 
 
+def _timed_sample(setup, index: int) -> float:
+    """Wall time (s) of sample `index` where it runs (this process or a Dask worker)."""
+    start = time.perf_counter()
+    run_indexed_sample(setup, index)
+    return time.perf_counter() - start
+
+
 def _throughput(count: int) -> None:
     params = load_parameters()
     setup = budget_setup(params, seed=0)
-    run_indexed_sample(setup, 0)  # imports and first-call costs out of the timings
-    print(f"\n3. throughput of one sample ({count} samples each; samples per second per core)")
+    print(f"\n3. a sample's time, and when a local Dask cluster pays ({count} samples per timing)")
+    first = _timed_sample(setup, 0)  # imports, scipy, the xacro expansion, the first MuJoCo model
+    again = _timed_sample(setup, 0)
+    print(f"   first-call cost in this process (sample 0 first, again)   {first - again:8.2f} s")
     for label, cold in (("cold", True), ("cached", False)):
         if cold:
             clear_expansion_cache()
         start = time.perf_counter()
         robot_description("drill", "mock")
         export_urdf(tempfile.mkdtemp(), tool="drill")
-        print(f"   the two expansions of a sample, {label:<30}{time.perf_counter() - start:8.3f} s")
-    rates = {}
-    for label, cold in (
-        ("before: description expanded per sample", True),
-        ("after: expansion cached", False),
-    ):
-        times = []
-        for k in range(1, count + 1):
-            if cold:
-                clear_expansion_cache()
-            start = time.perf_counter()
-            run_indexed_sample(setup, k)
-            times.append(time.perf_counter() - start)
-        rates[label] = 1.0 / min(times)  # the least disturbed sample: the machine is shared
-        print(
-            f"   {label:<48}{rates[label]:8.3f}  (best {min(times):.2f} s, mean "
-            f"{sum(times) / count:.2f} s per sample, 1 core)"
-        )
-    before, after = rates.values()
-    print(f"   speed-up of one sample: x{after / before:.2f} (aim x3)")
+        print(f"   the two expansions of a sample, {label:<27}{time.perf_counter() - start:8.2f} s")
+    times = [_timed_sample(setup, k) for k in range(1, count + 1)]
+    per_sample = min(times)  # the least disturbed sample: the machine is shared
+    print(
+        f"   one sample in this process (best, mean)                   {per_sample:8.2f} s, "
+        f"{sum(times) / count:.2f} s"
+    )
+
+    from distributed import Client, LocalCluster
+
     cores = local_cores()
     start = time.perf_counter()
-    run_accuracy(params, 2 * count, seed=0, runner=dask_runner())
-    elapsed = time.perf_counter() - start
-    print(
-        f"   {f'Dask local cluster, {cores} processes (start-up counted)':<48}"
-        f"{2 * count / elapsed / cores:8.3f}  ({2 * count / elapsed:.3f} samples/s in all)"
+    cluster = LocalCluster(n_workers=cores, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster)
+    startup = time.perf_counter() - start
+    try:
+        ready_cpu = sum(client.run(time.process_time).values()) / cores
+        shared = client.scatter(setup, broadcast=True)
+        extra = []
+        for worker in client.scheduler_info()["workers"]:
+            cold, warm = (
+                client.submit(_timed_sample, shared, 0, workers=[worker], pure=False).result()
+                for _ in range(2)
+            )
+            extra.append(cold - warm)
+    finally:
+        client.close()
+        cluster.close()
+    worker_extra = sum(extra) / len(extra)
+    print(f"   local cluster of {cores} processes: LocalCluster and Client ready    {startup:8.2f} s")
+    print(f"   CPU of a worker process when ready (imports)               {ready_cpu:8.2f} s")
+    print(f"   first-call cost of a fresh worker (its sample 0 first, again) {worker_extra:5.2f} s")
+    overhead = startup + worker_extra - (first - again)
+    even = next(
+        (n for n in range(1, 1001) if overhead + math.ceil(n / cores) * per_sample < n * per_sample), None
     )
+    print(
+        f"   break-even on {cores} idle cores: {even} samples (cluster overhead {overhead:.1f} s); "
+        f"quirobot accuracy's default uses the cluster from {DASK_MIN_SAMPLES}"
+    )
+    for label, runner in (("in this process", None), (f"on a local cluster of {cores}", DaskRunner())):
+        start = time.perf_counter()
+        run_accuracy(params, DASK_MIN_SAMPLES, seed=0, runner=runner)
+        print(f"   {DASK_MIN_SAMPLES} samples {label:<48}{time.perf_counter() - start:8.1f} s")
 
 
 def _budget(args: argparse.Namespace) -> None:

@@ -8,7 +8,7 @@ import math
 import sys
 
 from quirobot_cli.verb_parser import add_verb
-from quirobot_control.analysis.accuracy_cluster import DASK_MIN_SAMPLES, cluster_pays, local_cores
+from quirobot_control.analysis.accuracy_cluster import DASK_MIN_SAMPLES, DaskRunner, cluster_pays, idle_cores
 
 DEFAULT_PLOT = "quirobot_output/accuracy.png"
 
@@ -23,10 +23,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "plant, each with its plant drawn from the parameter file's distributions and its entry point "
             "and axis drawn over the workspace, and print p50/p95/max of the entry error, lateral "
             "deviation, axis angle error and depth error (from the plant's true tip), with a histogram "
-            f"plot. From {DASK_MIN_SAMPLES} samples on 2 cores or more the samples run on a local Dask "
-            "cluster, one process per core (its start-up, about 5 s, outweighs the gain on fewer: a sample "
-            "takes about 5 s), fewer in this process; --workers N or --scheduler ADDRESS always run them "
-            "on Dask, --serial in this process; the same numbers for a seed whatever the path. "
+            f"plot. From {DASK_MIN_SAMPLES} samples with 2 idle cores or more (the cores less the load "
+            "average) the samples run on a local Dask cluster, one process per idle core (a sample takes "
+            "about 4.5 s, the cluster's start-up about 1.5 s; a worker on a busy core gains nothing), "
+            "else in this process; --workers N or --scheduler ADDRESS always run them on Dask, --serial "
+            "in this process; the same numbers for a seed whatever the path. "
             "Each sample also goes through the system stages (a machine drawn from the geometric "
             "error distributions: uncalibrated, laser-calibrated, registered with 4 fiducials and an "
             "optical tracker). --json: {samples, entry_error, lateral_deviation, axis_angle_error, "
@@ -45,8 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        help="run the samples on a local Dask cluster of this many processes (default: one per core "
-        f"from {DASK_MIN_SAMPLES} samples, else in this process; 0: in this process, as --serial)",
+        help="run the samples on a local Dask cluster of this many processes (default: one per idle "
+        f"core from {DASK_MIN_SAMPLES} samples and 2 idle cores, else in this process; 0: in this "
+        "process, as --serial)",
     )
     parser.add_argument(
         "--scheduler",
@@ -120,16 +122,19 @@ def accuracy(args: argparse.Namespace) -> int:
 
 def _runner(args: argparse.Namespace):
     """Where the samples run: None (in this process) with --serial or --workers 0, or by default
-    when a local cluster does not pay (accuracy_cluster.cluster_pays: too few samples or one
-    core); else a Dask runner on --scheduler or a local cluster of --workers (default one per core)."""
+    when a local cluster does not pay (accuracy_cluster.cluster_pays: too few samples or fewer
+    than 2 idle cores); else a Dask runner on --scheduler or a local cluster of --workers
+    processes (default one per idle core)."""
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be 0 (in this process) or more, got {args.workers}")
     serial = args.serial or args.workers == 0
     if serial and args.scheduler is not None:
         raise ValueError("--scheduler runs the samples on Dask: drop --serial / --workers 0")
-    default = args.workers is None and args.scheduler is None
-    if serial or (default and not cluster_pays(args.samples, local_cores())):
+    if serial:
         return None
-    from quirobot_control.analysis.accuracy_cluster import dask_runner
-
-    return dask_runner(args.workers, args.scheduler)
+    workers = args.workers
+    if workers is None and args.scheduler is None:
+        workers = idle_cores()
+        if not cluster_pays(args.samples, workers):
+            return None
+    return DaskRunner(workers, args.scheduler)

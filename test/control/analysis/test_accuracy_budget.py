@@ -29,6 +29,7 @@ def test_json_contract_with_two_samples(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the bar shows on a terminal only
     # By default two samples run in this process: a cluster's start-up would outweigh its gain.
+    monkeypatch.setattr("quirobot_cli.accuracy_commands.idle_cores", lambda: 8)
     monkeypatch.setattr(distributed, "LocalCluster", _no_local_cluster)
     plot = tmp_path / "accuracy.png"
     code = main(["accuracy", "--samples", "2", "--json", "--plot", str(plot)])
@@ -68,26 +69,42 @@ def _runner_for(words: list[str]):
     return _runner(build_parser().parse_args(["accuracy", *words]))
 
 
-def test_by_default_only_a_large_run_on_several_cores_goes_to_a_local_cluster(monkeypatch):
+def test_by_default_only_a_run_of_4_samples_with_2_idle_cores_goes_to_a_local_cluster(monkeypatch):
     import quirobot_cli.accuracy_commands as commands
 
-    # docs/accuracy.md: ~5 s of start-up against ~5 s per sample, so 8 samples at least
-    monkeypatch.setattr(commands, "local_cores", lambda: 2)
+    # docs/accuracy.md: ~1.5 s of start-up against ~4.5 s a sample, and a margin: 4 samples
+    monkeypatch.setattr(commands, "idle_cores", lambda: 2)
     assert _runner_for(["--samples", "1"]) is None
-    assert _runner_for(["--samples", "7"]) is None
-    assert callable(_runner_for(["--samples", "8"]))
-    assert callable(_runner_for([]))  # the default 20 samples
-    monkeypatch.setattr(commands, "local_cores", lambda: 1)  # one core: a cluster never gains
+    assert _runner_for(["--samples", "3"]) is None
+    assert _runner_for(["--samples", "4"]).workers == 2
+    monkeypatch.setattr(commands, "idle_cores", lambda: 3)
+    assert _runner_for([]).workers == 3  # the default 20 samples, a worker per idle core
+    monkeypatch.setattr(commands, "idle_cores", lambda: 1)  # the other cores busy: no gain
     assert _runner_for(["--samples", "1000"]) is None
+
+
+def test_idle_cores_are_the_cores_less_the_load_average(monkeypatch):
+    import os
+
+    from quirobot_control.analysis import accuracy_cluster
+
+    monkeypatch.setattr(accuracy_cluster, "local_cores", lambda: 4)
+    for load, idle in ((0.2, 4), (1.4, 3), (2.6, 1), (9.0, 0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert accuracy_cluster.idle_cores() == idle
 
 
 def test_workers_and_scheduler_force_dask_and_serial_forces_this_process(monkeypatch):
     import quirobot_cli.accuracy_commands as commands
 
-    monkeypatch.setattr(commands, "local_cores", lambda: 2)
-    assert callable(_runner_for(["--samples", "1", "--workers", "2"]))
-    assert callable(_runner_for(["--samples", "1", "--workers", "1"]))
-    assert callable(_runner_for(["--samples", "1", "--scheduler", "tcp://127.0.0.1:8786"]))
+    monkeypatch.setattr(commands, "idle_cores", lambda: 0)
+    assert _runner_for(["--samples", "1", "--workers", "2"]).workers == 2
+    assert _runner_for(["--samples", "1", "--workers", "1"]).workers == 1
+    assert (
+        _runner_for(["--samples", "1", "--scheduler", "tcp://127.0.0.1:8786"]).scheduler
+        == "tcp://127.0.0.1:8786"
+    )
+    monkeypatch.setattr(commands, "idle_cores", lambda: 8)
     assert _runner_for(["--samples", "1000", "--serial"]) is None
     assert _runner_for(["--samples", "1000", "--workers", "0"]) is None
 
@@ -137,11 +154,11 @@ def test_short_incision_starts_at_rest_at_the_standoff_and_keeps_the_feed(parame
 def test_a_dask_run_with_two_workers_equals_the_serial_run(parameters):
     pytest.importorskip("distributed")
     from quirobot_control.analysis.accuracy import run_accuracy
-    from quirobot_control.analysis.accuracy_cluster import dask_runner
+    from quirobot_control.analysis.accuracy_cluster import DaskRunner
 
     serial = run_accuracy(parameters, 2, seed=5)
     done = []
-    clustered = run_accuracy(parameters, 2, seed=5, runner=dask_runner(workers=2), progress=done.append)
+    clustered = run_accuracy(parameters, 2, seed=5, runner=DaskRunner(workers=2), progress=done.append)
     assert sorted(done) == [1, 2]
     assert serial.as_json() == clustered.as_json()
     for a, b in zip(serial.samples, clustered.samples, strict=True):
