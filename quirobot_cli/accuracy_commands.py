@@ -8,6 +8,7 @@ import math
 import sys
 
 from quirobot_cli.verb_parser import add_verb
+from quirobot_control.analysis.accuracy_cluster import DASK_MIN_SAMPLES, DaskRunner, cluster_pays, idle_cores
 
 DEFAULT_PLOT = "quirobot_output/accuracy.png"
 
@@ -22,7 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "plant, each with its plant drawn from the parameter file's distributions and its entry point "
             "and axis drawn over the workspace, and print p50/p95/max of the entry error, lateral "
             "deviation, axis angle error and depth error (from the plant's true tip), with a histogram "
-            "plot. Each sample also goes through the system stages (a machine drawn from the geometric "
+            f"plot. From {DASK_MIN_SAMPLES} samples with 2 idle cores or more (the cores less the load "
+            "average) the samples run on a local Dask cluster, one process per idle core (a sample takes "
+            "about 4.5 s, the cluster's start-up about 1.5 s; a worker on a busy core gains nothing), "
+            "else in this process; --workers N or --scheduler ADDRESS always run them on Dask, --serial "
+            "in this process; the same numbers for a seed whatever the path. "
+            "Each sample also goes through the system stages (a machine drawn from the geometric "
             "error distributions: uncalibrated, laser-calibrated, registered with 4 fiducials and an "
             "optical tracker). --json: {samples, entry_error, lateral_deviation, axis_angle_error, "
             "depth_error: {p50, p95, max}, system: {uncalibrated, calibrated, registered: {entry_error, "
@@ -40,15 +46,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="samples run on a local Dask cluster of this many processes (default 1: in this process)",
+        help="run the samples on a local Dask cluster of this many processes (default: one per idle "
+        f"core from {DASK_MIN_SAMPLES} samples and 2 idle cores, else in this process; 0: in this "
+        "process, as --serial)",
     )
     parser.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="run the samples on an existing Dask scheduler (tcp://host:8786)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--serial", action="store_true", help="run the samples in this process, no Dask cluster"
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar on stderr (none when not a TTY)"
+    )
     parser.set_defaults(handler=accuracy)
 
 
@@ -60,19 +72,13 @@ def accuracy(args: argparse.Namespace) -> int:
     from quirobot_description.parameters import load_parameters
 
     check_samples(args.samples)
-    if args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    runner = None
-    if args.workers > 1 or args.scheduler is not None:
-        from quirobot_control.analysis.accuracy_cluster import dask_runner
-
-        runner = dask_runner(args.workers, args.scheduler)
+    runner = _runner(args)
     plot = Path(args.plot)
     output_folder(plot.parent)
     plot = output_file(plot, ".png")
     params = load_parameters()
     bar = None
-    if not args.no_progress:
+    if not args.no_progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(total=args.samples, unit="incision", desc="accuracy", file=sys.stderr)
@@ -112,3 +118,23 @@ def accuracy(args: argparse.Namespace) -> int:
         )
     print(f"  plot: {plot}")
     return 0
+
+
+def _runner(args: argparse.Namespace):
+    """Where the samples run: None (in this process) with --serial or --workers 0, or by default
+    when a local cluster does not pay (accuracy_cluster.cluster_pays: too few samples or fewer
+    than 2 idle cores); else a Dask runner on --scheduler or a local cluster of --workers
+    processes (default one per idle core)."""
+    if args.workers is not None and args.workers < 0:
+        raise ValueError(f"--workers must be 0 (in this process) or more, got {args.workers}")
+    serial = args.serial or args.workers == 0
+    if serial and args.scheduler is not None:
+        raise ValueError("--scheduler runs the samples on Dask: drop --serial / --workers 0")
+    if serial:
+        return None
+    workers = args.workers
+    if workers is None and args.scheduler is None:
+        workers = idle_cores()
+        if not cluster_pays(args.samples, workers):
+            return None
+    return DaskRunner(workers, args.scheduler)

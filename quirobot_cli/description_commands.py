@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Expand the xacro description and print the URDF XML on stdout.",
     )
     _tool_hardware(urdf)
+    _calibration(urdf)
     urdf.set_defaults(handler=_urdf)
 
     export = add_verb(
@@ -47,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "directory", type=Path, help="output folder (created if missing; its parent must exist)"
     )
     _tool_hardware(export)
+    _calibration(export)
     export.set_defaults(handler=_export)
 
     check = add_verb(
@@ -103,8 +105,34 @@ def _tool_hardware(parser: argparse.ArgumentParser, hardware: bool = True) -> No
     parser.add_argument("--parameter-file", type=Path, help="parameter YAML (default: the shipped one)")
 
 
+def _calibration(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="calibration file (quirobot calibrate --output): its joint-origin errors in the joint "
+        "origins and gantry axes (straightness has no URDF form: left out, said on stderr)",
+    )
+
+
+def _say_straightness_left_out(verb: str, calibration: Path | None) -> None:
+    """One stderr line naming the calibration's non-zero straightness terms (no URDF form)."""
+    if calibration is None:
+        return
+    from quirobot_description.geometric_errors import read_calibration
+
+    errors = read_calibration(calibration)
+    bows = [name for name in errors.names() if "straightness" in name and getattr(errors, name) != 0.0]
+    if bows:
+        print(f"quirobot {verb}: {', '.join(bows)} left out (straightness has no URDF form)", file=sys.stderr)
+
+
 def _urdf(args: argparse.Namespace) -> int:
-    sys.stdout.write(robot_description(args.tool, args.hardware, parameter_file=args.parameter_file))
+    text = robot_description(
+        args.tool, args.hardware, parameter_file=args.parameter_file, calibration_file=args.calibration
+    )
+    _say_straightness_left_out("urdf", args.calibration)
+    sys.stdout.write(text)
     return 0
 
 
@@ -114,8 +142,13 @@ def _export(args: argparse.Namespace) -> int:
     check_choice("tool", args.tool, TOOLS)
     check_choice("hardware", args.hardware, HARDWARE)
     path = export_urdf(
-        output_folder(args.directory), args.tool, args.hardware, parameter_file=args.parameter_file
+        output_folder(args.directory),
+        args.tool,
+        args.hardware,
+        parameter_file=args.parameter_file,
+        calibration_file=args.calibration,
     )
+    _say_straightness_left_out("export", args.calibration)
     print(path)
     return 0
 

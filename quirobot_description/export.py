@@ -25,15 +25,17 @@ def export_urdf(
     hardware: str = "mock",
     *,
     parameter_file: str | Path | None = None,
+    calibration_file: str | Path | None = None,
 ) -> Path:
-    """Write DIRECTORY/robot.urdf (created if needed) and return its path.
+    """Write DIRECTORY/robot.urdf (created if needed) and return its path; with `calibration_file`
+    its joint-origin errors in the joint origins, as urdf.robot_description.
 
     The file needs nothing beside it: primitive shapes only, no package:// URIs, plus a
     <mujoco><compiler .../></mujoco> element so MuJoCo keeps every link. Frame links (tool0,
     drill_tip, camera frames) get an explicit zero-mass <inertial>: without one PyBullet gives
     them 1 kg each.
     """
-    document = expand(tool, hardware, parameter_file=parameter_file)
+    document = expand(tool, hardware, parameter_file=parameter_file, calibration_file=calibration_file)
     robot = document.documentElement
     mujoco = document.createElement("mujoco")
     compiler = document.createElement("compiler")

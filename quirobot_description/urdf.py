@@ -8,12 +8,14 @@ a xacro traceback.
 
 from __future__ import annotations
 
+import functools
 import xml.dom.minidom
 from pathlib import Path
 
 import xacro
 
 from quirobot_description.data_files import DataFileNotFoundError, find_data_file
+from quirobot_description.geometric_errors import read_calibration
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
 
 #: Tools the description can mount on tool0 (xacro arg `tool`).
@@ -52,25 +54,54 @@ def expand(
     *,
     parameter_file: str | Path | None = None,
     controllers_file: str | Path | None = None,
+    calibration_file: str | Path | None = None,
 ) -> xml.dom.minidom.Document:
     """Run xacro on the description; return the expanded URDF document (see robot_description)."""
     check_choice("tool", tool, TOOLS)
     check_choice("hardware", hardware, HARDWARE)
     parameters_path = Path(parameter_file).resolve() if parameter_file is not None else DEFAULT_PARAMETER_FILE
-    load_parameters(parameters_path)  # a malformed file fails here, with the key named
     if controllers_file is None:
         controllers_file = default_controllers_file()
-    mappings = {
-        "tool": tool,
-        "hardware": hardware,
-        "parameter_file": str(parameters_path),
-        "controllers_file": str(Path(controllers_file).resolve()) if controllers_file is not None else "",
-    }
+    mappings = (
+        ("tool", tool),
+        ("hardware", hardware),
+        ("parameter_file", str(parameters_path)),
+        ("controllers_file", str(Path(controllers_file).resolve()) if controllers_file is not None else ""),
+        ("calibration_file", str(Path(calibration_file).resolve()) if calibration_file is not None else ""),
+    )
+    contents = tuple(
+        _contents(Path(value)) if value else None for name, value in mappings if name.endswith("file")
+    )
+    return xml.dom.minidom.parseString(_expanded(mappings, contents))
+
+
+def _contents(path: Path) -> bytes | None:
     try:
-        return xacro.process_file(str(XACRO_FILE), mappings=mappings)
+        return path.read_bytes()
+    except OSError:
+        return None  # the reader below names the missing file
+
+
+@functools.lru_cache(maxsize=16)
+def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | None, ...]) -> str:
+    """The xacro expansion as text, cached: the same arguments and file contents (`contents`, part
+    of the key, so an edited file expands anew) give the same URDF. A closed-loop simulation
+    expands the description twice, about a second of each Monte-Carlo sample before the cache."""
+    del contents  # only the cache key
+    arguments = dict(mappings)
+    load_parameters(arguments["parameter_file"])  # a malformed file fails here, with the key named
+    if arguments["calibration_file"]:
+        read_calibration(arguments["calibration_file"])  # likewise
+    try:
+        return xacro.process_file(str(XACRO_FILE), mappings=arguments).toxml()
     except xacro.XacroException as error:
         message = " ".join(str(error).split())
         raise DescriptionError(f"xacro failed on {XACRO_FILE.name}: {message}") from error
+
+
+def clear_expansion_cache() -> None:
+    """Forget the cached expansions (bench/accuracy.py times a sample with and without them)."""
+    _expanded.cache_clear()
 
 
 def robot_description(
@@ -80,6 +111,7 @@ def robot_description(
     package_uris: bool = True,
     parameter_file: str | Path | None = None,
     controllers_file: str | Path | None = None,
+    calibration_file: str | Path | None = None,
 ) -> str:
     """The expanded URDF XML of QUIROBOT.
 
@@ -89,10 +121,18 @@ def robot_description(
     no such URI either way.
     parameter_file: the parameter YAML (default: the one shipped with the package).
     controllers_file: the controllers YAML named in the gz_ros2_control block (hardware=gazebo).
+    calibration_file: a calibration file (`quirobot calibrate --output`) whose joint-origin errors
+    go into the joint <origin>s and gantry <axis>es (straightness has no URDF form; left out).
     Raises DescriptionError (a ValueError) for an unknown tool or hardware, ParameterError for a
     malformed parameter file.
     """
-    document = expand(tool, hardware, parameter_file=parameter_file, controllers_file=controllers_file)
+    document = expand(
+        tool,
+        hardware,
+        parameter_file=parameter_file,
+        controllers_file=controllers_file,
+        calibration_file=calibration_file,
+    )
     text = document.toprettyxml(indent="  ")
     if not package_uris:
         text = text.replace(f"package://{PACKAGE}/", f"{URDF_DIRECTORY.parent}/")

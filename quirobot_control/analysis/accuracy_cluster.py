@@ -5,34 +5,82 @@ same numbers whatever the worker count and the order the workers finish in; the 
 back in index order. One thread per worker process: a sample is a MuJoCo closed loop holding
 the GIL, so threads would not run side by side. dask and distributed are imported here only
 (`pip install dask distributed`), so the rest of the budget does not need them.
+
+When a local cluster pays (`cluster_pays`), measured on the 2-core CI machine (bench/accuracy.py
+section 3, docs/accuracy.md): one sample takes about 4.5 s in this process; a local cluster of 2
+costs about 1.2 s to start (LocalCluster and Client ready, the workers having imported distributed
+and the budget) and a fresh worker's first sample about 0.4 s more than later ones (scipy, the
+xacro expansion, the first MuJoCo model). On W idle cores a cluster saves about n*t*(1 - 1/W) on n
+samples of t seconds, so on idle cores it pays from 2 samples. The machine is often shared
+(CI runners, other jobs): a worker on a core busy elsewhere runs at half its speed or less, and
+the cluster then loses (8 samples: 49 s on the cluster, 35 s in this process, load average 3-6
+on 2 cores). Hence the default: a worker per idle core (`idle_cores`: the cores less the
+1-minute load average), the cluster only with 2 idle cores or more and DASK_MIN_SAMPLES samples
+or more, a margin over the idle break-even for a load that rises during the run.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from quirobot_control.analysis.accuracy import BudgetSetup, run_indexed_sample
+if TYPE_CHECKING:
+    from quirobot_control.analysis.accuracy import BudgetSetup
+
+#: Fewest samples a default run sends to a local Dask cluster (module docstring: the measurements).
+DASK_MIN_SAMPLES = 4
 
 
-def dask_runner(workers: int | None = None, scheduler: str | None = None) -> Callable:
+def cluster_pays(samples: int, idle: int) -> bool:
+    """Whether a local cluster on `idle` idle cores finishes `samples` samples sooner than this
+    process (module docstring)."""
+    return idle >= 2 and samples >= DASK_MIN_SAMPLES
+
+
+def idle_cores() -> int:
+    """The cores this process may run on less the 1-minute load average (rounded, at least 0):
+    a worker on a core busy elsewhere gains nothing (module docstring)."""
+    cores = local_cores()
+    if not hasattr(os, "getloadavg"):
+        return cores
+    return max(0, cores - round(os.getloadavg()[0]))
+
+
+@dataclass(frozen=True)
+class DaskRunner:
     """A `runner` for run_accuracy: on the scheduler at `scheduler` (an address such as
-    tcp://host:8786) or on a local cluster of `workers` processes (default: one per core)."""
+    tcp://host:8786) or on a local cluster of `workers` processes (default: one per core; never
+    more than the samples, an idle worker costs its start-up and gains nothing)."""
 
-    def run(setup: BudgetSetup, samples: int, progress: Callable[[int], None] | None) -> list:
+    workers: int | None = None
+    scheduler: str | None = None
+
+    def __call__(self, setup: BudgetSetup, samples: int, progress: Callable[[int], None] | None) -> list:
         try:
+            import dask
             from distributed import Client, LocalCluster, as_completed
         except ImportError as error:
             raise RuntimeError(
                 "the Dask runner needs dask and distributed: pip install dask distributed"
             ) from error
+        from quirobot_control.analysis.accuracy import run_indexed_sample
+
         cluster = None
-        if scheduler is None:
-            cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-            )
-        client = Client(scheduler if scheduler is not None else cluster)
+        if self.scheduler is None:
+            # The workers' statistical profiler samples every stack each 10 ms for a dashboard
+            # this cluster does not have.
+            with dask.config.set({"distributed.worker.profile.enabled": False}):
+                cluster = LocalCluster(
+                    n_workers=min(self.workers or local_cores(), samples),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                )
+        client = Client(self.scheduler if self.scheduler is not None else cluster)
         try:
-            shared = client.scatter(setup, broadcast=True)
+            shared = client.scatter(setup, broadcast=True)  # sent once per worker, not per sample
             futures = client.map(run_indexed_sample, [shared] * samples, range(samples), pure=False)
             index = {future.key: k for k, future in enumerate(futures)}
             outcomes: list = [None] * samples
@@ -46,4 +94,9 @@ def dask_runner(workers: int | None = None, scheduler: str | None = None) -> Cal
             if cluster is not None:
                 cluster.close()
 
-    return run
+
+def local_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -174,3 +174,113 @@ def test_a_calibration_file_with_a_wrong_unit_is_refused_by_key(tmp_path):
     path.write_text(yaml.safe_dump(document))
     with pytest.raises(ValueError, match="l4_error: unit must be m"):
         read_calibration(path)
+
+
+def _calibration_file(tmp_path, errors: GeometricErrors):
+    import yaml
+
+    path = tmp_path / "calibration.yaml"
+    path.write_text(yaml.safe_dump(calibration_document(errors, "calibration campaign test")))
+    return path
+
+
+def _quirobot_urdf(capsys, *words: str) -> tuple[int, str, str]:
+    from quirobot_cli.cli import main
+
+    code = main(["urdf", *words])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _quirobot_export(capsys, tmp_path, *words: str) -> tuple[int, str, str]:
+    """`quirobot export DIR ...` as _quirobot_urdf: (exit code, the URDF it wrote, stderr)."""
+    from quirobot_cli.cli import main
+
+    directory = tmp_path / "export"
+    code = main(["export", str(directory), *words])
+    captured = capsys.readouterr()
+    written = directory / "robot.urdf"
+    assert code != 0 or captured.out.strip() == str(written)
+    return code, written.read_text() if written.exists() else "", captured.err
+
+
+def _urdf_from(verb: str, capsys, tmp_path, *words: str) -> tuple[int, str, str]:
+    if verb == "urdf":
+        return _quirobot_urdf(capsys, *words)
+    return _quirobot_export(capsys, tmp_path, *words)
+
+
+@pytest.mark.engines
+@pytest.mark.parametrize("verb", ["urdf", "export"])
+def test_quirobot_urdf_with_a_calibration_matches_the_calibrated_fk_in_pinocchio(
+    tmp_path, capsys, model, verb
+):
+    """The calibration file reaches the URDF: pinocchio's FK of `quirobot urdf --calibration` (and
+    of the file `quirobot export --calibration` writes) is the calibrated model's FK
+    (quirobot_kinematics), straightness aside (no URDF form)."""
+    pin = pytest.importorskip("pinocchio")
+    bowless = {name: 0.0 for name in GeometricErrors.names() if "straightness" in name}
+    errors = replace(drawn_errors(13, scale=20.0), **bowless)  # large: a wrong sign shows far above 1e-9
+    path = _calibration_file(tmp_path, errors)
+    code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
+    assert code == 0 and err == ""
+    calibrated = kinematic_model(calibration=path)
+    pin_model = pin.buildModelFromXML(text)
+    data = pin_model.createData()
+    tip = pin_model.getFrameId("drill_tip")
+    rng = np.random.default_rng(14)
+    worst = 0.0
+    for q in configurations(model, 300, 15):
+        feed = float(rng.uniform(model.feed_lower, model.feed_upper))
+        values = dict(zip(JOINT_NAMES, q, strict=True)) | {"drill_feed": feed}
+        configuration = np.zeros(pin_model.nq)
+        for joint_id in range(1, pin_model.njoints):
+            configuration[pin_model.joints[joint_id].idx_q] = values[pin_model.names[joint_id]]
+        pin.forwardKinematics(pin_model, data, configuration)
+        pin.updateFramePlacements(pin_model, data)
+        expected = fk(q, feed, model=calibrated)
+        np.testing.assert_allclose(data.oMf[tip].homogeneous, expected, rtol=0, atol=1e-9)
+        worst = max(worst, np.linalg.norm(expected[:3, 3] - forward_kinematics(q, model, feed)[:3, 3]))
+    assert worst > 1e-3  # the calibration moved the tip by millimetres: the test sees the origins
+
+
+def test_quirobot_urdf_without_a_calibration_keeps_the_nominal_origins(tmp_path, capsys):
+    zero = _calibration_file(tmp_path, GeometricErrors.zero())
+    _, nominal, _ = _quirobot_urdf(capsys)
+    _, zeroed, _ = _quirobot_urdf(capsys, "--calibration", str(zero))
+    origins = [
+        [(joint.find("origin").attrib, None if joint.find("axis") is None else joint.find("axis").attrib)]
+        for joint in ET.fromstring(nominal).findall("joint")
+    ]
+    for joint, (origin_axis,) in zip(ET.fromstring(zeroed).findall("joint"), origins, strict=True):
+        origin, axis = origin_axis
+        for key, value in origin.items():
+            np.testing.assert_allclose(
+                [float(v) for v in joint.find("origin").get(key).split()], [float(v) for v in value.split()]
+            )
+        if axis is not None:
+            np.testing.assert_allclose(
+                [float(v) for v in joint.find("axis").get("xyz").split()],
+                [float(v) for v in axis["xyz"].split()],
+            )
+
+
+@pytest.mark.parametrize("verb", ["urdf", "export"])
+def test_quirobot_urdf_says_the_straightness_it_leaves_out(tmp_path, capsys, verb):
+    path = _calibration_file(tmp_path, replace(GeometricErrors.zero(), y_straightness_z=2e-5))
+    code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
+    assert code == 0 and text.startswith("<?xml")
+    assert err.count("\n") == 1 and f"quirobot {verb}: y_straightness_z left out" in err
+
+
+@pytest.mark.parametrize("verb", ["urdf", "export"])
+def test_quirobot_urdf_refuses_a_bad_calibration_file_by_key(tmp_path, capsys, verb):
+    document = calibration_document(GeometricErrors.zero(), "calibration campaign test")
+    document["geometric_errors"]["wrist_yaw_tilt_x"]["unit"] = "deg"
+    path = tmp_path / "bad.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(document))
+    code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
+    assert code == 2 and text == ""
+    assert err.count("\n") == 1 and "wrist_yaw_tilt_x: unit must be rad" in err

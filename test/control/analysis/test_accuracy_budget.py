@@ -16,9 +16,21 @@ from quirobot_control.analysis.accuracy import MAX_SAMPLES, axis_angle_error, sh
 from quirobot_control.planning.tasks import load_task
 
 
-def test_json_contract_with_two_samples(tmp_path, capsys):
+def _no_local_cluster(*args, **kwargs):
+    raise AssertionError("a local Dask cluster was started")
+
+
+def test_json_contract_with_two_samples(tmp_path, capsys, monkeypatch):
+    import sys
+
+    import distributed
+
     from quirobot_cli.cli import main
 
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the bar shows on a terminal only
+    # By default two samples run in this process: a cluster's start-up would outweigh its gain.
+    monkeypatch.setattr("quirobot_cli.accuracy_commands.idle_cores", lambda: 8)
+    monkeypatch.setattr(distributed, "LocalCluster", _no_local_cluster)
     plot = tmp_path / "accuracy.png"
     code = main(["accuracy", "--samples", "2", "--json", "--plot", str(plot)])
     captured = capsys.readouterr()
@@ -41,6 +53,73 @@ def test_json_contract_with_two_samples(tmp_path, capsys):
     # The closed loop's entry error is part of every stage (added as a bound).
     assert document["system"]["calibrated"]["entry_error"]["max"] >= document["entry_error"]["p50"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    from quirobot_cli.cli import main
+
+    code = main(["accuracy", "--samples", "1", "--workers", "0", "--json", "--plot", str(tmp_path / "a.png")])
+    assert code == 0 and "incision" not in capsys.readouterr().err
+
+
+def _runner_for(words: list[str]):
+    from quirobot_cli.accuracy_commands import _runner
+    from quirobot_cli.cli import build_parser
+
+    return _runner(build_parser().parse_args(["accuracy", *words]))
+
+
+def test_by_default_only_a_run_of_4_samples_with_2_idle_cores_goes_to_a_local_cluster(monkeypatch):
+    import quirobot_cli.accuracy_commands as commands
+
+    # docs/accuracy.md: ~1.5 s of start-up against ~4.5 s a sample, and a margin: 4 samples
+    monkeypatch.setattr(commands, "idle_cores", lambda: 2)
+    assert _runner_for(["--samples", "1"]) is None
+    assert _runner_for(["--samples", "3"]) is None
+    assert _runner_for(["--samples", "4"]).workers == 2
+    monkeypatch.setattr(commands, "idle_cores", lambda: 3)
+    assert _runner_for([]).workers == 3  # the default 20 samples, a worker per idle core
+    monkeypatch.setattr(commands, "idle_cores", lambda: 1)  # the other cores busy: no gain
+    assert _runner_for(["--samples", "1000"]) is None
+
+
+def test_idle_cores_are_the_cores_less_the_load_average(monkeypatch):
+    import os
+
+    from quirobot_control.analysis import accuracy_cluster
+
+    monkeypatch.setattr(accuracy_cluster, "local_cores", lambda: 4)
+    for load, idle in ((0.2, 4), (1.4, 3), (2.6, 1), (9.0, 0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert accuracy_cluster.idle_cores() == idle
+
+
+def test_workers_and_scheduler_force_dask_and_serial_forces_this_process(monkeypatch):
+    import quirobot_cli.accuracy_commands as commands
+
+    monkeypatch.setattr(commands, "idle_cores", lambda: 0)
+    assert _runner_for(["--samples", "1", "--workers", "2"]).workers == 2
+    assert _runner_for(["--samples", "1", "--workers", "1"]).workers == 1
+    assert (
+        _runner_for(["--samples", "1", "--scheduler", "tcp://127.0.0.1:8786"]).scheduler
+        == "tcp://127.0.0.1:8786"
+    )
+    monkeypatch.setattr(commands, "idle_cores", lambda: 8)
+    assert _runner_for(["--samples", "1000", "--serial"]) is None
+    assert _runner_for(["--samples", "1000", "--workers", "0"]) is None
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--workers", "-1"], "--workers must be 0"),
+        (["--serial", "--scheduler", "tcp://127.0.0.1:8786"], "drop --serial"),
+        (["--workers", "0", "--scheduler", "tcp://127.0.0.1:8786"], "drop --serial"),
+    ],
+)
+def test_contradictory_runner_options_are_refused(words, message):
+    with pytest.raises(ValueError, match=message):
+        _runner_for(words)
 
 
 @pytest.mark.parametrize("samples", ["0", str(MAX_SAMPLES + 1)])
@@ -75,11 +154,11 @@ def test_short_incision_starts_at_rest_at_the_standoff_and_keeps_the_feed(parame
 def test_a_dask_run_with_two_workers_equals_the_serial_run(parameters):
     pytest.importorskip("distributed")
     from quirobot_control.analysis.accuracy import run_accuracy
-    from quirobot_control.analysis.accuracy_cluster import dask_runner
+    from quirobot_control.analysis.accuracy_cluster import DaskRunner
 
     serial = run_accuracy(parameters, 2, seed=5)
     done = []
-    clustered = run_accuracy(parameters, 2, seed=5, runner=dask_runner(workers=2), progress=done.append)
+    clustered = run_accuracy(parameters, 2, seed=5, runner=DaskRunner(workers=2), progress=done.append)
     assert sorted(done) == [1, 2]
     assert serial.as_json() == clustered.as_json()
     for a, b in zip(serial.samples, clustered.samples, strict=True):
