@@ -110,6 +110,11 @@ if TYPE_CHECKING:
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
 
+#: s: commands further apart than this (a stalled stream) give the hold no acceleration (design
+#: assumption: ten periods of the slowest controller rate offered, 100 Hz; beyond, the velocity
+#: difference is not an acceleration of the plan).
+HOLD_ACCELERATION_GAP = 0.1
+
 __all__ = [
     "DRIVE_BACKENDS",
     "BridgeError",
@@ -288,6 +293,7 @@ class DriveBridge:
         self._closed = False
         # The last command accepted: joint names, positions, velocities, receipt time (s).
         self._command: tuple[tuple[str, ...], list[float], list[float], float] | None = None
+        self._command_acceleration: list[float] = []  # per joint of _command (_acceleration_between)
         #: The hole being drilled (set_drilling_context) and the feed's drilling monitor from it
         #: (module docstring); no monitor without a feed (arthroscope).
         self.hole: HoleSetup = hole_setup(None, params, control)
@@ -466,12 +472,25 @@ class DriveBridge:
             self.hardware.set_command(name, "position", position[k])
             self.hardware.set_command(name, "velocity", velocity[k] if velocity else 0.0)
         self.hardware.command_received(now)
-        self._command = (
-            tuple(names),
-            list(position),
-            list(velocity) if velocity else [0.0] * len(names),
-            now,
-        )
+        velocities = list(velocity) if velocity else [0.0] * len(names)
+        self._command_acceleration = self._acceleration_between(names, velocities, now)
+        self._command = (tuple(names), list(position), velocities, now)
+
+    def _acceleration_between(self, names: Sequence[str], velocity: list[float], now: float) -> list[float]:
+        """Per joint, the commanded acceleration (m/s^2 or rad/s^2) between the last command and this
+        one (received at `now`, s): their velocity difference over their interval, for the hold
+        between commands (_hold_command). 0 for the first command, after a gap of more than
+        HOLD_ACCELERATION_GAP, or for another joint set."""
+        last = self._command
+        if last is None or tuple(names) != last[0]:
+            return [0.0] * len(names)
+        interval = now - last[3]
+        if not 0.0 < interval <= HOLD_ACCELERATION_GAP:
+            return [0.0] * len(names)
+        return [
+            (v - v0) / interval if math.isfinite(v) and math.isfinite(v0) else 0.0
+            for v, v0 in zip(velocity, last[2], strict=True)
+        ]
 
     def _takes_over(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float]) -> bool:
         """The start-up handshake: is this the first command a controller wrote?"""
@@ -502,7 +521,7 @@ class DriveBridge:
         self.backend.before_read()
         active = hw.lifecycle is LifecycleState.ACTIVE
         if active:
-            self._hold_command_first_order(now)
+            self._hold_command(now)
             self._hold_feed_after_breakthrough()
             self._feed_thrust_forward()
             feed_velocity = next((j.last_velocity_command for j in hw.joints if j.name == FEED_JOINT), None)
@@ -546,21 +565,26 @@ class DriveBridge:
         efforts = self._thrust.update(np.array([commanded.get(name, 0.0) for name in AXES]))
         hw.set_load_feedforward(np.array([efforts[AXES.index(name)] for name in self.names]))
 
-    def _hold_command_first_order(self, now: float) -> None:
-        """The last command's position moved on by its velocity for the command's age (`now` minus
-        its receipt, s): a first-order hold between commands that come slower than the control
-        period (a controller cycle late under load, or several periods run per command). A
-        zero-order hold would command a staircase that the drive follows a step behind. The
-        watchdog still sees the command's true age (hold after watchdog_timeout)."""
+    def _hold_command(self, now: float) -> None:
+        """The last command carried on for its age (`now` minus its receipt, s) with its velocity
+        and the acceleration since the command before (second order: position q + v t + a t^2 / 2,
+        velocity v + a t), between commands that come slower than the control period (a controller
+        cycle late under load, or several periods run per command, bridge.lockstep). A
+        zero-order hold would command a staircase that the drive follows a step behind; a
+        first-order one (position only) left the velocity command a staircase, which the PID's
+        velocity term and the acceleration feed-forward (its difference) turned into a 57 um
+        feed error at 250 Hz (docs/drive_from_another_node.md). The watchdog still sees the
+        command's true age (hold after watchdog_timeout)."""
         if self._command is None:
             return
         names, position, velocity, received = self._command
         age = now - received
         if not age > 0.0:
             return
-        for name, q, v in zip(names, position, velocity, strict=True):
+        for name, q, v, a in zip(names, position, velocity, self._command_acceleration, strict=True):
             if math.isfinite(q) and math.isfinite(v):
-                self.hardware.set_command(name, "position", q + v * age)
+                self.hardware.set_command(name, "position", q + v * age + 0.5 * a * age * age)
+                self.hardware.set_command(name, "velocity", v + a * age)
 
     # --- the hardware's lifecycle from outside (drive_node's services) -------------------------
     def acknowledge_stop(self, note: str) -> str:

@@ -66,6 +66,7 @@ PIP_ONLY = {
     "mcap_ros2": "mcap-ros2-support",
     "mcap": "mcap",
     "distributed": "distributed",
+    "dask": "dask",
 }
 PACKAGE_SOURCES = [
     *sorted(path for package in ROOT.glob("quirobot_*") for path in package.rglob("*.py")),

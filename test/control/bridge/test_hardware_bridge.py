@@ -72,6 +72,37 @@ def test_commands_are_tracked_and_states_published(bridge):
     assert sample.time == pytest.approx(0.3)
 
 
+def test_between_commands_the_hold_carries_position_and_velocity_on_at_the_commanded_acceleration(bridge):
+    """Commands every 4th period (a 250 Hz controller manager on the 1 kHz drives): in the periods
+    between, the hardware's commands are the last command carried on at the acceleration since the
+    one before, exact for a constant acceleration (second order). A first-order hold left the
+    velocity a staircase: 57 um of feed error at 250 Hz, the hole 9 um deeper."""
+    acceleration = np.array([0.05, -0.05, 0.05, 0.2, -0.2, 0.02])  # m/s^2, rad/s^2
+
+    def planned(t: float) -> tuple[np.ndarray, np.ndarray]:
+        return START + 0.5 * acceleration * t * t, acceleration * t
+
+    hw = bridge.hardware
+    gaps = []
+    for k in range(0, 200):
+        t = k * bridge.dt
+        if k % 4 == 0:
+            q, v = planned(t)
+            bridge.command(NAMES, list(q), list(v), now=t)
+        bridge.step(t)
+        if k >= 8 and k % 4:
+            q, v = planned(t)
+            commanded = [hw.joints[j].command for j in range(len(NAMES))]
+            gaps.append(
+                max(
+                    max(abs(c["position"] - q[j]) for j, c in enumerate(commanded)),
+                    max(abs(c["velocity"] - v[j]) for j, c in enumerate(commanded)),
+                )
+            )
+    assert bridge.status().stop_reason is None
+    assert max(gaps) < 1e-12
+
+
 def test_a_partial_command_keeps_the_other_joints(bridge):
     # A 0.5 mm step of the feed: the safety layer's command limiter takes it at the feed's
     # acceleration limit (0.1 m/s^2: about 0.14 s), so 0.2 s.
