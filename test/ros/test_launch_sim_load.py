@@ -12,8 +12,8 @@ and in lateral deviation, in the result and in the test's own FK of drive_node's
 sim/wall of each run (plant time over wall time, from the joint states' stamps) and the holes are
 written to $QUIROBOT_ARTIFACTS/sim_load.txt (bench/results/sim_load.txt is a copy of a run, quoted
 by docs/drive_from_another_node.md). Slow: four goals, the loaded ones at a fraction of real time
-(about 10 min in all on a 2-core machine, over 30 min while other work loads it): not run by
-default for its length. Run it with `QUIROBOT_SIM_LOAD=1 .ci/ros-tier -k sim_load`
+(13.5 min in all on a quiet 2-core machine at sim.launch.py's 250 Hz, over 30 min while other work
+loads it): not run by default for its length. Run it with `QUIROBOT_SIM_LOAD=1 .ci/ros-tier -k sim_load`
 (test/ros/conftest.py leaves it out otherwise). It used to fail on the trajectory controllers'
 path tolerances, checked against joint states the controller manager took some ms late under
 load; the path is now checked on time-aligned samples (docs/drive_from_another_node.md).
