@@ -77,6 +77,17 @@ def _origin(joint: ET.Element) -> ET.Element:
     return origin
 
 
+def pinocchio_frame(pin, pin_model, data, q: np.ndarray, feed: float) -> None:
+    """pinocchio's forward kinematics and frame placements (in `data`) at arm joints q (5,) and the
+    drill feed `feed` (m), each pinocchio joint given its value by name."""
+    values = dict(zip(JOINT_NAMES, q, strict=True)) | {"drill_feed": feed}
+    configuration = np.zeros(pin_model.nq)
+    for joint_id in range(1, pin_model.njoints):
+        configuration[pin_model.joints[joint_id].idx_q] = values[pin_model.names[joint_id]]
+    pin.forwardKinematics(pin_model, data, configuration)
+    pin.updateFramePlacements(pin_model, data)
+
+
 def perturbed_urdf(text: str, model: KinematicModel, errors: GeometricErrors) -> str:
     """The URDF with the joint-origin errors written into <origin> and <axis> by hand, the way a
     calibration would be applied to the URDF (independent of quirobot_kinematics.geometric)."""
@@ -125,12 +136,7 @@ def test_matches_pinocchio_on_a_urdf_with_the_perturbed_joints(request, model):
     rng = np.random.default_rng(8)
     for q in configurations(model, 300, 9):
         feed = float(rng.uniform(model.feed_lower, model.feed_upper))
-        values = dict(zip(JOINT_NAMES, q, strict=True)) | {"drill_feed": feed}
-        configuration = np.zeros(pin_model.nq)
-        for joint_id in range(1, pin_model.njoints):
-            configuration[pin_model.joints[joint_id].idx_q] = values[pin_model.names[joint_id]]
-        pin.forwardKinematics(pin_model, data, configuration)
-        pin.updateFramePlacements(pin_model, data)
+        pinocchio_frame(pin, pin_model, data, q, feed)
         np.testing.assert_allclose(
             data.oMf[tip].homogeneous, actual_forward_kinematics(q, model, errors, feed), atol=1e-12
         )
@@ -232,12 +238,7 @@ def test_quirobot_urdf_with_a_calibration_matches_the_calibrated_fk_in_pinocchio
     worst = 0.0
     for q in configurations(model, 300, 15):
         feed = float(rng.uniform(model.feed_lower, model.feed_upper))
-        values = dict(zip(JOINT_NAMES, q, strict=True)) | {"drill_feed": feed}
-        configuration = np.zeros(pin_model.nq)
-        for joint_id in range(1, pin_model.njoints):
-            configuration[pin_model.joints[joint_id].idx_q] = values[pin_model.names[joint_id]]
-        pin.forwardKinematics(pin_model, data, configuration)
-        pin.updateFramePlacements(pin_model, data)
+        pinocchio_frame(pin, pin_model, data, q, feed)
         expected = fk(q, feed, model=calibrated)
         np.testing.assert_allclose(data.oMf[tip].homogeneous, expected, rtol=0, atol=1e-9)
         worst = max(worst, np.linalg.norm(expected[:3, 3] - forward_kinematics(q, model, feed)[:3, 3]))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from drill_hole_plant import COLUMNS  # the two controllers' joints (AXES indices)
 
 from quirobot_control.bridge.drilling_context import HoleContext
 from quirobot_control.bridge.drive_bridge import DriveBridge
@@ -32,9 +33,7 @@ from quirobot_control.procedures.drill_hole_executor import (
     MotionStatus,
     StackStatus,
 )
-from quirobot_description.parameters import AXES, FEED_INDEX
-
-COLUMNS = {"arm": list(range(FEED_INDEX)), "feed": [FEED_INDEX]}
+from quirobot_description.parameters import AXES
 
 
 @dataclass
