@@ -448,6 +448,11 @@ def _make_node():
             self.waypoint_period = parameters["waypoint_period"]
             if parameters["registration_file"]:  # a bad file stops the node in one line (main)
                 self.frame_broadcaster = broadcast_registration(self, parameters["registration_file"])
+            self.calibration = None  # the nominal model
+            if parameters["calibration_file"]:  # a bad file: one line (main), as the registration
+                from quirobot_description.geometric_errors import read_calibration
+
+                self.calibration = read_calibration(parameters["calibration_file"])
             if self.autostart:
                 self._autostart = self.create_timer(0.0, self._autostart_once, callback_group=self.group)
 
@@ -466,7 +471,8 @@ def _make_node():
 
         def _configure(self) -> None:
             self.port = RosMotionPort(self, self.group, self.states_topic, self.waypoint_period)
-            self.drill = DrillHoleExecutor(self.port, ExecutorConfig.shipped(**self.timing))
+            config = ExecutorConfig.shipped(calibration=self.calibration, **self.timing)
+            self.drill = DrillHoleExecutor(self.port, config)
             self.port.state_changed = self._publish_state
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.state_publisher = self.create_publisher(OperatingState, "/quirobot/state", latched)

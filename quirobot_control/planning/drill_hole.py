@@ -33,6 +33,7 @@ from quirobot_control.models.bone import BoneThrust
 from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, plan_feed
 from quirobot_description.file_schema import TASK_FILE
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 
 #: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
@@ -94,6 +95,7 @@ def plan_drill_hole(
     *,
     start_tolerance: np.ndarray | None = None,
     bone_model: bool = True,
+    calibration: GeometricErrors | None = None,
 ) -> DrillPlan:
     """Check `goal` and plan it from joint pose `start` (6,) (arm joints then drill_feed) back to it.
 
@@ -105,6 +107,8 @@ def plan_drill_hole(
     accept as having reached a position), beyond it the goal is rejected naming the joint.
     `bone_model` False: the goal has no bone model (no task file): the thrust is not predicted
     (predicted_thrust nan) and max_thrust is checked against the feed's effort limit only.
+    `calibration`: the machine's identified geometric errors, planned with (planning.tasks.
+    planning_kinematics); None: the nominal model.
     """
     base = base or load_task("incision")
     entry = _finite("entry", goal.entry)
@@ -205,7 +209,7 @@ def plan_drill_hole(
         park=park,
     )
     try:
-        trajectory = plan_incision(task, params, dt)
+        trajectory = plan_incision(task, params, dt, calibration)
         trajectory = until_phase(trajectory, LAST_PHASE)
         if retracted != start[FEED_INDEX]:
             rate = float(limits.velocity[FEED_INDEX])

@@ -38,6 +38,7 @@ from quirobot_control.planning.trajectory import (
 )
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import TASK_FILE
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import FEED_INDEX, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
@@ -302,11 +303,15 @@ class Kinematics:
         return forward_kinematics(q6[:FEED_INDEX], self.model, feed=float(q6[FEED_INDEX]))[:3, 3]
 
 
-def planning_kinematics(params: RobotParameters, limits: JointLimits) -> Kinematics:
+def planning_kinematics(
+    params: RobotParameters, limits: JointLimits, calibration: GeometricErrors | None = None
+) -> Kinematics:
     """FK/IK with the arm joints' soft limits as the IK's ranges: the planner keeps every pose
     inside them, so a target outside is refused naming the soft limit (the true one), not the
-    hard limit beyond it."""
-    model = KinematicModel.from_parameters(params)
+    hard limit beyond it. `calibration`: the machine's identified geometric errors (a
+    `quirobot calibrate` file, quirobot_description.geometric_errors.read_calibration): the plan
+    is then that machine's (its FK and IK); None: the nominal model."""
+    model = KinematicModel.from_parameters(params).calibrated(calibration)
     return Kinematics(
         replace(
             model, lower=limits.soft_lower[:FEED_INDEX].copy(), upper=limits.soft_upper[:FEED_INDEX].copy()
@@ -314,8 +319,11 @@ def planning_kinematics(params: RobotParameters, limits: JointLimits) -> Kinemat
     )
 
 
-def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> JointTrajectory:
-    """The whole incision as one trajectory (phases approach, align, feed, dwell, retract, withdraw, park)."""
+def plan_incision(
+    task: IncisionTask, params: RobotParameters, dt: float, calibration: GeometricErrors | None = None
+) -> JointTrajectory:
+    """The whole incision as one trajectory (phases approach, align, feed, dwell, retract, withdraw,
+    park); `calibration`: see planning_kinematics."""
     limits = JointLimits.from_parameters(params)
     park = task.park.copy()
     limits.check_position(park, "incision: park pose")
@@ -338,7 +346,7 @@ def plan_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Joi
         },
         "incision",
     )
-    kin = planning_kinematics(params, limits)
+    kin = planning_kinematics(params, limits, calibration)
     u = task.direction
     above = task.entry - (task.approach_distance + retracted) * u
     standoff = task.entry - (task.standoff + retracted) * u

@@ -55,6 +55,7 @@ from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Event, State
 from quirobot_control.procedures.path_check import PathCheck
 from quirobot_control.safety.drilling_monitor import DrillingStop
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
 
 #: The frame goals are planned in (the robot's base, the URDF's root).
@@ -304,13 +305,21 @@ class ExecutorConfig:
     ready_timeout: float = 300.0  # s a goal waits for the stack (a fresh launch took > 60 s under load)
     response_timeout: float = 10.0  # s a retract or withdraw waits for its acceptance
     client_lost: float = 1.0  # s without any action client that count as a cancel
+    #: The machine's identified geometric errors (a `quirobot calibrate` file): goals are planned
+    #: and the tip measured with that machine's kinematics; None: the nominal model.
+    calibration: GeometricErrors | None = None
 
     @classmethod
-    def shipped(cls, params: RobotParameters | None = None, **options: float) -> ExecutorConfig:
+    def shipped(
+        cls,
+        params: RobotParameters | None = None,
+        calibration: GeometricErrors | None = None,
+        **options: float,
+    ) -> ExecutorConfig:
         """From the shipped files: the parameter file (or `params`), the control period and the
         path tolerances (config/control.yaml), the controllers' goal tolerances
-        (config/controllers.yaml), the kinematics and the incision task;
-        `options` override the timing fields (start_delay, tracking_lag, ...)."""
+        (config/controllers.yaml), the kinematics (calibrated with `calibration` if given) and the
+        incision task; `options` override the timing fields (start_delay, tracking_lag, ...)."""
         from quirobot_control.hardware.control_config import control_configuration
         from quirobot_control.planning.drill_hole import path_tolerances
         from quirobot_control.planning.tasks import Kinematics, load_task
@@ -330,8 +339,9 @@ class ExecutorConfig:
             dt=control.dt,
             tolerance=np.array([control.joint(name).path_tolerance for name in AXES]),
             goal_tolerance=path_tolerances(controllers, kind="goal"),
-            tip=Kinematics(KinematicModel.from_parameters(params)).tip,
+            tip=Kinematics(KinematicModel.from_parameters(params).calibrated(calibration)).tip,
             base_task=load_task("incision"),
+            calibration=calibration,
             **options,
         )
 
@@ -552,6 +562,7 @@ class _Run:
                 task,
                 start_tolerance=config.goal_tolerance,
                 bone_model=bool(self.request.task),
+                calibration=config.calibration,
             )
         except GoalRejectedError as error:  # InvalidGoalError too: its kind is INVALID
             code = ErrorCode.REJECTED_INVALID if error.kind == INVALID else ErrorCode.REJECTED_LIMIT

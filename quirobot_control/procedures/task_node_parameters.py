@@ -41,6 +41,13 @@ TASK_NODE = NodeSchema(
             "frame it names (world -> patient), in which DrillHole goals may then be given. Empty: none.",
         ),
         NodeParameter(
+            "calibration_file",
+            "string",
+            "",
+            "A calibration file (`quirobot calibrate --output`): DrillHole goals are planned, and the tip "
+            "measured, with the calibrated machine's kinematics. Empty: the nominal model.",
+        ),
+        NodeParameter(
             "feedback_rate",
             "double",
             1.0 / _EXECUTOR["feedback_period"],
