@@ -242,17 +242,16 @@ def open_bridge(
         )
     else:
         drives = open_backend(backend, params, control, joints, can=can, initial=initial, plant=plant)
-    if plant == "realistic":
-        return DriveBridge(
-            params,
-            control,
-            drives,
-            info,
-            now=now,
-            drive_mode=control.simulation_drive_mode,
-            thrust_feedforward=True,
-        )
-    return DriveBridge(params, control, drives, info, now=now)
+    realistic = plant == "realistic"
+    return DriveBridge(
+        params,
+        control,
+        drives,
+        info,
+        now=now,
+        drive_mode=control.simulation_drive_mode if realistic else None,
+        thrust_feedforward=realistic,
+    )
 
 
 class DriveBridge:
@@ -286,6 +285,7 @@ class DriveBridge:
         self.backend = backend
         self.info = info
         self.names = tuple(joint.name for joint in info.joints)
+        self._axes_columns = [AXES.index(name) for name in self.names]  # each joint's AXES index
         self.started = False  # the start-up handshake is done (see the module docstring)
         self.events: list[str] = []  # start-up handshake notes (the safety layer's are hardware.events)
         self.homing = False  # the hardware's homing sequence runs in `step` (see home())
@@ -561,9 +561,9 @@ class DriveBridge:
         if self._thrust is None:
             return
         hw = self.hardware
-        commanded = {joint.name: joint.command["position"] for joint in hw.joints}
-        efforts = self._thrust.update(np.array([commanded.get(name, 0.0) for name in AXES]))
-        hw.set_load_feedforward(np.array([efforts[AXES.index(name)] for name in self.names]))
+        commanded = np.zeros(len(AXES))  # a joint this bridge does not drive: 0
+        commanded[self._axes_columns] = [joint.command["position"] for joint in hw.joints]
+        hw.set_load_feedforward(self._thrust.update(commanded)[self._axes_columns])
 
     def _hold_command(self, now: float) -> None:
         """The last command carried on for its age (`now` minus its receipt, s) with its velocity

@@ -80,7 +80,6 @@ class SimulatedBackend:
             self._plant_drives = list(self.plant.drives)  # the plant's wrappers (delay, noise)
         else:
             self.plant = MujocoPlant(params, armature, self.dt / self.substeps)
-        self.plant_kind = plant
         self.drives: dict[str, SimulatedDrive | RealisticDrive] = {
             name: drive for name, drive in zip(AXES, self._plant_drives, strict=True) if name in joints
         }

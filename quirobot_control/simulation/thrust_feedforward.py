@@ -45,9 +45,9 @@ def thrust_feedforward(
     """(N, 6) joint efforts (N or N*m) that balance the predicted thrust along the plan."""
     kinematics = KinematicModel.from_parameters(params)
     q = trajectory.positions
-    tip = _tips(q, kinematics)
+    tip, axis = _tips_and_axes(q, kinematics)
     force = -planned_thrust(trajectory, tip, entry, direction, bone)[:, None] * direction  # (N, 3)
-    return _balancing_efforts(q, tip, force, kinematics)
+    return _balancing_efforts(q, tip, axis, force, kinematics)
 
 
 class ThrustFeedForward:
@@ -75,37 +75,36 @@ class ThrustFeedForward:
     def update(self, q: np.ndarray) -> np.ndarray:
         """(6,) joint efforts (N or N*m, AXES order) for the commanded joints q (6,) of this period."""
         q = np.asarray(q, dtype=float)[None, :]
-        tip = _tips(q, self.kinematics)
+        tip, axis = _tips_and_axes(q, self.kinematics)
         depth = float((tip[0] - self.entry) @ self.direction)
         rate = 0.0 if self._depth is None else (depth - self._depth) / self.dt
         self._depth = depth
         thrust = self.model.update(self.dt, depth, rate)
         if thrust == 0.0:  # out of the bone: no Jacobian to evaluate (most of a goal's periods)
             return np.zeros(q.shape[1])
-        return _balancing_efforts(q, tip, -thrust * self.direction[None, :], self.kinematics)[0]
+        return _balancing_efforts(q, tip, axis, -thrust * self.direction[None, :], self.kinematics)[0]
 
 
-def _tips(q: np.ndarray, kinematics: KinematicModel) -> np.ndarray:
-    """(N, 3) m: the drill tip of joints q (N, 6): tool0 moved along its z axis by the feed."""
+def _tips_and_axes(q: np.ndarray, kinematics: KinematicModel) -> tuple[np.ndarray, np.ndarray]:
+    """((N, 3) m, (N, 3) unit) for joints q (N, 6): the drill tip (tool0 moved along its z axis by
+    the feed) and that axis, in the world."""
     poses = forward_kinematics(q[:, :FEED_INDEX], kinematics)
-    return poses[:, :3, 3] + poses[:, :3, 2] * q[:, FEED_INDEX, None]
+    axis = poses[:, :3, 2]
+    return poses[:, :3, 3] + axis * q[:, FEED_INDEX, None], axis
 
 
 def _balancing_efforts(
-    q: np.ndarray, tip: np.ndarray, force: np.ndarray, kinematics: KinematicModel
+    q: np.ndarray, tip: np.ndarray, axis: np.ndarray, force: np.ndarray, kinematics: KinematicModel
 ) -> np.ndarray:
-    """(N, 6) joint efforts J(q)^T f balancing the world force f (N, 3) N at the tips (N, 3) of q (N, 6):
-    the arm's columns by finite differences (JACOBIAN_STEP, the shifted poses in one batch), the
-    feed's along the tool axis."""
+    """(N, 6) joint efforts J(q)^T f balancing the world force f (N, 3) N at the tips (N, 3) of q
+    (N, 6), whose tool axes are `axis` (N, 3): the arm's columns by finite differences
+    (JACOBIAN_STEP, the shifted poses in one batch), the feed's along the tool axis."""
     n = len(q)
     shifted = np.repeat(q[None, :, :], FEED_INDEX, axis=0)  # (5, N, 6): joint i shifted in [i]
     for i in range(FEED_INDEX):
         shifted[i, :, i] += JACOBIAN_STEP
-    columns = (
-        _tips(shifted.reshape(-1, q.shape[1]), kinematics).reshape(FEED_INDEX, n, 3) - tip
-    ) / JACOBIAN_STEP
+    shifted_tips = _tips_and_axes(shifted.reshape(-1, q.shape[1]), kinematics)[0].reshape(FEED_INDEX, n, 3)
     efforts = np.zeros_like(q)
-    efforts[:, :FEED_INDEX] = np.einsum("ink,nk->ni", columns, force)
-    axis = forward_kinematics(q[:, :FEED_INDEX], kinematics)[:, :3, 2]
+    efforts[:, :FEED_INDEX] = np.einsum("ink,nk->ni", (shifted_tips - tip) / JACOBIAN_STEP, force)
     efforts[:, FEED_INDEX] = np.einsum("nk,nk->n", axis, force)
     return efforts
