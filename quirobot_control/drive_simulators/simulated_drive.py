@@ -107,6 +107,17 @@ class SimulatedDrive:
             joint.motor, drive.current_loop_bandwidth, drive.current_loop_rate, self.voltage_limit
         )
         self.encoder = Encoder(drive.encoder_counts_per_rev, joint.transmission.ratio)
+        # _integrate's constants (it runs at every physics step): R ohm, L H, K_V V*s/rad,
+        # current limit A, current-loop period s and the current's decay over one period.
+        period = self.loop.period
+        self._electrical = (
+            self.motor.resistance,
+            self.motor.inductance,
+            self.motor.back_emf_constant,
+            self.motor.max_current,
+            period,
+            math.exp(-period * self.motor.resistance / self.motor.inductance),
+        )
         self._velocity_period = 1.0 / drive.control_rate
         self._state = DriveState.DISABLED
         self._fault: str | None = None
@@ -340,13 +351,14 @@ class SimulatedDrive:
         max_speed faults the drive ("overspeed"). Effort = K_T * i * ratio * efficiency; the rotor
         inertia is not applied here (see `reflected_inertia`).
         """
-        for label, value in (
-            ("time step", dt),
-            ("joint position", joint_position),
-            ("joint velocity", joint_velocity),
-        ):
-            if not math.isfinite(value):
-                raise ValueError(f"drive {self.name}: {label} must be a finite number, got {value!r}")
+        if not (math.isfinite(dt) and math.isfinite(joint_position) and math.isfinite(joint_velocity)):
+            for label, value in (
+                ("time step", dt),
+                ("joint position", joint_position),
+                ("joint velocity", joint_velocity),
+            ):
+                if not math.isfinite(value):
+                    raise ValueError(f"drive {self.name}: {label} must be a finite number, got {value!r}")
         if dt < 0.0:
             raise ValueError(f"drive {self.name}: time step must be >= 0 s, got {dt!r}")
         speed = self.transmission.ratio * joint_velocity
@@ -399,23 +411,20 @@ class SimulatedDrive:
         self.loop.reset()
 
     def _integrate(self, dt: float, speed: float) -> None:
-        motor = self.motor
-        R, L, K_V = motor.resistance, motor.inductance, motor.back_emf_constant
-        limit = motor.max_current
-        period = self.loop.period
-        full_decay = math.exp(-period * R / L)
+        R, L, K_V, limit, period, full_decay = self._electrical
         tolerance = 1e-9 * period
+        update, reference = self.loop.update, self._reference
         current, voltage, until_sample = self._current, self._voltage, self._until_sample
         remaining = dt
         while remaining > tolerance:
             if until_sample <= tolerance:
-                voltage = self.loop.update(self._reference, current, speed)
+                voltage = update(reference, current, speed)
                 until_sample = period
-            step = min(remaining, until_sample)
+            step = remaining if remaining < until_sample else until_sample
             decay = full_decay if step == period else math.exp(-step * R / L)
             steady = (voltage - K_V * speed) / R
             current = steady + (current - steady) * decay
-            current = min(max(current, -limit), limit)
+            current = limit if current > limit else -limit if current < -limit else current
             remaining -= step
             until_sample -= step
         self._current, self._voltage, self._until_sample = current, voltage, until_sample

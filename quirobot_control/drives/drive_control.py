@@ -422,15 +422,14 @@ class DriveController:
     def step(self, dt: float, position: float, velocity: float, switch: bool = False) -> ControlOutput:
         """One step of dt s from the measured raw position and velocity (see the module doc)."""
         self._last_position, self._last_velocity = float(position), float(velocity)
-        if self.power and (self.stopping is None or self.halted):
-            timeout = self.settings.master_timeout
-            if timeout is not None and self._homing not in (None, _Homing.DONE):
+        timeout = self.settings.master_timeout
+        if timeout is not None and self.power and (self.stopping is None or self.halted):
+            homing = self._homing not in (None, _Homing.DONE)
+            if homing:
                 allowance = self.settings.homing_allowance
                 timeout = math.inf if allowance is None else max(timeout, allowance)
-                limit = f"homing allowance {timeout:.1f} s"
-            else:
-                limit = f"master_timeout {timeout} s"
-            if timeout is not None and self.since_command > timeout:
+            if self.since_command > timeout:
+                limit = f"homing allowance {timeout:.1f} s" if homing else f"master_timeout {timeout} s"
                 self.fault = f"master lost: no command for {self.since_command:.4f} s ({limit})"
                 self.quick_stop(StopCategory.RAMP_THEN_OFF)
         if self.power:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Encoder:
                 f"encoder transmission ratio must be a positive finite number, got {self.ratio!r}"
             )
 
-    @property
+    @cached_property
     def resolution(self) -> float:
         """Joint motion per count, m or rad."""
         return 2.0 * math.pi / (self.counts_per_rev * self.ratio)

@@ -127,6 +127,9 @@ class CurrentLoop:
         self.gains = current_loop_gains(motor, self.bandwidth, self.period)
         self.integral = 0.0  # V
         self.saturated = False
+        # update() runs at the current-loop rate (20 kHz of simulated time): its constants once.
+        self._resistance, self._back_emf = motor.resistance, motor.back_emf_constant
+        self._kp, self._ki_period = self.gains.kp, self.gains.ki * self.period
 
     def reset(self) -> None:
         """Clear the integrator (drive disabled or re-enabled)."""
@@ -140,12 +143,13 @@ class CurrentLoop:
             # while integral == R * current (sampled design included). After a voltage-limited
             # sample, re-align the integrator to the measured current so the loop leaves the
             # limit with no slow tail (a frozen integrator keeps the old R * i for milliseconds).
-            self.integral = self.motor.resistance * current
+            self.integral = self._resistance * current
         error = reference - current
-        feed_forward = self.motor.back_emf_constant * speed
-        unlimited = self.gains.kp * error + self.integral + feed_forward
-        voltage = min(max(unlimited, -self.voltage_limit), self.voltage_limit)
+        feed_forward = self._back_emf * speed
+        unlimited = self._kp * error + self.integral + feed_forward
+        limit = self.voltage_limit
+        voltage = limit if unlimited > limit else -limit if unlimited < -limit else unlimited
         self.saturated = voltage != unlimited
         if not self.saturated:
-            self.integral += self.gains.ki * self.period * error
+            self.integral += self._ki_period * error
         return voltage
