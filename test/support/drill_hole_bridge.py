@@ -52,6 +52,9 @@ class BridgePort:
     feedback: list[DrillFeedback] = field(default_factory=list)
     contexts: list[DrillingContext] = field(default_factory=list)
     tips: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (t s, true tip (3,) m)
+    #: control periods per controller cycle: the controller manager's rate is the drives' over it
+    #: (drive_node's controller_rate; between commands the bridge holds the last one)
+    periods_per_command: int = 1
 
     def __post_init__(self) -> None:
         if tuple(self.bridge.names) != AXES:
@@ -61,6 +64,7 @@ class BridgePort:
         self.command = np.array(sample.position, dtype=float)  # (6,) the controllers' position command
         self.velocity = np.zeros(6)
         self.goals: dict[str, _Goal | None] = {part: None for part in COLUMNS}
+        self.periods = 0
 
     # --- the port --------------------------------------------------------------------------
     def now(self) -> float:
@@ -127,7 +131,17 @@ class BridgePort:
             self.velocity[COLUMNS[part]] = 0.0
 
     def _period(self) -> None:
-        """One control period: the controllers' commands, then the bridge's step."""
+        """One control period: the controllers' commands (every periods_per_command), then the
+        bridge's step."""
+        if self.periods % self.periods_per_command == 0:
+            self._controllers()
+        self.periods += 1
+        self.bridge.step(self.time)
+        self.time += self.dt
+        self.tips.append((self.time, self.bridge.backend.true_tip()))
+
+    def _controllers(self) -> None:
+        """The trajectory controllers' cycle: each samples its goal and the command goes to the bridge."""
         if self.bridge.status().stop_reason:  # the hardware stopped: the controllers' goals abort
             for part in COLUMNS:
                 self._hold(part, MotionStatus.ABORTED, "the hardware stopped")
@@ -140,6 +154,3 @@ class BridgePort:
             if self.time - goal.start > goal.trajectory.duration:
                 self._hold(part, MotionStatus.SUCCEEDED)
         self.bridge.command(AXES, self.command.tolist(), self.velocity.tolist(), now=self.time)
-        self.bridge.step(self.time)
-        self.time += self.dt
-        self.tips.append((self.time, self.bridge.backend.true_tip()))
