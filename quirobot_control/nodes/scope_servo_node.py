@@ -123,7 +123,8 @@ def _make_node():
             return super().on_activate(state)  # enables the command publisher
 
         def on_deactivate(self, state) -> TransitionCallbackReturn:
-            self.get_logger().info(self.session.leave()[1])
+            if self.session.active:  # else it left on a fault, already logged
+                self.get_logger().info(self.session.leave()[1])
             self._send_hold()
             return super().on_deactivate(state)
 
@@ -162,7 +163,7 @@ def _make_node():
             self.q = np.array([position[name] for name in ARM])
             fault = None if self.session is None else self.session.measure(self.q)
             if fault is not None:
-                self.get_logger().error(f"fault: {fault}")
+                self.get_logger().error(f"fault, the scope held: {fault}")
                 self.trigger_deactivate()
 
         def _on_twist(self, message) -> None:

@@ -127,7 +127,7 @@ class ScopeServoSession:
     def why_off(self) -> str:
         """Why a twist is ignored now (while the mode is off)."""
         if self.fault is not None:
-            return f"the servo mode left on a fault ({self.fault})"
+            return f"the servo mode left on a fault: {self.fault}"
         return "the servo mode is off"
 
     def measure(self, q: np.ndarray) -> str | None:
@@ -141,7 +141,7 @@ class ScopeServoSession:
         self.leave()
         self.fault = (
             f"the measured scope axis passes {off * 1e3:.2f} mm from the portal "
-            f"(at most {self.dock_tolerance * 1e3:.2f} mm): held"
+            f"(at most {self.dock_tolerance * 1e3:.2f} mm)"
         )
         return self.fault
 
