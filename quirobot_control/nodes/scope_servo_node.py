@@ -1,18 +1,30 @@
-"""ROS 2 node `scope_servo_node`: the arthroscope's servo mode, a skin over procedures.scope_servo.
+"""ROS 2 lifecycle node `scope_servo_node`: the arthroscope's servo mode, a skin over
+procedures.scope_servo.
 
-Behaviour (docking check, RCM solve, limits, dead-man hold, view cone) lives in the ROS-free
-`ScopeServoSession` (tested in test/control/procedures/test_scope_servo.py); this node translates:
+Behaviour (docking check, RCM solve, limits, dead-man hold, the fault, view cone) lives in the
+ROS-free `ScopeServoSession` (tested in test/control/procedures/test_scope_servo.py); this node
+translates. The mode is the node's lifecycle (rclpy.lifecycle, as ros2_control's controllers;
+README, "Servo the scope"):
 
+- configure: the session over the task file's portal (the file is read at start-up: a refused
+  file is one line and exit 2); cleanup drops it;
+- activate (`ros2 lifecycle set /scope_servo_node activate`): enters the servo mode from the
+  measured joints; refused (the transition fails, the reason logged) unless the scope is docked
+  in the portal;
+- deactivate: leaves it; the scope holds at the last command, sent once more with zero velocity;
+- a fault (the measured scope axis off the portal, `ScopeServoSession.measure`) leaves the mode
+  the same way and deactivates the node, the reason logged;
 - /quirobot/scope/servo (geometry_msgs/TwistStamped, MoveIt Servo's convention: the scope tip's
   linear m/s and angular rad/s in `world`) -> the session's commands, stamped on receipt (the
-  node's clock: a sender's clock cannot defeat the dead-man timeout);
-- /quirobot/scope/servo_mode (std_srvs/SetBool): true enters the mode from the measured joints
-  (refused, with the reason, unless the scope is docked in the portal), false leaves it;
-- every 1/rate s while the mode is on: the next joint command as a one-point
+  node's clock: a sender's clock cannot defeat the dead-man timeout); outside the mode a twist is
+  ignored with a throttled warning naming why;
+- every 1/rate s while active: the next joint command as a one-point
   trajectory_msgs/JointTrajectory on `command_topic` (joint_trajectory_controller's topic
-  interface, as MoveIt Servo streams), time_from_start one period;
+  interface, as MoveIt Servo streams), time_from_start one period (a lifecycle publisher: silent
+  unless active);
 - /quirobot/scope/view_cone (visualization_msgs/MarkerArray): the scope's view cone at the
-  commanded pose (mode on) or the measured one (mode off), from the arthroscope's field of view.
+  commanded pose (active) or the measured one (configured, inactive), from the arthroscope's
+  field of view.
 
 Parameters: procedures.scope_servo_parameters (docs/node_parameters.md). rclpy is imported only
 inside functions.
@@ -54,10 +66,9 @@ def main(args: list[str] | None = None) -> int:
 def _make_node():
     from geometry_msgs.msg import TwistStamped
     from rclpy.duration import Duration
-    from rclpy.node import Node
+    from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
-    from std_srvs.srv import SetBool
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
     from visualization_msgs.msg import MarkerArray
 
@@ -69,62 +80,115 @@ def _make_node():
     from quirobot_description.parameters import load_parameters
     from quirobot_description.ros_parameters import declare_parameters
 
-    class ScopeServoNode(Node):
+    SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+    ENTER = "ros2 lifecycle set /scope_servo_node activate"
+
+    class ScopeServoNode(LifecycleNode):
         def __init__(self) -> None:
             super().__init__("scope_servo_node")
             parameters = declare_parameters(self, SCOPE_SERVO_NODE)
             kind, path = task_kind(parameters["task"])
             if kind != "arthroscopy":
                 raise ValueError(f"task {parameters['task']!r} is a {kind} task, not an arthroscopy task")
-            self.session = ScopeServoSession(load_arthroscopy(path), load_parameters())
+            self.task = load_arthroscopy(path)
+            self.session: ScopeServoSession | None = None  # None: unconfigured
             self.period = 1.0 / parameters["rate"]
             self.q: np.ndarray | None = None
             self.create_subscription(
                 JointState, parameters["joint_states_topic"], self._on_states, qos_profile_sensor_data
             )
             self.create_subscription(TwistStamped, "/quirobot/scope/servo", self._on_twist, 10)
-            self.create_service(SetBool, "/quirobot/scope/servo_mode", self._on_mode)
-            self.commands = self.create_publisher(JointTrajectory, parameters["command_topic"], 10)
+            self.commands = self.create_lifecycle_publisher(JointTrajectory, parameters["command_topic"], 10)
             self.cone = self.create_publisher(MarkerArray, "/quirobot/scope/view_cone", 10)
             self.create_timer(self.period, self._tick)
-            self.get_logger().info(f"scope_servo_node: portal {self.session.task.portal.tolist()} m")
 
         def now(self) -> float:
             return self.get_clock().now().nanoseconds * 1e-9
 
+        def on_configure(self, state) -> TransitionCallbackReturn:
+            self.session = ScopeServoSession(self.task, load_parameters())
+            self.get_logger().info(f"configured: portal {self.task.portal.tolist()} m; enter: {ENTER}")
+            return SUCCESS
+
+        def on_cleanup(self, state) -> TransitionCallbackReturn:
+            self.session = None
+            return SUCCESS
+
+        def on_activate(self, state) -> TransitionCallbackReturn:
+            started, why = self.session.enter(self.q, self.now())
+            if not started:
+                self.get_logger().error(f"activate refused: {why}")
+                return FAILURE
+            self.get_logger().info(why)
+            return super().on_activate(state)  # enables the command publisher
+
+        def on_deactivate(self, state) -> TransitionCallbackReturn:
+            if self.session.active:  # else it left on a fault, already logged
+                self.get_logger().info(self.session.leave()[1])
+            self._send_hold()
+            return super().on_deactivate(state)
+
+        def on_shutdown(self, state) -> TransitionCallbackReturn:
+            self._leave_and_hold()
+            return SUCCESS
+
+        def on_error(self, state) -> TransitionCallbackReturn:  # a transition raised: hold, unconfigure
+            self._leave_and_hold()
+            self.session = None
+            return super().on_error(state)
+
+        def _leave_and_hold(self) -> None:
+            if self.session is not None and self.session.active:
+                self.get_logger().info(self.session.leave()[1])
+                self._send_hold()
+
+        def _send_hold(self) -> None:
+            """The last command once more, at rest: the controller holds the scope there."""
+            if self.session.hold is not None:
+                zero = [0.0] * len(ARM)
+                self._publish(self.session.hold, zero, self.get_clock().now().to_msg())
+
+        def _publish(self, q, qd, stamp) -> None:
+            message = JointTrajectory(joint_names=list(ARM))
+            message.header.stamp = stamp
+            point = JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[float(v) for v in qd])
+            point.time_from_start = Duration(seconds=self.period).to_msg()
+            message.points.append(point)
+            self.commands.publish(message)
+
         def _on_states(self, message) -> None:
             position = dict(zip(message.name, message.position, strict=False))
-            if all(name in position for name in ARM):
-                self.q = np.array([position[name] for name in ARM])
+            if not all(name in position for name in ARM):
+                return
+            self.q = np.array([position[name] for name in ARM])
+            fault = None if self.session is None else self.session.measure(self.q)
+            if fault is not None:
+                self.get_logger().error(f"fault, the scope held: {fault}")
+                self.trigger_deactivate()
 
         def _on_twist(self, message) -> None:
             v, w = message.twist.linear, message.twist.angular
             try:
-                self.session.receive([v.x, v.y, v.z], [w.x, w.y, w.z], self.now())
+                if self.session is None:
+                    why = "scope_servo_node is unconfigured (no portal loaded)"
+                elif self.session.receive([v.x, v.y, v.z], [w.x, w.y, w.z], self.now()):
+                    return
+                else:
+                    why = f"{self.session.why_off}; enter it: {ENTER}"
             except ValueError as error:
-                self.get_logger().warn(f"/quirobot/scope/servo: {error}")
-
-        def _on_mode(self, request, response):
-            if request.data:
-                response.success, response.message = self.session.enter(self.q, self.now())
-            else:
-                response.success, response.message = self.session.leave()
-            self.get_logger().info(f"/quirobot/scope/servo_mode {request.data}: {response.message}")
-            return response
+                why = str(error)
+            log = self.get_logger()
+            log.warning(f"/quirobot/scope/servo: twist ignored: {why}", throttle_duration_sec=2.0)
 
         def _tick(self) -> None:
+            if self.session is None:
+                return
             step = self.session.step(self.now(), self.period)
             stamp = self.get_clock().now().to_msg()
             if step is not None:
-                message = JointTrajectory(joint_names=list(ARM))
-                message.header.stamp = stamp
-                point = JointTrajectoryPoint(positions=[float(v) for v in step.q])
-                point.velocities = [float(v) for v in step.qd]
-                point.time_from_start = Duration(seconds=self.period).to_msg()
-                message.points.append(point)
-                self.commands.publish(message)
+                self._publish(step.q, step.qd, stamp)
             markers = self.session.view_cone_markers(None if step is not None else self.q)
-            if markers or self.q is not None:
+            if markers:
                 self.cone.publish(marker_array(markers, stamp))
 
     return ScopeServoNode()

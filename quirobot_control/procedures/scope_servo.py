@@ -1,7 +1,19 @@
 """The arthroscope's servo mode, ROS-free: what scope_servo_node runs (issue 22, item 2).
 
 A session over the RCM servo (planning.remote_centre) with the mode a teleoperator enters and
-leaves (MoveIt Servo's pause/unpause):
+leaves (scope_servo_node's lifecycle `activate` and `deactivate`; README, "Servo the scope"):
+
+    state  event                         next   what happens
+    off    enter(q) docked in the portal on     the servo starts from the measured q, re-solved
+    off    enter(q) off the portal/None  off    refused with the reason
+    off    receive(twist)                off    ignored and counted; `why_off` says why
+    off    step / leave / measure        off    nothing (step gives None)
+    on     receive(twist)                on     the servo's latest command (dead-man from it)
+    on     step                          on     the next joint command, or a hold (limits,
+                                                workspace, no-go zone, dead-man timeout)
+    on     leave()                       off    the scope holds at the last command (`hold`)
+    on     measure(q) off the portal     off    a fault: held as on leave, `fault` says why
+
 - `enter(q, now)`: the measured joints q (5,) must hold the scope through the task's portal
   within `dock_tolerance` (the surgeon docks the scope by hand or by a planned move first); the
   servo then takes over from that pose, re-solved so that the axis passes through the portal
@@ -10,7 +22,11 @@ leaves (MoveIt Servo's pause/unpause):
   ignored and counted while the mode is off (a stale stream must not move the scope on entering).
 - `step(now, dt)`: the next joint command (5,) while the mode is on (None while off), the dead-man
   timeout holding when the stream stops (the servo's own).
-- `leave()`: the mode off; the scope stays where it is (the controller holds the last command).
+- `leave()`: the mode off; `hold` (5,) is the last command, where the scope stays (the node sends
+  it once more with zero velocity, the controller holds it).
+- `measure(q)`: the measured joints while on; a scope axis measured more than `dock_tolerance`
+  from the portal (the knee moved, or the arm does not follow) is a fault: the mode leaves and
+  holds, since pivoting on would lever the portal's tissue. Re-entering needs a docked scope.
 - `view_cone_markers()`: the scope's view cone (planning.scene) at the servo's pose.
 
 Why the docking check and not a move to the portal here: the servo is for small motions about
@@ -47,6 +63,8 @@ class ScopeServoSession:
     dock_tolerance: float = DOCK_TOLERANCE
     servo: RcmServo | None = None  # the running servo; None: the mode is off
     ignored: int = 0  # commands received while the mode was off
+    hold: np.ndarray | None = None  # (5,) the last command, where the scope holds after leaving
+    fault: str | None = None  # why the mode left on a fault (None: it did not)
     _template: RcmServo = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -95,13 +113,37 @@ class ScopeServoSession:
             q=exact,
             zones=template.zones,
         )
+        self.hold, self.fault = None, None
         return True, f"servo mode on: the scope {depth * 1e3:.1f} mm past the portal"
 
     def leave(self) -> tuple[bool, str]:
+        """The mode off, the scope held at the last command (`hold`): (left, why)."""
         if self.servo is None:
             return True, "servo mode already off"
-        commands, self.servo = self.servo.commands, None
+        commands, self.hold, self.servo = self.servo.commands, self.servo.q.copy(), None
         return True, f"servo mode off after {commands} commands"
+
+    @property
+    def why_off(self) -> str:
+        """Why a twist is ignored now (while the mode is off)."""
+        if self.fault is not None:
+            return f"the servo mode left on a fault: {self.fault}"
+        return "the servo mode is off"
+
+    def measure(self, q: np.ndarray) -> str | None:
+        """The measured joints q (5,); while on, a scope axis measured more than `dock_tolerance`
+        from the portal leaves the mode and holds (a fault): why, or None."""
+        if self.servo is None:
+            return None
+        off = float(axis_distance(np.asarray(q, dtype=float), self.task.portal, self.servo.model))
+        if off <= self.dock_tolerance:
+            return None
+        self.leave()
+        self.fault = (
+            f"the measured scope axis passes {off * 1e3:.2f} mm from the portal "
+            f"(at most {self.dock_tolerance * 1e3:.2f} mm)"
+        )
+        return self.fault
 
     def receive(self, linear, angular, now: float) -> bool:
         """A servo command; False (and counted in `ignored`) while the mode is off. A malformed

@@ -91,10 +91,12 @@ def test_kinematics_node_changes_at_run_time_exactly_its_writable_parameters():
 
 
 def _launch_parameters() -> list[tuple[str, str, set[str]]]:
-    """(launch file, executable, keys of its literal parameter dicts) of every Node of ours."""
+    """(launch file, executable, keys of its literal parameter dicts) of every Node (or
+    LifecycleNode) of ours."""
     found = []
     for path in sorted((ROOT / "launch").glob("*.launch.py")):
-        for call in _calls(ast.parse(path.read_text()), "Node"):
+        tree = ast.parse(path.read_text())
+        for call in _calls(tree, "Node") + _calls(tree, "LifecycleNode"):
             keywords = {k.arg: k.value for k in call.keywords}
             executable = keywords.get("executable")
             if not isinstance(executable, ast.Constant) or executable.value not in NODES:

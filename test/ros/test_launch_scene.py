@@ -2,10 +2,13 @@
 
 task_node alone (task:=incision, no stack: the scene needs none) publishes /quirobot/scene
 (latched MarkerArray): the incision's bone slabs and no-go zone where its task file puts them.
-scope_servo_node: given joint states of the scope docked in the arthroscopy task's portal, the
-servo mode starts (/quirobot/scope/servo_mode), a TwistStamped stream on /quirobot/scope/servo
-moves the joints it commands (one-point JointTrajectory) with the scope axis through the portal
-(recomputed here by FK), the view cone arrives, and a stream that stops is held (dead-man).
+scope_servo_node (a lifecycle node the launch file configures): a TwistStamped stream on
+/quirobot/scope/servo before the mode commands nothing; given joint states of the scope docked in
+the arthroscopy task's portal, `activate` enters the servo mode, the stream moves the joints it
+commands (one-point JointTrajectory) with the scope axis through the portal (recomputed here by
+FK), the view cone arrives, a stream that stops is held (dead-man); `deactivate` leaves it with
+the last command at rest, and a stream after it commands nothing; joint states off the portal
+while active are a fault: the node deactivates itself and holds, and `activate` is refused.
 
 Skipped where ROS 2 is absent. Run by CI's ROS tier (`bash .ci/ros-tier -k scene`).
 """
@@ -31,9 +34,10 @@ from launch import LaunchDescription
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
-from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -108,9 +112,33 @@ class TestScene(unittest.TestCase):
         np.testing.assert_allclose([table.scale.x, table.scale.y, table.scale.z], zone.size)
         self.assertTrue(all(m.header.frame_id == "world" for m in added))
 
-    def test_the_servo_stream_pivots_the_scope_about_the_portal(self):
+    def lifecycle(self, transition: int) -> bool:
+        """Ask scope_servo_node for a lifecycle transition (`ros2 lifecycle set`); its success."""
+        client = self.node.create_client(ChangeState, "/scope_servo_node/change_state")
+        self.assertTrue(client.wait_for_service(timeout_sec=TIMEOUT))
+        future = client.call_async(ChangeState.Request(transition=Transition(id=transition)))
+        self.assertTrue(self.spin_until(future.done, 10.0), "no answer from change_state")
+        self.node.destroy_client(client)
+        return future.result().success
+
+    def wait_for_state(self, state: int, timeout: float) -> bool:
+        """Poll scope_servo_node's lifecycle state (`ros2 lifecycle get`) until it is `state`."""
+        client = self.node.create_client(GetState, "/scope_servo_node/get_state")
+        self.assertTrue(client.wait_for_service(timeout_sec=TIMEOUT))
+        deadline = time.monotonic() + timeout
+        current = None
+        while current != state and time.monotonic() < deadline:
+            future = client.call_async(GetState.Request())
+            self.assertTrue(self.spin_until(future.done, 10.0), "no answer from get_state")
+            current = future.result().current_state.id
+            self.spin_until(lambda: False, 0.1)
+        self.node.destroy_client(client)
+        return current == state
+
+    def test_the_servo_mode_pivots_the_scope_about_the_portal_between_activate_and_deactivate(self):
         model = KinematicModel.from_parameters(PARAMS)
         docked = servo_for(SCOPE_TASK, PARAMS).q
+        measured = {"q": docked}
         states = self.node.create_publisher(JointState, "/quirobot/joint_states", 10)
         twists = self.node.create_publisher(TwistStamped, "/quirobot/scope/servo", 10)
         commands, cones = [], []
@@ -120,17 +148,9 @@ class TestScene(unittest.TestCase):
         self.node.create_subscription(MarkerArray, "/quirobot/scope/view_cone", cones.append, 10)
 
         def publish_states():
-            message = JointState(name=list(AXES), position=[float(v) for v in docked] + [0.004])
+            message = JointState(name=list(AXES), position=[float(v) for v in measured["q"]] + [0.004])
             message.header.stamp = self.node.get_clock().now().to_msg()
             states.publish(message)
-
-        timer = self.node.create_timer(0.05, publish_states)
-        self.assertTrue(self.spin_until(lambda: cones), "no view cone from the measured joints")
-        client = self.node.create_client(SetBool, "/quirobot/scope/servo_mode")
-        self.assertTrue(client.wait_for_service(timeout_sec=TIMEOUT))
-        future = client.call_async(SetBool.Request(data=True))
-        self.assertTrue(self.spin_until(future.done, 10.0))
-        self.assertTrue(future.result().success, future.result().message)
 
         def send_twist():
             message = TwistStamped()
@@ -138,9 +158,20 @@ class TestScene(unittest.TestCase):
             message.twist.linear.x = 0.01  # 10 mm/s sideways: a pivot about the portal
             twists.publish(message)
 
-        stream = self.node.create_timer(0.02, send_twist)
-        self.spin_until(lambda: False, 1.5)
-        self.node.destroy_timer(stream)
+        def stream(seconds: float) -> None:
+            timer = self.node.create_timer(0.02, send_twist)
+            self.spin_until(lambda: False, seconds)
+            self.node.destroy_timer(timer)
+
+        timer = self.node.create_timer(0.05, publish_states)
+        # Configured by the launch file (inactive): the view cone follows the measured joints.
+        self.assertTrue(self.spin_until(lambda: cones), "no view cone from the measured joints")
+        self.assertTrue(self.wait_for_state(State.PRIMARY_STATE_INACTIVE, 10.0), "not configured")
+        stream(1.0)  # outside the mode: ignored
+        self.assertEqual(commands, [], "a twist outside the servo mode commanded the joints")
+
+        self.assertTrue(self.lifecycle(Transition.TRANSITION_ACTIVATE), "activate refused (docked scope)")
+        stream(1.5)
         moving = len(commands)
 
         def held() -> bool:  # silence: past the 0.1 s timeout the servo brakes, then holds
@@ -149,7 +180,6 @@ class TestScene(unittest.TestCase):
 
         # The brake takes 25 commands (its rate limits); a loaded machine ticks slower than 100 Hz.
         self.assertTrue(self.spin_until(held, 20.0), "the servo did not hold after the stream stopped")
-        self.node.destroy_timer(timer)
         self.assertGreater(len(commands), 20, "too few joint commands")
         q = np.array([list(c.points[0].positions) for c in commands])
         self.assertEqual(list(commands[0].joint_names), list(AXES[:5]))
@@ -159,6 +189,32 @@ class TestScene(unittest.TestCase):
         self.assertLess(max(_portal_distance(row, model) for row in q), 1e-6)
         (surface,) = [m for m in cones[-1].markers if m.ns == "view_cone" and m.type == Marker.TRIANGLE_LIST]
         self.assertGreater(len(surface.points), 0)
+
+        # Leave mid-stream: the last command is sent once more at rest, then nothing moves.
+        stream(0.5)
+        self.assertTrue(self.lifecycle(Transition.TRANSITION_DEACTIVATE))
+        self.spin_until(lambda: False, 0.3)
+        left = len(commands)
+        hold = commands[-1].points[0]
+        self.assertEqual(list(hold.velocities), [0.0] * 5, "no hold at rest on leaving")
+        self.assertEqual(list(hold.positions), list(commands[-2].points[0].positions))
+        self.assertLess(_portal_distance(hold.positions, model), 1e-6)
+        stream(1.0)
+        self.assertEqual(len(commands), left, "a twist after leaving commanded the joints")
+
+        # A fault: the scope measured 2 mm off the portal while active deactivates the node.
+        self.assertTrue(self.lifecycle(Transition.TRANSITION_ACTIVATE))
+        measured["q"] = docked + np.array([0.0, 0.002, 0.0, 0.0, 0.0])
+        self.assertTrue(
+            self.wait_for_state(State.PRIMARY_STATE_INACTIVE, 20.0), "no deactivation on the fault"
+        )
+        self.spin_until(lambda: False, 0.3)
+        faulted = len(commands)
+        self.assertEqual(list(commands[-1].points[0].velocities), [0.0] * 5, "no hold on the fault")
+        stream(1.0)
+        self.assertEqual(len(commands), faulted, "a twist after the fault commanded the joints")
+        self.assertFalse(self.lifecycle(Transition.TRANSITION_ACTIVATE), "activate off the portal")
+        self.node.destroy_timer(timer)
 
 
 @launch_testing.post_shutdown_test()
