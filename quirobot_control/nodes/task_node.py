@@ -51,6 +51,7 @@ table: docs/node_parameters.md); a value outside its range stops it with one lin
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -81,6 +82,8 @@ STATES_LOST_WALL = 5.0
 SERVICE_TIMEOUT = 10.0
 #: s (wall) a goal's frame may take to reach tf2's buffer (a registration published just before).
 FRAME_WAIT = 1.0
+#: s (wall): the longest the executor's sleep on a simulated clock lasts if that clock stops.
+SLEEP_WALL_LIMIT = 1.0
 
 
 def main(args: list[str] | None = None) -> int:
@@ -166,8 +169,10 @@ class RosMotionPort:
         self.description = False
         self.goal_handle = None
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(
-            JointState, states_topic, self._on_states, qos_profile_sensor_data, callback_group=group
+        # The high-rate inputs (joint states, /tf, /clock) on a node of their own (InputNode).
+        self.inputs = InputNode(node)
+        self.inputs.node.create_subscription(
+            JointState, states_topic, self._on_states, qos_profile_sensor_data
         )
         node.create_subscription(
             DrivesState, "/quirobot/drives/state", self._on_drives, latched, callback_group=group
@@ -197,7 +202,8 @@ class RosMotionPort:
         from tf2_ros import Buffer, TransformListener
 
         self.tf_buffer = Buffer()
-        self.tf_listener = TransformListener(self.tf_buffer, node)
+        self.tf_listener = TransformListener(self.tf_buffer, self.inputs.node)
+        self.inputs.start()
 
     def world_from(self, frame: str) -> np.ndarray:
         """(4, 4) world_from_frame: tf2's latest transform (MotionPort.world_from)."""
@@ -267,7 +273,29 @@ class RosMotionPort:
         return self.node.get_clock().now().nanoseconds * 1e-9
 
     def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
+        """`seconds` of the node's clock: the plant's in simulation, so the executor observes the
+        same plant instants however loaded the machine (a wall-clock sleep saw fewer of them the
+        slower the simulation ran); at most SLEEP_WALL_LIMIT s of wall time, so a simulation that
+        stopped its clock is still noticed."""
+        from rclpy.clock import JumpThreshold
+        from rclpy.duration import Duration
+
+        clock = self.node.get_clock()
+        if not clock.ros_time_is_active:
+            time.sleep(seconds)
+            return
+        until = clock.now() + Duration(nanoseconds=round(seconds * 1e9))
+        woken = threading.Event()
+        every_step = JumpThreshold(
+            min_forward=Duration(nanoseconds=1), min_backward=None, on_clock_change=True
+        )
+        # Called on the inputs node's thread as /clock sets the time (rclpy's own sleep_until does
+        # the same, without a wall-time bound).
+        with clock.create_jump_callback(
+            every_step, post_callback=lambda jump: clock.now() >= until and woken.set()
+        ):
+            if clock.now() < until:
+                woken.wait(SLEEP_WALL_LIMIT)
 
     def status(self) -> StackStatus:
         missing = tuple(
@@ -375,6 +403,53 @@ class RosMotionPort:
         message.direction.x, message.direction.y, message.direction.z = (float(v) for v in context.direction)
         message.feed_rate, message.max_thrust = float(context.feed_rate), float(context.max_thrust)
         self.context_publisher.publish(message)
+
+
+class InputNode:
+    """`<node>_inputs`: a second node, spun by a single-threaded executor on a thread of its own,
+    for the inputs that arrive at the control rate: the joint states, /tf and, with use_sim_time,
+    /clock (it sets the task node's clock). rclpy's executors rebuild their whole wait set each time
+    they wake: on the task node's (its services, action server and clients, parameter and
+    lifecycle services) each of the 250 Hz messages cost about 1 ms of CPU, which made task_node
+    the stack's second-largest CPU user in simulation (bench/sim_goal.py); this one waits on three
+    subscriptions."""
+
+    def __init__(self, node) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.time_source import TimeSource
+
+        self.node = rclpy.create_node(
+            f"{node.get_name()}_inputs",
+            namespace=node.get_namespace(),
+            use_global_arguments=False,  # the launch's parameters (use_sim_time) are the task node's
+            start_parameter_services=False,
+        )
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, name="task_node inputs", daemon=True)
+        self.time_source = None
+        if node.get_parameter("use_sim_time").value:
+            # The task node's clock follows /clock taken here. Its own time source subscribes to
+            # /clock when use_sim_time is set; rclpy offers no public way to move that
+            # subscription, so it is detached through the node's time source attribute.
+            node._time_source.detach_node()
+            self.time_source = TimeSource(node=self.node)
+            self.time_source.ros_time_is_active = True
+            self.time_source.attach_clock(node.get_clock())
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _spin(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        with contextlib.suppress(ExternalShutdownException):  # rclpy shut down: the process ends
+            self.executor.spin()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
 
 
 def result_message(result: DrillResult):
@@ -502,6 +577,11 @@ def _make_node():
         def on_deactivate(self, state) -> TransitionCallbackReturn:
             self.active = False
             return super().on_deactivate(state)
+
+        def destroy_node(self) -> None:
+            if hasattr(self, "port"):
+                self.port.inputs.close()
+            super().destroy_node()
 
         def _publish_state(self) -> None:
             if hasattr(self, "status_reporter"):
