@@ -17,7 +17,7 @@ and steps in lockstep with the controller manager, which runs on it with use_sim
 robot_state_publisher), so load slows the simulation down instead of opening following errors.
 controller_rate (Hz): the controller manager's update_rate (default: the drives' control rate, as
 in config/controllers.yaml); with sim_clock, drive_node runs whole plant periods per command
-(sim.launch.py: 250 Hz on the drives' 1 kHz, bridge.lockstep).
+(sim.launch.py: 100 Hz on the drives' 1 kHz, bridge.lockstep).
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)

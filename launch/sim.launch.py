@@ -1,7 +1,7 @@
 """The whole stack in simulation, driven from another node through the task-level API.
 
     ros2 launch quirobot sim.launch.py [test_fault_injection:=false|true] [homing:=false|true]
-        [controller_rate:=HZ]  (the controller manager's update_rate; default a quarter of the drives')
+        [controller_rate:=HZ]  (the controller manager's update_rate; default a tenth of the drives')
         [plant:=ideal|realistic]  (the simulated plant; realistic with quirobot simulate's compensation)
 
 bringup.launch.py hardware:=real tool:=drill drive_backend:=simulated simulated_bone:=incision
@@ -27,11 +27,13 @@ from quirobot_description.parameters import load_parameters
 from quirobot_description.plant_parameters import PLANTS
 
 #: Plant periods drive_node runs per controller-manager command (bridge.lockstep): the controller
-#: manager at a quarter of the drives' rate, 250 Hz on their 1 kHz. Design assumption: a goal takes
-#: about half the wall time it takes at 1 kHz (docs/drive_from_another_node.md, bench/sim_goal.py)
-#: and drills the same hole (the drive bridge's second-order hold between commands; the hole
-#: against quirobot simulate's: test/ros/test_launch_drill_hole.py test_0).
-PERIODS_PER_COMMAND = 4
+#: manager at a tenth of the drives' rate, 100 Hz on their 1 kHz. Design assumption: every message
+#: of the lock-step (the joint states, /clock, the command) costs each node it wakes, so the stack
+#: needs less CPU per second of plant time the fewer commands it exchanges (bench/sim_goal.py:
+#: about 2.3 CPU s per plant s at 100 Hz against 3.7 at 250 Hz on this machine), and the hole
+#: stays the same (the drive bridge's second-order hold between commands; the hole against
+#: quirobot simulate's: test/ros/test_launch_drill_hole.py test_0; docs/drive_from_another_node.md).
+PERIODS_PER_COMMAND = 10
 
 
 def simulation_controller_rate() -> int:

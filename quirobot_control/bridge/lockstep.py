@@ -12,15 +12,15 @@ joint_state_topic_hardware_interface's write() publishes the controllers' comman
     drive_node: that command arrives -> the plant runs period k -> t_{k+1}, and so on
 
 With `substeps` > 1 the controller manager runs slower than the plant (bringup.launch.py's
-controller_rate, e.g. 250 Hz controllers on the drives' 1 kHz position loop, as gz_ros2_control
-can run its controller manager slower than the physics): each command is the drives' setpoint
-for `substeps` plant periods, moved on by its velocity within them (the drive bridge's
-first-order hold, as a CiA 402 drive interpolates between the master's cyclic setpoints), and
-/clock goes out once per controller
-period, t_k = epoch + k * substeps * plant period. Every joint state and /clock sample is a DDS
-round trip and a Python callback in three processes: fewer of them let the same machine run
-the same plant faster; docs/drive_from_another_node.md gives the sim/wall and the hole measured
-at 250 Hz against 1 kHz (not the default: the hole moved 12 µm deeper, not yet understood).
+controller_rate, e.g. sim.launch.py's 100 Hz controllers on the drives' 1 kHz position loop, as
+gz_ros2_control can run its controller manager slower than the physics): each command is the
+drives' setpoint for `substeps` plant periods, carried on within them to second order from its
+position, velocity and the acceleration since the command before (the drive bridge's hold, as a
+CiA 402 drive interpolates between the master's cyclic setpoints), and /clock goes out once per
+controller period, t_k = epoch + k * substeps * plant period. Every joint state and /clock
+sample is a DDS round trip and a Python callback in three processes: fewer of them let the same
+machine run the same plant faster; docs/drive_from_another_node.md gives the sim/wall, the CPU
+and the hole measured at 1 kHz, 250 Hz and 100 Hz.
 
 So the plant runs each period on the command computed for it and nothing else decides when: a
 slow machine slows the whole loop and never changes what it computes (as gz_ros2_control steps

@@ -54,7 +54,7 @@ def test_every_sample_wakes_the_controller_manager_once():
 
 @pytest.mark.parametrize("update_rate", [1000, 500, 250, 100])
 def test_a_slower_controller_manager_wakes_once_per_command_and_the_plant_runs_its_whole_period(update_rate):
-    """sim.launch.py's controller manager at 250 Hz on the 1 kHz plant: each command runs the
+    """A controller manager slower than the 1 kHz plant (sim.launch.py: 100 Hz): each command runs the
     plant 1e9 // update_rate ns (whole plant periods) and the clock then reaches the controller
     manager's `t_k + period` exactly: one wake-up per command, none skipped, 10 s of plant time."""
     control = control_configuration(load_parameters())
