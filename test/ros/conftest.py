@@ -13,13 +13,9 @@ if os.environ.get("QUIROBOT_ROS_TIER"):
     import launch_testing  # noqa: F401  (fails loudly when the ROS tier has no ROS)
     import rclpy  # noqa: F401
 
-# The loaded-incision test (issue 17 item 4) drills four holes over ROS, three of them beside busy
-# processes: far over 5 min even idle (a goal took 394 s of wall time at load 12-17), over 30 min
-# on a loaded 2-core machine. Collected only when asked for (QUIROBOT_SIM_LOAD=1).
-collect_ignore = [] if os.environ.get("QUIROBOT_SIM_LOAD") == "1" else ["test_launch_sim_load.py"]
 # colcon test runs the tier as two ctest tests (CMakeLists.txt): the DrillHole module alone, and
 # the rest with it ignored here, so that each has its own 30-minute hang guard.
-collect_ignore += [name for name in os.environ.get("QUIROBOT_ROS_TIER_IGNORE", "").split(",") if name]
+collect_ignore = [name for name in os.environ.get("QUIROBOT_ROS_TIER_IGNORE", "").split(",") if name]
 
 
 def pytest_sessionfinish(session, exitstatus):
