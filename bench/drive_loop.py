@@ -380,6 +380,93 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
     }
 
 
+def master_cpu(periods: int = 1000, repeats: int = 15) -> dict[str, float]:
+    """CPU of drive_node's master per SYNC cycle, the transport out of the way: the real-drive
+    path (start_canopen_cycle, six drives, CSP) brought up against six simulated drives on
+    python-can's in-process virtual bus; then, the cycle thread stopped, its buses discard every
+    frame and each drive's TPDOs count as arrived when the backend waits for them, and
+    `DriveBridge.step` runs here with a command every period (gantry_x's sine, as in `run`).
+    What is left is the master: commands, the safety layer, the PDO packing, the drives' state
+    machines and watchdogs. Per SYNC cycle (canopen.sync_period / control period steps), s: the
+    minimum and median over `repeats` runs of `periods` steps (this thread's CPU time)."""
+    import canopen
+
+    from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
+
+    params = bench_parameters()
+    control = control_configuration(params)
+    channels = {bus: f"drive-loop-cpu-{bus}-{os.getpid()}" for bus in params.canopen.channel_names}
+    networks = []
+    for bus, channel in channels.items():
+        network = canopen.Network()
+        network.NOTIFIER_CYCLE = 0.01
+        network.connect(interface="virtual", channel=channel)
+        networks.append(network)
+        for axis in params.canopen.axes_on(bus):
+            simulator_for_axis(
+                params, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
+            ).attach(network)
+    settings = CycleSettings(priority=0, lock_memory=False)
+    cycle = start_canopen_cycle(
+        params,
+        control,
+        robot_description("drill", "real"),
+        can=CanBusConfig("virtual", channels),
+        settings=settings,
+    )
+    bridge, backend = cycle.bridge, cycle.backend
+    names = list(bridge.names)
+    try:
+        cycle.post_command(names, [START[n] for n in names], [0.0] * len(names), now=time.monotonic())
+        deadline = time.monotonic() + 5.0
+        while not bridge.started and time.monotonic() < deadline:
+            time.sleep(1e-3)
+        cycle.stop()
+
+        class Discard:
+            def send(self, message, timeout=None) -> None:
+                pass
+
+        buses = {name: network.bus for name, network in backend.networks.items()}
+        for network in backend.networks.values():
+            network.bus = Discard()
+        for drive in backend.drives.values():
+
+            def arrived(count: int, timeout: float, drive=drive) -> bool:
+                now = drive.clock()
+                with drive._lock:
+                    drive._tpdo_times[:] = [now, now]
+                    drive._tpdo_counts[:] = [count, count]
+                return True
+
+            drive.wait_for_feedback = arrived
+        start = time.monotonic()
+        k = 0
+        runs = []
+        for _ in range(repeats + 1):
+            begin = time.thread_time()
+            for _ in range(periods):
+                now = start + k * control.dt
+                phase = 2.0 * math.pi * 0.5 * k * control.dt
+                position = [START[n] + (0.5e-3 * math.sin(phase) if n == "gantry_x" else 0.0) for n in names]
+                velocity = [0.5e-3 * math.pi * math.cos(phase) if n == "gantry_x" else 0.0 for n in names]
+                bridge.command(names, position, velocity, now=now)
+                sample = bridge.step(now)
+                k += 1
+            if sample.stop_reason is not None:
+                raise SystemExit(f"drive_loop: master CPU run stopped: {sample.stop_reason}")
+            runs.append((time.thread_time() - begin) / periods * backend.csp_sync_every)
+        runs = sorted(runs[1:])  # the first: warm-up
+        for name, network in backend.networks.items():
+            network.bus = buses[name]
+    finally:
+        cycle.stop()
+        bridge.close()
+        for network in networks:
+            network.disconnect()
+    return {"min": runs[0], "median": runs[len(runs) // 2], "periods": periods, "repeats": repeats}
+
+
 def table(results: list[dict]) -> str:
     ms, us = 1e3, 1e6
     lines = [
@@ -419,6 +506,11 @@ def main() -> None:
     )
     parser.add_argument("--no-realtime", action="store_true", help="no SCHED_FIFO, no mlockall")
     parser.add_argument("--json", action="store_true", help="one JSON object per run (s), no table")
+    parser.add_argument(
+        "--master-cpu",
+        action="store_true",
+        help="only the master's CPU per SYNC cycle with the transport out of the way (master_cpu)",
+    )
     parser.add_argument("--serve-drives", nargs=2, metavar=("PORT", "BUS"), help=argparse.SUPPRESS)
     add_save_option(parser, "drive_loop.txt")
     args = parser.parse_args()
@@ -431,6 +523,17 @@ def main() -> None:
     if any(n < 0 for n in busy):
         parser.error(f"--busy must be >= 0, got {busy}")
     with saved_output(args.save):
+        line = ""
+        if args.master_cpu or not args.json:  # the table's first line (--json: only if asked)
+            cpu = master_cpu()
+            line = (
+                f"master CPU per SYNC cycle, transport out of the way (in-process, {cpu['repeats']} runs "
+                f"of {cpu['periods']} periods): min {cpu['min'] * 1e6:.0f} us, median "
+                f"{cpu['median'] * 1e6:.0f} us"
+            )
+            if args.master_cpu:
+                print(json.dumps({"master_cpu": cpu}) if args.json else line)
+                return
         results = []
         for n in busy:
             for policy in args.gc:
@@ -443,6 +546,7 @@ def main() -> None:
                 f"drive_node's CANopen cycle thread, 6 simulated CiA 402 drives in another process "
                 f"(udp_multicast, 3 buses), {args.seconds:g} s per run, {os.cpu_count()} CPUs"
             )
+            print(line)
             print(table(results))
             for r in results:
                 print(
