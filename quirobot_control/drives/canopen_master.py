@@ -178,6 +178,12 @@ logger = logging.getLogger(__name__)
 #: cached).
 _decode = functools.lru_cache(maxsize=256)(decode_statusword)
 
+
+@functools.lru_cache(maxsize=256)
+def _drive_state_of(statusword: int) -> DriveState:
+    """drive_state(decode_statusword(statusword)), memoized (StatuswordError is not cached)."""
+    return drive_state(decode_statusword(statusword))
+
 #: RPDO1 (controlword UNSIGNED16, target torque INTEGER16, torque offset INTEGER16) and RPDO2
 #: (target position INTEGER32, velocity offset INTEGER32) as CiA 301 lays them out: little-endian,
 #: in the order of cia402.RPDO1_MAPPING / RPDO2_MAPPING. Packed into preallocated frames by a
@@ -863,7 +869,7 @@ class CanopenDrive:
             if self._master_fault is not None or self._emcy_fault:
                 return DriveState.FAULT
             try:
-                state = drive_state(_decode(self._statusword))
+                state = _drive_state_of(self._statusword)
             except StatuswordError as error:
                 self._master_fault = f"invalid statusword from the drive: {error}"
                 return DriveState.FAULT

@@ -249,7 +249,7 @@ class QuirobotHardware:
         self.lifecycle = LifecycleState.UNCONFIGURED
         self.info: HardwareInfo | None = None
         self.joints: list[_Joint] = []
-        self._by_name: dict[str, _Joint] | None = None  # name -> joint (_joint)
+        self._by_name: dict[str, _Joint] = {}  # name -> joint of self.joints (_joint)
         self.safety: SafetyMonitor | None = None
         self.stop_reason: str | None = None  # the latched stop (cleared only by acknowledge_stop)
         self.refused: str | None = None  # the last request refused by the lifecycle, and why
@@ -287,7 +287,6 @@ class QuirobotHardware:
     def _configure(self) -> CallbackReturn:
         dt = self.control.dt
         self.joints = []
-        self._by_name = None  # name -> joint, built at the first look-up (_joint)
         for name in self._names:
             settings = self.control.joint(name)
             drive = self.drive_factory(name)
@@ -299,6 +298,7 @@ class QuirobotHardware:
             self.joints.append(
                 _Joint(name, drive, PID(gains, dt), gain, settings.effective_inertia, effort_limit)
             )
+        self._by_name = {joint.name: joint for joint in self.joints}
         try:
             self._configured = set()
             self._configure_drives(skip_stopped=True)
@@ -925,10 +925,7 @@ class QuirobotHardware:
             joint.effort_ff = value
 
     def _joint(self, name: str) -> _Joint:
-        by_name = self._by_name
-        if by_name is None or len(by_name) != len(self.joints):
-            by_name = self._by_name = {joint.name: joint for joint in self.joints}
-        joint = by_name.get(name)
+        joint = self._by_name.get(name)
         if joint is not None:
             return joint
         raise HardwareError(f"no joint {name!r}; joints are {', '.join(self._names)}")
