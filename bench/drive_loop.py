@@ -308,9 +308,11 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
         ros.start()
         time.sleep(WARM_UP)
         mark, t0, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped
+        process_cpu = time.process_time()
         tell(slaves, "start")
         time.sleep(seconds)
         end, t1, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped - skipped
+        process_cpu = time.process_time() - process_cpu
         tell(slaves, "end")
         load = os.getloadavg()
         stop_ros.set()
@@ -359,6 +361,11 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
         "master_feedback_timeout": params.canopen.feedback_timeout,
         # CPU of the three drives' processes over the window, in cores (s of CPU per s).
         "drives_cpu_cores": sum(bus["drives_cpu_window"] for bus in buses.values()) / seconds,
+        # CPU of drive_node's process (cycle, TPDO receivers, the ROS side) over the window, cores:
+        # its Python threads share one GIL, and on SCHED_FIFO the kernel's real-time throttling
+        # (sched_rt_runtime_us, 95 % of each second) stops them for the rest of a second that
+        # used more.
+        "master_cpu_cores": process_cpu / seconds,
         # The transport's share: udp_multicast's send (msgpack + sendto + the kernel's loopback to
         # every member socket) per frame, times the frames the cycle sends per SYNC cycle (a SYNC
         # and the heartbeat every other SYNC per bus, RPDO1 + RPDO2 per drive). A SocketCAN send
