@@ -184,6 +184,7 @@ def _drive_state_of(statusword: int) -> DriveState:
     """drive_state(decode_statusword(statusword)), memoized (StatuswordError is not cached)."""
     return drive_state(decode_statusword(statusword))
 
+
 #: RPDO1 (controlword UNSIGNED16, target torque INTEGER16, torque offset INTEGER16) and RPDO2
 #: (target position INTEGER32, velocity offset INTEGER32) as CiA 301 lays them out: little-endian,
 #: in the order of cia402.RPDO1_MAPPING / RPDO2_MAPPING. Packed into preallocated frames by a
