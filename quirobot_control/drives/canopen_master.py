@@ -69,6 +69,7 @@ switch the power stage off mid-ramp (CiA 402 transition 12).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import struct
@@ -172,6 +173,18 @@ MODE_CODES = {
 
 logger = logging.getLogger(__name__)
 
+#: decode_statusword, memoized: a drive reports a handful of statuswords, and the per-cycle path
+#: decodes the latest one several times per period (a StatuswordError is raised every time, not
+#: cached).
+_decode = functools.lru_cache(maxsize=256)(decode_statusword)
+
+
+@functools.lru_cache(maxsize=256)
+def _drive_state_of(statusword: int) -> DriveState:
+    """drive_state(decode_statusword(statusword)), memoized (StatuswordError is not cached)."""
+    return drive_state(decode_statusword(statusword))
+
+
 #: RPDO1 (controlword UNSIGNED16, target torque INTEGER16, torque offset INTEGER16) and RPDO2
 #: (target position INTEGER32, velocity offset INTEGER32) as CiA 301 lays them out: little-endian,
 #: in the order of cia402.RPDO1_MAPPING / RPDO2_MAPPING. Packed into preallocated frames by a
@@ -226,6 +239,7 @@ class CanopenDrive:
             raise CanopenConfigurationError(f"drive {name}: no drive.quick_stop_deceleration for it")
         self.quick_stop_deceleration = drive.quick_stop_deceleration[name]
         self.master_timeout = drive.master_timeout
+        self._feedback_timeout = bus.feedback_timeout  # s, read every period (a computed property)
         self.homing = homing
         self.clock = clock
         self._mode = DriveMode(mode)
@@ -253,7 +267,10 @@ class CanopenDrive:
         self._commands = 0  # setpoint commands accepted (packed) since construction
         self.node = canopen.RemoteNode(self.node_id, str(eds))
         network.add_node(self.node)
-        self._lock = threading.Condition()
+        # The state's lock: `with self._mutex` (C-level enter/exit on the per-cycle path); the
+        # condition over the same lock (`_lock`) for wait_for_feedback and the TPDOs' notify.
+        self._mutex = threading.RLock()
+        self._lock = threading.Condition(self._mutex)
         self._started = False
         self._controlword = CW_DISABLE_VOLTAGE
         self._statusword = STATUSWORD_PATTERNS[Cia402State.SWITCH_ON_DISABLED][1]
@@ -285,7 +302,7 @@ class CanopenDrive:
         if self.node.network.bus is None:
             raise DriveError(f"{self._who()}: the CANopen network is not connected (call network.connect())")
         self._configure_node("start-up")
-        with self._lock:
+        with self._mutex:
             self._started = True
 
     def _configure_node(self, what: str) -> None:
@@ -308,7 +325,7 @@ class CanopenDrive:
             self.node.nmt.state = "OPERATIONAL"
         except _COMMUNICATION_ERRORS as error:
             raise DriveError(f"{self._who()}: {what} failed: {error}") from error
-        with self._lock:
+        with self._mutex:
             self._statusword = statusword
             self._position_counts, self._velocity_counts, self._current_actual = position, velocity, current
             self._tpdo_times = [None, None]  # the watchdog arms at the first TPDOs
@@ -398,7 +415,7 @@ class CanopenDrive:
     def _on_tpdo1(self, pdo: canopen.pdo.PdoMap) -> None:
         statusword, position = pdo[STATUSWORD].raw, pdo[POSITION_ACTUAL].raw
         now = self.clock()
-        with self._lock:
+        with self._mutex:
             self._statusword, self._position_counts = statusword, position
             if self._mode is DriveMode.HOMING and self._homing_started:
                 if statusword & SW_HOMING_ERROR and self._master_fault is None:
@@ -412,7 +429,7 @@ class CanopenDrive:
     def _on_tpdo2(self, pdo: canopen.pdo.PdoMap) -> None:
         velocity, current = pdo[VELOCITY_ACTUAL].raw, pdo[CURRENT_ACTUAL].raw
         now = self.clock()
-        with self._lock:
+        with self._mutex:
             self._velocity_counts, self._current_actual = velocity, current
             self._tpdo_times[1] = now
             self._tpdo_counts[1] += 1
@@ -421,7 +438,7 @@ class CanopenDrive:
     def _on_emcy(self, entry: canopen.emcy.EmcyError) -> None:
         """EMCY (network thread): a non-zero error code is a fault at once, its code the reason."""
         now = self.clock()
-        with self._lock:
+        with self._mutex:
             if len(self.emcy_log) < 1000:  # bounded: a babbling node cannot fill the memory
                 self.emcy_log.append((now, entry.code, entry.register))
             if entry.code == 0:  # "error reset / no error": the drive left its fault
@@ -437,7 +454,7 @@ class CanopenDrive:
     def _on_heartbeat(self, state: int) -> None:
         """NMT heartbeat / boot-up (network thread): a started node that boots again is a fault."""
         if state == NMT_BOOT_UP and self._started:
-            with self._lock:
+            with self._mutex:
                 if not self.absolute:
                     self._homed = False  # an incremental position restarts from zero
                 # A node boots in Switch on disabled, power stage off; it sends no TPDO until it
@@ -457,18 +474,18 @@ class CanopenDrive:
     @property
     def feedback_count(self) -> int:
         """Complete feedback sets (TPDO1 and TPDO2) received since construction."""
-        with self._lock:
+        with self._mutex:
             return min(self._tpdo_counts)
 
     def wait_for_feedback(self, count: int, timeout: float) -> bool:
         """Wait until `feedback_count` >= count or `timeout` s (wall clock) pass; True if reached."""
-        with self._lock:
+        with self._mutex:
             return self._lock.wait_for(lambda: min(self._tpdo_counts) >= count, timeout)
 
     @property
     def cia402_state(self) -> Cia402State:
         """The drive's CiA 402 state from the last statusword received."""
-        with self._lock:
+        with self._mutex:
             return decode_statusword(self._statusword)
 
     # --- Drive protocol -----------------------------------------------------------------------------
@@ -495,7 +512,7 @@ class CanopenDrive:
             )
         try:
             self.node.sdo[TARGET_TORQUE].raw = 0
-            with self._lock:
+            with self._mutex:
                 here = self._position_counts
             self.node.sdo[TARGET_POSITION].raw = here  # CSP starts where the axis is
         except _COMMUNICATION_ERRORS as error:
@@ -592,7 +609,7 @@ class CanopenDrive:
                     f"{self._who()}: fault reset did not reach Switch on disabled within "
                     f"{self.bus.transition_timeout} s: it is in {state.value} ({self._fault_reason_read()})"
                 )
-        with self._lock:
+        with self._mutex:
             reconfigure = self._rebooted
         if reconfigure or self._configuration_lost():
             reconfigure = True
@@ -602,7 +619,7 @@ class CanopenDrive:
             self._configure_node("reconfiguration after a restart")
             logger.warning("%s: reconfigured after a restart", self._who())
         now = self.clock()
-        with self._lock:
+        with self._mutex:
             self._master_fault = None
             self._drive_fault_text = None
             self._emcy_fault = False
@@ -754,7 +771,7 @@ class CanopenDrive:
         state = self._state()
         if state is not DriveState.ENABLED:
             raise DriveError(f"{self._who()} is {state.name}: homing needs the drive enabled")
-        with self._lock:
+        with self._mutex:
             self._homed = False
             self._homing_started = True
         self._send_rpdo(CW_ENABLE_OPERATION, 0)  # bit 4 low first: the start is its rising edge
@@ -762,22 +779,24 @@ class CanopenDrive:
 
     @property
     def homed(self) -> bool:
-        with self._lock:
+        with self._mutex:
             return self._homed
 
     def feedback(self) -> DriveFeedback:
         """The latest TPDO values in joint units, and the state (checks the feedback timeout)."""
         self._check_watchdog()
-        with self._lock:
-            counts, velocity_counts, current_actual = (
+        with self._mutex:
+            counts, velocity_counts, current_actual, homed = (
                 self._position_counts,
                 self._velocity_counts,
                 self._current_actual,
+                self._homed,
             )
         state = self._state()
         current = self.scaling.current(current_actual)
-        stopped = state in (DriveState.QUICK_STOP, DriveState.FAULT)
-        reported = self._reported_state()  # the drive's own word: a latched stop is not it
+        stopped = state is DriveState.QUICK_STOP or state is DriveState.FAULT
+        # The drive's own word (a latched stop is not it): read only when a stop is latched.
+        reported = self._reported_state() if stopped else None
         return DriveFeedback(
             position=self.encoder.position(counts),
             velocity=velocity_counts * self.encoder.resolution,
@@ -785,7 +804,7 @@ class CanopenDrive:
             effort=self.motor.torque_constant * current * self.transmission.ratio * self.efficiency,
             state=state,
             fault=self._fault_reason() if state is DriveState.FAULT else None,
-            homed=self.homed,
+            homed=homed,
             mode=self._mode,
             halted=self._halted and state is DriveState.ENABLED,
             stopping=stopped and reported in _STOPPING_STATES,
@@ -803,6 +822,10 @@ class CanopenDrive:
     # --- internals ----------------------------------------------------------------------------------
     def _numbers(self, what: str, *values: object, labels: tuple[str, ...] = ()) -> tuple[float, ...]:
         """The command's values as floats; not a number or non-finite: quick stop, DriveError."""
+        with contextlib.suppress(TypeError, ValueError):  # the per-cycle case: finite numbers
+            numbers = tuple(map(float, values))
+            if math.isfinite(sum(numbers)):  # a sum of finite floats may overflow: checked below
+                return numbers
         out = []
         for k, value in enumerate(values):
             label = labels[k] if labels else what
@@ -843,11 +866,11 @@ class CanopenDrive:
         return f"drive {self.name} (CANopen node {self.node_id})"
 
     def _state(self) -> DriveState:
-        with self._lock:
+        with self._mutex:
             if self._master_fault is not None or self._emcy_fault:
                 return DriveState.FAULT
             try:
-                state = drive_state(decode_statusword(self._statusword))
+                state = _drive_state_of(self._statusword)
             except StatuswordError as error:
                 self._master_fault = f"invalid statusword from the drive: {error}"
                 return DriveState.FAULT
@@ -857,20 +880,20 @@ class CanopenDrive:
 
     def _reported_state(self) -> Cia402State | None:
         """The CiA 402 state of the last statusword received (None: not decodable)."""
-        with self._lock:
+        with self._mutex:
             try:
-                return decode_statusword(self._statusword)
+                return _decode(self._statusword)
             except StatuswordError:
                 return None
 
     def _latch_fault(self, reason: str) -> None:
-        with self._lock:
+        with self._mutex:
             if self._master_fault is None:
                 self._master_fault = reason
 
     def _wait_for_first_feedback(self) -> None:
         """Feedback must flow before the drive is enabled: wait for the first TPDOs after start()."""
-        with self._lock:
+        with self._mutex:
             arrived = self._lock.wait_for(lambda: None not in self._tpdo_times, self.bus.transition_timeout)
         if not arrived:
             raise DriveError(
@@ -883,11 +906,12 @@ class CanopenDrive:
         if not self._started:
             return
         now = self.clock()
-        with self._lock:
-            if self._master_fault is not None or None in self._tpdo_times:
+        with self._mutex:
+            times = self._tpdo_times
+            if self._master_fault is not None or None in times:
                 return
-            age = now - min(self._tpdo_times)
-            stale = age > self.bus.feedback_timeout
+            age = now - min(times)
+            stale = age > self._feedback_timeout
             if stale:
                 self._master_fault = (
                     f"feedback timeout: no TPDO from node {self.node_id} for {age:.4f} s (limit "
@@ -901,7 +925,9 @@ class CanopenDrive:
 
     def _check_quick_stop_confirmed(self, now: float) -> None:
         """A drive still in Operation enabled feedback_timeout after a quick stop is a fault."""
-        with self._lock:
+        if self._quick_stop_time is None:  # no quick stop requested (the per-cycle case): nothing to check
+            return
+        with self._mutex:
             requested = self._quick_stop_time
             if (
                 requested is None
@@ -910,7 +936,7 @@ class CanopenDrive:
             ):
                 return
             try:
-                running = decode_statusword(self._statusword) is Cia402State.OPERATION_ENABLED
+                running = _decode(self._statusword) is Cia402State.OPERATION_ENABLED
             except StatuswordError:
                 return  # _state() latches that
             if running and self._master_fault is None:
@@ -923,7 +949,7 @@ class CanopenDrive:
 
     def _fault_reason(self) -> str:
         """The fault's text without bus I/O (see the module doc: a stop never waits on SDO)."""
-        with self._lock:
+        with self._mutex:
             if self._master_fault is not None:
                 return self._master_fault
             if self._drive_fault_text is not None:
@@ -936,14 +962,14 @@ class CanopenDrive:
             text = describe_error_code(self.node.sdo[ERROR_CODE].raw)
         except _COMMUNICATION_ERRORS as error:
             return f"error code 0x603F unreadable: {error}"
-        with self._lock:
+        with self._mutex:
             if self._drive_fault_text is None and self._state_is_fault():
                 self._drive_fault_text = text
         return text
 
     def _fault_reason_read(self) -> str:
         """The fault's text, reading 0x603F by SDO if no EMCY told it (not for the stop path)."""
-        with self._lock:
+        with self._mutex:
             known = self._master_fault is not None or self._drive_fault_text is not None
         return self._fault_reason() if known else self.read_error_code()
 
@@ -1001,7 +1027,7 @@ class CanopenDrive:
             statusword = self.node.sdo[STATUSWORD].raw
         except _COMMUNICATION_ERRORS as error:
             raise DriveError(f"{self._who()}: statusword 0x6041 not readable: {error}") from error
-        with self._lock:
+        with self._mutex:
             self._statusword = statusword
         try:
             return decode_statusword(statusword)

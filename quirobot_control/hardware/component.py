@@ -218,6 +218,7 @@ class QuirobotHardware:
     STATE_INTERFACES = ("position", "velocity", "effort")
     COMMAND_INTERFACES = ("position", "velocity")
     FEED_FORWARD_INTERFACES = ("acceleration", "effort")
+    _INTERFACES = frozenset(COMMAND_INTERFACES + FEED_FORWARD_INTERFACES)
 
     def __init__(
         self,
@@ -248,6 +249,7 @@ class QuirobotHardware:
         self.lifecycle = LifecycleState.UNCONFIGURED
         self.info: HardwareInfo | None = None
         self.joints: list[_Joint] = []
+        self._by_name: dict[str, _Joint] = {}  # name -> joint of self.joints (_joint)
         self.safety: SafetyMonitor | None = None
         self.stop_reason: str | None = None  # the latched stop (cleared only by acknowledge_stop)
         self.refused: str | None = None  # the last request refused by the lifecycle, and why
@@ -296,6 +298,7 @@ class QuirobotHardware:
             self.joints.append(
                 _Joint(name, drive, PID(gains, dt), gain, settings.effective_inertia, effort_limit)
             )
+        self._by_name = {joint.name: joint for joint in self.joints}
         try:
             self._configured = set()
             self._configure_drives(skip_stopped=True)
@@ -468,7 +471,7 @@ class QuirobotHardware:
         interface and the value; an unknown joint or interface also raises HardwareError."""
         try:
             target = self._joint(joint)
-            if interface not in self.COMMAND_INTERFACES + self.FEED_FORWARD_INTERFACES:
+            if interface not in self._INTERFACES:
                 raise HardwareError(f"joint {joint}: no command interface {interface!r}")
         except HardwareError as error:
             self._refuse_command(str(error))
@@ -522,6 +525,11 @@ class QuirobotHardware:
         """NotHomedError naming the joints whose drive does not report homed: no position or
         velocity command is taken before homing (nothing is stored; the drives stay disabled,
         on_activate refuses). While ACTIVE a drive that loses its reference is a stop (read)."""
+        for joint in self.joints:  # the per-cycle case first: every joint homed, nothing built
+            if not joint.homed:
+                break
+        else:
+            return
         unhomed = self.unhomed
         if unhomed:
             reason = f"motion refused: {', '.join(unhomed)} not homed; home() first (while inactive)"
@@ -917,9 +925,9 @@ class QuirobotHardware:
             joint.effort_ff = value
 
     def _joint(self, name: str) -> _Joint:
-        for joint in self.joints:
-            if joint.name == name:
-                return joint
+        joint = self._by_name.get(name)
+        if joint is not None:
+            return joint
         raise HardwareError(f"no joint {name!r}; joints are {', '.join(self._names)}")
 
     def _read_drives(self) -> list[str]:

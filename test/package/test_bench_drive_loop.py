@@ -1,5 +1,6 @@
-"""bench/drive_loop.py runs in CI: 5 s of drive_node's CANopen cycle against six simulated drives
-in other processes (python-can's udp_multicast), with the issue's JSON keys and loose bounds.
+"""bench/drive_loop.py for 5 s (opt-in, QUIROBOT_REALTIME_TESTS=1: it does not pass on a loaded
+2-core machine, docs/canopen.md): drive_node's CANopen cycle against six simulated drives in other
+processes (python-can's udp_multicast), with the issue's JSON keys and loose bounds.
 
 The bounds are 5x the targets of the 60 s measurement (bench/results/drive_loop.txt, issue 18):
 SYNC period p99.9 within 5 ms of the 2 ms period, command -> RPDO p99 under 15 ms, CPU per SYNC
@@ -23,8 +24,9 @@ KEYS = {"sync_period", "late_cycles", "sync_loss_stops", "command_to_rpdo", "cyc
 
 @pytest.mark.skipif(
     os.environ.get("QUIROBOT_REALTIME_TESTS") != "1",
-    reason="opt-in (QUIROBOT_REALTIME_TESTS=1): fails on a 2-core machine, the master's 10 ms feedback "
-    "timeout stops drives simulated in Python (issue 18 open, docs/canopen.md)",
+    reason="opt-in (QUIROBOT_REALTIME_TESTS=1): fails on a loaded 2-core machine, drive_node's process "
+    "needs more than a core with udp_multicast and real-time throttling leaves 40-60 ms SYNC gaps: the "
+    "drives stop themselves (issue 18 open, docs/canopen.md)",
 )
 def test_a_five_second_bench_meets_five_times_the_targets(parameters, tmp_path):
     pytest.importorskip("msgpack", reason="python-can's udp_multicast needs msgpack (requirements-test.txt)")

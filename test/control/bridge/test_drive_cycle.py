@@ -29,10 +29,18 @@ from quirobot_control.bridge.drive_cycle import CommandMailbox, CycleSettings, s
 from quirobot_control.drive_simulators.canopen_slave import (
     HEARTBEAT_ERROR_CODE,
     SYNC_LOST_ERROR_CODE,
+    TPDO_LAYOUTS,
     simulator_for_axis,
 )
 from quirobot_control.drives.canopen_master import RPDO1_LAYOUT, RPDO2_LAYOUT
-from quirobot_control.drives.cia402 import DEFAULT_EDS, RPDO1_MAPPING, RPDO2_MAPPING, Cia402State
+from quirobot_control.drives.cia402 import (
+    DEFAULT_EDS,
+    RPDO1_MAPPING,
+    RPDO2_MAPPING,
+    TPDO1_MAPPING,
+    TPDO2_MAPPING,
+    Cia402State,
+)
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.urdf import robot_description
 
@@ -310,3 +318,31 @@ def test_the_rpdo_layouts_are_canopens_own_encoding(layout, mapping, values):
     for (index, _), value in zip(mapping, values, strict=True):
         pdo[index].raw = value
     assert layout.pack(*values) == bytes(pdo.data)
+
+
+@pytest.mark.parametrize(
+    ("mapping", "values"),
+    [(TPDO1_MAPPING, (0x1637, -2_000_000_000)), (TPDO2_MAPPING, (2_000_000_000, -1234))],
+)
+def test_the_simulated_drives_tpdo_layouts_are_canopens_own_encoding(mapping, values):
+    """The simulated drive's precompiled TPDO structs pack the bytes canopen's PdoMap packs."""
+    node = canopen.RemoteNode(1, str(DEFAULT_EDS))
+    pdo = node.tpdo[1]
+    pdo.clear()
+    for index, bits in mapping:
+        pdo.add_variable(index, 0, bits)
+    for (index, _), value in zip(mapping, values, strict=True):
+        pdo[index].raw = value
+    assert TPDO_LAYOUTS[mapping].pack(*values) == bytes(pdo.data)
+
+
+def test_the_simulated_drives_answer_from_their_precompiled_tpdos(drives, cycle):
+    """Once operational with the master's mapping, every simulated drive packs its answers itself
+    (TPDO_LAYOUTS); the master's feedback equals the drive's own encoder at the SYNC."""
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    for axis, sim in drives.simulators.items():
+        assert sim._tpdo_frames is not None and len(sim._tpdo_frames) == 2, axis
+    feedback = cycle.call(lambda bridge: {n: d.feedback().position for n, d in bridge.drives.items()})
+    for axis, position in feedback.items():
+        assert position == pytest.approx(START[axis], abs=1e-4), axis
