@@ -70,6 +70,10 @@ homed, the latched stop; on every change and once a second), and logged once as 
 "drives stopped: <reason>". /diagnostics (diagnostic_msgs/DiagnosticArray, bridge.diagnostics:
 the hardware and each drive's state, fault, position, current, homed; ERROR with the reason on a
 stop) is made from the same status in the same call, for generic monitoring tools.
+Simulated backend only: /quirobot/sim/true_tip (geometry_msgs/PointStamped, world, m, sensor-data
+QoS) with every joint state, the plant's drill tip (simulation ground truth, as Gazebo's pose
+publisher gives it): the hole itself, which the joint states show only through the encoders'
+counts (a gantry count is 0.5-0.8 um).
 A start-up failure (no such CAN interface, a node that does not
 answer, a malformed description, ...) is logged in one line and the node exits with status 1
 without enabling anything. On shutdown (SIGINT or SIGTERM) every drive is stopped and the buses
@@ -274,6 +278,14 @@ class DriveNode:
         self.drives_state = node.create_publisher(DrivesState, "/quirobot/drives/state", latched)
         self.diagnostics = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.clock = node.create_publisher(Clock, "/clock", 10) if self.lockstep is not None else None
+        self.true_tip = None  # the simulated plant's ground truth (module docstring)
+        if parameters.backend_name == "simulated":
+            from geometry_msgs.msg import PointStamped
+
+            self.point_type = PointStamped
+            self.true_tip = node.create_publisher(
+                PointStamped, "/quirobot/sim/true_tip", qos_profile_sensor_data
+            )
         self.stop_controllers = _controller_stopper(node, parameters.stopped_controllers)
         self._create_services()
         self._create_inputs()
@@ -308,6 +320,11 @@ class DriveNode:
         message.velocity = sample.velocity
         message.effort = sample.effort
         self.states.publish(message)  # before the clock: a controller cycle woken by it reads this
+        if self.true_tip is not None:
+            tip = self.point_type()
+            tip.header.stamp, tip.header.frame_id = message.header.stamp, "world"
+            tip.point.x, tip.point.y, tip.point.z = (float(v) for v in self.bridge.backend.true_tip())
+            self.true_tip.publish(tip)
         if self.clock is not None:
             self.clock.publish(self.clock_type(clock=message.header.stamp))
         self.report(sample.stop_reason)
