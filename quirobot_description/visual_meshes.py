@@ -1,0 +1,447 @@
+"""Visual meshes of the links a primitive misrepresents, made from the parameter file (numpy only).
+
+The URDF draws these links with the meshes of quirobot_description/meshes (binary STL, metres, in
+the link's own frame, or the beam's for the structure) and keeps the primitives for collision and
+inertia, as the URDF tutorials' CAD exporters do:
+
+- structure_guide_x, structure_guide_y, structure_leg: the gantry's 80 mm square profile
+  (structure.guide_section) with a slot in each face, one mesh per beam length, centred on the beam;
+- x_carriage: the bridge, the same slotted profile at the bridge's section, along y;
+- wrist_yaw_link: link 4, a round column (r4) ending in a fork whose cheeks hold the theta5 axis;
+- wrist_pitch_link: link 5, the drill housing (r5) tapering to the feed's nose at tool0;
+- drill_bit: the feed's moving part, spindle, chuck (tools.drill.bit_radius) and twist drill
+  (realistic_plant.bit_diameter, bit_free_length) whose point is at the link origin (the tip);
+- arthroscope: the camera coupler at tool0 with its light post, and the sheath
+  (tools.arthroscope.scope_radius) to the tip.
+
+The y carriage and the ram are boxes in the machine too: they keep their primitives.
+
+Why committed files and not a build step: the meshes must be there for a pip install (no build
+step), in a source checkout (the tests and `quirobot urdf` run without colcon) and in share/quirobot
+after colcon, and the three builds already install files listed in install_manifest.json; a CMake
+step would need numpy at build time and a second code path. `python -m quirobot_description.
+visual_meshes --write` rewrites them, and a test fails when a file differs by one byte from what
+the parameter file makes. The STL is written deterministically (no date in the header, float32
+vertices in a fixed order), so equal parameters give equal bytes.
+
+Each mesh is one or more closed triangle shells (every edge shared by exactly two triangles of a
+shell, counter-clockwise seen from outside). Circles are regular polygons of meshes.circle_segments
+facets (a multiple of 4) with vertices on the circle, so a mesh's bounding box is the part's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import struct
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from quirobot_description.parameters import RobotParameters, load_parameters
+
+#: Where the generated meshes live (package data; installed to share/quirobot/meshes too).
+MESH_DIRECTORY = Path(__file__).resolve().parent / "meshes"
+#: The URI the URDF names a mesh by (package://quirobot/meshes/NAME.stl).
+MESH_URI = "package://quirobot/meshes/{}.stl"
+STL_HEADER = b"quirobot_description.visual_meshes binary STL, metres"
+#: One binary STL triangle: normal, three vertices (float32 little-endian), attribute word.
+STL_TRIANGLE = np.dtype([("normal", "<f4", (3,)), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
+#: The unit vectors (u, v, axis) of a right-handed frame around each axis.
+FRAMES = {"x": (1, 2, 0), "y": (2, 0, 1), "z": (0, 1, 2)}
+
+
+class MeshError(ValueError):
+    """Dimensions that make no mesh (a slot wider than its face, a spindle longer than the bit...)."""
+
+
+@dataclass(frozen=True)
+class MeshDimensions:
+    """Every number the meshes use (m, rad), taken from the parameter file; two parameter files
+    with equal MeshDimensions make the same meshes."""
+
+    segments: int
+    guide_section: float  # structure.guide_section, the square profile's side
+    guide_x_length: float  # the beams along x (guides and top frame), as structure.xacro
+    guide_y_length: float  # the y beams between the x guides
+    leg_length: float  # structure.ceiling_height
+    slot_width: float
+    slot_depth: float
+    bridge_size: tuple[float, float, float]  # links.x_carriage.size, x y z
+    bridge_origin: tuple[float, float, float]  # links.x_carriage.origin
+    link4_radius: float
+    link4_length: float
+    link5_radius: float
+    link5_length: float
+    fork_length: float
+    fork_clearance: float
+    nose_length: float
+    nose_radius: float
+    moving_radius: float  # tools.drill.bit_radius: the chuck's
+    moving_length: float  # tools.drill.bit_length: spindle, chuck and bit
+    spindle_radius: float
+    chuck_length: float
+    bit_radius: float  # realistic_plant.bit_diameter / 2
+    bit_free_length: float  # realistic_plant.bit_free_length
+    bit_point_angle: float
+    scope_radius: float
+    scope_length: float
+    head_radius: float
+    head_length: float
+    post_radius: float
+    post_length: float
+
+    @classmethod
+    def from_parameters(cls, parameters: RobotParameters) -> MeshDimensions:
+        structure, meshes, drill = parameters.structure, parameters.meshes, parameters.drill
+        x, y = parameters.joint("gantry_x"), parameters.joint("gantry_y")
+        margin, g = structure.guide_margin, structure.guide_section
+        bridge, link4, link5 = (parameters.link(n) for n in ("x_carriage", "wrist_yaw_link", "wrist_pitch_link"))
+        return cls(
+            segments=meshes.circle_segments,
+            guide_section=g,
+            guide_x_length=x.upper - x.lower + 2 * margin + g,
+            guide_y_length=y.upper - y.lower + 2 * margin - g,
+            leg_length=structure.ceiling_height,
+            slot_width=meshes.profile_slot_width,
+            slot_depth=meshes.profile_slot_depth,
+            bridge_size=tuple(float(v) for v in bridge.size),
+            bridge_origin=tuple(float(v) for v in bridge.origin),
+            link4_radius=link4.radius,
+            link4_length=link4.length,
+            link5_radius=link5.radius,
+            link5_length=link5.length,
+            fork_length=meshes.fork_length,
+            fork_clearance=meshes.fork_clearance,
+            nose_length=meshes.housing_nose_length,
+            nose_radius=meshes.housing_nose_radius,
+            moving_radius=drill.bit_radius,
+            moving_length=drill.bit_length,
+            spindle_radius=meshes.spindle_radius,
+            chuck_length=meshes.chuck_length,
+            bit_radius=parameters.plant.bit_diameter / 2,
+            bit_free_length=parameters.plant.bit_free_length,
+            bit_point_angle=meshes.bit_point_angle,
+            scope_radius=parameters.arthroscope.scope_radius,
+            scope_length=parameters.arthroscope.scope_length,
+            head_radius=meshes.scope_head_radius,
+            head_length=meshes.scope_head_length,
+            post_radius=meshes.light_post_radius,
+            post_length=meshes.light_post_length,
+        )
+
+
+# --- Solids: (F, 3, 3) triangles, counter-clockwise seen from outside ---------------------------
+
+
+def _frame(axis: str) -> np.ndarray:
+    """(3, 3) rows u, v, a: a right-handed frame whose third vector is the world `axis`."""
+    return np.eye(3)[list(FRAMES[axis])]
+
+
+def _polygon_triangles(points: np.ndarray) -> list[tuple[int, int, int]]:
+    """Ear clipping of a simple counter-clockwise polygon (N, 2): N - 2 index triangles."""
+    remaining = list(range(len(points)))
+    triangles = []
+
+    def cross(o: int, a: int, b: int) -> float:
+        (ox, oy), (ax, ay), (bx, by) = points[o], points[a], points[b]
+        return (ax - ox) * (by - oy) - (ay - oy) * (bx - ox)
+
+    while len(remaining) > 3:
+        for i in range(len(remaining)):
+            a, b, c = remaining[i - 1], remaining[i], remaining[(i + 1) % len(remaining)]
+            if cross(a, b, c) <= 0.0:
+                continue  # reflex or flat corner: not an ear
+            inside = any(
+                cross(a, b, p) >= 0.0 and cross(b, c, p) >= 0.0 and cross(c, a, p) >= 0.0
+                for p in remaining
+                if p not in (a, b, c)
+            )
+            if not inside:
+                triangles.append((a, b, c))
+                remaining.pop(i)
+                break
+        else:
+            raise MeshError("the profile polygon is not simple and counter-clockwise")
+    triangles.append(tuple(remaining))
+    return triangles
+
+
+def extrude(polygon: np.ndarray, start: float, end: float, axis: str, offset=(0.0, 0.0, 0.0)) -> np.ndarray:
+    """A prism: the counter-clockwise polygon (N, 2) in the (u, v) plane of `axis` (x: y z, y: z x,
+    z: x y) swept from `start` to `end` (m) along it, moved by `offset` (3,)."""
+    frame = _frame(axis)
+    polygon = np.asarray(polygon, dtype=float)
+
+    def lift(points: np.ndarray, s: float) -> np.ndarray:
+        return points[:, :1] * frame[0] + points[:, 1:2] * frame[1] + s * frame[2] + np.asarray(offset)
+
+    low, high = lift(polygon, start), lift(polygon, end)
+    triangles = []
+    for a, b, c in _polygon_triangles(polygon):
+        triangles.append((high[a], high[b], high[c]))
+        triangles.append((low[a], low[c], low[b]))
+    for k in range(len(polygon)):
+        n = (k + 1) % len(polygon)
+        triangles += [(low[k], low[n], high[n]), (low[k], high[n], high[k])]
+    return np.array(triangles)
+
+
+def _ring_angles(segments: int) -> np.ndarray:
+    return 2.0 * math.pi * np.arange(segments) / segments
+
+
+def circle(radius: float, segments: int) -> np.ndarray:
+    """(segments, 2) counter-clockwise regular polygon with its vertices on the circle, the first
+    at angle 0 (so with segments % 4 == 0 it reaches +-radius on both axes)."""
+    angles = _ring_angles(segments)
+    return radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+
+def revolve(profile: list[tuple[float, float]], axis: str, segments: int, offset=(0.0, 0.0, 0.0)) -> np.ndarray:
+    """A solid of revolution about `axis`: profile [(s, r), ...] from a point on the axis (r = 0)
+    to another (s non-decreasing along the axis, r > 0 in between), moved by `offset` (3,)."""
+    points = np.asarray(profile, dtype=float)
+    if points[0, 1] != 0.0 or points[-1, 1] != 0.0 or np.any(points[1:-1, 1] <= 0.0):
+        raise MeshError("a revolved profile starts and ends on the axis and stays off it in between")
+    frame = _frame(axis)
+    ring = circle(1.0, segments)
+    triangles = []
+
+    def at(i: int, k: int) -> np.ndarray:
+        s, r = points[i]
+        u, v = ring[k % segments]
+        return s * frame[2] + r * (u * frame[0] + v * frame[1]) + np.asarray(offset)
+
+    for i in range(len(points) - 1):
+        for k in range(segments):
+            a, b, c, d = at(i, k), at(i, k + 1), at(i + 1, k + 1), at(i + 1, k)
+            if points[i, 1] == 0.0:
+                triangles.append((a, c, d))  # cone from the start point
+            elif points[i + 1, 1] == 0.0:
+                triangles.append((a, b, c))  # cone to the end point
+            else:
+                triangles += [(a, b, c), (a, c, d)]
+    return np.array(triangles)
+
+
+def slotted_profile(width: float, height: float, slot_width: float, slot_depth: float) -> np.ndarray:
+    """(20, 2) counter-clockwise outline of a width x height (u, v) profile centred at the origin
+    with a rectangular slot in the middle of each face."""
+    if not (slot_width < min(width, height) and 2 * slot_depth < min(width, height)):
+        raise MeshError(
+            f"a {slot_width} m x {slot_depth} m slot does not fit a {width} m x {height} m profile"
+        )
+    w, h, s, d = width / 2, height / 2, slot_width / 2, slot_depth
+    return np.array(
+        [
+            (-w, -h), (-s, -h), (-s, -h + d), (s, -h + d), (s, -h),
+            (w, -h), (w, -s), (w - d, -s), (w - d, s), (w, s),
+            (w, h), (s, h), (s, h - d), (-s, h - d), (-s, h),
+            (-w, h), (-w, s), (-w + d, s), (-w + d, -s), (-w, -s),
+        ]
+    )  # fmt: skip
+
+
+def fork(radius: float, length: float, gap: float, fork_length: float, segments: int) -> np.ndarray:
+    """Link 4: a z column of `radius` from z = 0 down to z = -length whose lower `fork_length` is
+    cut by a slot `gap` wide across y (the cheeks |y| >= gap / 2 hold the theta5 axis, along y at
+    z = -length). One closed shell: the ring carries the cheeks' edge angles."""
+    if not (0.0 < gap < 2 * radius and 0.0 < fork_length < length):
+        raise MeshError(f"a {gap} m fork gap {fork_length} m long does not fit link 4 ({radius} m, {length} m)")
+    edge = math.asin(gap / (2 * radius))
+    edges = np.array([edge, math.pi - edge, math.pi + edge, 2 * math.pi - edge])
+    angles = np.unique(np.concatenate([_ring_angles(segments), edges]))
+    ring = radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    in_cheek = np.abs(ring[:, 1]) >= gap / 2 - 1e-12  # the edge angles belong to both
+    top, roof, bottom = 0.0, -(length - fork_length), -length
+
+    def p(k: int, z: float) -> np.ndarray:
+        x, y = ring[k % len(ring)]
+        return np.array([x, y, z])
+
+    triangles = []
+    count = len(ring)
+    for k in range(count):
+        n = (k + 1) % count
+        triangles += [(p(k, roof), p(n, roof), p(n, top)), (p(k, roof), p(n, top), p(k, top))]
+        if in_cheek[k] and in_cheek[n] and abs(ring[k, 1] + ring[n, 1]) > gap:  # a cheek's facet
+            triangles += [(p(k, bottom), p(n, bottom), p(n, roof)), (p(k, bottom), p(n, roof), p(k, roof))]
+    top_cap = _polygon_triangles(ring)
+    triangles += [(p(a, top), p(b, top), p(c, top)) for a, b, c in top_cap]
+    # the cheeks' floors (z = -length) and the slot's roof (z = roof), split by the edge angles
+    index = {round(float(a), 12): k for k, a in enumerate(angles)}
+    e0, e1, e2, e3 = (index[round(float(a), 12)] for a in edges)
+    for first, last in ((e0, e1), (e2, e3)):  # cheek y > 0, cheek y < 0: arc first..last, chord back
+        cheek = list(range(first, last + 1))
+        for a, b, c in _polygon_triangles(ring[cheek]):
+            triangles.append((p(cheek[a], bottom), p(cheek[c], bottom), p(cheek[b], bottom)))
+        # the slot's wall: the chord last -> first, from the roof down to the floor
+        triangles += [
+            (p(last, roof), p(first, bottom), p(first, roof)),
+            (p(last, roof), p(last, bottom), p(first, bottom)),
+        ]
+    slot = [*range(e3, count), *range(0, e0 + 1), *range(e1, e2 + 1)]  # |y| <= gap / 2, ccw
+    for a, b, c in _polygon_triangles(ring[slot]):
+        triangles.append((p(slot[a], roof), p(slot[c], roof), p(slot[b], roof)))
+    return np.array(triangles)
+
+
+# --- The meshes ------------------------------------------------------------------------------------
+
+
+def _beam(d: MeshDimensions, axis: str, length: float) -> np.ndarray:
+    profile = slotted_profile(d.guide_section, d.guide_section, d.slot_width, d.slot_depth)
+    return extrude(profile, -length / 2, length / 2, axis)
+
+
+def _bridge(d: MeshDimensions) -> np.ndarray:
+    """The bridge along y, the slotted profile at its (x, z) section, where links.x_carriage's box is."""
+    (sx, sy, sz), origin = d.bridge_size, d.bridge_origin
+    profile = slotted_profile(sz, sx, d.slot_width, d.slot_depth)  # (u, v) = (z, x) about y
+    return extrude(profile, -sy / 2, sy / 2, "y", offset=origin)
+
+
+def _link4(d: MeshDimensions) -> np.ndarray:
+    gap = 2 * (d.link5_radius + d.fork_clearance)
+    return fork(d.link4_radius, d.link4_length, gap, d.fork_length, d.segments)
+
+
+def _link5(d: MeshDimensions) -> np.ndarray:
+    """The drill housing along x from the theta5 axis to tool0, tapered to the nose."""
+    if not (d.nose_radius < d.link5_radius and d.nose_length < d.link5_length):
+        raise MeshError("the housing's nose must be narrower and shorter than link 5")
+    r, length = d.link5_radius, d.link5_length
+    profile = [(0.0, 0.0), (0.0, r), (length - d.nose_length, r), (length, d.nose_radius), (length, 0.0)]
+    return revolve(profile, "x", d.segments)
+
+
+def _drill_bit(d: MeshDimensions) -> np.ndarray:
+    """Spindle, chuck and twist drill along z, the point at z = 0 (the drill_tip frame)."""
+    spindle = d.moving_length - d.chuck_length - d.bit_free_length
+    point = d.bit_radius / math.tan(d.bit_point_angle / 2)
+    if spindle <= 0.0 or not (d.bit_radius < d.spindle_radius < d.moving_radius) or point >= d.bit_free_length:
+        raise MeshError("spindle, chuck and bit do not fit tools.drill.bit_length and bit_radius")
+    back, chuck, bit = -d.moving_length, -d.bit_free_length - d.chuck_length, -d.bit_free_length
+    profile = [
+        (back, 0.0),
+        (back, d.spindle_radius),
+        (chuck, d.spindle_radius),
+        (chuck, d.moving_radius),
+        (bit, d.moving_radius),
+        (bit, d.bit_radius),
+        (-point, d.bit_radius),
+        (0.0, 0.0),
+    ]
+    return revolve(profile, "z", d.segments)
+
+
+def _arthroscope(d: MeshDimensions) -> np.ndarray:
+    """The camera coupler (z from 0) with its light post along +x, then the sheath to the tip."""
+    if not (d.scope_radius < d.head_radius and d.head_length < d.scope_length and 2 * d.post_radius < d.head_length):
+        raise MeshError("the arthroscope's coupler and light post do not fit its sheath")
+    body = revolve(
+        [
+            (0.0, 0.0),
+            (0.0, d.head_radius),
+            (d.head_length, d.head_radius),
+            (d.head_length, d.scope_radius),
+            (d.scope_length, d.scope_radius),
+            (d.scope_length, 0.0),
+        ],
+        "z",
+        d.segments,
+    )
+    post_end = d.head_radius + d.post_length
+    post = revolve(
+        [(0.0, 0.0), (0.0, d.post_radius), (post_end, d.post_radius), (post_end, 0.0)],
+        "x",
+        d.segments,
+        offset=(0.0, 0.0, d.head_length / 2),
+    )
+    return np.concatenate([body, post])
+
+
+#: Mesh name -> its builder; the URDF names each as MESH_URI.format(name).
+BUILDERS: dict[str, Callable[[MeshDimensions], np.ndarray]] = {
+    "structure_guide_x": lambda d: _beam(d, "x", d.guide_x_length),
+    "structure_guide_y": lambda d: _beam(d, "y", d.guide_y_length),
+    "structure_leg": lambda d: _beam(d, "z", d.leg_length),
+    "x_carriage": _bridge,
+    "wrist_yaw_link": _link4,
+    "wrist_pitch_link": _link5,
+    "drill_bit": _drill_bit,
+    "arthroscope": _arthroscope,
+}
+
+
+def build_meshes(parameters: RobotParameters | None = None) -> dict[str, np.ndarray]:
+    """Every mesh as (F, 3, 3) triangles (m), from `parameters` (default: the shipped file)."""
+    dimensions = MeshDimensions.from_parameters(parameters or load_parameters())
+    return {name: build(dimensions) for name, build in BUILDERS.items()}
+
+
+# --- Binary STL ----------------------------------------------------------------------------------
+
+
+def stl_bytes(triangles: np.ndarray) -> bytes:
+    """Binary STL of (F, 3, 3) triangles: fixed header, float32 normals and vertices."""
+    vertices = np.asarray(triangles, dtype=np.float32)
+    normals = np.cross(vertices[:, 1] - vertices[:, 0], vertices[:, 2] - vertices[:, 0]).astype(np.float64)
+    lengths = np.linalg.norm(normals, axis=1, keepdims=True)
+    normals = np.divide(normals, lengths, out=np.zeros_like(normals), where=lengths > 0)
+    records = np.zeros(len(vertices), dtype=STL_TRIANGLE)
+    records["normal"], records["vertices"] = normals, vertices
+    return STL_HEADER.ljust(80, b" ") + struct.pack("<I", len(records)) + records.tobytes()
+
+
+def read_stl(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """(triangles (F, 3, 3), stored normals (F, 3)) of a binary STL, float64, m."""
+    data = Path(path).read_bytes()
+    if len(data) < 84:
+        raise MeshError(f"{path}: not a binary STL ({len(data)} bytes)")
+    (count,) = struct.unpack_from("<I", data, 80)
+    if len(data) != 84 + count * STL_TRIANGLE.itemsize:
+        raise MeshError(f"{path}: {len(data)} bytes, a binary STL of {count} triangles has {84 + count * 50}")
+    records = np.frombuffer(data, dtype=STL_TRIANGLE, count=count, offset=84)
+    return records["vertices"].astype(np.float64), records["normal"].astype(np.float64)
+
+
+def write_meshes(directory: str | Path = MESH_DIRECTORY, parameters: RobotParameters | None = None) -> list[Path]:
+    """Write every mesh as DIRECTORY/NAME.stl; return the paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, triangles in build_meshes(parameters).items():
+        path = directory / f"{name}.stl"
+        path.write_bytes(stl_bytes(triangles))
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the URDF's visual meshes from the parameter file.")
+    parser.add_argument("--write", action="store_true", help=f"write them into {MESH_DIRECTORY}")
+    parser.add_argument("--parameter-file", type=Path, help="parameter YAML (default: the shipped one)")
+    args = parser.parse_args(argv)
+    parameters = load_parameters(args.parameter_file)
+    if not args.write:
+        stale = [
+            name
+            for name, triangles in build_meshes(parameters).items()
+            if not (MESH_DIRECTORY / f"{name}.stl").is_file()
+            or (MESH_DIRECTORY / f"{name}.stl").read_bytes() != stl_bytes(triangles)
+        ]
+        print(f"stale meshes: {', '.join(stale)}" if stale else "meshes up to date")
+        return 1 if stale else 0
+    for path in write_meshes(parameters=parameters):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
