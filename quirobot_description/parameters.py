@@ -17,7 +17,6 @@ import numpy as np
 
 from quirobot_description.data_files import find_data_file
 from quirobot_description.drilling_parameters import DrillingParameters, read_drilling
-from quirobot_description.mesh_parameters import MeshParameters, read_meshes
 from quirobot_description.file_schema import PARAMETER_FILE
 from quirobot_description.geometric_errors import (
     CalibrationParameters,
@@ -28,6 +27,7 @@ from quirobot_description.geometric_errors import (
     read_registration_parameters,
 )
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
+from quirobot_description.mesh_parameters import MeshParameters, read_meshes
 from quirobot_description.plant_parameters import PlantParameters, read_plant
 from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
 

@@ -4,6 +4,10 @@ The xacro files (urdf/, see data_files.py) read every number from the parameter 
 path relative to themselves; `robot_description` validates the parameter file with
 `load_parameters` first, so a malformed file fails with a one-line `ParameterError` instead of
 a xacro traceback.
+
+Visual meshes (visual_meshes.py) are files made from the shipped parameter file: a parameter file
+whose mesh dimensions differ (`MeshDimensions`) gets the primitives as visuals instead (xacro arg
+meshes:=false), so that what is drawn is never another machine's part.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import xacro
 from quirobot_description.data_files import DataFileNotFoundError, find_data_file
 from quirobot_description.geometric_errors import read_calibration
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
+from quirobot_description.visual_meshes import MeshDimensions
 
 #: Tools the description can mount on tool0 (xacro arg `tool`).
 TOOLS = ("drill", "arthroscope", "none")
@@ -89,7 +94,9 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
     expands the description twice, about a second of each Monte-Carlo sample before the cache."""
     del contents  # only the cache key
     arguments = dict(mappings)
-    load_parameters(arguments["parameter_file"])  # a malformed file fails here, with the key named
+    parameters = load_parameters(arguments["parameter_file"])  # a malformed file fails here, named
+    fits = MeshDimensions.from_parameters(parameters) == _shipped_mesh_dimensions()
+    arguments["meshes"] = "true" if fits else "false"
     if arguments["calibration_file"]:
         read_calibration(arguments["calibration_file"])  # likewise
     try:
@@ -97,6 +104,12 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
     except xacro.XacroException as error:
         message = " ".join(str(error).split())
         raise DescriptionError(f"xacro failed on {XACRO_FILE.name}: {message}") from error
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_mesh_dimensions() -> MeshDimensions:
+    """What the shipped meshes were made from (the shipped parameter file)."""
+    return MeshDimensions.from_parameters(load_parameters())
 
 
 def clear_expansion_cache() -> None:
@@ -116,9 +129,9 @@ def robot_description(
     """The expanded URDF XML of QUIROBOT.
 
     tool: one of TOOLS; hardware: one of HARDWARE (the ros2_control plugin).
-    package_uris: keep `package://quirobot/...` resource URIs as ROS expects (True), or turn them
-    into absolute paths (False). The description uses primitive shapes only, so today it holds
-    no such URI either way.
+    package_uris: keep the visual meshes' `package://quirobot/meshes/...` URIs as ROS expects
+    (True), or turn them into absolute paths of the files beside the xacro's folder (False: the
+    package's own meshes/, wherever it is installed, for tools without a ROS package path).
     parameter_file: the parameter YAML (default: the one shipped with the package).
     controllers_file: the controllers YAML named in the gz_ros2_control block (hardware=gazebo).
     calibration_file: a calibration file (`quirobot calibrate --output`) whose joint-origin errors

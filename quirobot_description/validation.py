@@ -552,7 +552,9 @@ def _stage_kinematics(
 
 
 def mujoco_ready(text: str) -> str:
-    """The URDF with the <mujoco><compiler/> element that keeps every link (see export.py)."""
+    """The URDF with the <mujoco><compiler/> element that keeps every link (see export.py), and
+    without its mesh visuals: MuJoCo loads a string with no folder to find mesh files from (nor
+    package:// URIs), and the checks need the joints, the masses and the collision primitives."""
     from quirobot_description.export import MUJOCO_COMPILER
 
     root = ET.fromstring(text)
@@ -560,6 +562,10 @@ def mujoco_ready(text: str) -> str:
         mujoco = ET.Element("mujoco")
         ET.SubElement(mujoco, "compiler", MUJOCO_COMPILER)
         root.insert(0, mujoco)
+    for link in root.findall("link"):
+        for visual in link.findall("visual"):
+            if visual.find("geometry/mesh") is not None:
+                link.remove(visual)
     return ET.tostring(root, encoding="unicode")
 
 

@@ -99,7 +99,9 @@ class MeshDimensions:
         structure, meshes, drill = parameters.structure, parameters.meshes, parameters.drill
         x, y = parameters.joint("gantry_x"), parameters.joint("gantry_y")
         margin, g = structure.guide_margin, structure.guide_section
-        bridge, link4, link5 = (parameters.link(n) for n in ("x_carriage", "wrist_yaw_link", "wrist_pitch_link"))
+        bridge, link4, link5 = (
+            parameters.link(n) for n in ("x_carriage", "wrist_yaw_link", "wrist_pitch_link")
+        )
         return cls(
             segments=meshes.circle_segments,
             guide_section=g,
@@ -202,7 +204,9 @@ def circle(radius: float, segments: int) -> np.ndarray:
     return radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
 
 
-def revolve(profile: list[tuple[float, float]], axis: str, segments: int, offset=(0.0, 0.0, 0.0)) -> np.ndarray:
+def revolve(
+    profile: list[tuple[float, float]], axis: str, segments: int, offset=(0.0, 0.0, 0.0)
+) -> np.ndarray:
     """A solid of revolution about `axis`: profile [(s, r), ...] from a point on the axis (r = 0)
     to another (s non-decreasing along the axis, r > 0 in between), moved by `offset` (3,)."""
     points = np.asarray(profile, dtype=float)
@@ -252,7 +256,9 @@ def fork(radius: float, length: float, gap: float, fork_length: float, segments:
     cut by a slot `gap` wide across y (the cheeks |y| >= gap / 2 hold the theta5 axis, along y at
     z = -length). One closed shell: the ring carries the cheeks' edge angles."""
     if not (0.0 < gap < 2 * radius and 0.0 < fork_length < length):
-        raise MeshError(f"a {gap} m fork gap {fork_length} m long does not fit link 4 ({radius} m, {length} m)")
+        raise MeshError(
+            f"a {gap} m fork gap {fork_length} m long does not fit link 4 ({radius} m, {length} m)"
+        )
     edge = math.asin(gap / (2 * radius))
     edges = np.array([edge, math.pi - edge, math.pi + edge, 2 * math.pi - edge])
     angles = np.unique(np.concatenate([_ring_angles(segments), edges]))
@@ -324,7 +330,11 @@ def _drill_bit(d: MeshDimensions) -> np.ndarray:
     """Spindle, chuck and twist drill along z, the point at z = 0 (the drill_tip frame)."""
     spindle = d.moving_length - d.chuck_length - d.bit_free_length
     point = d.bit_radius / math.tan(d.bit_point_angle / 2)
-    if spindle <= 0.0 or not (d.bit_radius < d.spindle_radius < d.moving_radius) or point >= d.bit_free_length:
+    if (
+        spindle <= 0.0
+        or not (d.bit_radius < d.spindle_radius < d.moving_radius)
+        or point >= d.bit_free_length
+    ):
         raise MeshError("spindle, chuck and bit do not fit tools.drill.bit_length and bit_radius")
     back, chuck, bit = -d.moving_length, -d.bit_free_length - d.chuck_length, -d.bit_free_length
     profile = [
@@ -342,7 +352,11 @@ def _drill_bit(d: MeshDimensions) -> np.ndarray:
 
 def _arthroscope(d: MeshDimensions) -> np.ndarray:
     """The camera coupler (z from 0) with its light post along +x, then the sheath to the tip."""
-    if not (d.scope_radius < d.head_radius and d.head_length < d.scope_length and 2 * d.post_radius < d.head_length):
+    if not (
+        d.scope_radius < d.head_radius
+        and d.head_length < d.scope_length
+        and 2 * d.post_radius < d.head_length
+    ):
         raise MeshError("the arthroscope's coupler and light post do not fit its sheath")
     body = revolve(
         [
@@ -411,7 +425,22 @@ def read_stl(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     return records["vertices"].astype(np.float64), records["normal"].astype(np.float64)
 
 
-def write_meshes(directory: str | Path = MESH_DIRECTORY, parameters: RobotParameters | None = None) -> list[Path]:
+def resolve_mesh(filename: str) -> Path:
+    """The file a URDF mesh filename names: package://quirobot/X through data_files (wherever the
+    package is installed), file:///X or /X as is. Raises MeshError for anything else."""
+    from quirobot_description.data_files import find_data_file
+
+    if filename.startswith("package://quirobot/"):
+        return find_data_file(filename.removeprefix("package://quirobot/"))
+    path = Path(filename.removeprefix("file://"))
+    if not path.is_absolute():
+        raise MeshError(f"mesh {filename!r} is neither package://quirobot/... nor an absolute path")
+    return path
+
+
+def write_meshes(
+    directory: str | Path = MESH_DIRECTORY, parameters: RobotParameters | None = None
+) -> list[Path]:
     """Write every mesh as DIRECTORY/NAME.stl; return the paths."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
