@@ -60,6 +60,7 @@ def expand(
     parameter_file: str | Path | None = None,
     controllers_file: str | Path | None = None,
     calibration_file: str | Path | None = None,
+    meshes: bool = True,
 ) -> xml.dom.minidom.Document:
     """Run xacro on the description; return the expanded URDF document (see robot_description)."""
     check_choice("tool", tool, TOOLS)
@@ -73,6 +74,7 @@ def expand(
         ("parameter_file", str(parameters_path)),
         ("controllers_file", str(Path(controllers_file).resolve()) if controllers_file is not None else ""),
         ("calibration_file", str(Path(calibration_file).resolve()) if calibration_file is not None else ""),
+        ("meshes", "true" if meshes else "false"),
     )
     contents = tuple(
         _contents(Path(value)) if value else None for name, value in mappings if name.endswith("file")
@@ -95,8 +97,8 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
     del contents  # only the cache key
     arguments = dict(mappings)
     parameters = load_parameters(arguments["parameter_file"])  # a malformed file fails here, named
-    fits = MeshDimensions.from_parameters(parameters) == _shipped_mesh_dimensions()
-    arguments["meshes"] = "true" if fits else "false"
+    if MeshDimensions.from_parameters(parameters) != _shipped_mesh_dimensions():
+        arguments["meshes"] = "false"  # the shipped meshes are not this machine's parts
     if arguments["calibration_file"]:
         read_calibration(arguments["calibration_file"])  # likewise
     try:
@@ -125,6 +127,7 @@ def robot_description(
     parameter_file: str | Path | None = None,
     controllers_file: str | Path | None = None,
     calibration_file: str | Path | None = None,
+    meshes: bool = True,
 ) -> str:
     """The expanded URDF XML of QUIROBOT.
 
@@ -136,6 +139,8 @@ def robot_description(
     controllers_file: the controllers YAML named in the gz_ros2_control block (hardware=gazebo).
     calibration_file: a calibration file (`quirobot calibrate --output`) whose joint-origin errors
     go into the joint <origin>s and gantry <axis>es (straightness has no URDF form; left out).
+    meshes: draw the visual meshes (True; only when the parameter file's mesh dimensions are the
+    shipped file's, see the module docstring) or every visual as its collision primitive (False).
     Raises DescriptionError (a ValueError) for an unknown tool or hardware, ParameterError for a
     malformed parameter file.
     """
@@ -145,6 +150,7 @@ def robot_description(
         parameter_file=parameter_file,
         controllers_file=controllers_file,
         calibration_file=calibration_file,
+        meshes=meshes,
     )
     text = document.toprettyxml(indent="  ")
     if not package_uris:
