@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import RobotParameters, load_parameters
 
 #: Where the generated meshes live (package data; installed to share/quirobot/meshes too).
@@ -428,8 +429,6 @@ def read_stl(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
 def resolve_mesh(filename: str) -> Path:
     """The file a URDF mesh filename names: package://quirobot/X through data_files (wherever the
     package is installed), file:///X or /X as is. Raises MeshError for anything else."""
-    from quirobot_description.data_files import find_data_file
-
     if filename.startswith("package://quirobot/"):
         return find_data_file(filename.removeprefix("package://quirobot/"))
     path = Path(filename.removeprefix("file://"))
