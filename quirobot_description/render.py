@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_description.stl import read_stl
 from quirobot_description.validation import geometry_shape, origin_transform
-from quirobot_description.visual_meshes import read_stl, resolve_mesh
+from quirobot_description.visual_meshes import resolve_mesh
 
 #: Joint names of the arm, in the report's order.
 ARM_JOINTS = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")

@@ -24,16 +24,16 @@ visual_meshes --write` rewrites them, and a test fails when a file differs by on
 the parameter file makes. The STL is written deterministically (no date in the header, float32
 vertices in a fixed order), so equal parameters give equal bytes.
 
-Each mesh is one or more closed triangle shells (every edge shared by exactly two triangles of a
-shell, counter-clockwise seen from outside). Circles are regular polygons of meshes.circle_segments
-facets (a multiple of 4) with vertices on the circle, so a mesh's bounding box is the part's.
+Each mesh is one or more closed triangle shells (mesh_solids.py: every edge shared by exactly two
+triangles of a shell, counter-clockwise seen from outside), written by stl.py. Circles are regular
+polygons of meshes.circle_segments facets (a multiple of 4) with vertices on the circle, so a
+mesh's bounding box is the part's.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,21 +42,14 @@ from pathlib import Path
 import numpy as np
 
 from quirobot_description.data_files import find_data_file
+from quirobot_description.mesh_solids import MeshError, extrude, fork, revolve, slotted_profile
 from quirobot_description.parameters import RobotParameters, load_parameters
+from quirobot_description.stl import stl_bytes
 
 #: Where the generated meshes live (package data; installed to share/quirobot/meshes too).
 MESH_DIRECTORY = Path(__file__).resolve().parent / "meshes"
 #: The URI the URDF names a mesh by (package://quirobot/meshes/NAME.stl).
 MESH_URI = "package://quirobot/meshes/{}.stl"
-STL_HEADER = b"quirobot_description.visual_meshes binary STL, metres"
-#: One binary STL triangle: normal, three vertices (float32 little-endian), attribute word.
-STL_TRIANGLE = np.dtype([("normal", "<f4", (3,)), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
-#: The unit vectors (u, v, axis) of a right-handed frame around each axis.
-FRAMES = {"x": (1, 2, 0), "y": (2, 0, 1), "z": (0, 1, 2)}
-
-
-class MeshError(ValueError):
-    """Dimensions that make no mesh (a slot wider than its face, a spindle longer than the bit...)."""
 
 
 @dataclass(frozen=True)
@@ -135,167 +128,6 @@ class MeshDimensions:
             post_radius=meshes.light_post_radius,
             post_length=meshes.light_post_length,
         )
-
-
-# --- Solids: (F, 3, 3) triangles, counter-clockwise seen from outside ---------------------------
-
-
-def _frame(axis: str) -> np.ndarray:
-    """(3, 3) rows u, v, a: a right-handed frame whose third vector is the world `axis`."""
-    return np.eye(3)[list(FRAMES[axis])]
-
-
-def _polygon_triangles(points: np.ndarray) -> list[tuple[int, int, int]]:
-    """Ear clipping of a simple counter-clockwise polygon (N, 2): N - 2 index triangles."""
-    remaining = list(range(len(points)))
-    triangles = []
-
-    def cross(o: int, a: int, b: int) -> float:
-        (ox, oy), (ax, ay), (bx, by) = points[o], points[a], points[b]
-        return (ax - ox) * (by - oy) - (ay - oy) * (bx - ox)
-
-    while len(remaining) > 3:
-        for i in range(len(remaining)):
-            a, b, c = remaining[i - 1], remaining[i], remaining[(i + 1) % len(remaining)]
-            if cross(a, b, c) <= 0.0:
-                continue  # reflex or flat corner: not an ear
-            inside = any(
-                cross(a, b, p) >= 0.0 and cross(b, c, p) >= 0.0 and cross(c, a, p) >= 0.0
-                for p in remaining
-                if p not in (a, b, c)
-            )
-            if not inside:
-                triangles.append((a, b, c))
-                remaining.pop(i)
-                break
-        else:
-            raise MeshError("the profile polygon is not simple and counter-clockwise")
-    triangles.append(tuple(remaining))
-    return triangles
-
-
-def extrude(polygon: np.ndarray, start: float, end: float, axis: str, offset=(0.0, 0.0, 0.0)) -> np.ndarray:
-    """A prism: the counter-clockwise polygon (N, 2) in the (u, v) plane of `axis` (x: y z, y: z x,
-    z: x y) swept from `start` to `end` (m) along it, moved by `offset` (3,)."""
-    frame = _frame(axis)
-    polygon = np.asarray(polygon, dtype=float)
-
-    def lift(points: np.ndarray, s: float) -> np.ndarray:
-        return points[:, :1] * frame[0] + points[:, 1:2] * frame[1] + s * frame[2] + np.asarray(offset)
-
-    low, high = lift(polygon, start), lift(polygon, end)
-    triangles = []
-    for a, b, c in _polygon_triangles(polygon):
-        triangles.append((high[a], high[b], high[c]))
-        triangles.append((low[a], low[c], low[b]))
-    for k in range(len(polygon)):
-        n = (k + 1) % len(polygon)
-        triangles += [(low[k], low[n], high[n]), (low[k], high[n], high[k])]
-    return np.array(triangles)
-
-
-def _ring_angles(segments: int) -> np.ndarray:
-    return 2.0 * math.pi * np.arange(segments) / segments
-
-
-def circle(radius: float, segments: int) -> np.ndarray:
-    """(segments, 2) counter-clockwise regular polygon with its vertices on the circle, the first
-    at angle 0 (so with segments % 4 == 0 it reaches +-radius on both axes)."""
-    angles = _ring_angles(segments)
-    return radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
-
-
-def revolve(
-    profile: list[tuple[float, float]], axis: str, segments: int, offset=(0.0, 0.0, 0.0)
-) -> np.ndarray:
-    """A solid of revolution about `axis`: profile [(s, r), ...] from a point on the axis (r = 0)
-    to another (s non-decreasing along the axis, r > 0 in between), moved by `offset` (3,)."""
-    points = np.asarray(profile, dtype=float)
-    if points[0, 1] != 0.0 or points[-1, 1] != 0.0 or np.any(points[1:-1, 1] <= 0.0):
-        raise MeshError("a revolved profile starts and ends on the axis and stays off it in between")
-    frame = _frame(axis)
-    ring = circle(1.0, segments)
-    triangles = []
-
-    def at(i: int, k: int) -> np.ndarray:
-        s, r = points[i]
-        u, v = ring[k % segments]
-        return s * frame[2] + r * (u * frame[0] + v * frame[1]) + np.asarray(offset)
-
-    for i in range(len(points) - 1):
-        for k in range(segments):
-            a, b, c, d = at(i, k), at(i, k + 1), at(i + 1, k + 1), at(i + 1, k)
-            if points[i, 1] == 0.0:
-                triangles.append((a, c, d))  # cone from the start point
-            elif points[i + 1, 1] == 0.0:
-                triangles.append((a, b, c))  # cone to the end point
-            else:
-                triangles += [(a, b, c), (a, c, d)]
-    return np.array(triangles)
-
-
-def slotted_profile(width: float, height: float, slot_width: float, slot_depth: float) -> np.ndarray:
-    """(20, 2) counter-clockwise outline of a width x height (u, v) profile centred at the origin
-    with a rectangular slot in the middle of each face."""
-    if not (slot_width < min(width, height) and 2 * slot_depth < min(width, height)):
-        raise MeshError(
-            f"a {slot_width} m x {slot_depth} m slot does not fit a {width} m x {height} m profile"
-        )
-    w, h, s, d = width / 2, height / 2, slot_width / 2, slot_depth
-    return np.array(
-        [
-            (-w, -h), (-s, -h), (-s, -h + d), (s, -h + d), (s, -h),
-            (w, -h), (w, -s), (w - d, -s), (w - d, s), (w, s),
-            (w, h), (s, h), (s, h - d), (-s, h - d), (-s, h),
-            (-w, h), (-w, s), (-w + d, s), (-w + d, -s), (-w, -s),
-        ]
-    )  # fmt: skip
-
-
-def fork(radius: float, length: float, gap: float, fork_length: float, segments: int) -> np.ndarray:
-    """Link 4: a z column of `radius` from z = 0 down to z = -length whose lower `fork_length` is
-    cut by a slot `gap` wide across y (the cheeks |y| >= gap / 2 hold the theta5 axis, along y at
-    z = -length). One closed shell: the ring carries the cheeks' edge angles."""
-    if not (0.0 < gap < 2 * radius and 0.0 < fork_length < length):
-        raise MeshError(
-            f"a {gap} m fork gap {fork_length} m long does not fit link 4 ({radius} m, {length} m)"
-        )
-    edge = math.asin(gap / (2 * radius))
-    edges = np.array([edge, math.pi - edge, math.pi + edge, 2 * math.pi - edge])
-    angles = np.unique(np.concatenate([_ring_angles(segments), edges]))
-    ring = radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    in_cheek = np.abs(ring[:, 1]) >= gap / 2 - 1e-12  # the edge angles belong to both
-    top, roof, bottom = 0.0, -(length - fork_length), -length
-
-    def p(k: int, z: float) -> np.ndarray:
-        x, y = ring[k % len(ring)]
-        return np.array([x, y, z])
-
-    triangles = []
-    count = len(ring)
-    for k in range(count):
-        n = (k + 1) % count
-        triangles += [(p(k, roof), p(n, roof), p(n, top)), (p(k, roof), p(n, top), p(k, top))]
-        if in_cheek[k] and in_cheek[n] and abs(ring[k, 1] + ring[n, 1]) > gap:  # a cheek's facet
-            triangles += [(p(k, bottom), p(n, bottom), p(n, roof)), (p(k, bottom), p(n, roof), p(k, roof))]
-    top_cap = _polygon_triangles(ring)
-    triangles += [(p(a, top), p(b, top), p(c, top)) for a, b, c in top_cap]
-    # the cheeks' floors (z = -length) and the slot's roof (z = roof), split by the edge angles
-    index = {round(float(a), 12): k for k, a in enumerate(angles)}
-    e0, e1, e2, e3 = (index[round(float(a), 12)] for a in edges)
-    for first, last in ((e0, e1), (e2, e3)):  # cheek y > 0, cheek y < 0: arc first..last, chord back
-        cheek = list(range(first, last + 1))
-        for a, b, c in _polygon_triangles(ring[cheek]):
-            triangles.append((p(cheek[a], bottom), p(cheek[c], bottom), p(cheek[b], bottom)))
-        # the slot's wall: the chord last -> first, from the roof down to the floor
-        triangles += [
-            (p(last, roof), p(first, bottom), p(first, roof)),
-            (p(last, roof), p(last, bottom), p(first, bottom)),
-        ]
-    slot = [*range(e3, count), *range(0, e0 + 1), *range(e1, e2 + 1)]  # |y| <= gap / 2, ccw
-    for a, b, c in _polygon_triangles(ring[slot]):
-        triangles.append((p(slot[a], roof), p(slot[c], roof), p(slot[b], roof)))
-    return np.array(triangles)
 
 
 # --- The meshes ------------------------------------------------------------------------------------
@@ -401,29 +233,6 @@ def build_meshes(parameters: RobotParameters | None = None) -> dict[str, np.ndar
 
 
 # --- Binary STL ----------------------------------------------------------------------------------
-
-
-def stl_bytes(triangles: np.ndarray) -> bytes:
-    """Binary STL of (F, 3, 3) triangles: fixed header, float32 normals and vertices."""
-    vertices = np.asarray(triangles, dtype=np.float32)
-    normals = np.cross(vertices[:, 1] - vertices[:, 0], vertices[:, 2] - vertices[:, 0]).astype(np.float64)
-    lengths = np.linalg.norm(normals, axis=1, keepdims=True)
-    normals = np.divide(normals, lengths, out=np.zeros_like(normals), where=lengths > 0)
-    records = np.zeros(len(vertices), dtype=STL_TRIANGLE)
-    records["normal"], records["vertices"] = normals, vertices
-    return STL_HEADER.ljust(80, b" ") + struct.pack("<I", len(records)) + records.tobytes()
-
-
-def read_stl(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """(triangles (F, 3, 3), stored normals (F, 3)) of a binary STL, float64, m."""
-    data = Path(path).read_bytes()
-    if len(data) < 84:
-        raise MeshError(f"{path}: not a binary STL ({len(data)} bytes)")
-    (count,) = struct.unpack_from("<I", data, 80)
-    if len(data) != 84 + count * STL_TRIANGLE.itemsize:
-        raise MeshError(f"{path}: {len(data)} bytes, a binary STL of {count} triangles has {84 + count * 50}")
-    records = np.frombuffer(data, dtype=STL_TRIANGLE, count=count, offset=84)
-    return records["vertices"].astype(np.float64), records["normal"].astype(np.float64)
 
 
 def resolve_mesh(filename: str) -> Path:

@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, ParameterError, load_parameters
+from quirobot_description.stl import stl_bytes
 from quirobot_description.urdf import TOOLS, robot_description
-from quirobot_description.visual_meshes import BUILDERS, build_meshes, main, stl_bytes
+from quirobot_description.visual_meshes import BUILDERS, build_meshes, main
 
 MESHES = Path(__file__).resolve().parents[2] / "quirobot_description" / "meshes"
 NAMES = sorted(path.stem for path in MESHES.glob("*.stl"))

@@ -57,12 +57,13 @@ def test_share_files_are_the_source_trees(prefix):
         "launch/display.launch.py",
         "launch/sim.launch.py",
         "rviz/quirobot.rviz",
+        "meshes/wrist_yaw_link.stl",  # package://quirobot/meshes/... (RViz's resource retriever)
     ):
         assert (share / relative).is_file(), relative
     copied = [
         p
         for p in share.rglob("*")
-        if p.is_file() and p.relative_to(share).parts[0] in ("config", "urdf", "launch", "rviz")
+        if p.is_file() and p.relative_to(share).parts[0] in ("config", "urdf", "launch", "rviz", "meshes")
     ]
     assert len(copied) > 10
     for path in copied:
