@@ -6,12 +6,11 @@ import shutil
 from pathlib import Path
 
 from quirobot_description.urdf import DescriptionError, expand
-from quirobot_description.visual_meshes import MESH_DIRECTORY
+from quirobot_description.visual_meshes import MESH_DIRECTORY, MESH_PREFIX
 
 EXPORT_NAME = "robot.urdf"
 #: The visual meshes go into this folder beside robot.urdf, named by relative paths.
 EXPORT_MESH_FOLDER = "meshes"
-MESH_PREFIX = "package://quirobot/meshes/"
 
 #: MuJoCo's URDF importer fuses fixed links and drops visuals by default; keep every link
 #: (tool0, drill_tip, camera frames) as a body and the inertias exactly as written (a link

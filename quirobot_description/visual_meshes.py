@@ -48,8 +48,8 @@ from quirobot_description.stl import stl_bytes
 
 #: Where the generated meshes live (package data; installed to share/quirobot/meshes too).
 MESH_DIRECTORY = Path(__file__).resolve().parent / "meshes"
-#: The URI the URDF names a mesh by (package://quirobot/meshes/NAME.stl).
-MESH_URI = "package://quirobot/meshes/{}.stl"
+#: The URDF names a mesh MESH_PREFIX + NAME.stl (common.xacro's link_visual).
+MESH_PREFIX = "package://quirobot/meshes/"
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ def _arthroscope(d: MeshDimensions) -> np.ndarray:
     return np.concatenate([body, post])
 
 
-#: Mesh name -> its builder; the URDF names each as MESH_URI.format(name).
+#: Mesh name -> its builder; the URDF names each MESH_PREFIX + NAME.stl.
 BUILDERS: dict[str, Callable[[MeshDimensions], np.ndarray]] = {
     "structure_guide_x": lambda d: _beam(d, "x", d.guide_x_length),
     "structure_guide_y": lambda d: _beam(d, "y", d.guide_y_length),
