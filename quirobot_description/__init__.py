@@ -11,6 +11,8 @@ Modules (the bottom package: it imports none of the others):
 - data_files: `find_data_file`, in a source checkout, a pip install and a colcon install alike;
 - urdf: `robot_description(tool, hardware)`, the xacro expanded; export: a self-contained URDF
   for other engines; frames, inertia: URDF roll-pitch-yaw, solid-body inertias;
+- visual_meshes: the STL visual meshes (meshes/) made from the parameter file (mesh_parameters:
+  their own dimensions);
 - validation: `check_urdf(text, params, reference_fk=...)`, the staged check (the reference
   kinematics passed in); render: a PNG of the robot;
 - launch_description: the `robot_description` parameter of a launch file (a ROS adapter: launch

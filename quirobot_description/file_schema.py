@@ -177,6 +177,25 @@ PARAMETER_FILE = FileSchema(
         "structure.density": _DENSITY,
         "structure.section_fill": _FRACTION,
         "structure.colour": TEXT,
+        "meshes.circle_segments": Expect("1", 8.0, 256.0),
+        "meshes.bit_point_angle": Expect("rad", 0.0, PI),
+        **{
+            f"meshes.{name}": Expect("m", 0.0, 1.0)
+            for name in (
+                "profile_slot_width",
+                "profile_slot_depth",
+                "fork_length",
+                "fork_clearance",
+                "housing_nose_length",
+                "housing_nose_radius",
+                "spindle_radius",
+                "chuck_length",
+                "scope_head_radius",
+                "scope_head_length",
+                "light_post_radius",
+                "light_post_length",
+            )
+        },
         "motors.*.description": TEXT,
         "motors.*.resistance": Expect("ohm", 0.0, 100.0),
         "motors.*.inductance": Expect("H", 0.0, 1.0),

@@ -27,6 +27,7 @@ from quirobot_description.geometric_errors import (
     read_registration_parameters,
 )
 from quirobot_description.inertia import box_inertia, cylinder_inertia, cylinder_mass
+from quirobot_description.mesh_parameters import MeshParameters, read_meshes
 from quirobot_description.plant_parameters import PlantParameters, read_plant
 from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
 
@@ -337,6 +338,7 @@ class RobotParameters:
     calibration: CalibrationParameters  # the kinematic calibration campaign (geometric_errors.py)
     registration: RegistrationParameters  # patient registration (geometric_errors.py)
     drilling: DrillingParameters  # the spindle and drilling process safety (drilling_parameters.py)
+    meshes: MeshParameters  # the visual meshes' own dimensions (mesh_parameters.py)
     homing: dict[str, HomingParameters]  # axis (AXES) -> its homing
     homing_order: tuple[str, ...]  # every axis of AXES once, homed one after the other in this order
     quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
@@ -716,6 +718,7 @@ class _Reader(SourcedReader):
             calibration=read_calibration_parameters(self),
             registration=read_registration_parameters(self),
             drilling=read_drilling(self),
+            meshes=read_meshes(self),
             homing=homing,
             homing_order=homing_order,
             quantities=dict(self.quantities),

@@ -1,7 +1,7 @@
 """Picture of the robot drawn from its URDF (matplotlib 3D, off-screen Agg canvas).
 
 Link placements come from pinocchio (the URDF's own kinematics), shapes and colours from the
-URDF's <visual> elements: what is drawn is what the URDF says.
+URDF's <visual> elements (boxes, cylinders and STL meshes): what is drawn is what the URDF says.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_description.stl import read_stl
 from quirobot_description.validation import geometry_shape, origin_transform
+from quirobot_description.visual_meshes import resolve_mesh
 
 #: Joint names of the arm, in the report's order.
 ARM_JOINTS = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
@@ -69,6 +71,24 @@ def _cylinder_faces(radius: float, length: float) -> list[np.ndarray]:
         for i in range(CYLINDER_SIDES):
             (x0, y0), (x1, y1) = ring[i], ring[i + 1]
             faces.append(np.array([[0.0, 0.0, z], [x0, y0, z], [x1, y1, z], [x1, y1, z]]))
+    return faces
+
+
+def _mesh_faces(filename: str) -> list[np.ndarray]:
+    """(4, 3) polygons of an STL mesh: each triangle cut, from the corner facing its shortest
+    edge, into pieces no longer than TILE (the last corner repeated where a piece is a triangle)."""
+    faces = []
+    for triangle in read_stl(resolve_mesh(filename))[0]:
+        shortest = int(
+            np.argmin([np.linalg.norm(triangle[(i + 2) % 3] - triangle[(i + 1) % 3]) for i in range(3)])
+        )
+        apex, b, c = triangle[shortest], triangle[(shortest + 1) % 3], triangle[(shortest + 2) % 3]
+        pieces = max(1, math.ceil(max(np.linalg.norm(b - apex), np.linalg.norm(c - apex)) / TILE))
+        for i in range(pieces):
+            s0, s1 = i / pieces, (i + 1) / pieces
+            near_b, far_b = apex + s0 * (b - apex), apex + s1 * (b - apex)
+            near_c, far_c = apex + s0 * (c - apex), apex + s1 * (c - apex)
+            faces.append(np.array([near_b, far_b, far_c, near_c if i else far_c]))
     return faces
 
 
@@ -163,8 +183,10 @@ def render_png(
                 faces = _box_faces(dims["size"])
             elif kind == "cylinder":
                 faces = _cylinder_faces(dims["radius"], dims["length"])
+            elif kind == "mesh":
+                faces = _mesh_faces(str(dims["filename"]))
             else:
-                continue  # spheres and meshes are not drawn
+                continue  # spheres are not drawn
             transform = placement @ origin_transform(visual, what)
             rgba = _colour(visual, materials)
             for face in faces:

@@ -4,6 +4,10 @@ The xacro files (urdf/, see data_files.py) read every number from the parameter 
 path relative to themselves; `robot_description` validates the parameter file with
 `load_parameters` first, so a malformed file fails with a one-line `ParameterError` instead of
 a xacro traceback.
+
+Visual meshes (visual_meshes.py) are files made from the shipped parameter file: a parameter file
+whose mesh dimensions differ (`MeshDimensions`) gets the primitives as visuals instead (xacro arg
+meshes:=false), so that what is drawn is never another machine's part.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import xacro
 from quirobot_description.data_files import DataFileNotFoundError, find_data_file
 from quirobot_description.geometric_errors import read_calibration
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
+from quirobot_description.visual_meshes import MeshDimensions
 
 #: Tools the description can mount on tool0 (xacro arg `tool`).
 TOOLS = ("drill", "arthroscope", "none")
@@ -55,6 +60,7 @@ def expand(
     parameter_file: str | Path | None = None,
     controllers_file: str | Path | None = None,
     calibration_file: str | Path | None = None,
+    meshes: bool = True,
 ) -> xml.dom.minidom.Document:
     """Run xacro on the description; return the expanded URDF document (see robot_description)."""
     check_choice("tool", tool, TOOLS)
@@ -68,6 +74,7 @@ def expand(
         ("parameter_file", str(parameters_path)),
         ("controllers_file", str(Path(controllers_file).resolve()) if controllers_file is not None else ""),
         ("calibration_file", str(Path(calibration_file).resolve()) if calibration_file is not None else ""),
+        ("meshes", "true" if meshes else "false"),
     )
     contents = tuple(
         _contents(Path(value)) if value else None for name, value in mappings if name.endswith("file")
@@ -89,7 +96,9 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
     expands the description twice, about a second of each Monte-Carlo sample before the cache."""
     del contents  # only the cache key
     arguments = dict(mappings)
-    load_parameters(arguments["parameter_file"])  # a malformed file fails here, with the key named
+    parameters = load_parameters(arguments["parameter_file"])  # a malformed file fails here, named
+    if MeshDimensions.from_parameters(parameters) != _shipped_mesh_dimensions():
+        arguments["meshes"] = "false"  # the shipped meshes are not this machine's parts
     if arguments["calibration_file"]:
         read_calibration(arguments["calibration_file"])  # likewise
     try:
@@ -97,6 +106,12 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
     except xacro.XacroException as error:
         message = " ".join(str(error).split())
         raise DescriptionError(f"xacro failed on {XACRO_FILE.name}: {message}") from error
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_mesh_dimensions() -> MeshDimensions:
+    """What the shipped meshes were made from (the shipped parameter file)."""
+    return MeshDimensions.from_parameters(load_parameters())
 
 
 def clear_expansion_cache() -> None:
@@ -112,17 +127,20 @@ def robot_description(
     parameter_file: str | Path | None = None,
     controllers_file: str | Path | None = None,
     calibration_file: str | Path | None = None,
+    meshes: bool = True,
 ) -> str:
     """The expanded URDF XML of QUIROBOT.
 
     tool: one of TOOLS; hardware: one of HARDWARE (the ros2_control plugin).
-    package_uris: keep `package://quirobot/...` resource URIs as ROS expects (True), or turn them
-    into absolute paths (False). The description uses primitive shapes only, so today it holds
-    no such URI either way.
+    package_uris: keep the visual meshes' `package://quirobot/meshes/...` URIs as ROS expects
+    (True), or turn them into absolute paths of the files beside the xacro's folder (False: the
+    package's own meshes/, wherever it is installed, for tools without a ROS package path).
     parameter_file: the parameter YAML (default: the one shipped with the package).
     controllers_file: the controllers YAML named in the gz_ros2_control block (hardware=gazebo).
     calibration_file: a calibration file (`quirobot calibrate --output`) whose joint-origin errors
     go into the joint <origin>s and gantry <axis>es (straightness has no URDF form; left out).
+    meshes: draw the visual meshes (True; only when the parameter file's mesh dimensions are the
+    shipped file's, see the module docstring) or every visual as its collision primitive (False).
     Raises DescriptionError (a ValueError) for an unknown tool or hardware, ParameterError for a
     malformed parameter file.
     """
@@ -132,6 +150,7 @@ def robot_description(
         parameter_file=parameter_file,
         controllers_file=controllers_file,
         calibration_file=calibration_file,
+        meshes=meshes,
     )
     text = document.toprettyxml(indent="  ")
     if not package_uris:

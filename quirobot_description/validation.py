@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from quirobot_description.data_files import DataFileNotFoundError
 from quirobot_description.frames import rpy_matrix
 from quirobot_description.inertia import box_inertia, cylinder_inertia, inertia_problems, sphere_inertia
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
+from quirobot_description.visual_meshes import resolve_mesh
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 STAGES = ("xml", "urdf", "visual", "collision", "inertial", "kinematics", "engines", "ros2_control")
@@ -402,10 +404,22 @@ def _stage_geometry(robot: _Robot, tag: str) -> list[str]:
             except ValueError as error:
                 problems.append(str(error))
                 continue
-            if kind == "mesh" and not str(dims["filename"]).startswith(("package://", "file://", "/")):
+            filename = str(dims.get("filename", ""))
+            if (
+                kind == "mesh"
+                and not filename.startswith(("package://", "file://", "/"))
+                and (".." in filename.split("/") or "://" in filename)
+            ):
+                # relative paths name files in the URDF's folder (quirobot export's meshes/NAME.stl)
                 problems.append(
-                    f"{what}: mesh filename {dims['filename']!r} is neither package:// nor absolute"
+                    f"{what}: mesh filename {filename!r} is neither package://, absolute "
+                    "nor inside the URDF's folder"
                 )
+            if kind == "mesh" and filename.startswith("package://quirobot/"):
+                try:
+                    resolve_mesh(filename)
+                except (DataFileNotFoundError, ValueError):
+                    problems.append(f"{what}: mesh {filename!r} is not among the package's files")
             if tag == "visual":
                 problems.extend(_material_problems(element.find("material"), materials, what))
     return problems
@@ -552,7 +566,9 @@ def _stage_kinematics(
 
 
 def mujoco_ready(text: str) -> str:
-    """The URDF with the <mujoco><compiler/> element that keeps every link (see export.py)."""
+    """The URDF with the <mujoco><compiler/> element that keeps every link (see export.py), and
+    without its mesh visuals: MuJoCo loads a string with no folder to find mesh files from (nor
+    package:// URIs), and the checks need the joints, the masses and the collision primitives."""
     from quirobot_description.export import MUJOCO_COMPILER
 
     root = ET.fromstring(text)
@@ -560,6 +576,10 @@ def mujoco_ready(text: str) -> str:
         mujoco = ET.Element("mujoco")
         ET.SubElement(mujoco, "compiler", MUJOCO_COMPILER)
         root.insert(0, mujoco)
+    for link in root.findall("link"):
+        for visual in link.findall("visual"):
+            if visual.find("geometry/mesh") is not None:
+                link.remove(visual)
     return ET.tostring(root, encoding="unicode")
 
 

@@ -129,6 +129,15 @@ def _no_visual(root):
     link.remove(link.find("visual"))
 
 
+def _mesh_outside_the_folder(root):
+    _element(root, "link", "wrist_yaw_link").find("visual/geometry/mesh").set("filename", "../wrist.stl")
+
+
+def _unknown_mesh(root):
+    mesh = _element(root, "link", "drill_bit").find("visual/geometry/mesh")
+    mesh.set("filename", "package://quirobot/meshes/drill.stl")
+
+
 def _no_collision(root):
     link = _element(root, "link", "drill_bit")
     link.remove(link.find("collision"))
@@ -174,6 +183,8 @@ BROKEN: list[tuple[Callable[[ET.Element], None], str, tuple[str, ...]]] = [
     (_zero_effort, "urdf", ("gantry_z", "effort", "0")),
     (_duplicate_link, "urdf", ("tool0", "twice")),
     (_no_visual, "visual", ("wrist_yaw_link", "<visual>")),
+    (_mesh_outside_the_folder, "visual", ("wrist_yaw_link", "../wrist.stl", "URDF's folder")),
+    (_unknown_mesh, "visual", ("drill_bit", "meshes/drill.stl", "not among")),
     (_no_collision, "collision", ("drill_bit", "<collision>")),
     (_bad_geometry, "collision", ("z_ram", "size")),
     (_wrong_tool_frame, "kinematics", ("tool0", "0.05 m")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -29,14 +30,29 @@ def _urdf_facts(path):
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_export_is_self_contained(exported_urdf_factory, tmp_path, tool):
+    """robot.urdf and its meshes/ folder, moved anywhere, load with every visual mesh in each engine."""
     source = exported_urdf_factory(tool)
-    alone = tmp_path / "elsewhere" / "robot.urdf"
-    alone.parent.mkdir()
-    shutil.copy(source, alone)  # nothing else beside it
-    text = alone.read_text()
-    assert "package://" not in text and "<mesh" not in text
-    pin.buildModelFromUrdf(str(alone))
-    mujoco.MjModel.from_xml_path(str(alone))
+    alone = tmp_path / "elsewhere"
+    shutil.copytree(source.parent, alone)  # the export's folder, nothing else
+    path = alone / "robot.urdf"
+    text = path.read_text()
+    assert "package://" not in text
+    meshes = {m.get("filename") for m in ET.fromstring(text).iter("mesh")}
+    # the structure's three beams, the bridge, links 4 and 5, and the tool's own
+    assert len(meshes) == 6 + (tool != "none")
+    assert all(name.startswith("meshes/") and (alone / name).is_file() for name in meshes)
+    model, _, visual = pin.buildModelsFromUrdf(str(path), str(alone))
+    assert sum(g.meshPath.endswith(".stl") for g in visual.geometryObjects) == text.count("<mesh ")
+    assert mujoco.MjModel.from_xml_path(str(path)).nmesh == len(meshes)
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        body = pybullet.loadURDF(str(path), useFixedBase=True, physicsClientId=client)
+        shapes = pybullet.getVisualShapeData(body, physicsClientId=client)
+        assert {Path(s[4].decode()).resolve() for s in shapes if s[2] == pybullet.GEOM_MESH} == {
+            (alone / name).resolve() for name in meshes
+        }
+    finally:
+        pybullet.disconnect(client)
 
 
 @pytest.mark.parametrize("tool", TOOLS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -179,6 +180,14 @@ def test_unknown_tool_or_hardware_is_refused_naming_the_choices(tool, hardware):
         robot_description(tool, hardware)
 
 
-def test_package_uris_false_gives_the_same_primitive_description():
-    assert "package://" not in robot_description(package_uris=True)
-    assert robot_description(package_uris=False) == robot_description(package_uris=True)
+def test_package_uris_false_names_the_same_meshes_by_absolute_paths():
+    """The visual meshes by package:// URI (ROS) or as files of this checkout (package_uris=False)."""
+    with_uris = robot_description(package_uris=True)
+    absolute = robot_description(package_uris=False)
+    uris = [m.get("filename") for m in ET.fromstring(with_uris).iter("mesh")]
+    paths = [m.get("filename") for m in ET.fromstring(absolute).iter("mesh")]
+    assert uris and all(uri.startswith("package://quirobot/meshes/") for uri in uris)
+    meshes = Path(__file__).resolve().parents[2] / "quirobot_description" / "meshes"
+    assert paths == [str(meshes / uri.rsplit("/", 1)[1]) for uri in uris]
+    assert all(Path(path).is_file() for path in paths)
+    assert absolute.replace(str(meshes), "package://quirobot/meshes") == with_uris

@@ -79,7 +79,9 @@ def perturbed_file(tmp_path_factory):
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_every_number_in_the_urdf_moves_with_the_parameter_file(perturbed_file, tool):
-    shipped = _numbers(robot_description(tool, "gazebo"))
+    # primitives: the shipped visual meshes are files, drawn for the shipped mesh dimensions only
+    # (test_visual_meshes checks them against the parameter file)
+    shipped = _numbers(robot_description(tool, "gazebo", meshes=False))
     moved = _numbers(robot_description(tool, "gazebo", parameter_file=perturbed_file))
     assert [w for w, _ in shipped] == [w for w, _ in moved]
     assert len(shipped) > 300

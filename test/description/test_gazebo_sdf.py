@@ -27,6 +27,8 @@ import pytest
 from quirobot_description.inertia import inertia_problems
 from quirobot_description.urdf import TOOLS, robot_description
 
+ROOT = Path(__file__).resolve().parents[2]
+
 pytestmark = pytest.mark.engines
 
 #: (executable, verb): Gazebo Harmonic's CLI, then the Ignition one of Debian 12's packages.
@@ -193,3 +195,19 @@ def test_gz_ros2_control_plugin_reaches_the_model(converter, tmp_path):
     assert plugins[0].get("name") == "gz_ros2_control::GazeboSimROS2ControlPlugin"
     controllers = Path(plugins[0].findtext("parameters"))
     assert controllers.name == "controllers_gazebo.yaml" and controllers.is_file()
+
+
+def test_gazebo_finds_the_visual_meshes_in_the_package_share(converter, tmp_path):
+    """The converter turns package://quirobot/meshes/NAME.stl into model://quirobot/meshes/NAME.stl,
+    which Gazebo looks up in the model paths ros_gz_sim collects from package.xml's export
+    (${prefix}/../: share/, so model://quirobot is share/quirobot, where the meshes are installed)."""
+    sdf = _convert(converter, robot_description("drill", "gazebo"), tmp_path / "quirobot.urdf")
+    uris = [uri.text for uri in sdf.model.iter("uri") if uri.text.endswith(".stl")]
+    assert len(uris) == 16  # 12 beams, bridge, links 4 and 5, drill: every visual mesh
+    meshes = ROOT / "quirobot_description" / "meshes"
+    for uri in uris:
+        assert uri.startswith("model://quirobot/meshes/") and (meshes / uri.rsplit("/", 1)[1]).is_file(), uri
+    export = ET.parse(ROOT / "package.xml").getroot().find("export/gazebo_ros")
+    assert export.get("gazebo_model_path") == "${prefix}/../"
+    # collision stays primitive
+    assert not [c for c in sdf.model.iter("collision") if c.find("geometry/mesh") is not None]

@@ -57,12 +57,13 @@ def test_share_files_are_the_source_trees(prefix):
         "launch/display.launch.py",
         "launch/sim.launch.py",
         "rviz/quirobot.rviz",
+        "meshes/wrist_yaw_link.stl",  # package://quirobot/meshes/... (RViz's resource retriever)
     ):
         assert (share / relative).is_file(), relative
     copied = [
         p
         for p in share.rglob("*")
-        if p.is_file() and p.relative_to(share).parts[0] in ("config", "urdf", "launch", "rviz")
+        if p.is_file() and p.relative_to(share).parts[0] in ("config", "urdf", "launch", "rviz", "meshes")
     ]
     assert len(copied) > 10
     for path in copied:
@@ -152,7 +153,9 @@ def test_installed_loaders_find_their_data_without_the_source_tree(prefix, tmp_p
     install = prefix.resolve()
     for module in report["modules"]:
         assert Path(module).resolve().is_relative_to(install), f"{module} is not the installed copy"
-    assert len(report["files"]) == 7
+    # 7 data files and the 7 meshes the drill description draws (3 beams, bridge, links 4 and 5,
+    # drill), where robot_description(package_uris=False) names them
+    assert len(report["files"]) == 14
     for name, path in report["files"].items():
         assert Path(path).resolve().is_relative_to(install), f"{name}: {path} is outside {install}"
         assert Path(path).read_bytes() == source_of(name).read_bytes(), name

@@ -37,6 +37,8 @@ control = control_configuration(params)  # drive_node's start-up
 incision, line = load_task("incision"), load_task("line")
 urdf = ET.fromstring(robot_description("drill", "gazebo"))
 controllers = urdf.find("gazebo/plugin/parameters").text  # gz_ros2_control's file
+absolute = ET.fromstring(robot_description("drill", "gazebo", package_uris=False))
+meshes = sorted({m.get("filename") for m in absolute.iter("mesh")})  # the visual meshes' files
 print(json.dumps({
     "modules": [m.__file__ for m in (quirobot_control, quirobot_description, quirobot_kinematics)],
     "files": {
@@ -47,6 +49,7 @@ print(json.dumps({
         "urdf/quirobot.urdf.xacro": str(XACRO_FILE),
         f"config/{Path(controllers).name}": controllers,
         "config/quirobot_drive.eds": str(DEFAULT_EDS),
+        **{f"meshes/{Path(mesh).name}": mesh for mesh in meshes},
     },
     "joints": sorted(j.get("name") for j in urdf.findall("joint")),
 }))
@@ -73,7 +76,8 @@ def assert_installed_copy(report: dict, install: Path) -> None:
     install = install.resolve()
     for module in report["modules"]:
         assert Path(module).resolve().is_relative_to(install), f"{module} is not the installed copy"
-    assert len(report["files"]) == 7
+    # 7 data files and the 7 meshes the drill description draws (3 beams, bridge, links 4 and 5, drill)
+    assert len(report["files"]) == 14
     for name, path in report["files"].items():
         assert Path(path).resolve().is_relative_to(install), f"{name}: {path} is outside {install}"
         assert Path(path).read_bytes() == find_data_file(name).read_bytes(), name
