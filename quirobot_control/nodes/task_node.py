@@ -410,7 +410,7 @@ class InputNode:
     for the inputs that arrive at the control rate: the joint states, /tf and, with use_sim_time,
     /clock (it sets the task node's clock). rclpy's executors rebuild their whole wait set each time
     they wake: on the task node's (its services, action server and clients, parameter and
-    lifecycle services) each of the 250 Hz messages cost about 1 ms of CPU, which made task_node
+    lifecycle services) each of the 100-250 Hz messages cost about 1 ms of CPU, which made task_node
     the stack's second-largest CPU user in simulation (bench/sim_goal.py); this one waits on three
     subscriptions."""
 

@@ -301,6 +301,19 @@ def test_the_mailbox_keeps_the_latest_command_and_counts_the_overwritten():
     assert (mailbox.posted, mailbox.overwritten) == (5, 4)
 
 
+def canopens_encoding(kind: str, mapping, values) -> bytes:
+    """The bytes canopen's own PdoMap packs `values` into, for the EDS's PDO 1 of `kind` ("rpdo"
+    or "tpdo") mapped as `mapping` ((index, bits) pairs)."""
+    node = canopen.RemoteNode(1, str(DEFAULT_EDS))
+    pdo = getattr(node, kind)[1]
+    pdo.clear()
+    for index, bits in mapping:
+        pdo.add_variable(index, 0, bits)
+    for (index, _), value in zip(mapping, values, strict=True):
+        pdo[index].raw = value
+    return bytes(pdo.data)
+
+
 @pytest.mark.parametrize(
     ("layout", "mapping", "values"),
     [
@@ -310,14 +323,8 @@ def test_the_mailbox_keeps_the_latest_command_and_counts_the_overwritten():
 )
 def test_the_rpdo_layouts_are_canopens_own_encoding(layout, mapping, values):
     """The precompiled structs pack the bytes canopen's PdoMap packs for the EDS's mapping."""
-    node = canopen.RemoteNode(1, str(DEFAULT_EDS))
-    pdo = node.rpdo[1]
-    pdo.clear()
-    for index, bits in mapping:
-        pdo.add_variable(index, 0, bits)
-    for (index, _), value in zip(mapping, values, strict=True):
-        pdo[index].raw = value
-    assert layout.pack(*values) == bytes(pdo.data)
+    expected = canopens_encoding("rpdo", mapping, values)
+    assert layout.pack(*values) == expected
 
 
 @pytest.mark.parametrize(
@@ -326,14 +333,8 @@ def test_the_rpdo_layouts_are_canopens_own_encoding(layout, mapping, values):
 )
 def test_the_simulated_drives_tpdo_layouts_are_canopens_own_encoding(mapping, values):
     """The simulated drive's precompiled TPDO structs pack the bytes canopen's PdoMap packs."""
-    node = canopen.RemoteNode(1, str(DEFAULT_EDS))
-    pdo = node.tpdo[1]
-    pdo.clear()
-    for index, bits in mapping:
-        pdo.add_variable(index, 0, bits)
-    for (index, _), value in zip(mapping, values, strict=True):
-        pdo[index].raw = value
-    assert TPDO_LAYOUTS[mapping].pack(*values) == bytes(pdo.data)
+    expected = canopens_encoding("tpdo", mapping, values)
+    assert TPDO_LAYOUTS[mapping].pack(*values) == expected
 
 
 def test_the_simulated_drives_answer_from_their_precompiled_tpdos(drives, cycle):
