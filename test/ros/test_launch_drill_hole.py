@@ -32,8 +32,9 @@ client node:
 6. a second cancel during the retract is refused by the action layer (rcl_action: the goal is
    already CANCELING) and the retract goes on out of the bone (issue 19 item 13);
 7. Ctrl-C (SIGINT) on `ros2 action send_goal` mid-feed: the bit retracts out of the bone;
-8. a client that disappears mid-feed (SIGKILL): task_node sees no DrillHole client left and
-   retracts as for a cancel (issue 17 item 5).
+8. a client that quits mid-feed (its action client, node and context destroyed) and one killed
+   there (SIGKILL, a 2 s DDS lease): task_node sees no DrillHole client left and retracts as for
+   a cancel (issue 17 item 5), the quitting one within 4 mm of where it quit.
 
 Every result carries its error_code (action/DrillHole.action's constants).
 
@@ -84,6 +85,22 @@ LOADED_RUNS = 3  # in a row (issue 17 item 4)
 #: Why test_2 runs only when asked for. In the clean-clone CI the idle goal took 62 s (sim/wall
 #: 0.84) and a loaded goal 243 s (sim/wall 0.21: beside four busy processes the lock-step pipeline
 #: gets a fraction of a core at each hop), so the three loaded goals take CI to about 32 min.
+#: m past the entry: the deepest a client that quits at 2 mm may let the feed go (test_7). Seen
+#: within `client_lost` (1 s of plant time at the feed's 1.5 mm/s) plus DDS's announcement; the
+#: killed client of test_7b goes on for its lease (2 s of wall time), so no bound there.
+QUIT_SEEN_BY = 6e-3
+#: A Fast DDS participant profile with a 2 s lease (announced every 0.5 s): the killed console of
+#: test_7b is dropped from the graph 2 s after it dies instead of Fast DDS's default 20 s.
+SHORT_LEASE_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
+<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+  <participant profile_name="operator_console" is_default_profile="true">
+    <rtps><builtin><discovery_config>
+      <leaseDuration><sec>2</sec></leaseDuration>
+      <leaseAnnouncement><sec>0</sec><nanosec>500000000</nanosec></leaseAnnouncement>
+    </discovery_config></builtin></rtps>
+  </participant>
+</profiles>
+"""
 SIM_LOAD_OPT_IN = (
     "opt-in (QUIROBOT_SIM_LOAD=1 .ci/ros-tier -k drill_hole): three loaded goals take CI over its "
     "30 minutes (issue 17 item 4)"
@@ -640,48 +657,99 @@ class TestDrillHole(unittest.TestCase):
         self.without_own_client(run)
 
     def test_7_a_client_that_quits_mid_feed_is_a_cancel(self, proc_output) -> None:
+        """The console exits as an rclpy program does (its action client, node and context
+        destroyed): DDS announces its endpoints gone, task_node finds no client left and retracts
+        within `client_lost` (1 s of plant time), close to where it quit."""
+        depth = self.quit_mid_feed(proc_output, "quit", {})
+        self.assertLess(
+            depth, QUIT_SEEN_BY, f"the feed went on to {depth * 1e3:.2f} mm after the client quit"
+        )
+
+    def test_7b_a_client_killed_mid_feed_is_a_cancel(self, proc_output) -> None:
+        """SIGKILL: nothing is announced, DDS drops the client when its participant's lease runs out
+        (Fast DDS: 20 s of wall time by default; this console sets 2 s in a Fast DDS profile, as an
+        operator console should): then as a cancel."""
+        profile = Path(os.environ.get("QUIROBOT_ARTIFACTS") or "/tmp") / "short_lease_fastdds.xml"
+        profile.write_text(SHORT_LEASE_PROFILE)
+        env = {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "FASTRTPS_DEFAULT_PROFILES_FILE": str(profile)}
+        self.quit_mid_feed(proc_output, "kill", env)
+
+    def quit_mid_feed(self, proc_output, how: str, env: dict[str, str]) -> float:
+        """A console sends the shipped goal and, with the tip 2 mm in bone, quits ("quit": SIGTERM,
+        it destroys its action client, node and context) or dies ("kill": SIGKILL), never
+        cancelling; task_node's "client disappeared" is awaited and the goal must end out of the
+        bone. Returns the deepest tip (m past the entry, the plant's true tip) after the signal."""
+        import signal
         import subprocess
         import sys
 
+        from geometry_msgs.msg import PointStamped
         from sensor_msgs.msg import JointState
 
         states = self.graph.messages(JointState, STATES)
+        tips = self.graph.messages(PointStamped, "/quirobot/sim/true_tip")
         script = (
-            "import os, signal, sys, yaml, rclpy\n"
+            "import signal, sys, yaml, rclpy\n"
             "from rclpy.action import ActionClient\n"
             "from rclpy.signals import SignalHandlerOptions\n"
             "from quirobot.action import DrillHole\n"
             "from rosidl_runtime_py.set_message import set_message_fields\n"
             "rclpy.init(signal_handler_options=SignalHandlerOptions.NO)\n"
             "node = rclpy.create_node('quitting_console')\n"
-            "def quit(*_):\n"
-            "    node.destroy_node(); rclpy.shutdown(); os._exit(0)\n"
+            "class Quit(Exception): pass\n"
+            "def quit(*_): raise Quit\n"
             "signal.signal(signal.SIGTERM, quit)\n"
             "client = ActionClient(node, DrillHole, '/quirobot/drill_hole')\n"
             "client.wait_for_server()\n"
             "goal = DrillHole.Goal()\n"
             "set_message_fields(goal, yaml.safe_load(sys.argv[1]))\n"
             "client.send_goal_async(goal)\n"
-            "while True:\n"
-            "    rclpy.spin_once(node, timeout_sec=0.1)\n"
+            "try:\n"
+            "    while True:\n"
+            "        rclpy.spin_once(node, timeout_sec=0.1)\n"
+            "except Quit:\n"
+            "    client.destroy(); node.destroy_node(); rclpy.shutdown()\n"
         )
+
+        def disappeared() -> int:
+            """task_node's "client disappeared" lines so far (proc_output keeps the whole run's)."""
+            return sum(
+                event.text.decode(errors="replace").count("client disappeared") for event in proc_output
+            )
+
+        before = disappeared()
 
         def run() -> None:
             process = subprocess.Popen(
-                [sys.executable, "-c", script, self.goal_yaml()], start_new_session=True
+                [sys.executable, "-c", script, self.goal_yaml()],
+                start_new_session=True,
+                env={**os.environ, **env},
             )
             try:
                 self.wait_tip_in_bone(states, 0.002)
             finally:
-                process.terminate()  # quits without cancelling its goal
+                since = len(tips)
+                process.send_signal(signal.SIGKILL if how == "kill" else signal.SIGTERM)
                 try:
                     process.wait(timeout=60)
                 except subprocess.TimeoutExpired:
                     process.kill()
-            proc_output.assertWaitFor("client disappeared", timeout=300, stream="stderr")
+            self.graph.spin_until(lambda: disappeared() > before, 300.0, 'task_node\'s "client disappeared"')
             self.assert_ends_out_of_bone(states)
+            deepest = max(
+                tip_progress(
+                    np.array([t.point.x, t.point.y, t.point.z]), self.task.entry, self.task.direction
+                )[0]
+                for t in tips[since:]
+            )
+            print(
+                f"DrillHole: a client {how} at 2 mm: the feed reached {deepest * 1e3:.2f} mm, then retracted"
+            )
+            result.append(deepest)
 
+        result: list[float] = []
         self.without_own_client(run)
+        return result[0]
 
 
 @launch_testing.post_shutdown_test()
