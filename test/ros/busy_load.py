@@ -4,8 +4,8 @@
 pass"`, niced 0 like the stack), killed on the way out; the test starts BUSY_PER_CORE per core.
 `write_sim_load(holes, busy)`: sim/wall and the hole of each run (the plant's true tip, the
 result, the test's FK of the joint states), one line a run, to
-$QUIROBOT_ARTIFACTS/sim_load.txt (bench/results/sim_load.txt is a copy of a CI run, quoted by
-docs/drive_from_another_node.md).
+$QUIROBOT_ARTIFACTS/sim_load.txt (bench/results/sim_load.txt is a copy of a run;
+scripts/docs_sim_load.py writes docs/drive_from_another_node.md's table from it).
 """
 
 from __future__ import annotations

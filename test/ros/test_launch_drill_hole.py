@@ -14,7 +14,8 @@ client node:
 1. /quirobot/state (latched): enabled, homed (drive_node's drives), not busy, no fault;
    /diagnostics: task_node's operating state and each drive (state, fault, position, current,
    homed), all OK;
-2. (opt-in, QUIROBOT_SIM_LOAD=1: about 14 min) load does not change the hole (issue 17 item 4):
+2. (about 4 min on a quiet 2-core machine; QUIROBOT_SIM_LOAD=0 skips it for a quick local run)
+   load does not change the hole (issue 17 item 4):
    from the park pose the shipped incision once idle, then three times in a row with two busy
    processes per core beside the stack (busy_load.py); each loaded hole (the plant's true tip)
    within 1 um of the idle one in depth and lateral deviation, the result's and the test's FK
@@ -82,9 +83,6 @@ LATERAL_TOLERANCE = 0.1e-3  # m, the issue's
 SAME_HOLE = 5e-6  # m: the ROS path's hole against `quirobot simulate`'s on the same plant (issue 17 item 3)
 LOADED_SAME_HOLE = 1e-6  # m: a loaded hole against the idle one (issue 17 item 4)
 LOADED_RUNS = 3  # in a row (issue 17 item 4)
-#: Why test_2 runs only when asked for. In the clean-clone CI the idle goal took 62 s (sim/wall
-#: 0.84) and a loaded goal 243 s (sim/wall 0.21: beside four busy processes the lock-step pipeline
-#: gets a fraction of a core at each hop), so the three loaded goals take CI to about 32 min.
 #: m past the entry: the deepest a client that quits at 2 mm may let the feed go (test_7). Seen
 #: within `client_lost` (1 s of plant time at the feed's 1.5 mm/s) plus DDS's announcement; the
 #: killed client of test_7b goes on for its lease (2 s of wall time), so no bound there.
@@ -101,10 +99,11 @@ SHORT_LEASE_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
   </participant>
 </profiles>
 """
-SIM_LOAD_OPT_IN = (
-    "opt-in (QUIROBOT_SIM_LOAD=1 .ci/ros-tier -k drill_hole): three loaded goals take CI over its "
-    "30 minutes (issue 17 item 4)"
-)
+#: test_2 is in CI: on a quiet 2-core machine the idle goal takes about 31 s (sim/wall 1.7) and each
+#: loaded one about 75 s (sim/wall 0.7), the test about 4 min (bench/results/sim_load.txt). A
+#: machine slowed by other work slows it in proportion (at load 12: 4 min a loaded goal), hence
+#: the module's hour-long ctest guard. QUIROBOT_SIM_LOAD=0 skips it (a quick local run).
+SIM_LOAD_SKIPPED = "QUIROBOT_SIM_LOAD=0: the load test (issue 17 item 4) skipped for a quick run"
 PLAN_PHASES = ("start", "approach", "align", "settle", "feed", "dwell", "retract", "withdraw", "park")
 
 
@@ -430,7 +429,7 @@ class TestDrillHole(unittest.TestCase):
         )
         return hole
 
-    @unittest.skipUnless(os.environ.get("QUIROBOT_SIM_LOAD") == "1", SIM_LOAD_OPT_IN)
+    @unittest.skipIf(os.environ.get("QUIROBOT_SIM_LOAD") == "0", SIM_LOAD_SKIPPED)
     def test_2_load_does_not_change_the_hole(self) -> None:
         # From the park pose test 0 left: the idle reference starts where the loaded runs start.
         idle = self.drill_measured("idle")
