@@ -141,7 +141,7 @@ def stale_rows(text: str, runs: dict) -> list[str]:
     stale = []
     for table in TABLES:
         documented = text[text.index(table.begin) : text.index(table.end)].splitlines()
-        stale += [line for line in table.lines(runs) if line not in documented]
+        stale += incision.missing_rows(documented, table.lines(runs))
     return stale
 
 
