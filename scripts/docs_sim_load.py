@@ -4,7 +4,7 @@
     python scripts/docs_sim_load.py --write    # rewrite the page between the markers
     python scripts/docs_sim_load.py --check    # exit 1 if the page's table is not the file's
 
-bench/results/sim_load.txt is a copy of what test_2 of test/ros/test_launch_drill_hole.py wrote
+bench/results/sim_load.txt is a copy of what test_8 of test/ros/test_launch_drill_hole.py wrote
 to $QUIROBOT_ARTIFACTS/sim_load.txt (test/ros/busy_load.py's `write_sim_load`): one line a run.
 test/package/test_docs_sim_load.py runs the check.
 """

@@ -87,9 +87,12 @@ SLEEP_WALL_LIMIT = 1.0
 
 
 def main(args: list[str] | None = None) -> int:
+    import faulthandler
+
     import rclpy
     from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
+    faulthandler.enable()  # a crash prints every thread's Python stack (to the launch's log)
     rclpy.init(args=args)
     try:
         node = _make_node()
@@ -104,9 +107,12 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        # The executor's callbacks (a goal's loop, the state timer) end before their node is
+        # destroyed: a callback still running on a destroyed node crashed task_node on shutdown
+        # once in CI (exit -11 after SIGINT).
+        executor.shutdown(timeout_sec=SHUTDOWN_WAIT)
         node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
     return 0
 
 
@@ -405,6 +411,10 @@ class RosMotionPort:
         self.context_publisher.publish(message)
 
 
+#: s to wait for an executor's callbacks, and the inputs' thread, to end on shutdown.
+SHUTDOWN_WAIT = 5.0
+
+
 class InputNode:
     """`<node>_inputs`: a second node, spun by a single-threaded executor on a thread of its own,
     for the inputs that arrive at the control rate: the joint states, /tf and, with use_sim_time,
@@ -448,7 +458,13 @@ class InputNode:
             self.executor.spin()
 
     def close(self) -> None:
-        self.executor.shutdown()
+        """Its executor stopped and its thread ended before its node (and the /clock subscription
+        setting the task node's clock) is destroyed: nothing runs on a destroyed node."""
+        self.executor.shutdown(timeout_sec=SHUTDOWN_WAIT)
+        if self.thread.is_alive():
+            self.thread.join(timeout=SHUTDOWN_WAIT)
+        if self.time_source is not None:
+            self.time_source.detach_node()
         self.node.destroy_node()
 
 
@@ -579,7 +595,14 @@ def _make_node():
             return super().on_deactivate(state)
 
         def destroy_node(self) -> None:
+            # rclpy's destroy_node leaves action servers and clients (waitables) to the garbage
+            # collector, which can run after the node's handle is gone (task_node exited -11 after
+            # SIGINT, twice in long CI runs): they go first, here.
+            if hasattr(self, "server"):
+                self.server.destroy()
             if hasattr(self, "port"):
+                for client in self.port.clients.values():
+                    client.destroy()
                 self.port.inputs.close()
             super().destroy_node()
 

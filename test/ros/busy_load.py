@@ -39,7 +39,7 @@ def write_sim_load(holes: list[dict], busy: int) -> None:
     directory = Path(os.environ.get("QUIROBOT_ARTIFACTS", "ci-artifacts"))
     directory.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"# test/ros/test_launch_drill_hole.py test_2: the shipped incision over ROS (sim.launch.py), idle "
+        f"# test/ros/test_launch_drill_hole.py test_8: the shipped incision over ROS (sim.launch.py), idle "
         f"and with {busy} busy processes on {os.cpu_count()} cores",
         "# run, sim/wall, simulated s, wall s, true-tip depth mm, true-tip lateral um, result depth mm, "
         "result lateral um, FK depth mm, FK lateral um",
