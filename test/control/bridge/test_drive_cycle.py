@@ -346,4 +346,7 @@ def test_the_simulated_drives_answer_from_their_precompiled_tpdos(drives, cycle)
         assert sim._tpdo_frames is not None and len(sim._tpdo_frames) == 2, axis
     feedback = cycle.call(lambda bridge: {n: d.feedback().position for n, d in bridge.drives.items()})
     for axis, position in feedback.items():
-        assert position == pytest.approx(START[axis], abs=1e-4), axis
+        # Decoded right, near where the drive started: a wrong layout gives a wrong scale or sign
+        # (metres off). Not to the micrometre: gantry_z sags under gravity while its loop takes
+        # hold at enable (0.104 mm once, in CI).
+        assert position == pytest.approx(START[axis], abs=1e-3), axis
