@@ -51,7 +51,7 @@ def differences(before: object, now: object, where: str = "") -> list[str]:
     if type(before) is not type(now):
         return [f"{where}: {before!r} before, {now!r} now"]
     if isinstance(before, float):
-        same = math.isclose(before, now, rel_tol=RELATIVE, abs_tol=ABSOLUTE) or before == now
+        same = math.isclose(before, now, rel_tol=RELATIVE, abs_tol=ABSOLUTE)
     else:
         same = before == now
     return [] if same else [f"{where}: {before!r} before, {now!r} now"]

@@ -3,20 +3,9 @@ scripts/docs_sim_load.py writes it (the numbers come from the ROS tier's load te
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from repo_scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("docs_sim_load", ROOT / "scripts" / "docs_sim_load.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-script = _script()
+script = load_script("docs_sim_load")
 
 
 def test_the_page_holds_the_table_of_the_saved_run():

@@ -8,23 +8,16 @@ simulated/wall time) are the writing machine's and are not compared.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("readme_incision", ROOT / "scripts" / "readme_incision.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-script = _script()
+script = load_script("readme_incision")
 
 
 def test_the_readme_holds_the_generated_table_between_its_markers():

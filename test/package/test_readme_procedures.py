@@ -4,25 +4,16 @@ full check runs the arthroscopy on both plants, minutes on a shared 2-core machi
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location(
-        "readme_procedures", ROOT / "scripts" / "readme_procedures.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-script = _script()
+script = load_script("readme_procedures")
 
 
 def test_the_readme_holds_each_generated_table_between_its_markers():

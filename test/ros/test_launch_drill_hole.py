@@ -607,8 +607,9 @@ class TestDrillHole(unittest.TestCase):
         depth, lateral = self.tip_depth_lateral(states[-1])
         self.assertLess(depth, 0.0, f"the tip is {depth * 1000:.3f} mm past the entry")
 
-    def without_own_client(self, run) -> None:
-        """Run with this test's DrillHole client destroyed (task_node counts the clients left)."""
+    def without_own_client(self, run):
+        """run() with this test's DrillHole client destroyed (task_node counts the clients left);
+        what it returns."""
         from quirobot.action import DrillHole
         from std_srvs.srv import Trigger
 
@@ -616,7 +617,7 @@ class TestDrillHole(unittest.TestCase):
         self.next_state(lambda m: not m.fault)  # states from before the reset are spun in first
         type(self).client.destroy()
         try:
-            run()
+            return run()
         finally:
             type(self).client = ActionClient(self.graph.node, DrillHole, "/quirobot/drill_hole")
 
@@ -721,7 +722,7 @@ class TestDrillHole(unittest.TestCase):
 
         before = disappeared()
 
-        def run() -> None:
+        def run() -> float:
             process = subprocess.Popen(
                 [sys.executable, "-c", script, self.goal_yaml()],
                 start_new_session=True,
@@ -747,11 +748,9 @@ class TestDrillHole(unittest.TestCase):
             print(
                 f"DrillHole: a client {how} at 2 mm: the feed reached {deepest * 1e3:.2f} mm, then retracted"
             )
-            result.append(deepest)
+            return deepest
 
-        result: list[float] = []
-        self.without_own_client(run)
-        return result[0]
+        return self.without_own_client(run)
 
 
 @launch_testing.post_shutdown_test()
