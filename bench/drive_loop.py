@@ -123,6 +123,7 @@ def serve_drives(base_port: int, bus: str) -> None:
     import canopen
 
     from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
+    from quirobot_control.drives.can_polling import frames_waiting
 
     with contextlib.suppress(OSError, AttributeError):  # the drives stand for hardware; threads inherit it
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SLAVE_PRIORITY))
@@ -153,9 +154,9 @@ def serve_drives(base_port: int, bus: str) -> None:
 
     def run_alone() -> None:  # the simulators' own clocks when no SYNC comes (canopen_slave.serve)
         while not stop.wait(params.canopen.sync_period):
-            now = time.monotonic()
+            now, waiting = time.monotonic(), frames_waiting(network.bus)
             for simulator in simulators:
-                simulator.run_alone_if_silent(now)
+                simulator.run_alone_if_silent(now, frames_waiting=waiting)
 
     threading.Thread(target=run_alone, daemon=True).start()
     print("ready", flush=True)

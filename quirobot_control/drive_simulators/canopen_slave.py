@@ -72,6 +72,7 @@ import canopen
 from canopen.sdo import SdoAbortedError
 
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
+from quirobot_control.drives.can_polling import frames_waiting
 from quirobot_control.drives.canopen_units import MotionScaling, TorqueScaling
 from quirobot_control.drives.cia402 import (
     ABORT_CONNECTION_OPTION_CODE,
@@ -113,7 +114,7 @@ from quirobot_control.drives.cia402 import (
     TARGET_TORQUE,
     TORQUE_OFFSET,
     TPDO1_MAPPING,
-    TPDO2_MAPPING,
+    TPDO_LAYOUTS,
     VELOCITY_ACTUAL,
     VELOCITY_OFFSET,
     Cia402State,
@@ -154,13 +155,6 @@ CONFIGURATION_OBJECTS = (
 _FAULT_STATES = (Cia402State.FAULT, Cia402State.FAULT_REACTION_ACTIVE)
 #: Objects a restart keeps (the drive's rating, written at the factory; everything else is volatile).
 _FACTORY_OBJECTS = (MOTOR_RATED_CURRENT, MOTOR_RATED_TORQUE, POSITION_ENCODER_RESOLUTION)
-#: TPDO1 (statusword UNSIGNED16, position actual INTEGER32) and TPDO2 (velocity actual
-#: INTEGER32, current actual INTEGER16) as CiA 301 lays them out (little-endian, in mapping order)
-#: when the master maps cia402.TPDO1_MAPPING / TPDO2_MAPPING: packed into preallocated frames at
-#: each SYNC instead of canopen's variable-by-variable encoding (the drives answer sooner; the
-#: master's RPDO1_LAYOUT is the same idea). Checked against canopen's own encoding
-#: (test_drive_cycle.py); any other mapping goes through canopen.
-TPDO_LAYOUTS = {TPDO1_MAPPING: struct.Struct("<Hi"), TPDO2_MAPPING: struct.Struct("<ih")}
 _SDO_VALUE_RANGE_EXCEEDED = 0x06090030  # CiA 301 SDO abort codes
 _SDO_STATE_CONFLICT = 0x08000022  # data cannot be transferred in the present device state
 
@@ -429,12 +423,17 @@ class CanopenServoSimulator:
         if self.network is not None:
             self.network.unsubscribe(self.node.sdo.rx_cobid, self.node.sdo.on_request)
 
-    def run_alone_if_silent(self, now: float) -> None:
+    def run_alone_if_silent(self, now: float, *, frames_waiting: bool = False) -> None:
         """Real time (`serve`): with no SYNC for 1.5 SYNC periods of wall-clock time at `now` (s,
         time.monotonic; half a period of the master's jitter passes), run one period on the
-        drive's own clock, as a real drive's time goes on."""
+        drive's own clock, as a real drive's time goes on.
+
+        `frames_waiting`: frames are queued in the drive's receive socket (drives.can_polling):
+        the master is not silent, this process is behind (a drive's firmware takes each frame in
+        its interrupt). Running alone then would count those periods twice (once here, once per
+        queued SYNC) and see a heartbeat or SYNC loss the master did not cause."""
         with self._lock:
-            if now - self._last_sync_wall >= 1.5 * self.sync_period:
+            if not frames_waiting and now - self._last_sync_wall >= 1.5 * self.sync_period:
                 self._last_sync_wall += self.sync_period
                 self._advance()
 
@@ -913,9 +912,9 @@ def serve(
     for simulator in simulators:
         simulator.attach(network)
     while not stop.wait(params.canopen.sync_period):
-        now = time.monotonic()
+        now, waiting = time.monotonic(), frames_waiting(network.bus)
         for simulator in simulators:
-            simulator.run_alone_if_silent(now)
+            simulator.run_alone_if_silent(now, frames_waiting=waiting)
     for simulator in simulators:
         simulator.detach()
     return simulators

@@ -135,6 +135,7 @@ from quirobot_control.drives.cia402 import (
     TPDO1_MAPPING,
     TPDO2_COB_BASE,
     TPDO2_MAPPING,
+    TPDO_LAYOUTS,
     TRANSMISSION_EVENT,
     TRANSMISSION_SYNCHRONOUS,
     VELOCITY_ACTUAL,
@@ -193,6 +194,7 @@ def _drive_state_of(statusword: int) -> DriveState:
 #: about 5x the CPU, bench/drive_loop.py).
 RPDO1_LAYOUT = struct.Struct("<Hhh")
 RPDO2_LAYOUT = struct.Struct("<ii")
+_TPDO1, _TPDO2 = TPDO_LAYOUTS[TPDO1_MAPPING], TPDO_LAYOUTS[TPDO2_MAPPING]
 
 
 class CanopenDrive:
@@ -405,15 +407,22 @@ class CanopenDrive:
             pdo.rtr_allowed = False
             pdo.enabled = True
             pdo.save()
-        self.node.tpdo[1].callbacks = [self._on_tpdo1]
-        self.node.tpdo[2].callbacks = [self._on_tpdo2]
+        # The feedback decoded by precompiled structs (cia402.TPDO_LAYOUTS), not by canopen's
+        # PdoMap: the cycle takes 12 TPDOs per SYNC with six drives.
+        network = self.node.network
+        for pdo, handler in ((self.node.tpdo[1], self._on_tpdo1), (self.node.tpdo[2], self._on_tpdo2)):
+            if pdo.cob_id in network.subscribers and pdo.on_message in network.subscribers[pdo.cob_id]:
+                network.unsubscribe(pdo.cob_id, pdo.on_message)
+            network.subscribe(pdo.cob_id, handler)
         self.node.rpdo[1][CONTROLWORD].raw = self._controlword
         self.node.rpdo[1][TARGET_TORQUE].raw = 0
         self.node.rpdo[1][TORQUE_OFFSET].raw = 0
 
     # --- TPDO reception (network thread) ------------------------------------------------------------
-    def _on_tpdo1(self, pdo: canopen.pdo.PdoMap) -> None:
-        statusword, position = pdo[STATUSWORD].raw, pdo[POSITION_ACTUAL].raw
+    def _on_tpdo1(self, can_id: int, data: bytes, timestamp: float) -> None:
+        if len(data) < _TPDO1.size:
+            return  # too short for the mapping: not a feedback frame (the watchdog sees none)
+        statusword, position = _TPDO1.unpack_from(data)
         now = self.clock()
         with self._mutex:
             self._statusword, self._position_counts = statusword, position
@@ -426,8 +435,10 @@ class CanopenDrive:
             self._tpdo_counts[0] += 1
             self._lock.notify_all()
 
-    def _on_tpdo2(self, pdo: canopen.pdo.PdoMap) -> None:
-        velocity, current = pdo[VELOCITY_ACTUAL].raw, pdo[CURRENT_ACTUAL].raw
+    def _on_tpdo2(self, can_id: int, data: bytes, timestamp: float) -> None:
+        if len(data) < _TPDO2.size:
+            return
+        velocity, current = _TPDO2.unpack_from(data)
         now = self.clock()
         with self._mutex:
             self._velocity_counts, self._current_actual = velocity, current

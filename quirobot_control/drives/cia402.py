@@ -38,6 +38,7 @@ DISABLED.
 from __future__ import annotations
 
 import enum
+import struct
 
 from canopen.emcy import EmcyError
 
@@ -81,6 +82,12 @@ RPDO1_MAPPING = ((CONTROLWORD, 16), (TARGET_TORQUE, 16), (TORQUE_OFFSET, 16))
 RPDO2_MAPPING = ((TARGET_POSITION, 32), (VELOCITY_OFFSET, 32))
 TPDO1_MAPPING = ((STATUSWORD, 16), (POSITION_ACTUAL, 32))
 TPDO2_MAPPING = ((VELOCITY_ACTUAL, 32), (CURRENT_ACTUAL, 16))
+#: TPDO1 (statusword UNSIGNED16, position actual INTEGER32) and TPDO2 (velocity actual INTEGER32,
+#: current actual INTEGER16) as CiA 301 lays them out (little-endian, in mapping order): the
+#: simulated drive packs its answers with them, the master decodes them (canopen's PdoMap
+#: decodes variable by variable: about 11 us per frame against 1.4 us, bench/drive_loop.py).
+#: Checked against canopen's own encoding (test_drive_cycle.py).
+TPDO_LAYOUTS = {TPDO1_MAPPING: struct.Struct("<Hi"), TPDO2_MAPPING: struct.Struct("<ih")}
 RPDO1_COB_BASE, RPDO2_COB_BASE, TPDO1_COB_BASE, TPDO2_COB_BASE = 0x200, 0x300, 0x180, 0x280
 SYNC_COB_ID = 0x80
 HEARTBEAT_COB_BASE = 0x700  # NMT error control: heartbeat of node n on 0x700 + n

@@ -29,7 +29,6 @@ from quirobot_control.bridge.drive_cycle import CommandMailbox, CycleSettings, s
 from quirobot_control.drive_simulators.canopen_slave import (
     HEARTBEAT_ERROR_CODE,
     SYNC_LOST_ERROR_CODE,
-    TPDO_LAYOUTS,
     simulator_for_axis,
 )
 from quirobot_control.drives.canopen_master import RPDO1_LAYOUT, RPDO2_LAYOUT
@@ -39,6 +38,7 @@ from quirobot_control.drives.cia402 import (
     RPDO2_MAPPING,
     TPDO1_MAPPING,
     TPDO2_MAPPING,
+    TPDO_LAYOUTS,
     Cia402State,
 )
 from quirobot_control.hardware.control_config import control_configuration
@@ -331,10 +331,12 @@ def test_the_rpdo_layouts_are_canopens_own_encoding(layout, mapping, values):
     ("mapping", "values"),
     [(TPDO1_MAPPING, (0x1637, -2_000_000_000)), (TPDO2_MAPPING, (2_000_000_000, -1234))],
 )
-def test_the_simulated_drives_tpdo_layouts_are_canopens_own_encoding(mapping, values):
-    """The simulated drive's precompiled TPDO structs pack the bytes canopen's PdoMap packs."""
+def test_the_tpdo_layouts_are_canopens_own_encoding(mapping, values):
+    """The precompiled TPDO structs (the simulated drive packs with them, the master decodes with
+    them) pack the bytes canopen's PdoMap packs, and read back the values."""
     expected = canopens_encoding("tpdo", mapping, values)
     assert TPDO_LAYOUTS[mapping].pack(*values) == expected
+    assert TPDO_LAYOUTS[mapping].unpack(expected) == values
 
 
 def test_the_simulated_drives_answer_from_their_precompiled_tpdos(drives, cycle):
