@@ -82,6 +82,13 @@ EMCY_BASE = 0x80  # EMCY of node n: 0x80 + n
 MASTER_LOST_CODES = (0x8100, 0x8130)  # CiA 301: SYNC lost (the simulator's), heartbeat lost
 WARM_UP = 1.0  # s before measuring
 LATE = 1e-3  # s: a period that starts later than this is late
+RECEIVE_MODES = ("cycle", "threads")  # who reads the buses (CycleSettings.receive_in_cycle)
+#: The host's own floor, measured beside each run: a bare loop in a process of its own, on
+#: SCHED_FIFO above every thread of the run, sleeping to absolute 1 ms deadlines and doing
+#: nothing else. Its lateness is what this machine (a VM here: the hypervisor deschedules a
+#: virtual CPU now and then) does to any real-time thread; the cycle cannot be on time more often.
+PROBE_PRIORITY = 60
+PROBE_PERIOD = 1e-3
 #: s, the master's SDO response timeout here (canopen's 0.3 s; a real drive answers in ms): the
 #: simulated drives' process shares two loaded cores (as in test/support/virtual_can.py).
 SdoClient.RESPONSE_TIMEOUT = 1.0
@@ -171,6 +178,8 @@ def serve_drives(base_port: int, bus: str) -> None:
     result = {
         "syncs": [t for t, cob, _ in inside if cob == SYNC_ID],
         "emcy_codes": [code for _, cob, code in inside if SYNC_ID < cob < SYNC_ID + 0x80],
+        # the whole run, warm-up and start-up included: a stop there ends the run's surgery too
+        "emcy_codes_run": [code for _, cob, code in list(records) if SYNC_ID < cob < SYNC_ID + 0x80],
         "tpdo1": [t for t, cob, _ in inside if cob == 0x181],
         "drives_cpu": time.process_time(),  # s of CPU of this process
         "drives_cpu_window": cpu_at_t1 - cpu_at_t0,  # s of it in the measured window
@@ -193,6 +202,39 @@ def udp_send_cost(port: int, count: int = 500) -> float:
     for bus in (sender, *members):
         bus.shutdown()
     return cost
+
+
+def probe(seconds: float) -> None:
+    """The host's floor (PROBE_PRIORITY): a bare loop on absolute PROBE_PERIOD deadlines for
+    `seconds`; prints its lateness (s) as JSON: p50, p99, p999, max, and the wake-ups later than
+    1 ms and 5 ms."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_PRIORITY))
+    from quirobot_control.bridge.drive_cycle import absolute_sleeper
+
+    sleep_until, lateness = absolute_sleeper(), []
+    deadline = time.monotonic() + PROBE_PERIOD
+    end = deadline + seconds
+    while deadline < end:
+        sleep_until(deadline)
+        lateness.append(time.monotonic() - deadline)
+        deadline += PROBE_PERIOD
+    values = np.array(lateness)
+    result = percentiles(values, 50, 99, 99.9, 100)
+    result["over_1ms"] = int(np.count_nonzero(values > 1e-3))
+    result["over_5ms"] = int(np.count_nonzero(values > 5e-3))
+    print(json.dumps(result), flush=True)
+
+
+def steal_seconds() -> float:
+    """CPU time the hypervisor took from this machine's CPUs so far (/proc/stat steal), s; NaN
+    where there is no such counter."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return math.nan
 
 
 def tell(slaves: list[subprocess.Popen], line: str) -> None:
@@ -224,14 +266,14 @@ def percentiles(values: np.ndarray, *qs: float) -> dict[str, float]:
     return {names[q]: float(np.percentile(values, q)) for q in qs}
 
 
-def run(seconds: float, busy: int, gc_policy: str, realtime: bool, attempts: int = 5) -> dict:
+def run(seconds: float, busy: int, gc_policy: str, realtime: bool, receive: str, attempts: int = 5) -> dict:
     """One measured run (`run_once`); a start-up that fails (the drives' processes and this one
     share two loaded cores: a simulated drive late by the master's 10 ms feedback timeout while
     it is enabled) is retried with fresh drives, at most `attempts` times, and counted."""
     failures = []
     for _ in range(attempts):
         try:
-            result = run_once(seconds, busy, gc_policy, realtime)
+            result = run_once(seconds, busy, gc_policy, realtime, receive)
         except DriveStartupError as error:
             failures.append(" ".join(str(error).split()))
             continue
@@ -265,7 +307,7 @@ def answer_latency(syncs: list[float], answers: list[float]) -> np.ndarray:
     return latency
 
 
-def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
+def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive: str) -> dict:
     params = bench_parameters()
     control = control_configuration(params)
     base_port = 43000 + 3 * random.randrange(1000)
@@ -289,7 +331,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
     try:
         if any(slave.stdout.readline().strip() != "ready" for slave in slaves):
             raise SystemExit("drive_loop: the simulated drives did not start")
-        settings = CycleSettings(priority=50 if realtime else 0, lock_memory=realtime, gc_policy=gc_policy)
+        settings = CycleSettings(
+            priority=50 if realtime else 0,
+            lock_memory=realtime,
+            gc_policy=gc_policy,
+            receive_in_cycle=receive == "cycle",
+        )
         cycle = start_canopen_cycle(
             params,
             control,
@@ -331,12 +378,16 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
         ros.start()
         time.sleep(WARM_UP)
         mark, t0, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped
-        process_cpu = time.process_time()
+        process_cpu, steal = time.process_time(), steal_seconds()
+        floor = subprocess.Popen(
+            [sys.executable, here, "--probe", str(seconds)], stdout=subprocess.PIPE, text=True
+        )
         tell(slaves, "start")
         time.sleep(seconds)
         end, t1, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped - skipped
-        process_cpu = time.process_time() - process_cpu
+        process_cpu, steal = time.process_time() - process_cpu, steal_seconds() - steal
         tell(slaves, "end")
+        host_floor = json.loads(floor.communicate(timeout=60)[0])
         load = os.getloadavg()
         stop_ros.set()
         ros.join()
@@ -371,6 +422,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
         "sync_period": percentiles(np.diff(np.array(buses[first_bus]["syncs"])), 50, 99, 99.9, 100),
         "late_cycles": int(np.count_nonzero(lateness > LATE)) + skipped,  # in the window
         "sync_loss_stops": sum(code in MASTER_LOST_CODES for code in emcys),
+        "sync_loss_stops_run": sum(
+            code in MASTER_LOST_CODES for bus in buses.values() for code in bus["emcy_codes_run"]
+        ),
+        # The host's floor over the window (probe) and the CPU time the hypervisor took (s).
+        "host_floor": host_floor,
+        "steal": steal,
         "command_to_rpdo": percentiles(stats.window(stats.command_to_rpdo, mark, end), 50, 99),
         "cycle_cpu": percentiles(sync_cpu, 50, 99),
         # The simulated drives (gantry_x, on can0): SYNC -> its TPDO1, and the SYNCs it did not
@@ -403,6 +460,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool) -> dict:
         "cpus": os.cpu_count(),
         "load_average": [round(x, 2) for x in load],
         "gc": gc_policy,
+        "receive": receive,
         "realtime": report.describe(),
         "emcy_codes": sorted({f"0x{code:04X}" for code in emcys}),
         "stop_reason": stop_reason,
@@ -500,19 +558,24 @@ def master_cpu(periods: int = 1000, repeats: int = 15) -> dict[str, float]:
 def table(results: list[dict]) -> str:
     ms, us = 1e3, 1e6
     lines = [
-        "| load beside the loop | gc | SYNC period p50 / p99 / p99.9 / max (ms) | periods > 1 ms late | "
-        "SYNC-loss or heartbeat stops | command -> RPDO p50 / p99 (ms) | CPU per SYNC cycle p50 / p99 (us) "
-        "| of it, udp sends (us) | load average (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| load beside the loop | buses read by | SYNC period p50 / p99 / p99.9 / max (ms) "
+        "| periods > 1 ms late | SYNC-loss or heartbeat stops (window / whole run) "
+        "| command -> RPDO p50 / p99 (ms) | CPU per SYNC cycle p50 / p99 (us) | of it, udp sends (us) "
+        "| host floor: bare 1 ms loop lateness p99.9 / max (ms), wake-ups > 5 ms late | steal (ms) "
+        "| load average (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        s, c, u = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"]
+        s, c, u, f = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"], r["host_floor"]
         lines.append(
-            f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} | {r['gc']} "
+            f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} "
+            f"| {'cycle thread' if r['receive'] == 'cycle' else 'receive threads'} "
             f"| {s['p50'] * ms:.2f} / {s['p99'] * ms:.2f} / {s['p999'] * ms:.2f} / {s['max'] * ms:.2f} "
-            f"| {r['late_cycles']} of {r['cycles']} | {r['sync_loss_stops']} "
+            f"| {r['late_cycles']} of {r['cycles']} | {r['sync_loss_stops']} / {r['sync_loss_stops_run']} "
             f"| {c['p50'] * ms:.2f} / {c['p99'] * ms:.2f} | {u['p50'] * us:.0f} / {u['p99'] * us:.0f} "
-            f"| {r['transport_per_sync_cycle'] * us:.0f} | {r['load_average'][0]:.2f} |"
+            f"| {r['transport_per_sync_cycle'] * us:.0f} "
+            f"| {f['p999'] * ms:.2f} / {f['max'] * ms:.2f}, {f['over_5ms']} | {r['steal'] * ms:.0f} "
+            f"| {r['load_average'][0]:.2f} |"
         )
     return "\n".join(lines)
 
@@ -534,6 +597,13 @@ def main() -> None:
         default=["freeze"],
         help="the cycle's GC policies, one run each",
     )
+    parser.add_argument(
+        "--receive",
+        choices=RECEIVE_MODES,
+        nargs="+",
+        default=["cycle"],
+        help="who reads the buses: the cycle thread (default) or canopen's receive threads; one run each",
+    )
     parser.add_argument("--no-realtime", action="store_true", help="no SCHED_FIFO, no mlockall")
     parser.add_argument("--json", action="store_true", help="one JSON object per run (s), no table")
     parser.add_argument(
@@ -542,10 +612,14 @@ def main() -> None:
         help="only the master's CPU per SYNC cycle with the transport out of the way (master_cpu)",
     )
     parser.add_argument("--serve-drives", nargs=2, metavar=("PORT", "BUS"), help=argparse.SUPPRESS)
+    parser.add_argument("--probe", type=float, metavar="SECONDS", help=argparse.SUPPRESS)
     add_save_option(parser, "drive_loop.txt")
     args = parser.parse_args()
     if args.serve_drives is not None:
         serve_drives(int(args.serve_drives[0]), args.serve_drives[1])
+        return
+    if args.probe is not None:
+        probe(args.probe)
         return
     if not args.seconds > 0.0:
         parser.error(f"--seconds must be > 0, got {args.seconds}")
@@ -567,10 +641,11 @@ def main() -> None:
         results = []
         for n in busy:
             for policy in args.gc:
-                result = run(args.seconds, n, policy, not args.no_realtime)
-                results.append(result)
-                if args.json:
-                    print(json.dumps(result), flush=True)
+                for receive in args.receive:
+                    result = run(args.seconds, n, policy, not args.no_realtime, receive)
+                    results.append(result)
+                    if args.json:
+                        print(json.dumps(result), flush=True)
         if not args.json:
             print(
                 f"drive_node's CANopen cycle thread, 6 simulated CiA 402 drives in another process "

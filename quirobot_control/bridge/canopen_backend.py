@@ -38,6 +38,17 @@ in lock-step with the control loop:
   every drive on that bus (`CanopenDrive.latch_fault`): the hardware component then quick-stops
   every drive, on the other buses by RPDO. (Drives on the lost bus cannot be reached: their own
   watchdog must stop them.)
+- Reception: canopen's receive thread per bus (a python-can Notifier) at start-up; then
+  `receive_in_cycle()` (drive_cycle's start_canopen_cycle, run exclusively) stops them and the
+  thread that steps the backend takes the frames itself (drives.can_polling): every period
+  it hands the frames waiting in the buses' sockets to canopen, and after a SYNC it blocks on
+  the sockets until every drive's TPDOs are in (or feedback_wait). The cycle is then the only
+  thread on its path: with receive threads it handed them the GIL at every frame it sent (a
+  send releases it, and a loopback transport echoes the frame to them at once) and waited for
+  it back. An SDO request (the caller of `exclusive` enabling a drive: the cycle's keep-alive
+  periods take its answers; the homing sequence stepped by the cycle itself: its wait takes
+  them) works in both. Only a bus with a file descriptor can be polled (SocketCAN,
+  udp_multicast; not python-can's virtual bus, which keeps its thread).
 - `close()`: quick stop of every enabled drive by RPDO and NMT pre-operational (no more PDOs),
   then every bus disconnected; best effort, problems returned as text.
 """
@@ -55,6 +66,7 @@ import can
 import canopen
 
 from quirobot_control.bridge.backend import DriveStartupError
+from quirobot_control.drives.can_polling import bus_descriptor, take_frames, wait_readable
 from quirobot_control.drives.canopen_master import CanopenDrive, MasterHeartbeat, canopen_drives_for_buses
 from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import DEFAULT_EDS
@@ -171,6 +183,9 @@ class CanopenBackend:
         self.heartbeats: dict[str, MasterHeartbeat] = {}
         self.drives: dict[str, CanopenDrive] = {}
         self._closed = False
+        self._polled: tuple[canopen.Network, ...] = ()  # networks read by the stepping thread
+        self._descriptors: list[int] = []  # their sockets
+        self._polling_thread: int | None = None  # threading.get_ident() of that thread
         try:
             self._open_buses()
             # Absolute multi-turn encoders (drive.encoder_counts_per_rev): referenced at power-up.
@@ -207,6 +222,8 @@ class CanopenBackend:
         if self.cycles % self.sync_every == 0:
             self._flush()  # setpoints written since the last flush (e.g. at enable)
             self._sync(self.feedback_wait)
+        elif self._polled:
+            self._take_frames()  # EMCYs, heartbeats, SDO answers: none waits a SYNC period
         self.cycles += 1
 
     def after_write(self) -> None:
@@ -218,17 +235,45 @@ class CanopenBackend:
         """One control period that only keeps the drives' watchdogs fed: a SYNC (and the heartbeat)
         when due, no setpoints, no wait for the answers. While the bridge is busy elsewhere
         (enabling by SDO: bridge.drive_cycle's exclusive)."""
+        if self._polled:
+            self._take_frames()  # the answers to the exclusive caller's SDO requests among them
         if self.cycles % self.sync_every == 0:
             self._sync(0.0)
         self.cycles += 1
 
     def receive_threads(self) -> list[threading.Thread]:
-        """The threads that receive the buses' frames (canopen's notifiers: the TPDO callbacks)."""
+        """The threads that receive the buses' frames (canopen's notifiers: the TPDO callbacks);
+        none once the stepping thread takes them (`receive_in_cycle`)."""
         threads = []
         for network in self.networks.values():
+            if network in self._polled:
+                continue
             readers = getattr(network.notifier, "_readers", ())  # python-can's Notifier threads
             threads.extend(r for r in readers if isinstance(r, threading.Thread))
         return threads
+
+    def receive_in_cycle(self, stepping_thread: int) -> str | None:
+        """From now on the thread that steps the backend (`stepping_thread`, its
+        threading.get_ident()) takes the buses' frames (module doc) and canopen's receive threads
+        stop. Call it while that thread is not stepping (DriveCycle.exclusive: a keep-alive
+        period between the threads' stop and its first take only sends). None, or why not
+        (nothing changed then)."""
+        descriptors = [bus_descriptor(network.bus) for network in self.networks.values()]
+        without = [bus for bus, d in zip(self.networks, descriptors, strict=True) if d < 0]
+        if without:
+            return (
+                f"{', '.join(self.config.describe(bus) for bus in without)}: no file descriptor to "
+                f"poll; canopen's receive threads kept"
+            )
+        for network in self.networks.values():
+            if network.notifier is not None:
+                network.notifier.stop(1.0)  # its reader ends within READER_POLL_PERIOD
+        self._descriptors = descriptors
+        self._polling_thread = stepping_thread
+        for drive in self.drives.values():
+            self._take_while_waiting(drive.node.sdo)
+        self._polled = tuple(self.networks.values())
+        return None
 
     @property
     def sync_time(self) -> float:
@@ -297,9 +342,44 @@ class CanopenBackend:
                     drives[k].latch_fault(reason)
                     targets[k] = 0  # nobody waits for it
         deadline = time.monotonic() + wait
+        if self._polled:
+            self._wait_polled(deadline)
+            return
         for k, drive in enumerate(drives):
             if targets[k]:
                 drive.wait_for_feedback(targets[k], max(0.0, deadline - time.monotonic()))
+
+    def _take_frames(self) -> None:
+        for network in self._polled:
+            take_frames(network)
+
+    def _wait_polled(self, deadline: float) -> None:
+        """Take frames until every drive's TPDOs of the SYNC are in, or `deadline` (monotonic s)."""
+        drives, targets, descriptors = self._drive_list, self._targets, self._descriptors
+        while True:
+            self._take_frames()
+            if all(drive.feedback_count >= target for drive, target in zip(drives, targets, strict=True)):
+                return
+            if not wait_readable(descriptors, deadline - time.monotonic()):
+                return
+
+    def _take_while_waiting(self, client: canopen.sdo.SdoClient) -> None:
+        """`client`'s waits for an SDO answer, when made by the polling thread itself (the homing
+        sequence stepped by the cycle), take the frames meanwhile: canopen's client waits on a
+        queue that only a receive thread fills. Other threads wait as before (the polling thread
+        takes their answers)."""
+        read_response = client.read_response
+
+        def read_response_taking_frames() -> bytes:
+            if threading.get_ident() == self._polling_thread:
+                deadline = time.monotonic() + client.RESPONSE_TIMEOUT
+                while client.responses.empty() and wait_readable(
+                    self._descriptors, deadline - time.monotonic()
+                ):
+                    self._take_frames()
+            return read_response()
+
+        client.read_response = read_response_taking_frames
 
     def _open_buses(self) -> None:
         for name in self.params.canopen.channel_names:

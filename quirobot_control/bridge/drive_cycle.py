@@ -99,6 +99,7 @@ __all__ = [
     "CycleStats",
     "DriveCycle",
     "RealtimeReport",
+    "absolute_sleeper",
     "lock_memory",
     "start_canopen_cycle",
 ]
@@ -116,6 +117,9 @@ class CycleSettings:
     #: p99.9 39 ms, max 430 ms; with receivers and process too, p99.9 5.8 ms, max 11 ms.
     process_priority: int = 40
     lock_memory: bool = True  # mlockall(MCL_CURRENT) once the bridge is up (lock_memory())
+    #: The cycle thread reads the buses itself once the bridge is up (`receive_in_cycle`): no
+    #: receive thread to hand the GIL to at every frame; False: canopen's receive threads.
+    receive_in_cycle: bool = True
     gc_policy: str = "freeze"
     gc_slack: float = 0.5e-3  # s to the next deadline that a manual gen-0 collection needs
     full_collection_period: float = 10.0  # s between manual full collections
@@ -144,13 +148,21 @@ class RealtimeReport:
     memory_error: str | None
     gc_policy: str
     switch_interval: float  # s, the interpreter's GIL switch interval in force
+    receive_in_cycle: bool = False  # the cycle thread reads the buses (no receive threads)
+    receive_error: str | None = None  # why not, when asked
 
     def describe(self) -> str:
         """One line for the node's log."""
+        raised = f" ({self.receive_threads} TPDO receivers raised)" if self.receive_threads else ""
         fifo = (
-            f"SCHED_FIFO {self.priority} ({self.receive_threads} TPDO receivers raised)"
+            f"SCHED_FIFO {self.priority}{raised}"
             if self.priority
             else f"normal scheduling ({self.priority_error or 'not asked'})"
+        )
+        reception = (
+            "buses read by the cycle thread"
+            if self.receive_in_cycle
+            else f"buses read by receive threads ({self.receive_error or 'not asked'})"
         )
         memory = (
             "memory locked"
@@ -158,7 +170,7 @@ class RealtimeReport:
             else f"memory not locked ({self.memory_error or 'not asked'})"
         )
         return (
-            f"drive cycle: {fifo}, {memory}, gc {self.gc_policy}, GIL switch interval "
+            f"drive cycle: {fifo}, {reception}, {memory}, gc {self.gc_policy}, GIL switch interval "
             f"{self.switch_interval * 1e6:.0f} us"
         )
 
@@ -280,7 +292,7 @@ class DriveCycle:
         self._exclusive = threading.Lock()  # one exclusive caller at a time (callers only)
         self._thread = threading.Thread(target=self._run, name="drive-cycle", daemon=True)
         self._stall = 0.0  # s: a test's stall of the cycle thread (stall())
-        self._sleep_until = _absolute_sleeper()
+        self._sleep_until = absolute_sleeper()
         self._keep_alive: Callable[[], None] | None = None
         self._syncs: int | None = None
         self._flushes: int | None = None
@@ -337,6 +349,21 @@ class DriveCycle:
         self.report = dataclasses.replace(
             report, priority=settings.priority, priority_error=None, receive_threads=raised
         )
+        return self.report
+
+    def receive_in_cycle(self) -> RealtimeReport:
+        """From now on this thread reads the attached backend's buses itself (settings
+        .receive_in_cycle; the backend's `receive_in_cycle`, run exclusively so that no two
+        threads read a bus at once); the report says who reads them."""
+        receive = getattr(self.backend, "receive_in_cycle", None)
+        if not self.settings.receive_in_cycle or self.report is None:
+            return self.report
+        error = "the backend has no polled reception" if receive is None else None
+        if receive is not None:
+            error = self.exclusive(lambda _: receive(self._thread.ident))
+        if error is None:
+            self._receive_threads = ()
+        self.report = dataclasses.replace(self.report, receive_in_cycle=error is None, receive_error=error)
         return self.report
 
     def lock_memory(self) -> RealtimeReport:
@@ -551,6 +578,7 @@ def start_canopen_cycle(
     try:
         cycle.start()
         cycle.open_bridge(bring_up)
+        cycle.receive_in_cycle()
         cycle.go_realtime()
         cycle.lock_memory()
     except BaseException:
@@ -607,7 +635,7 @@ class _Timespec(ctypes.Structure):
     _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
 
 
-def _absolute_sleeper() -> Callable[[float], None]:
+def absolute_sleeper() -> Callable[[float], None]:
     """sleep_until(deadline): clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) where the C library
     has it (ctypes releases the GIL while it sleeps); else time.sleep of what remains."""
     name = ctypes.util.find_library("c")

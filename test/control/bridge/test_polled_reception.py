@@ -1,0 +1,183 @@
+"""The cycle thread reads the buses itself (CanopenBackend.receive_in_cycle), on a transport with
+file descriptors: python-can's udp_multicast (the kernel here has no vcan), six simulated drives
+in this process on their own networks, as bench/drive_loop.py runs them in other processes.
+
+What must hold once canopen's receive threads are gone: the master's feedback still arrives
+(TPDOs taken by the cycle after each SYNC), SDO answers still reach a request made from another
+thread (the keep-alive periods of `exclusive` take them) and from the cycle thread itself (the
+homing sequence's requests, stepped by the cycle: its wait takes them), and the drives see no
+SYNC or heartbeat loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+import time
+
+import canopen
+import pytest
+from virtual_can import wait_until
+
+from quirobot_control.bridge.canopen_backend import CanBusConfig
+from quirobot_control.bridge.drive_cycle import CycleSettings, start_canopen_cycle
+from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
+from quirobot_control.drives.can_polling import frames_waiting
+from quirobot_control.drives.cia402 import SYNC_COB_ID, Cia402State
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_description.urdf import robot_description
+
+pytestmark = pytest.mark.canbus
+
+GROUP = "239.74.163.2"  # python-can udp_multicast's IPv4 default group
+START = {
+    "gantry_x": 0.5,
+    "gantry_y": 0.6,
+    "gantry_z": 0.7,
+    "wrist_yaw": 1.0,
+    "wrist_pitch": 0.3,
+    "drill_feed": 0.02,
+}
+SETTINGS = CycleSettings(lock_memory=False, process_priority=0)
+
+
+@dataclasses.dataclass
+class Drives:
+    params: object  # the relaxed parameters (below)
+    config: CanBusConfig
+    simulators: dict
+    networks: list
+    syncs: list  # (bus, kernel receive time stamp s) of every SYNC the drives' sockets took
+    stop: threading.Event
+    threads: list
+
+    def master_lost(self) -> dict[str, str]:
+        return {axis: sim.master_lost for axis, sim in self.simulators.items() if sim.master_lost}
+
+    def enabled(self) -> bool:
+        return all(sim.state is Cia402State.OPERATION_ENABLED for sim in self.simulators.values())
+
+
+def relaxed(parameters):
+    """The master's own limits relaxed as test_drive_cycle.py relaxes them (the drives share this
+    process); the drives' watchdogs on the master keep the file's 10 ms."""
+    bus = dataclasses.replace(parameters.canopen, transition_timeout=2.0, feedback_timeout_periods=500)
+    return dataclasses.replace(parameters, canopen=bus)
+
+
+@pytest.fixture
+def drives(parameters):
+    params = relaxed(parameters)
+    control = control_configuration(params)
+    base = 45000 + 3 * random.randrange(1000)
+    buses = params.canopen.channel_names
+    config = CanBusConfig(
+        "udp_multicast", dict.fromkeys(buses, GROUP), {bus: {"port": base + k} for k, bus in enumerate(buses)}
+    )
+    simulators, networks, syncs = {}, [], []
+    stop = threading.Event()
+    try:
+        for bus in buses:
+            network = canopen.Network()
+            network.NOTIFIER_CYCLE = 0.01
+            network.connect(interface="udp_multicast", channel=GROUP, port=config.options[bus]["port"])
+            networks.append(network)
+            network.subscribe(SYNC_COB_ID, lambda cob, data, stamp, bus=bus: syncs.append((bus, stamp)))
+            for axis in params.canopen.axes_on(bus):
+                sim = simulator_for_axis(
+                    params, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
+                )
+                sim.attach(network)
+                simulators[axis] = sim
+    except Exception as error:  # noqa: BLE001  (no multicast route here)
+        for network in networks:
+            network.disconnect()
+        pytest.skip(f"python-can's udp_multicast cannot open here: {error}")
+
+    def run_alone() -> None:  # the drives' own clocks when no SYNC comes (canopen_slave.serve)
+        while not stop.wait(params.canopen.sync_period):
+            now = time.monotonic()
+            for network in networks:
+                waiting = frames_waiting(network.bus)
+                for sim in simulators.values():
+                    if sim.network is network:
+                        sim.run_alone_if_silent(now, frames_waiting=waiting)
+
+    alone = threading.Thread(target=run_alone, daemon=True)
+    made = Drives(params, config, simulators, networks, syncs, stop, [alone])
+    yield made
+    stop.set()
+    for thread in made.threads:
+        if thread.is_alive():
+            thread.join()
+    for network in networks:
+        network.disconnect()
+
+
+@pytest.fixture
+def cycle(drives):
+    params = drives.params
+    started = start_canopen_cycle(
+        params,
+        control_configuration(params),
+        robot_description("drill", "real"),
+        can=drives.config,
+        settings=SETTINGS,
+    )
+    yield started
+    started.stop()
+    started.bridge.close()
+
+
+def post(cycle, gantry_x: float = START["gantry_x"]) -> None:
+    names = cycle.bridge.names
+    position = [gantry_x if n == "gantry_x" else START[n] for n in names]
+    cycle.post_command(list(names), position, [0.0] * len(names), now=time.monotonic())
+
+
+def test_the_cycle_thread_reads_the_buses_and_the_drives_follow(cycle, drives):
+    assert cycle.report.receive_in_cycle, cycle.report.describe()
+    assert "buses read by the cycle thread" in cycle.report.describe()
+    master_readers = [
+        reader
+        for network in cycle.backend.networks.values()
+        for reader in getattr(network.notifier, "_readers", ())
+        if isinstance(reader, threading.Thread) and reader.is_alive()
+    ]
+    assert master_readers == [] and cycle.backend.receive_threads() == []
+    drives.threads[0].start()  # the drives' watchdogs in real time from here
+    post(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert drives.enabled(), {a: s.state for a, s in drives.simulators.items()}
+    # A 1 mm move of gantry_x: the feedback (TPDOs taken by the cycle) follows the drive.
+    target = START["gantry_x"] + 1e-3
+
+    def moved() -> bool:
+        post(cycle, target)
+        return abs(cycle.latest.sample.position[cycle.bridge.names.index("gantry_x")] - target) < 1e-4
+
+    assert wait_until(moved, 3.0), cycle.latest.sample.position
+    assert cycle.backend.syncs > 10
+    assert drives.master_lost() == {}
+    assert cycle.latest.sample.stop_reason is None
+
+
+def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle, drives):
+    post(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    drives.threads[0].start()
+    # From another thread (a lifecycle service): the keep-alive periods take the answers.
+    syncs = cycle.backend.syncs
+    assert cycle.exclusive(lambda bridge: bridge.disable()) == "disabled"
+    assert cycle.exclusive(lambda bridge: bridge.enable(time.monotonic())) == "enabled"
+    assert cycle.backend.syncs > syncs  # the bus stayed alive meanwhile
+    post(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    # From the cycle thread itself (as the homing sequence's requests): its wait takes them.
+    began = time.monotonic()
+    code = cycle.call(lambda bridge: bridge.backend.drives["gantry_x"].read_error_code(), timeout=2.0)
+    assert "unreadable" not in code, code
+    assert time.monotonic() - began < 0.5  # an answer, not canopen's 1 s timeout and a retry
+    assert drives.master_lost() == {}
+    assert drives.enabled()
