@@ -25,7 +25,15 @@ after the other. Measured over `--seconds` after 1 s of warm-up:
   stopped itself because the master was late;
 - command_to_rpdo: from posting a command to the setpoint frames computed from it leaving on the
   bus (the cycle's flush before a SYNC), p50 / p99, s; a command superseded by a newer one before
-  any flush never reaches the bus and is not counted;
+  any flush never reaches the bus and is not counted, nor is a setpoint sent again while no new
+  command came (command_interval: s between the ROS side's posts, p50 / p99 / max, says how
+  often they came);
+- host_floor: a bare SCHED_FIFO loop on 1 ms deadlines in its own process, above every thread
+  of the run, from before the drives start to the end: its lateness p50 / p99 / p99.9 / max and
+  the wake-ups more than 1 and 5 ms late, over the whole run ("run") and the window ("window"):
+  what this machine does to any real-time thread; steal: the CPU time the hypervisor took from
+  the machine's CPUs over the window, s (a VM);
+- sync_loss_stops_run: sync_loss_stops over the whole run (start-up and warm-up too);
 - cycle_cpu: CPU time of the cycle thread per SYNC cycle (the control periods from one SYNC to
   the next: SYNC, TPDO wait, safety layer, RPDO packing), p50 / p99, s; udp_multicast's sends
   are part of it (transport_per_sync_cycle estimates them), and the line above the table gives
@@ -48,6 +56,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -204,26 +213,41 @@ def udp_send_cost(port: int, count: int = 500) -> float:
     return cost
 
 
-def probe(seconds: float) -> None:
-    """The host's floor (PROBE_PRIORITY): a bare loop on absolute PROBE_PERIOD deadlines for
-    `seconds`; prints its lateness (s) as JSON: p50, p99, p999, max, and the wake-ups later than
-    1 ms and 5 ms."""
+def probe() -> None:
+    """The host's floor (PROBE_PRIORITY): a bare loop on absolute PROBE_PERIOD deadlines from
+    'ready' on stdout until a line 'T0 T1' (time.monotonic() of the measured window) on stdin;
+    then prints its lateness (s) as JSON for the whole run and for the window (`floor_stats`)."""
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_PRIORITY))
     from quirobot_control.bridge.drive_cycle import absolute_sleeper
 
-    sleep_until, lateness = absolute_sleeper(), []
+    sleep_until, stop, window = absolute_sleeper(), threading.Event(), []
+    capacity = 3_600_000  # an hour of periods, preallocated: the loop allocates nothing
+    deadlines, lateness, k = np.empty(capacity), np.empty(capacity), 0
+
+    def wait_for_window() -> None:
+        window.extend(float(x) for x in sys.stdin.readline().split())
+        stop.set()
+
+    threading.Thread(target=wait_for_window, daemon=True).start()
+    print("ready", flush=True)
     deadline = time.monotonic() + PROBE_PERIOD
-    end = deadline + seconds
-    while deadline < end:
+    while not stop.is_set() and k < capacity:
         sleep_until(deadline)
-        lateness.append(time.monotonic() - deadline)
+        deadlines[k], lateness[k] = deadline, time.monotonic() - deadline
+        k += 1
         deadline += PROBE_PERIOD
-    values = np.array(lateness)
-    result = percentiles(values, 50, 99, 99.9, 100)
-    result["over_1ms"] = int(np.count_nonzero(values > 1e-3))
-    result["over_5ms"] = int(np.count_nonzero(values > 5e-3))
-    print(json.dumps(result), flush=True)
+    deadlines, lateness = deadlines[:k], lateness[:k]
+    inside = (deadlines >= window[0]) & (deadlines <= window[1]) if len(window) == 2 else np.ones(k, bool)
+    print(json.dumps({"run": floor_stats(lateness), "window": floor_stats(lateness[inside])}), flush=True)
+
+
+def floor_stats(lateness: np.ndarray) -> dict[str, float]:
+    """Lateness (s) p50, p99, p999, max, and the wake-ups later than 1 ms and 5 ms."""
+    result = percentiles(lateness, 50, 99, 99.9, 100)
+    result["over_1ms"] = int(np.count_nonzero(lateness > 1e-3))
+    result["over_5ms"] = int(np.count_nonzero(lateness > 5e-3))
+    return result
 
 
 def steal_seconds() -> float:
@@ -317,6 +341,10 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         1 + params.canopen.sync_period / params.canopen.heartbeat_period
     ) + 2 * len(AXES)
     here = os.path.abspath(__file__)
+    # The floor's probe first, running through the whole run (start-up included).
+    floor = subprocess.Popen(
+        [sys.executable, here, "--probe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     slaves = [
         subprocess.Popen(
             [sys.executable, here, "--serve-drives", str(base_port), bus],
@@ -331,6 +359,8 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     try:
         if any(slave.stdout.readline().strip() != "ready" for slave in slaves):
             raise SystemExit("drive_loop: the simulated drives did not start")
+        if floor.stdout.readline().strip() != "ready":
+            raise SystemExit("drive_loop: the floor's probe did not start")
         settings = CycleSettings(
             priority=50 if realtime else 0,
             lock_memory=realtime,
@@ -358,6 +388,8 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         names = bridge.names
         stop_ros = threading.Event()
         published = []
+        posts = np.full(int((WARM_UP + seconds) / 1e-3) + 10_000, np.nan)  # monotonic s of each post
+        posted = [0]
 
         def ros_side() -> None:
             """drive_node's subscription and timer: a command every 1 ms, the state read back."""
@@ -368,26 +400,39 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
                 position = [START[n] + (0.5e-3 * math.sin(phase) if n == "gantry_x" else 0.0) for n in names]
                 velocity = [0.5e-3 * math.pi * math.cos(phase) if n == "gantry_x" else 0.0 for n in names]
                 cycle.post_command(list(names), position, velocity, now=now)
+                if posted[0] < posts.size:
+                    posts[posted[0]] = now
+                    posted[0] += 1
                 latest = cycle.latest
                 if latest is not None:
                     published.append(dict(zip(latest.sample.names, latest.sample.position, strict=True)))
                     del published[:-100]
                 time.sleep(1e-3)
 
+        collections: list[tuple[int, float]] = []  # (generation, s) of each collection in the run
+        began = [0.0]
+
+        def timed_collection(phase: str, info: dict) -> None:
+            if phase == "start":
+                began[0] = time.perf_counter()
+            else:
+                collections.append((info["generation"], time.perf_counter() - began[0]))
+
+        gc.callbacks.append(timed_collection)
         ros = threading.Thread(target=ros_side, daemon=True)
         ros.start()
         time.sleep(WARM_UP)
         mark, t0, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped
+        window_start = time.monotonic()
         process_cpu, steal = time.process_time(), steal_seconds()
-        floor = subprocess.Popen(
-            [sys.executable, here, "--probe", str(seconds)], stdout=subprocess.PIPE, text=True
-        )
         tell(slaves, "start")
         time.sleep(seconds)
         end, t1, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped - skipped
+        window_end = time.monotonic()
         process_cpu, steal = time.process_time() - process_cpu, steal_seconds() - steal
         tell(slaves, "end")
-        host_floor = json.loads(floor.communicate(timeout=60)[0])
+        gc.callbacks.remove(timed_collection)
+        host_floor = json.loads(floor.communicate(f"{window_start} {window_end}\n", timeout=60)[0])
         load = os.getloadavg()
         stop_ros.set()
         ros.join()
@@ -405,11 +450,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-        for slave in slaves:
-            if slave.poll() is None:
-                slave.kill()
-            slave.wait()
+        for process in [*slaves, floor]:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
     stats = cycle.stats
+    window_posts = posts[(posts >= window_start) & (posts <= window_end)]
     lateness = stats.window(stats.lateness, mark, end)
     cpu = stats.window(stats.cpu, mark, end)
     synced = np.isfinite(stats.window(stats.sync, mark, end))
@@ -429,6 +475,13 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "host_floor": host_floor,
         "steal": steal,
         "command_to_rpdo": percentiles(stats.window(stats.command_to_rpdo, mark, end), 50, 99),
+        # How often the ROS side's thread posted a command (every 1 ms asked; s between posts in
+        # the window): its own scheduling, not the cycle's latency.
+        "command_interval": percentiles(np.diff(window_posts), 50, 99, 100),
+        # Python's garbage collections in drive_node's process over the run: how many, and the
+        # longest (s; it holds the GIL, so every thread of the process waits).
+        "collections": len(collections),
+        "longest_collection": max((pause for _, pause in collections), default=0.0),
         "cycle_cpu": percentiles(sync_cpu, 50, 99),
         # The simulated drives (gantry_x, on can0): SYNC -> its TPDO1, and the SYNCs it did not
         # answer within their period; the master's feedback timeout is relaxed for them (above).
@@ -566,7 +619,7 @@ def table(results: list[dict]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        s, c, u, f = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"], r["host_floor"]
+        s, c, u, f = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"], r["host_floor"]["window"]
         lines.append(
             f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} "
             f"| {'cycle thread' if r['receive'] == 'cycle' else 'receive threads'} "
@@ -612,14 +665,14 @@ def main() -> None:
         help="only the master's CPU per SYNC cycle with the transport out of the way (master_cpu)",
     )
     parser.add_argument("--serve-drives", nargs=2, metavar=("PORT", "BUS"), help=argparse.SUPPRESS)
-    parser.add_argument("--probe", type=float, metavar="SECONDS", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     add_save_option(parser, "drive_loop.txt")
     args = parser.parse_args()
     if args.serve_drives is not None:
         serve_drives(int(args.serve_drives[0]), args.serve_drives[1])
         return
-    if args.probe is not None:
-        probe(args.probe)
+    if args.probe:
+        probe()
         return
     if not args.seconds > 0.0:
         parser.error(f"--seconds must be > 0, got {args.seconds}")

@@ -215,8 +215,10 @@ class CycleStats:
 
     lateness[k]: start of cycle k minus its deadline; cpu[k]: the cycle thread's CPU time for
     cycle k (step, command, request, collection); sync[k]: the monotonic time of the SYNC sent
-    in cycle k (NaN: none); command_to_rpdo[k]: for a cycle that put setpoints on the bus, the
-    time from posting the command in force to that transmission (NaN: none).
+    in cycle k (NaN: none); command_to_rpdo[k]: for a cycle that put on the bus the setpoints of a
+    command taken since the last such transmission, the time from posting that command to the
+    transmission (NaN: none; a setpoint sent again while no new command came is no command's
+    latency: how often commands come is the ROS side's, measured there).
     """
 
     def __init__(self, capacity: int) -> None:
@@ -296,7 +298,7 @@ class DriveCycle:
         self._keep_alive: Callable[[], None] | None = None
         self._syncs: int | None = None
         self._flushes: int | None = None
-        self._command_posted = math.nan  # when the command in force was posted (s)
+        self._command_posted = math.nan  # when the command not yet transmitted was posted (s)
         self._raised: list[int] = []  # threads raised to process_priority (lowered by stop())
         self._calls: collections.deque[_Call] = collections.deque()
         self._receive_threads: tuple[threading.Thread, ...] = ()
@@ -522,6 +524,7 @@ class DriveCycle:
             flushes = backend.flushes
             if flushes != self._flushes:
                 stats.command_to_rpdo[k] = backend.flush_time - self._command_posted
+                self._command_posted = math.nan  # counted once: its first transmission
             self._flushes = flushes
 
     def _realtime(self) -> RealtimeReport:
