@@ -350,8 +350,16 @@ class CanopenBackend:
                 drive.wait_for_feedback(targets[k], max(0.0, deadline - time.monotonic()))
 
     def _take_frames(self) -> None:
-        for network in self._polled:
-            take_frames(network)
+        """The frames waiting on every bus to canopen; a bus that fails to receive (interface
+        down) faults its drives at once, as a refused SYNC does: the safety layer then stops
+        every drive, instead of a cycle that raises every period and never reaches it."""
+        for bus, network, _, members in self._sync_plan:
+            try:
+                take_frames(network)
+            except (can.CanError, OSError) as error:
+                reason = f"{self.config.describe(bus)}: frames not received: {_one_line(error)}"
+                for k in members:
+                    self._drive_list[k].latch_fault(reason)
 
     def _wait_polled(self, deadline: float) -> None:
         """Take frames until every drive's TPDOs of the SYNC are in, or `deadline` (monotonic s)."""

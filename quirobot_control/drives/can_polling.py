@@ -39,15 +39,21 @@ def frames_waiting(bus: can.BusABC | None) -> bool:
     return descriptor >= 0 and bool(select.select([descriptor], [], [], 0.0)[0])
 
 
-def take_frames(network: canopen.Network) -> int:
-    """Every frame waiting on `network`'s bus to canopen's subscribers (in this thread, without
-    blocking); error and remote frames are dropped, as canopen's own listener drops them. A
-    subscriber's exception is logged, not raised (canopen's listener does the same: one bad frame
-    must not stop the cycle). The number of frames taken."""
+#: Frames one `take_frames` call takes at most: a babbling node must not hold the caller in the
+#: loop (a 1 Mbit/s CAN bus carries at most about 18 frames a millisecond).
+TAKE_LIMIT = 1000
+
+
+def take_frames(network: canopen.Network, limit: int = TAKE_LIMIT) -> int:
+    """The frames waiting on `network`'s bus (at most `limit`) to canopen's subscribers, in this
+    thread, without blocking; error and remote frames are dropped, as canopen's own listener drops
+    them. A subscriber's exception is logged, not raised (canopen's listener does the same: one bad
+    frame must not stop the cycle); the bus's own errors (can.CanError, OSError) are raised. The
+    number of frames taken."""
     bus, notify, taken = network.bus, network.notify, 0
     if bus is None:
         return 0
-    while (message := bus.recv(0.0)) is not None:
+    while taken < limit and (message := bus.recv(0.0)) is not None:
         taken += 1
         if message.is_error_frame or message.is_remote_frame:
             continue

@@ -11,11 +11,14 @@ SYNC or heartbeat loss.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import random
 import threading
 import time
 
+import can
 import canopen
 import pytest
 from virtual_can import wait_until
@@ -40,6 +43,7 @@ START = {
     "drill_feed": 0.02,
 }
 SETTINGS = CycleSettings(lock_memory=False, process_priority=0)
+DRIVES_PRIORITY = 45  # as test_drive_cycle.py's
 
 
 @dataclasses.dataclass
@@ -51,6 +55,17 @@ class Drives:
     syncs: list  # (bus, kernel receive time stamp s) of every SYNC the drives' sockets took
     stop: threading.Event
     threads: list
+
+    def live(self) -> None:
+        """From now on the drives run on their own clocks when no SYNC comes (their watchdogs
+        live), and their threads (they stand for hardware) go to SCHED_FIFO DRIVES_PRIORITY
+        where granted, below the cycle's, so that a loaded machine does not starve their SDO
+        server; not during the start-up (test_drive_cycle.py's Drives.live says why)."""
+        self.threads[0].start()
+        readers = [r for network in self.networks for r in getattr(network.notifier, "_readers", ())]
+        for thread in [self.threads[0], *readers]:
+            with contextlib.suppress(OSError, AttributeError, TypeError):
+                os.sched_setscheduler(thread.native_id, os.SCHED_FIFO, os.sched_param(DRIVES_PRIORITY))
 
     def master_lost(self) -> dict[str, str]:
         return {axis: sim.master_lost for axis, sim in self.simulators.items() if sim.master_lost}
@@ -146,7 +161,7 @@ def test_the_cycle_thread_reads_the_buses_and_the_drives_follow(cycle, drives):
         if isinstance(reader, threading.Thread) and reader.is_alive()
     ]
     assert master_readers == [] and cycle.backend.receive_threads() == []
-    drives.threads[0].start()  # the drives' watchdogs in real time from here
+    drives.live()  # the drives' watchdogs in real time from here
     post(cycle)
     assert wait_until(lambda: cycle.bridge.started, 2.0)
     assert drives.enabled(), {a: s.state for a, s in drives.simulators.items()}
@@ -166,7 +181,7 @@ def test_the_cycle_thread_reads_the_buses_and_the_drives_follow(cycle, drives):
 def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle, drives):
     post(cycle)
     assert wait_until(lambda: cycle.bridge.started, 2.0)
-    drives.threads[0].start()
+    drives.live()
     # From another thread (a lifecycle service): the keep-alive periods take the answers.
     syncs = cycle.backend.syncs
     assert cycle.exclusive(lambda bridge: bridge.disable()) == "disabled"
@@ -181,3 +196,24 @@ def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle,
     assert time.monotonic() - began < 0.5  # an answer, not canopen's 1 s timeout and a retry
     assert drives.master_lost() == {}
     assert drives.enabled()
+
+
+def test_a_bus_that_fails_to_receive_stops_every_drive(cycle, drives):
+    """A bus whose receive fails (its interface down: the transport raises) faults its drives at
+    once, and the safety layer stops every drive: the cycle does not raise period after period
+    with the safety layer never reached."""
+    post(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    network = cycle.backend.networks["can1"]
+
+    def interface_down(timeout=None):
+        raise can.CanOperationError("Failed to wait for IP/UDP socket: network is down")
+
+    network.bus.recv = interface_down
+    assert wait_until(lambda: cycle.latest.sample.stop_reason is not None, 2.0)
+    assert "frames not received" in cycle.latest.sample.stop_reason
+    assert "can1" in cycle.latest.sample.stop_reason
+    others = [drives.simulators[a] for a in drives.simulators if drives.params.canopen.channels[a] != "can1"]
+    assert wait_until(lambda: all(s.state is not Cia402State.OPERATION_ENABLED for s in others), 2.0), [
+        s.state for s in others
+    ]
