@@ -1,8 +1,10 @@
 """Real rclpy: a subscription callback that sleeps 200 ms costs the real-drive cycle no SYNC.
 
 drive_node's real-drive path (bridge.drive_cycle.start_canopen_cycle) runs against six simulated
-CiA 402 drives on python-can's virtual bus, each on its own wall clock when no SYNC comes (their
-SYNC-loss and heartbeat watchdogs live: test/control/bridge/test_drive_cycle.py's rig). An rclpy node, spun by
+CiA 402 drives, each on its own wall clock when no SYNC comes (their SYNC-loss and heartbeat
+watchdogs live), on both transports: python-can's virtual bus (canopen's receive threads read it:
+test/control/bridge/test_drive_cycle.py's rig) and udp_multicast (the cycle thread reads the
+buses itself: test_polled_reception.py's rig). An rclpy node, spun by
 its single-threaded executor as drive_node is, receives JointState commands on a topic and posts
 them to the cycle's mailbox; every third message its callback sleeps 200 ms, blocking the
 executor (its timers, its other callbacks). Before this issue the CANopen cycle was an rclpy timer
@@ -25,12 +27,12 @@ sys.path[:0] = [str(TEST / "support"), str(TEST / "control" / "bridge")]  # the 
 from test_drive_cycle import (  # noqa: E402
     START,
     close_drives,
-    enabled,
     make_drives,
     need_realtime,
     relaxed_parameters,
     start_cycle,
 )
+from test_polled_reception import close_udp_drives, make_udp_drives, start_udp_cycle  # noqa: E402
 from virtual_can import wait_until  # noqa: E402
 
 from quirobot_description.parameters import load_parameters  # noqa: E402
@@ -39,14 +41,29 @@ SLOW = 0.2  # s, the slow callback's sleep
 TOPIC = "/quirobot/test_drive_cycle/joint_commands"
 
 
-def test_a_slow_rclpy_subscription_costs_the_drive_cycle_no_sync():
+def virtual_rig():
+    parameters = relaxed_parameters(load_parameters())
+    drives = make_drives(parameters)
+    return drives, start_cycle(parameters, drives), close_drives
+
+
+def udp_rig():
+    drives = make_udp_drives(load_parameters())
+    return drives, start_udp_cycle(drives), close_udp_drives
+
+
+def enabled(drives) -> bool:
+    return all(sim.state.name == "OPERATION_ENABLED" for sim in drives.simulators.values())
+
+
+@pytest.mark.parametrize("rig", [virtual_rig, udp_rig], ids=["receive_threads", "cycle_reads_the_buses"])
+def test_a_slow_rclpy_subscription_costs_the_drive_cycle_no_sync(rig):
     from rclpy.node import Node
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
 
-    parameters = relaxed_parameters(load_parameters())
-    drives = make_drives(parameters)
-    cycle = start_cycle(parameters, drives)
+    drives, cycle, close_rig = rig()
+    assert cycle.report.receive_in_cycle is (rig is udp_rig), cycle.report.describe()
     rclpy.init()
     node = Node("drive_cycle_slow_callback")
     try:
@@ -91,4 +108,4 @@ def test_a_slow_rclpy_subscription_costs_the_drive_cycle_no_sync():
         rclpy.shutdown()
         cycle.stop()
         cycle.bridge.close()
-        close_drives(drives)
+        close_rig(drives)

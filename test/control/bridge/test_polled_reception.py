@@ -27,7 +27,7 @@ from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.drive_cycle import CycleSettings, start_canopen_cycle
 from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
 from quirobot_control.drives.can_polling import frames_waiting
-from quirobot_control.drives.cia402 import SYNC_COB_ID, Cia402State
+from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.urdf import robot_description
 
@@ -52,11 +52,11 @@ class Drives:
     config: CanBusConfig
     simulators: dict
     networks: list
-    syncs: list  # (bus, kernel receive time stamp s) of every SYNC the drives' sockets took
     stop: threading.Event
     threads: list
+    realtime: bool = False  # SCHED_FIFO granted to the cycle (live())
 
-    def live(self) -> None:
+    def live(self, cycle) -> None:
         """From now on the drives run on their own clocks when no SYNC comes (their watchdogs
         live), and their threads (they stand for hardware) go to SCHED_FIFO DRIVES_PRIORITY
         where granted, below the cycle's, so that a loaded machine does not starve their SDO
@@ -66,6 +66,7 @@ class Drives:
         for thread in [self.threads[0], *readers]:
             with contextlib.suppress(OSError, AttributeError, TypeError):
                 os.sched_setscheduler(thread.native_id, os.SCHED_FIFO, os.sched_param(DRIVES_PRIORITY))
+        self.realtime = cycle.report.priority > 0
 
     def master_lost(self) -> dict[str, str]:
         return {axis: sim.master_lost for axis, sim in self.simulators.items() if sim.master_lost}
@@ -81,8 +82,9 @@ def relaxed(parameters):
     return dataclasses.replace(parameters, canopen=bus)
 
 
-@pytest.fixture
-def drives(parameters):
+def make_udp_drives(parameters) -> Drives:
+    """Six simulated drives on the parameter file's three buses over udp_multicast (a port per
+    bus), on `relaxed(parameters)`; pytest.skip where udp_multicast cannot open."""
     params = relaxed(parameters)
     control = control_configuration(params)
     base = 45000 + 3 * random.randrange(1000)
@@ -90,7 +92,7 @@ def drives(parameters):
     config = CanBusConfig(
         "udp_multicast", dict.fromkeys(buses, GROUP), {bus: {"port": base + k} for k, bus in enumerate(buses)}
     )
-    simulators, networks, syncs = {}, [], []
+    simulators, networks = {}, []
     stop = threading.Event()
     try:
         for bus in buses:
@@ -98,7 +100,6 @@ def drives(parameters):
             network.NOTIFIER_CYCLE = 0.01
             network.connect(interface="udp_multicast", channel=GROUP, port=config.options[bus]["port"])
             networks.append(network)
-            network.subscribe(SYNC_COB_ID, lambda cob, data, stamp, bus=bus: syncs.append((bus, stamp)))
             for axis in params.canopen.axes_on(bus):
                 sim = simulator_for_axis(
                     params, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
@@ -120,26 +121,36 @@ def drives(parameters):
                         sim.run_alone_if_silent(now, frames_waiting=waiting)
 
     alone = threading.Thread(target=run_alone, daemon=True)
-    made = Drives(params, config, simulators, networks, syncs, stop, [alone])
-    yield made
-    stop.set()
-    for thread in made.threads:
+    return Drives(params, config, simulators, networks, stop, [alone])
+
+
+def close_udp_drives(drives: Drives) -> None:
+    drives.stop.set()
+    for thread in drives.threads:
         if thread.is_alive():
             thread.join()
-    for network in networks:
+    for network in drives.networks:
         network.disconnect()
+
+
+def start_udp_cycle(drives: Drives):
+    """drive_node's real-drive path on the drives (start_canopen_cycle)."""
+    params = drives.params
+    description = robot_description("drill", "real")
+    control = control_configuration(params)
+    return start_canopen_cycle(params, control, description, can=drives.config, settings=SETTINGS)
+
+
+@pytest.fixture
+def drives(parameters):
+    made = make_udp_drives(parameters)
+    yield made
+    close_udp_drives(made)
 
 
 @pytest.fixture
 def cycle(drives):
-    params = drives.params
-    started = start_canopen_cycle(
-        params,
-        control_configuration(params),
-        robot_description("drill", "real"),
-        can=drives.config,
-        settings=SETTINGS,
-    )
+    started = start_udp_cycle(drives)
     yield started
     started.stop()
     started.bridge.close()
@@ -161,7 +172,7 @@ def test_the_cycle_thread_reads_the_buses_and_the_drives_follow(cycle, drives):
         if isinstance(reader, threading.Thread) and reader.is_alive()
     ]
     assert master_readers == [] and cycle.backend.receive_threads() == []
-    drives.live()  # the drives' watchdogs in real time from here
+    drives.live(cycle)  # the drives' watchdogs in real time from here
     post(cycle)
     assert wait_until(lambda: cycle.bridge.started, 2.0)
     assert drives.enabled(), {a: s.state for a, s in drives.simulators.items()}
@@ -181,7 +192,7 @@ def test_the_cycle_thread_reads_the_buses_and_the_drives_follow(cycle, drives):
 def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle, drives):
     post(cycle)
     assert wait_until(lambda: cycle.bridge.started, 2.0)
-    drives.live()
+    drives.live(cycle)
     # From another thread (a lifecycle service): the keep-alive periods take the answers.
     syncs = cycle.backend.syncs
     assert cycle.exclusive(lambda bridge: bridge.disable()) == "disabled"
