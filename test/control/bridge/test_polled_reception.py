@@ -156,6 +156,11 @@ def cycle(drives):
     started.bridge.close()
 
 
+def started(cycle) -> bool:
+    """The bridge took a command and a period has stepped it since (`latest` is that period's)."""
+    return cycle.bridge.started and cycle.latest is not None
+
+
 def post(cycle, gantry_x: float = START["gantry_x"]) -> None:
     names = cycle.bridge.names
     position = [gantry_x if n == "gantry_x" else START[n] for n in names]
@@ -174,7 +179,7 @@ def test_the_cycle_thread_reads_the_buses_and_the_drives_follow(cycle, drives):
     assert master_readers == [] and cycle.backend.receive_threads() == []
     drives.live(cycle)  # the drives' watchdogs in real time from here
     post(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     assert drives.enabled(), {a: s.state for a, s in drives.simulators.items()}
     # A 1 mm move of gantry_x: the feedback (TPDOs taken by the cycle) follows the drive.
     target = START["gantry_x"] + 1e-3
@@ -191,7 +196,7 @@ def test_the_cycle_thread_reads_the_buses_and_the_drives_follow(cycle, drives):
 
 def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle, drives):
     post(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     # From another thread (a lifecycle service): the keep-alive periods take the answers.
     syncs = cycle.backend.syncs
@@ -199,7 +204,7 @@ def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle,
     assert cycle.exclusive(lambda bridge: bridge.enable(time.monotonic())) == "enabled"
     assert cycle.backend.syncs > syncs  # the bus stayed alive meanwhile
     post(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     # From the cycle thread itself (as the homing sequence's requests): its wait takes them.
     began = time.monotonic()
     code = cycle.call(lambda bridge: bridge.backend.drives["gantry_x"].read_error_code(), timeout=2.0)
@@ -214,14 +219,16 @@ def test_a_bus_that_fails_to_receive_stops_every_drive(cycle, drives):
     once, and the safety layer stops every drive: the cycle does not raise period after period
     with the safety layer never reached."""
     post(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     network = cycle.backend.networks["can1"]
 
     def interface_down(timeout=None):
         raise can.CanOperationError("Failed to wait for IP/UDP socket: network is down")
 
     network.bus.recv = interface_down
-    assert wait_until(lambda: cycle.latest.sample.stop_reason is not None, 2.0)
+    assert wait_until(
+        lambda: cycle.latest is not None and cycle.latest.sample.stop_reason is not None, 2.0
+    ), list(cycle.messages)
     assert "frames not received" in cycle.latest.sample.stop_reason
     assert "can1" in cycle.latest.sample.stop_reason
     others = [drives.simulators[a] for a in drives.simulators if drives.params.canopen.channels[a] != "can1"]
