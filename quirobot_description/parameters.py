@@ -288,12 +288,12 @@ def drive_axes() -> tuple[str, ...]:
     return tuple(dict.fromkeys(axis for tool in TOOL_PARAMETERS for axis in axes_for(tool)))
 
 
-#: Kept for the callers not yet given their tool (the drive loop's modules, bench scripts, tests):
-#: the drill's commanded axes, its feed axis and that axis's index. New code asks `axes_for(tool)`
-#: and the drill tool (DrillParameters.feed_joint, .feed_index).
+#: Kept, derived from the drill tool, only for the CANopen drive loop's modules not yet moved to
+#: the tool's axes (bridge.canopen_backend, drive_simulators.canopen_slave, bench/drive_loop.py,
+#: being reworked elsewhere): the drill's commanded axes and its feed axis. Everything else asks
+#: `axes_for(tool)`, `drive_axes()` and the drill tool (DrillParameters.feed_joint, .feed_index).
 FEED_JOINT = DrillParameters.feed_joint
 AXES = axes_for("drill")
-FEED_INDEX = DrillParameters.feed_index
 
 
 @dataclass(frozen=True)
