@@ -390,9 +390,9 @@ class RobotParameters:
     def axis(self, name: str) -> JointParameters | DrillParameters:
         """The parameters of a driven axis (drive_axes()): its joint's, or those of the tool whose
         own axis it is (both give .motor and .transmission)."""
-        for tool in (self.drill, self.arthroscope):
-            if name in tool.axes:
-                return tool
+        for tool in TOOL_PARAMETERS:  # the fields named as the tools
+            if name in TOOL_PARAMETERS[tool].axes:
+                return getattr(self, tool)
         if name in JOINT_NAMES:
             return self.joint(name)
         raise KeyError(f"no axis named {name!r}; axes are {', '.join(drive_axes())}")
