@@ -287,11 +287,9 @@ class DriveBridge:
         self.info = info
         self.names = tuple(joint.name for joint in info.joints)
         # The robot models' joint vectors (gravity_model, ToolGeometry, ThrustFeedForward) are the
-        # drill's axes; a joint not driven here is 0 in them.
+        # drill's axes; a joint not driven here is 0 in them. _axes_columns: each joint's column.
         self._model_axes = axes_for("drill")
-        self._axes_columns = [
-            self._model_axes.index(name) for name in self.names
-        ]  # each joint's column in them
+        self._axes_columns = [self._model_axes.index(name) for name in self.names]
         self.started = False  # the start-up handshake is done (see the module docstring)
         self.events: list[str] = []  # start-up handshake notes (the safety layer's are hardware.events)
         self.homing = False  # the hardware's homing sequence runs in `step` (see home())
