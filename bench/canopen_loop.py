@@ -39,8 +39,11 @@ from quirobot_control.hardware.component import (
     hardware_info_from_urdf,
 )
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import AXES, load_parameters
+from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 START = {
     "gantry_x": 0.5,
@@ -76,7 +79,7 @@ def run(period_cycles: int, step: float, duration: float, mode: DriveMode) -> di
         axis: simulator_for_axis(
             params, axis, inertia=control.joint(axis).effective_inertia, position=START[axis]
         )
-        for axis in AXES
+        for axis in DRILL_AXES
     }
     for simulator in simulators.values():
         simulator.attach(slave)
@@ -100,7 +103,7 @@ def run(period_cycles: int, step: float, duration: float, mode: DriveMode) -> di
         hardware.on_configure()
         if hardware.on_activate() is not CallbackReturn.SUCCESS:
             return {"stop": hardware.stop_reason}
-        target = np.array([START[a] for a in AXES])
+        target = np.array([START[a] for a in DRILL_AXES])
         target[0] += step
         errors, stop = [], None
         for k in range(round(duration / control.dt)):
@@ -135,9 +138,9 @@ def run_direct(step: float, duration: float, mode: DriveMode) -> dict:
     """The same loop on SimulatedDrives called directly (no bus): the baseline."""
     params = load_parameters()
     control = control_configuration(params)
-    drives = {axis: drive_for_joint(params, axis) for axis in AXES}
+    drives = {axis: drive_for_joint(params, axis) for axis in DRILL_AXES}
     joints = {}
-    for axis in AXES:
+    for axis in DRILL_AXES:
         damping = params.drill.feed_damping if axis == "drill_feed" else params.joint(axis).damping
         joints[axis] = JointModel(control.joint(axis).effective_inertia, damping, position=START[axis])
         drives[axis].advance(0.0, START[axis], 0.0)
@@ -145,7 +148,7 @@ def run_direct(step: float, duration: float, mode: DriveMode) -> dict:
     hardware.on_init(hardware_info_from_urdf(robot_description("drill", "real")))
     hardware.on_configure()
     hardware.on_activate()
-    target = np.array([START[a] for a in AXES])
+    target = np.array([START[a] for a in DRILL_AXES])
     target[0] += step
     errors = []
     for k in range(round(duration / control.dt)):
@@ -153,7 +156,7 @@ def run_direct(step: float, duration: float, mode: DriveMode) -> dict:
         hardware.read(t, control.dt)
         hardware.set_commands(t, target, np.zeros(len(target)))
         hardware.write(t, control.dt)
-        for axis in AXES:
+        for axis in DRILL_AXES:
             joint = joints[axis]
             joint.step(drives[axis].advance(control.dt, joint.position, joint.velocity), control.dt)
             drives[axis].advance(0.0, joint.position, joint.velocity)

@@ -32,14 +32,17 @@ from quirobot_control.hardware.component import QuirobotHardware, hardware_info_
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.simulation.incision import TARGETS, run_task, targets_met
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import AXES, load_parameters
+from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 REPORT_SETTLING = {"small": "0.014-0.036 s", "large": "0.022-0.05 s"}
 
 
 def controller_cycle(params, control, cycles: int) -> np.ndarray:
-    drives = {name: drive_for_joint(params, name) for name in AXES}
+    drives = {name: drive_for_joint(params, name) for name in DRILL_AXES}
     q = np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01])
     for j, drive in enumerate(drives.values()):
         drive.advance(0.0, q[j], 0.0)
@@ -64,7 +67,7 @@ def controller_cycle(params, control, cycles: int) -> np.ndarray:
 
 
 def physics_step(params, control, steps: int) -> float:
-    armature = np.array([drive_for_joint(params, n).reflected_inertia for n in AXES])
+    armature = np.array([drive_for_joint(params, n).reflected_inertia for n in DRILL_AXES])
     plant = MujocoPlant(params, armature, control.dt / control.physics_substeps)
     plant.reset(np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01]))
     start = time.perf_counter()

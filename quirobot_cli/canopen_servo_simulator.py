@@ -20,7 +20,7 @@ import canopen
 from quirobot_cli.verb_parser import EXIT_USAGE
 from quirobot_control.drive_simulators.canopen_slave import serve
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import AXES, load_parameters
+from quirobot_description.parameters import drive_axes, load_parameters
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--axes",
         nargs="+",
-        choices=AXES,
-        default=list(AXES),
+        choices=drive_axes(),
+        default=list(drive_axes()),
         help="axes to simulate (default all)",
     )
     parser.add_argument("--parameters", help="parameter file (default: the shipped quirobot.yaml)")

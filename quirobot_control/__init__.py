@@ -2,7 +2,7 @@
 
 Subpackages, bottom up (a module imports only from its own layer or below; .importlinter):
 
-- axes: the six commanded axes' limits (`JointLimits`);
+- axes: the commanded axes' limits (`JointLimits`, the mounted tool's axes);
 - models: rigid body and dynamics, motor, transmission, encoder, bone;
 - drives: the `Drive` interface, the drive-side law, the CiA 402 tables, the CANopen master
   (`CanopenDrive`): the real-drive path;

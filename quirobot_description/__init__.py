@@ -6,8 +6,9 @@ quirobot_control.simulate, ...) take their numbers from it.
 
 Modules (the bottom package: it imports none of the others):
 
-- parameters: `load_parameters`, `RobotParameters`, the model's names (JOINT_NAMES, FEED_JOINT,
-  AXES: the five joints then the drill feed); sourced_yaml: the one {value, unit, source} reader;
+- parameters: `load_parameters`, `RobotParameters`, the model's names (JOINT_NAMES; the
+  commanded axes of a tool, `axes_for(tool)`: the five joints then the tool's own axes, the drill's
+  feed `DrillParameters.feed_joint`); sourced_yaml: the one {value, unit, source} reader;
 - data_files: `find_data_file`, in a source checkout, a pip install and a colcon install alike;
 - urdf: `robot_description(tool, hardware)`, the xacro expanded; export: a self-contained URDF
   for other engines; frames, inertia: URDF roll-pitch-yaw, solid-body inertias;

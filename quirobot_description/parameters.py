@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from quirobot_description.mesh_parameters import MeshParameters, read_meshes
 from quirobot_description.plant_parameters import PlantParameters, read_plant
 from quirobot_description.sourced_yaml import Quantity, SourcedReader, read_yaml_mapping
 
-__all__ = ["ParameterError", "Quantity", "RobotParameters", "load_parameters"]
+__all__ = ["ParameterError", "Quantity", "RobotParameters", "axes_for", "drive_axes", "load_parameters"]
 
 #: Shipped with the package (package data and share/quirobot/config).
 DEFAULT_PARAMETER_FILE = find_data_file("config/quirobot.yaml")
@@ -40,13 +40,6 @@ DEFAULT_PARAMETER_FILE = find_data_file("config/quirobot.yaml")
 JOINT_NAMES = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
 #: Moving links, each the child of the joint at the same index of JOINT_NAMES.
 LINK_NAMES = ("x_carriage", "y_carriage", "z_ram", "wrist_yaw_link", "wrist_pitch_link")
-#: The drill tool's feed axis: a prismatic joint along tool z, servo-driven like the joints.
-FEED_JOINT = "drill_feed"
-#: The six commanded axes, each with its servo drive: the joints (report order), then the drill's
-#: feed axis. One order for the planner, the hardware component, the drives and the CAN buses.
-AXES = (*JOINT_NAMES, FEED_JOINT)
-#: Where the drill feed is in AXES (and in every (6,) or (N, 6) axis vector).
-FEED_INDEX = len(JOINT_NAMES)
 
 
 class ParameterError(ValueError):
@@ -182,7 +175,7 @@ class DriveParameters:
     control_rate: float  # Hz
     brake_engage_time: float  # s from the drive ceasing to drive to the holding brake holding
     brake_holding_ratio: float  # holding-brake torque / motor peak torque K_T*I_max
-    #: axis (AXES) -> the drive's quick-stop ramp (CiA 402 0x6085), m/s^2 or rad/s^2
+    #: axis (drive_axes()) -> the drive's quick-stop ramp (CiA 402 0x6085), m/s^2 or rad/s^2
     quick_stop_deceleration: dict[str, float] = field(default_factory=dict)
     #: s without a command from the master before an enabled drive stops itself (0x1016)
     master_timeout: float = math.inf
@@ -214,6 +207,13 @@ class HomingParameters:
 class DrillParameters:
     """Drill tool: a feed axis along tool z carrying spindle, chuck and bit."""
 
+    #: The drill's own axis: the feed, a prismatic joint along tool z, servo-driven like the joints.
+    feed_joint: ClassVar[str] = "drill_feed"
+    #: The tool's own commanded axes, after the arm's joints in `axes_for("drill")`.
+    axes: ClassVar[tuple[str, ...]] = (feed_joint,)
+    #: Where the feed is in `axes_for("drill")` (and in every (6,) or (N, 6) drill axis vector).
+    feed_index: ClassVar[int] = len(JOINT_NAMES) + axes.index(feed_joint)
+
     feed_lower: float  # m
     feed_upper: float  # m
     feed_velocity: float  # m/s
@@ -244,6 +244,11 @@ class DrillParameters:
 
 @dataclass(frozen=True)
 class ArthroscopeParameters:
+    """Arthroscope tool: a rigid scope on tool0, no axis of its own."""
+
+    #: The tool's own commanded axes: none (the arm's five joints are all `axes_for("arthroscope")`).
+    axes: ClassVar[tuple[str, ...]] = ()
+
     scope_radius: float  # m
     scope_length: float  # m
     density: float  # kg/m^3
@@ -256,6 +261,39 @@ class ArthroscopeParameters:
     @property
     def scope_inertia(self) -> np.ndarray:
         return cylinder_inertia(self.scope_mass, self.scope_radius, self.scope_length, "z")
+
+
+#: The tools (urdf.TOOLS but "none") by name: each one's parameters class says its own `axes`.
+TOOL_PARAMETERS: dict[str, type[DrillParameters] | type[ArthroscopeParameters]] = {
+    "drill": DrillParameters,
+    "arthroscope": ArthroscopeParameters,
+}
+
+
+def axes_for(tool: str) -> tuple[str, ...]:
+    """The commanded axes with `tool` mounted ("drill", "arthroscope" or "none"): the arm's joints
+    (JOINT_NAMES, report order), then the tool's own axes. One order for the planner, the hardware
+    component, the drives and the CAN buses: the order of every axis vector, shape (n,) or (N, n)."""
+    if tool == "none":
+        return JOINT_NAMES
+    if tool not in TOOL_PARAMETERS:
+        raise KeyError(f"no tool named {tool!r}; tools are {', '.join(TOOL_PARAMETERS)} or none")
+    return (*JOINT_NAMES, *TOOL_PARAMETERS[tool].axes)
+
+
+def drive_axes() -> tuple[str, ...]:
+    """Every axis with a servo drive, whichever tool is mounted: the joints, then each tool's own
+    axes (TOOL_PARAMETERS order). The parameter file configures each one's drive (CAN node id and
+    bus, homing, quick stop), so that a tool change needs no other file."""
+    return tuple(dict.fromkeys(axis for tool in TOOL_PARAMETERS for axis in axes_for(tool)))
+
+
+#: Kept, derived from the drill tool, only for the CANopen drive loop's modules not yet moved to
+#: the tool's axes (bridge.canopen_backend, drive_simulators.canopen_slave, bench/drive_loop.py,
+#: being reworked elsewhere): the drill's commanded axes and its feed axis. Everything else asks
+#: `axes_for(tool)`, `drive_axes()` and the drill tool (DrillParameters.feed_joint, .feed_index).
+FEED_JOINT = DrillParameters.feed_joint
+AXES = axes_for("drill")
 
 
 @dataclass(frozen=True)
@@ -289,7 +327,7 @@ class SizingParameters:
 class CanopenParameters:
     """The CANopen bus of the servo drives (CiA 301 / CiA 402), see quirobot_control.drives.canopen_master."""
 
-    node_ids: dict[str, int]  # axis name (AXES) -> node id, 1..127, all different
+    node_ids: dict[str, int]  # axis name (drive_axes()) -> node id, 1..127, all different
     bitrate: int  # bit/s
     sync_period: float  # s, one SYNC (and one PDO exchange) per period
     feedback_timeout_periods: int  # SYNC periods without a TPDO before a "feedback timeout" fault
@@ -307,11 +345,11 @@ class CanopenParameters:
     @property
     def channel_names(self) -> tuple[str, ...]:
         """The CAN buses, in the order of their first axis."""
-        return tuple(dict.fromkeys(self.channels[axis] for axis in AXES))
+        return tuple(dict.fromkeys(self.channels[axis] for axis in drive_axes()))
 
     def axes_on(self, channel: str) -> tuple[str, ...]:
-        """The axes on one CAN bus, in AXES order."""
-        return tuple(axis for axis in AXES if self.channels[axis] == channel)
+        """The axes on one CAN bus, in drive_axes() order."""
+        return tuple(axis for axis in drive_axes() if self.channels[axis] == channel)
 
 
 @dataclass(frozen=True)
@@ -339,8 +377,8 @@ class RobotParameters:
     registration: RegistrationParameters  # patient registration (geometric_errors.py)
     drilling: DrillingParameters  # the spindle and drilling process safety (drilling_parameters.py)
     meshes: MeshParameters  # the visual meshes' own dimensions (mesh_parameters.py)
-    homing: dict[str, HomingParameters]  # axis (AXES) -> its homing
-    homing_order: tuple[str, ...]  # every axis of AXES once, homed one after the other in this order
+    homing: dict[str, HomingParameters]  # axis (drive_axes()) -> its homing
+    homing_order: tuple[str, ...]  # every axis of drive_axes() once, homed one after the other in this order
     quantities: dict[str, Quantity] = field(repr=False)  # dotted key -> quantity, for tracing
 
     def joint(self, name: str) -> JointParameters:
@@ -348,6 +386,16 @@ class RobotParameters:
             if joint.name == name:
                 return joint
         raise KeyError(f"no joint named {name!r}; joints are {', '.join(JOINT_NAMES)}")
+
+    def axis(self, name: str) -> JointParameters | DrillParameters:
+        """The parameters of a driven axis (drive_axes()): its joint's, or those of the tool whose
+        own axis it is (both give .motor and .transmission)."""
+        for tool in TOOL_PARAMETERS:  # the fields named as the tools
+            if name in TOOL_PARAMETERS[tool].axes:
+                return getattr(self, tool)
+        if name in JOINT_NAMES:
+            return self.joint(name)
+        raise KeyError(f"no axis named {name!r}; axes are {', '.join(drive_axes())}")
 
     def link(self, name: str) -> LinkParameters:
         for link in self.links:
@@ -513,18 +561,18 @@ class _Reader(SourcedReader):
 
     def canopen(self) -> CanopenParameters:
         key = "canopen"
-        node_ids = {axis: self.whole(f"{key}.node_ids.{axis}", 1, 127) for axis in AXES}
-        extra = set(self.node(f"{key}.node_ids")) - set(AXES)
+        node_ids = {axis: self.whole(f"{key}.node_ids.{axis}", 1, 127) for axis in drive_axes()}
+        extra = set(self.node(f"{key}.node_ids")) - set(drive_axes())
         if extra:
-            axes = ", ".join(AXES)
+            axes = ", ".join(drive_axes())
             raise self.fail(f"{key}.node_ids", f"unknown axes {sorted(extra)}; axes are {axes}")
         if len(set(node_ids.values())) != len(node_ids):
             raise self.fail(f"{key}.node_ids", f"node ids must all differ, got {node_ids}")
         master_node_id = self.whole(f"{key}.master_node_id", 1, 127)
         if master_node_id in node_ids.values():
             raise self.fail(f"{key}.master_node_id", f"{master_node_id} is a drive's node id too")
-        channels = {axis: self.text(f"{key}.channels.{axis}") for axis in AXES}
-        extra = set(self.node(f"{key}.channels")) - set(AXES)
+        channels = {axis: self.text(f"{key}.channels.{axis}") for axis in drive_axes()}
+        extra = set(self.node(f"{key}.channels")) - set(drive_axes())
         if extra:
             raise self.fail(f"{key}.channels", f"unknown axes {sorted(extra)}")
         for axis, channel in channels.items():
@@ -577,12 +625,13 @@ class _Reader(SourcedReader):
 
     def homing(self, joints: tuple[JointParameters, ...], drill: DrillParameters):
         ranges = {j.name: (j.lower, j.upper) for j in joints} | {
-            FEED_JOINT: (drill.feed_lower, drill.feed_upper)
+            drill.feed_joint: (drill.feed_lower, drill.feed_upper)
         }
-        homing = {axis: self.homing_axis(axis, *ranges[axis]) for axis in AXES}
+        axes = drive_axes()
+        homing = {axis: self.homing_axis(axis, *ranges[axis]) for axis in axes}
         order = self.node("homing.order")
-        if not isinstance(order, list) or sorted(map(str, order)) != sorted(AXES) or len(order) != len(AXES):
-            raise self.fail("homing.order", f"must list every axis once ({', '.join(AXES)}), got {order!r}")
+        if not isinstance(order, list) or sorted(map(str, order)) != sorted(axes) or len(order) != len(axes):
+            raise self.fail("homing.order", f"must list every axis once ({', '.join(axes)}), got {order!r}")
         return homing, tuple(order)
 
     def robot(self) -> RobotParameters:
@@ -681,7 +730,7 @@ class _Reader(SourcedReader):
             brake_holding_ratio=self.number(f"{drive_key}.brake_holding_ratio", positive=True),
             quick_stop_deceleration={
                 axis: self.number(f"{drive_key}.quick_stop_deceleration.{axis}", positive=True)
-                for axis in AXES
+                for axis in drive_axes()
             },
             master_timeout=self.number(f"{drive_key}.master_timeout", positive=True),
         )

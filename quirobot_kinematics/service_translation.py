@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters
 from quirobot_kinematics.forward import FRAME_NAMES, link_frames
 from quirobot_kinematics.inverse import (
     DEFAULT_ORIENTATION_TOLERANCE,
@@ -170,7 +170,7 @@ def _joint_values(state: RobotState, required: bool) -> tuple[np.ndarray | None,
     for name, value in values.items():
         if not math.isfinite(value):
             raise _RefusalError(MoveItErrorCodes.INVALID_ROBOT_STATE, f"robot_state joint {name} is {value}")
-    feed = float(values.get(FEED_JOINT, 0.0))
+    feed = float(values.get(DrillParameters.feed_joint, 0.0))
     missing = [name for name in JOINT_NAMES if name not in values]
     if missing and (required or len(missing) < len(JOINT_NAMES)):
         raise _RefusalError(
@@ -243,7 +243,7 @@ class KinematicsService:
             elif not self.model.feed_lower <= feed <= self.model.feed_upper:
                 raise _RefusalError(
                     MoveItErrorCodes.INVALID_ROBOT_STATE,
-                    f"{FEED_JOINT} {feed} m is outside its travel "
+                    f"{DrillParameters.feed_joint} {feed} m is outside its travel "
                     f"[{self.model.feed_lower}, {self.model.feed_upper}] m",
                 )
             try:
@@ -265,7 +265,7 @@ class KinematicsService:
         names = list(JOINT_NAMES)
         positions = q.tolist()
         if link == "drill_tip":
-            names.append(FEED_JOINT)
+            names.append(DrillParameters.feed_joint)
             positions.append(feed)
         response.solution = RobotState(JointState(names, positions))
         response.error_code = ErrorCode(MoveItErrorCodes.SUCCESS, "")

@@ -20,7 +20,7 @@ from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.pid import PID
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.planning.trajectory import rest_to_rest_profile
-from quirobot_description.parameters import AXES, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 
 
 @dataclass(frozen=True)
@@ -49,22 +49,22 @@ def simulate_step(
 ) -> StepResponse:
     """Step of `step` (m or rad) from 0 at t = 0; optional constant `disturbance` force/torque
     (N or N*m, opposing positive motion) from `disturbance_time` s."""
-    index = AXES.index(joint)
     settings = control.joint(joint)
     dt = control.dt
     drive = drive_for_joint(params, joint)
     inertia = settings.effective_inertia
-    damping = params.drill.feed_damping if joint == "drill_feed" else params.joint(joint).damping
+    axis = params.axis(joint)
+    damping = axis.feed_damping if isinstance(axis, DrillParameters) else axis.damping
     current_gain = drive.motor.torque_constant * drive.transmission.ratio * drive.efficiency
     count = int(round(duration / dt)) + 1
     if profile:
-        limits = JointLimits.from_parameters(params)
+        limits = JointLimits.from_parameters(params, (joint,))
         p, v, a = rest_to_rest_profile(
             np.array([0.0]),
             np.array([step]),
-            limits.velocity[index : index + 1],
-            limits.acceleration[index : index + 1],
-            limits.jerk[index : index + 1],
+            limits.velocity,
+            limits.acceleration,
+            limits.jerk,
             dt,
         )
         profile_duration = (len(p) - 1) * dt

@@ -1,9 +1,10 @@
 """Axis limits: the bottom layer of quirobot_control (numpy only).
 
-The six commanded axes are the arm's five joints then the drill feed, in the order of
-quirobot_description.parameters; `JointLimits.from_parameters(params)` holds their hard and soft
-ranges, velocity, acceleration and jerk bounds and the safety controllers' k_position, arrays
-(6,) in SI units. The planner keeps its motions inside them, the safety layer enforces them.
+The commanded axes are the mounted tool's, `axes_for(tool)` of quirobot_description.parameters:
+the arm's five joints, then the tool's own (the drill feed; the arthroscope has none).
+`JointLimits.from_parameters(params, axes)` holds their hard and soft ranges, velocity,
+acceleration and jerk bounds and the safety controllers' k_position, arrays (n,) in SI units
+(default the drill's six axes). The planner keeps its motions inside them, the safety layer enforces them.
 
 - limits: `JointLimits`, `PlanningError` (a refused motion, naming the joint and the amount);
 - virtual_fixtures: Cartesian no-go zones (`NoGoZone` box or capsule, world frame) and the

@@ -1,5 +1,5 @@
-"""The limits of the six commanded axes (quirobot_description.parameters.AXES), from the parameter
-file (numpy only).
+"""The limits of the commanded axes (those of the mounted tool, quirobot_description.parameters.axes_for),
+from the parameter file (numpy only).
 
 The planner (planning.trajectory) keeps its motions inside these limits and the hardware
 component's safety layer (hardware.component, safety.motion_monitor) enforces them; this module needs neither
@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from quirobot_description.parameters import AXES, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 
 
 class PlanningError(ValueError):
@@ -33,7 +33,7 @@ def stopping_position(position, velocity, deceleration, lead_time=0.0):
 
 @dataclass(frozen=True)
 class JointLimits:
-    """Limits of the six commanded joints (arrays of shape (6,), SI units, AXES order).
+    """Limits of the commanded axes `names` (arrays of shape (n,), SI units, `names` order).
 
     The planner keeps positions inside [soft_lower, soft_upper] (the URDF safety_controller
     range) and velocities within the safety_controller's bound k_position * (distance to the soft
@@ -51,24 +51,11 @@ class JointLimits:
     k_position: np.ndarray  # 1/s, safety_controller gain
 
     @classmethod
-    def from_parameters(cls, params: RobotParameters) -> JointLimits:
-        """Arm joints from `params.joints`; the drill feed from `params.drill`."""
-        drill = params.drill
-        return cls(
-            names=AXES,
-            lower=np.append(params.lower_limits, drill.feed_lower),
-            upper=np.append(params.upper_limits, drill.feed_upper),
-            soft_lower=np.array(
-                [j.soft_lower for j in params.joints] + [drill.feed_lower + drill.feed_soft_margin]
-            ),
-            soft_upper=np.array(
-                [j.soft_upper for j in params.joints] + [drill.feed_upper - drill.feed_soft_margin]
-            ),
-            velocity=np.append(params.velocity_limits, drill.feed_velocity),
-            acceleration=np.append(params.acceleration_limits, drill.feed_acceleration),
-            jerk=np.append(params.jerk_limits, drill.feed_jerk),
-            k_position=np.array([j.k_position for j in params.joints] + [drill.feed_k_position]),
-        )
+    def from_parameters(cls, params: RobotParameters, axes: Sequence[str] = axes_for("drill")) -> JointLimits:
+        """The limits of `axes` (default the drill's, axes_for("drill")), in that order: an arm joint's
+        from `params.joints`, a tool's axis from its tool (the drill feed from `params.drill`)."""
+        rows = [_axis_limits(params, axis) for axis in axes]
+        return cls(names=tuple(axes), **{key: np.array([row[key] for row in rows]) for key in rows[0]})
 
     def select(self, names: Sequence[str]) -> JointLimits:
         """The limits of the axes `names`, in that order (arrays (len(names),)): e.g. the joints of a
@@ -114,3 +101,29 @@ class JointLimits:
                     f"{what}: joint {name} at {q[i]:.6g} is above its soft limit {self.soft_upper[i]:.6g} "
                     f"by {q[i] - self.soft_upper[i]:.3g}"
                 )
+
+
+def _axis_limits(params: RobotParameters, axis: str) -> dict[str, float]:
+    """One axis's JointLimits fields (but names): a joint's, or the drill feed's."""
+    source = params.axis(axis)
+    if isinstance(source, DrillParameters):
+        return dict(
+            lower=source.feed_lower,
+            upper=source.feed_upper,
+            soft_lower=source.feed_lower + source.feed_soft_margin,
+            soft_upper=source.feed_upper - source.feed_soft_margin,
+            velocity=source.feed_velocity,
+            acceleration=source.feed_acceleration,
+            jerk=source.feed_jerk,
+            k_position=source.feed_k_position,
+        )
+    return dict(
+        lower=source.lower,
+        upper=source.upper,
+        soft_lower=source.soft_lower,
+        soft_upper=source.soft_upper,
+        velocity=source.velocity,
+        acceleration=source.acceleration,
+        jerk=source.jerk,
+        k_position=source.k_position,
+    )

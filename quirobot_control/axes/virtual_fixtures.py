@@ -17,8 +17,8 @@ at 0.5 m/s stopped 8.6 mm inside the zone, at 1 m/s 34.5 mm (test_fixture_brakin
 poses of successive cycles sweep the path ahead, so a zone thicker than one period's travel
 (1 mm at 1 m/s) cannot slip between two of them.
 
-The tool, from the joint positions (the five arm joints and the drill feed, m and rad), as
-segments with a radius (m), most specific first:
+The tool, from the joint positions (the drill's axes, ToolGeometry.axes: the five arm joints and
+the drill feed, m and rad), as segments with a radius (m), most specific first:
 
 - "drill tip": the point tool0 + feed * a (a: tool z, the drilling direction), radius 0;
 - "drill bit": tool0 -> tip, radius tools.drill.bit_radius (spindle, chuck and bit lumped);
@@ -43,12 +43,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
 from quirobot_control.axes.limits import stopping_position
 from quirobot_description.frames import rpy_matrix
-from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters, axes_for
 from quirobot_kinematics.forward import forward_kinematics_batch, forward_kinematics_single
 from quirobot_kinematics.model import KinematicModel
 
@@ -186,7 +187,10 @@ class EntrySpeedLimit:
 @dataclass(frozen=True)
 class ToolGeometry:
     """What `tool_segments` needs: the kinematic model and the tool parts' radii (m); and how the
-    tool stops: each axis' quick-stop deceleration (6,) in AXES order, m/s^2 or rad/s^2."""
+    tool stops: each axis' quick-stop deceleration (6,) in `axes` order, m/s^2 or rad/s^2."""
+
+    #: The axes of the joint vectors it takes: the drill's (the arm's joints, then the feed).
+    axes: ClassVar[tuple[str, ...]] = axes_for("drill")
 
     model: KinematicModel
     bit_radius: float
@@ -199,7 +203,9 @@ class ToolGeometry:
             KinematicModel.from_parameters(params),
             bit_radius=params.drill.bit_radius,
             body_radius=float(params.link("wrist_pitch_link").radius),
-            stop_deceleration=tuple(float(params.drive.quick_stop_deceleration[axis]) for axis in AXES),
+            stop_deceleration=tuple(
+                float(params.drive.quick_stop_deceleration[axis]) for axis in ToolGeometry.axes
+            ),
         )
 
     def stopping_poses(self, q: np.ndarray, velocity: np.ndarray, lead_time: float) -> np.ndarray:
@@ -221,10 +227,11 @@ class Violation:
 def tool_segments(q: np.ndarray, tool: ToolGeometry) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
     """q (N, 6) joint positions (arm then feed) -> {part: (start (N, 3), end (N, 3), radius m)}."""
     q = np.atleast_2d(np.asarray(q, dtype=float))
-    poses = forward_kinematics_batch(q[:, :FEED_INDEX], tool.model)
+    feed = DrillParameters.feed_index
+    poses = forward_kinematics_batch(q[:, : len(JOINT_NAMES)], tool.model)
     axis = poses[:, :3, 2]
     tool0 = poses[:, :3, 3]
-    tip = tool0 + q[:, FEED_INDEX : FEED_INDEX + 1] * axis
+    tip = tool0 + q[:, feed : feed + 1] * axis
     wrist = tool0 - tool.model.l5 * axis
     return {
         "drill tip": (tip, tip, 0.0),
@@ -336,10 +343,10 @@ def _segment_distance_one(a, b, p, q) -> float:
 def tool_points_one(q: list[float], tool: ToolGeometry) -> list[tuple[str, list[float], list[float], float]]:
     """`tool_segments` for one configuration q (6 floats, arm then feed), in plain Python:
     [(part, start (3,), end (3,), radius m)] in TOOL_PARTS order."""
-    pose = forward_kinematics_single(list(q[:FEED_INDEX]), tool.model)
+    pose = forward_kinematics_single(list(q[: len(JOINT_NAMES)]), tool.model)
     axis = pose[:3, 2].tolist()
     tool0 = pose[:3, 3].tolist()
-    feed = q[FEED_INDEX]
+    feed = q[DrillParameters.feed_index]
     tip = [tool0[k] + feed * axis[k] for k in range(3)]
     wrist = [tool0[k] - tool.model.l5 * axis[k] for k in range(3)]
     return [

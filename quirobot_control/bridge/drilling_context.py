@@ -30,7 +30,7 @@ import numpy as np
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
-from quirobot_description.parameters import FEED_JOINT, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 
 __all__ = ["HoleContext", "HoleSetup", "hole_monitor_settings", "hole_setup"]
 
@@ -80,7 +80,7 @@ def hole_monitor_settings(
 ) -> DrillingMonitorSettings:
     """The whole monitor for a hole: breakthrough armed from `far_cortex_depth` (m below the entry;
     None: from the entry, no bone model), the thrust limit lowered to `max_thrust` (N) if lower."""
-    feed_mass = control.joint(FEED_JOINT).effective_inertia
+    feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
     drilling = params.drilling
     settings = DrillingMonitorSettings.from_parameters(
         drilling.safety, params.drill, drilling.spindle, feed_mass, far_cortex_depth
@@ -94,7 +94,7 @@ def hole_setup(context: HoleContext | None, params: RobotParameters, control: Co
     """The monitor settings and fixtures for `context` (module docstring). Raises ValueError naming
     the task file if it cannot be read."""
     if context is None or not context.active:
-        feed_mass = control.joint(FEED_JOINT).effective_inertia
+        feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
         settings = DrillingMonitorSettings.thrust_limit_only(params.drilling.safety, params.drill, feed_mass)
         return HoleSetup(settings, None, False, None)
     if not context.task:

@@ -101,7 +101,7 @@ from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
-from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 from quirobot_description.plant_parameters import PLANTS
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ def open_backend(
     name: str,
     params: RobotParameters,
     control: ControlConfig,
-    joints: Sequence[str] = AXES,
+    joints: Sequence[str] = axes_for("drill"),
     *,
     can: CanBusConfig | None = None,
     initial: Sequence[float] | None = None,
@@ -186,7 +186,8 @@ def open_backend(
 ) -> DriveBackend:
     """The backend called `name` (DRIVE_BACKENDS), with a drive for each of `joints`.
 
-    simulated: `initial` (6,) start pose of the plant, AXES order, m and rad
+    simulated: `initial` (6,) start pose of the plant, axes_for("drill") order (the plant carries
+    the drill), m and rad
     (default mid-range), `absolute_encoders` False: drives that need homing, `plant` ideal or
     realistic (simulation.simulated_backend); canopen: `can` (the python-can interface and
     channels, default socketcan on the parameter file's bus names).
@@ -285,7 +286,10 @@ class DriveBridge:
         self.backend = backend
         self.info = info
         self.names = tuple(joint.name for joint in info.joints)
-        self._axes_columns = [AXES.index(name) for name in self.names]  # each joint's AXES index
+        # The robot models' joint vectors (gravity_model, ToolGeometry, ThrustFeedForward) are the
+        # drill's axes; a joint not driven here is 0 in them. _axes_columns: each joint's column.
+        self._model_axes = axes_for("drill")
+        self._axes_columns = [self._model_axes.index(name) for name in self.names]
         self.started = False  # the start-up handshake is done (see the module docstring)
         self.events: list[str] = []  # start-up handshake notes (the safety layer's are hardware.events)
         self.homing = False  # the hardware's homing sequence runs in `step` (see home())
@@ -339,7 +343,7 @@ class DriveBridge:
         return hardware
 
     def _new_thrust_monitor(self) -> DrillingMonitor | None:
-        if FEED_JOINT not in self.names:
+        if DrillParameters.feed_joint not in self.names:
             return None
         return DrillingMonitor(self.hole.settings)
 
@@ -384,8 +388,10 @@ class DriveBridge:
         joints) with a context, else the feed joint's position."""
         hw, context = self.hardware, self.hole.context
         if context is None:
-            return hw.state(FEED_JOINT, "position")
-        q = np.array([[hw.state(name, "position") if name in self.names else 0.0 for name in AXES]])
+            return hw.state(DrillParameters.feed_joint, "position")
+        q = np.array(
+            [[hw.state(name, "position") if name in self.names else 0.0 for name in self._model_axes]]
+        )
         return float((tip_positions(q, self._tool)[0] - context.entry) @ context.direction)
 
     def _run_thrust_monitor(self, velocity_before: float | None) -> None:
@@ -394,7 +400,7 @@ class DriveBridge:
         monitor, hw = self.thrust_monitor, self.hardware
         if monitor is None or velocity_before is None or hw.lifecycle is not LifecycleState.ACTIVE:
             return
-        feed = next(j for j in hw.joints if j.name == FEED_JOINT)
+        feed = next(j for j in hw.joints if j.name == DrillParameters.feed_joint)
         commanded = feed.last_velocity_command  # the safety layer's filtered command, m/s
         spindle = getattr(self.backend, "spindle", None)
         event = monitor.update(
@@ -422,20 +428,22 @@ class DriveBridge:
         if self._feed_hold is None or self._command is None:
             return
         names, _, velocity, _ = self._command
-        if FEED_JOINT in names and velocity[names.index(FEED_JOINT)] < 0.0:
+        feed = DrillParameters.feed_joint
+        if feed in names and velocity[names.index(feed)] < 0.0:
             self._feed_hold = None  # the retract: the controller's commands again
             return
-        self.hardware.set_command(FEED_JOINT, "position", self._feed_hold)
-        self.hardware.set_command(FEED_JOINT, "velocity", 0.0)
+        self.hardware.set_command(feed, "position", self._feed_hold)
+        self.hardware.set_command(feed, "velocity", 0.0)
 
     def _holding_efforts(self) -> Callable[[np.ndarray], np.ndarray]:
         """q (n,) of this bridge's joints -> efforts (n,) holding them against gravity (the
         robot model's gravity_model; the feed position does not enter the arm's gravity)."""
         model = gravity_model(self.params)
-        index = [AXES.index(name) for name in self.names]
+        index = self._axes_columns
+        size = len(self._model_axes)
 
         def holding(q: np.ndarray) -> np.ndarray:
-            full = np.zeros(len(AXES))
+            full = np.zeros(size)
             full[index] = q
             return model(full)[index]
 
@@ -524,7 +532,9 @@ class DriveBridge:
             self._hold_command(now)
             self._hold_feed_after_breakthrough()
             self._feed_thrust_forward()
-            feed_velocity = next((j.last_velocity_command for j in hw.joints if j.name == FEED_JOINT), None)
+            feed_velocity = next(
+                (j.last_velocity_command for j in hw.joints if j.name == DrillParameters.feed_joint), None
+            )
             hw.read(now, self.dt)
             hw.write(now, self.dt)
             self._run_thrust_monitor(feed_velocity)
@@ -561,7 +571,7 @@ class DriveBridge:
         if self._thrust is None:
             return
         hw = self.hardware
-        commanded = np.zeros(len(AXES))  # a joint this bridge does not drive: 0
+        commanded = np.zeros(len(self._model_axes))  # a joint this bridge does not drive: 0
         commanded[self._axes_columns] = [joint.command["position"] for joint in hw.joints]
         hw.set_load_feedforward(self._thrust.update(commanded)[self._axes_columns])
 

@@ -60,13 +60,13 @@ from quirobot_control.models.encoder import Encoder
 from quirobot_control.models.motor import CurrentLoop
 from quirobot_control.models.transmission import reflected_inertia
 from quirobot_description.parameters import (
-    FEED_JOINT,
     DrillParameters,
     DriveParameters,
     JointParameters,
     MotorParameters,
     RobotParameters,
     TransmissionParameters,
+    drive_axes,
 )
 
 #: The states a stop leaves a drive in (its `stopping` is reported in these).
@@ -88,14 +88,14 @@ class SimulatedDrive:
         name: str | None = None,
         control: DriveControlSettings | None = None,
     ) -> None:
-        """`joint`: a joint's parameters, or the drill's (named FEED_JOINT unless `name` says).
+        """`joint`: a joint's parameters, or the drill's (named its feed_joint unless `name` says).
 
         `control`: the drive's stop, watchdog and homing settings (drive_control.control_settings);
         None: an absolute drive with no watchdog, whose quick stop ramps at the joint's
         acceleration limit once its position loop is configured.
         """
         if isinstance(joint, DrillParameters):
-            self.name = name or FEED_JOINT
+            self.name = name or joint.feed_joint
         else:
             self.name = name or joint.name
         self.motor: MotorParameters = joint.motor
@@ -458,7 +458,7 @@ def drive_for_joint(
     master_watchdog: bool = False,
     absolute_encoder: bool = True,
 ) -> SimulatedDrive:
-    """A SimulatedDrive for one of JOINT_NAMES or FEED_JOINT, from the parameter file.
+    """A SimulatedDrive for one axis of drive_axes() (a joint or a tool's axis), from the parameter file.
 
     Quick-stop deceleration and homing from the parameter file. `master_watchdog`: stop by
     itself after drive.master_timeout without a command (off by default: design assumption of
@@ -466,15 +466,9 @@ def drive_for_joint(
     from them). `absolute_encoder=False`: homed = False until start_homing() is done (True by
     default: design assumption of the closed-loop simulation, which never homes).
     """
-    if joint_name == FEED_JOINT:
-        joint: JointParameters | DrillParameters = params.drill
-    else:
-        try:
-            joint = params.joint(joint_name)
-        except KeyError as error:
-            raise ValueError(
-                f"no drive for joint {joint_name!r}: joints are "
-                f"{', '.join(j.name for j in params.joints)}, {FEED_JOINT}"
-            ) from error
+    try:
+        joint = params.axis(joint_name)
+    except KeyError as error:
+        raise ValueError(f"no drive for joint {joint_name!r}: axes are {', '.join(drive_axes())}") from error
     control = control_settings(params, joint_name, master_watchdog=master_watchdog, absolute=absolute_encoder)
     return SimulatedDrive(joint, params.drive, efficiency=efficiency, control=control)

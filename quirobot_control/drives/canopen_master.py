@@ -150,14 +150,13 @@ from quirobot_control.drives.interface import DriveError, DriveFeedback, DriveMo
 from quirobot_control.drives.pid import PIDGains
 from quirobot_control.models.encoder import Encoder
 from quirobot_description.parameters import (
-    AXES,
-    FEED_JOINT,
     CanopenParameters,
     DriveParameters,
     HomingParameters,
     MotorParameters,
     RobotParameters,
     TransmissionParameters,
+    drive_axes,
 )
 
 _COMMUNICATION_ERRORS = (SdoCommunicationError, SdoAbortedError, can.CanError, OSError)
@@ -1081,7 +1080,7 @@ def canopen_drives_for_robot(
     params: RobotParameters,
     network: canopen.Network,
     *,
-    axes: Iterable[str] = AXES,
+    axes: Iterable[str] | None = None,
     start: bool = True,
     efficiency: bool = True,
     eds: str | Path = DEFAULT_EDS,
@@ -1089,7 +1088,8 @@ def canopen_drives_for_robot(
     mode: DriveMode = DriveMode.CSP,
     homed: bool = False,
 ) -> dict[str, CanopenDrive]:
-    """One CanopenDrive per axis (joints and the drill feed), node ids from params.canopen.
+    """One CanopenDrive per axis of `axes` (default every drive, drive_axes()), node ids from
+    params.canopen.
 
     `network` must be connected; with `start` each drive is configured and started (SDO, NMT)
     in `mode` (the position-loop gains can follow by configure_position_loop: they are written
@@ -1097,20 +1097,16 @@ def canopen_drives_for_robot(
     `MasterHeartbeat.tick` in its loop). `homed`: the axes' position needs no homing.
     """
     drives: dict[str, CanopenDrive] = {}
-    for axis in axes:
+    for axis in drive_axes() if axes is None else axes:
         if axis not in params.canopen.node_ids:
-            raise ValueError(f"no CANopen node id for axis {axis!r}: axes are {', '.join(AXES)}")
-        if axis == FEED_JOINT:
-            motor, transmission = params.drill.motor, params.drill.transmission
-        else:
-            joint = params.joint(axis)
-            motor, transmission = joint.motor, joint.transmission
+            raise ValueError(f"no CANopen node id for axis {axis!r}: axes are {', '.join(drive_axes())}")
+        drive_train = params.axis(axis)
         drives[axis] = CanopenDrive(
             axis,
             network,
             params.canopen.node_ids[axis],
-            motor,
-            transmission,
+            drive_train.motor,
+            drive_train.transmission,
             params.drive,
             params.canopen,
             efficiency=efficiency,
@@ -1148,4 +1144,4 @@ def canopen_drives_for_buses(
                 params, networks[channel], axes=params.canopen.axes_on(channel), **options
             )
         )
-    return {axis: drives[axis] for axis in AXES}
+    return {axis: drives[axis] for axis in drive_axes()}

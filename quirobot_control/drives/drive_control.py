@@ -81,7 +81,7 @@ from dataclasses import dataclass
 
 from quirobot_control.drives.interface import DriveError, DriveMode, StopCategory
 from quirobot_control.drives.pid import PID, PIDGains
-from quirobot_description.parameters import FEED_JOINT, HomingParameters, RobotParameters
+from quirobot_description.parameters import DrillParameters, HomingParameters, RobotParameters
 
 #: Standstill: the measured speed is at most this many encoder counts per control period (the
 #: velocity estimate's resolution is one count per period; two tolerate one count of dither).
@@ -139,22 +139,19 @@ def homing_time_allowance(homing: HomingParameters, lower: float, upper: float) 
 
 
 def axis_travel(params: RobotParameters, axis: str) -> tuple[float, float]:
-    """(lower, upper) hard limits of one axis (AXES), m or rad."""
-    if axis == FEED_JOINT:
-        return params.drill.feed_lower, params.drill.feed_upper
-    joint = params.joint(axis)
-    return joint.lower, joint.upper
+    """(lower, upper) hard limits of one axis (drive_axes()), m or rad."""
+    parameters = params.axis(axis)
+    if isinstance(parameters, DrillParameters):
+        return parameters.feed_lower, parameters.feed_upper
+    return parameters.lower, parameters.upper
 
 
 def control_settings(
     params: RobotParameters, axis: str, *, master_watchdog: bool = True, absolute: bool = True
 ) -> DriveControlSettings:
-    """The parameter file's settings of one axis (AXES): quick stop, watchdog, homing, brake."""
-    if axis == FEED_JOINT:
-        motor, transmission = params.drill.motor, params.drill.transmission
-    else:
-        joint = params.joint(axis)
-        motor, transmission = joint.motor, joint.transmission
+    """The parameter file's settings of one axis (drive_axes()): quick stop, watchdog, homing, brake."""
+    drive_train = params.axis(axis)
+    motor, transmission = drive_train.motor, drive_train.transmission
     homing = params.homing.get(axis)
     allowance = None if homing is None else homing_time_allowance(homing, *axis_travel(params, axis))
     counts_per_unit = params.drive.encoder_counts_per_rev * transmission.ratio / (2.0 * math.pi)

@@ -87,7 +87,7 @@ from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.homing import HomingError, HomingProgress, HomingSequence, homing_sequence
 from quirobot_control.safety.event_log import EventLog
 from quirobot_control.safety.motion_monitor import SafetyMonitor, SafetyStopError
-from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 
 
 class CallbackReturn(enum.Enum):
@@ -244,6 +244,8 @@ class QuirobotHardware:
         self.held: str | None = None  # why the robot is held (category 2), None when not
         self._homing: HomingSequence | None = None
         self._configured: set[str] = set()  # joints whose drive got the PID and mode since configure
+        self._names: tuple[str, ...] = ()
+        self._axes_index: list[int | None] = []  # each fixture-tool axis's index in _names (or None)
         self._fixtures: FixtureMonitor | None = None
         self.set_fixtures(fixtures)
         self.lifecycle = LifecycleState.UNCONFIGURED
@@ -254,8 +256,6 @@ class QuirobotHardware:
         self.stop_reason: str | None = None  # the latched stop (cleared only by acknowledge_stop)
         self.refused: str | None = None  # the last request refused by the lifecycle, and why
         self.log = EventLog()
-        self._names: tuple[str, ...] = ()
-        self._axes_index: list[int | None] = [None] * len(AXES)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def on_init(self, info: HardwareInfo) -> CallbackReturn:
@@ -274,7 +274,7 @@ class QuirobotHardware:
                 return self._fail(f"joint {joint.name}: unsupported state interface(s) {', '.join(missing)}")
         self.info = info
         self._names = tuple(j.name for j in info.joints)
-        self._axes_index = [self._names.index(a) if a in self._names else None for a in AXES]
+        self._index_fixture_axes()
         return CallbackReturn.SUCCESS
 
     def on_configure(self, previous_state: LifecycleState | None = None) -> CallbackReturn:
@@ -653,8 +653,14 @@ class QuirobotHardware:
                 raise SafetyStopError(f"command to {joint.name} failed: {error}") from error
 
     def _axes_vector(self, values: list[float]) -> list[float]:
-        """values in joint_names order -> the six AXES values (a joint not driven here: 0)."""
+        """values in joint_names order -> the values of the fixtures' tool axes (ToolGeometry.axes;
+        an axis not driven here: 0)."""
         return [values[k] if k is not None else 0.0 for k in self._axes_index]
+
+    def _index_fixture_axes(self) -> None:
+        """Where each axis of the fixtures' tool (ToolGeometry.axes) is among the joints driven here."""
+        axes = self._fixtures.fixtures.tool.axes if self._fixtures is not None else ()
+        self._axes_index = [self._names.index(a) if a in self._names else None for a in axes]
 
     @property
     def events(self) -> list[str]:
@@ -695,6 +701,7 @@ class QuirobotHardware:
             if fixtures is not None and (fixtures.zones or fixtures.speed_limit is not None)
             else None
         )
+        self._index_fixture_axes()
 
     # --- homing ---------------------------------------------------------------------------------
     @property
@@ -954,7 +961,7 @@ class QuirobotHardware:
         may ask and what the limiter brakes at) and the control configuration's following-error
         limits, watchdog timeouts and overspeed ratio."""
         return SafetyMonitor(
-            JointLimits.from_parameters(self.params).select(self._names),
+            JointLimits.from_parameters(self.params, self._names),
             following_error=[self.control.joint(name).following_error for name in self._names],
             watchdog_timeout=self.control.watchdog_timeout,
             stop_timeout=self.control.watchdog_stop_timeout,
@@ -984,11 +991,12 @@ def _check_period(period: object) -> None:
 
 
 def _current_gain(params: RobotParameters, name: str) -> float:
-    """K_T * ratio * efficiency (N/A or N*m/A) of a joint or of the drill feed."""
-    source = params.drill if name == FEED_JOINT else params.joint(name)
+    """K_T * ratio * efficiency (N/A or N*m/A) of a joint or of a tool's axis (the drill feed)."""
+    source = params.axis(name)
     return source.motor.torque_constant * source.transmission.ratio * source.transmission.efficiency
 
 
 def _effort_limit(params: RobotParameters, name: str) -> float:
     """The URDF's <limit effort> (N or N*m) of a joint or of the drill feed."""
-    return params.drill.feed_effort if name == FEED_JOINT else params.joint(name).effort_limit
+    source = params.axis(name)
+    return source.feed_effort if isinstance(source, DrillParameters) else source.effort_limit

@@ -14,7 +14,7 @@ from quirobot_control.drives.interface import DriveMode
 from quirobot_control.drives.pid import PIDGains
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import CONTROL_FILE
-from quirobot_description.parameters import AXES, FEED_JOINT, RobotParameters
+from quirobot_description.parameters import RobotParameters, drive_axes
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
 
@@ -43,7 +43,7 @@ class ControlConfig:
     inverse_dynamics_feedforward: bool
     bandwidth: float  # rad/s
     integral_ratio: float
-    joints: tuple[JointControl, ...]  # AXES order
+    joints: tuple[JointControl, ...]  # drive_axes() order: every drive, whichever tool is mounted
     watchdog_timeout: float  # s
     watchdog_stop_timeout: float  # s
     watchdog_startup_timeout: float  # s, activation to the first command
@@ -89,7 +89,7 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
     pole = "pole_placement"
     derivative_filter = reader.number(f"{pole}.derivative_filter", positive=True)
     joints = []
-    for name in AXES:
+    for name in drive_axes():
         key = f"joints.{name}"
         if name not in max_currents:
             raise ControlConfigError(f"no current limit given for joint {name}")
@@ -157,8 +157,5 @@ def _overspeed_ratio(value: float, file: str) -> float:
 
 def control_configuration(params: RobotParameters) -> ControlConfig:
     """config/control.yaml with each joint's current limit from the parameter file."""
-    currents = {
-        name: params.drill.motor.max_current if name == FEED_JOINT else params.joint(name).motor.max_current
-        for name in AXES
-    }
+    currents = {name: params.axis(name).motor.max_current for name in drive_axes()}
     return load_control_config(max_currents=currents)

@@ -490,10 +490,11 @@ class DriveNode:
         return serve
 
     def _inject_fault(self, request, response):
-        from quirobot_description.parameters import FEED_JOINT
+        from quirobot_description.parameters import DrillParameters
 
-        self.bridge.drives[FEED_JOINT].inject_fault("injected by ~/inject_fault (test)")
-        response.success, response.message = True, f"{FEED_JOINT} drive faulted"
+        feed = DrillParameters.feed_joint
+        self.bridge.drives[feed].inject_fault("injected by ~/inject_fault (test)")
+        response.success, response.message = True, f"{feed} drive faulted"
         return response
 
     def close(self) -> None:

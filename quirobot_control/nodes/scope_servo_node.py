@@ -36,9 +36,10 @@ import sys
 
 import numpy as np
 
-from quirobot_description.parameters import AXES, FEED_INDEX
+from quirobot_description.parameters import axes_for
 
-ARM = AXES[:FEED_INDEX]
+#: The arthroscope's commanded axes: the arm's joints (the scope has no axis of its own).
+SCOPE_AXES = axes_for("arthroscope")
 
 
 def main(args: list[str] | None = None) -> int:
@@ -145,11 +146,11 @@ def _make_node():
         def _send_hold(self) -> None:
             """The last command once more, at rest: the controller holds the scope there."""
             if self.session.hold is not None:
-                zero = [0.0] * len(ARM)
+                zero = [0.0] * len(SCOPE_AXES)
                 self._publish(self.session.hold, zero, self.get_clock().now().to_msg())
 
         def _publish(self, q, qd, stamp) -> None:
-            message = JointTrajectory(joint_names=list(ARM))
+            message = JointTrajectory(joint_names=list(SCOPE_AXES))
             message.header.stamp = stamp
             point = JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[float(v) for v in qd])
             point.time_from_start = Duration(seconds=self.period).to_msg()
@@ -158,9 +159,9 @@ def _make_node():
 
         def _on_states(self, message) -> None:
             position = dict(zip(message.name, message.position, strict=False))
-            if not all(name in position for name in ARM):
+            if not all(name in position for name in SCOPE_AXES):
                 return
-            self.q = np.array([position[name] for name in ARM])
+            self.q = np.array([position[name] for name in SCOPE_AXES])
             fault = None if self.session is None else self.session.measure(self.q)
             if fault is not None:
                 self.get_logger().error(f"fault, the scope held: {fault}")

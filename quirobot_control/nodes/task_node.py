@@ -70,11 +70,13 @@ from quirobot_control.procedures.drill_hole_executor import (
     Outcome,
     StackStatus,
 )
-from quirobot_description.parameters import AXES, FEED_INDEX
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, axes_for
 
+#: The drill's commanded axes (DrillHole drills): the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 #: The trajectory controllers a plan is split over (bringup.launch.py spawns them).
 CONTROLLERS = {"arm": "joint_trajectory_controller", "feed": "drill_feed_controller"}
-COLUMNS = {"arm": list(range(FEED_INDEX)), "feed": [FEED_INDEX]}
+COLUMNS = {"arm": list(range(len(JOINT_NAMES))), "feed": [DrillParameters.feed_index]}
 #: s of wall time without joint states after which they count as lost on any clock (a
 #: simulation that stopped altogether stops its clock too).
 STATES_LOST_WALL = 5.0
@@ -319,10 +321,10 @@ class RosMotionPort:
         """The joint states; their age on the node's clock (the plant's in simulation: a stalled
         simulation does not age them), or on the wall clock once that reaches STATES_LOST_WALL."""
         with self.lock:
-            if not all(name in self.position for name in AXES):
+            if not all(name in self.position for name in DRILL_AXES):
                 return None
-            position = np.array([self.position[name] for name in AXES])
-            effort = np.array([self.effort.get(name, np.nan) for name in AXES])
+            position = np.array([self.position[name] for name in DRILL_AXES])
+            effort = np.array([self.effort.get(name, np.nan) for name in DRILL_AXES])
             stamp, wall, measured = self.states_stamp, self.states_wall, self.states_measured
         age, wall_age = self.now() - stamp, time.monotonic() - wall
         return Measurement(
@@ -339,7 +341,7 @@ class RosMotionPort:
         seconds = int(np.floor(start))
         message.header.stamp = Time(sec=seconds, nanosec=int(round((start - seconds) * 1e9)) % 1_000_000_000)
         columns = COLUMNS[part]
-        message.joint_names = [AXES[c] for c in columns]
+        message.joint_names = [DRILL_AXES[c] for c in columns]
         for index in waypoints(trajectory, self.waypoint_period):
             point = JointTrajectoryPoint()
             point.positions = [float(v) for v in trajectory.positions[index, columns]]

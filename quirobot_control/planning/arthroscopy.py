@@ -17,7 +17,7 @@ from quirobot_control.axes.limits import JointLimits
 from quirobot_control.planning.remote_centre import RcmLimits, RcmServo
 from quirobot_control.planning.tasks import TaskError, _Reader, planning_kinematics
 from quirobot_description.file_schema import TASK_FILE, TEXT, Expect, FileSchema
-from quirobot_description.parameters import FEED_INDEX, RobotParameters
+from quirobot_description.parameters import RobotParameters, axes_for
 from quirobot_description.sourced_yaml import read_yaml_mapping
 
 __all__ = ["ARTHROSCOPY_FILE", "ArthroscopyTask", "ServoSegment", "load_arthroscopy", "servo_for"]
@@ -122,7 +122,7 @@ def load_arthroscopy(path: Path) -> ArthroscopyTask:
 
 def servo_for(task: ArthroscopyTask, params: RobotParameters) -> RcmServo:
     """The RCM servo holding the scope docked as the task starts (tip `depth` past the portal)."""
-    limits = JointLimits.from_parameters(params)
+    limits = JointLimits.from_parameters(params, axes_for("arthroscope"))  # the arm's joints
     kin = planning_kinematics(params, limits)
     scope = params.arthroscope
     tool0 = task.portal + (task.depth - scope.scope_length) * task.direction
@@ -138,7 +138,7 @@ def servo_for(task: ArthroscopyTask, params: RobotParameters) -> RcmServo:
             min_depth=task.min_depth,
             max_depth=task.max_depth,
             timeout=task.timeout,
-            joint_velocity=limits.velocity[:FEED_INDEX].copy(),
+            joint_velocity=limits.velocity.copy(),
         ),
         model=kin.model,
         q=q0,

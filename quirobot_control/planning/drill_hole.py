@@ -34,7 +34,7 @@ from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incisi
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, plan_feed
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.geometric_errors import GeometricErrors
-from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 
 #: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
 #: retracts along the axis instead of stopping.
@@ -110,6 +110,7 @@ def plan_drill_hole(
     `calibration`: the machine's identified geometric errors, planned with (planning.tasks.
     planning_kinematics); None: the nominal model.
     """
+    feed_index = DrillParameters.feed_index  # the drill feed's column
     base = base or load_task("incision")
     entry = _finite("entry", goal.entry)
     direction = _finite("direction", goal.direction)
@@ -151,10 +152,10 @@ def plan_drill_hole(
     # The feed retracts to the task's park value (kept inside its soft limit so that the
     # safety controller never clips the retract's stop) before the arm moves: a feed left out
     # (an aborted goal) comes back along the tool axis first.
-    retracted = float(base.park[FEED_INDEX])
+    retracted = float(base.park[feed_index])
     park = start.copy()
-    park[FEED_INDEX] = retracted
-    travel = limits.soft_upper[FEED_INDEX] - retracted - base.standoff
+    park[feed_index] = retracted
+    travel = limits.soft_upper[feed_index] - retracted - base.standoff
     if goal.depth > travel:
         raise GoalRejectedError(
             f"depth {goal.depth * 1000:.2f} mm exceeds the drill_feed travel left after the "
@@ -171,7 +172,7 @@ def plan_drill_hole(
             f"{safety.breakthrough_limit * 1000:.1f} mm past it)",
             LIMIT,
         )
-    feed_velocity = float(limits.velocity[FEED_INDEX])
+    feed_velocity = float(limits.velocity[feed_index])
     if goal.feed_rate > feed_velocity:
         raise GoalRejectedError(
             f"feed_rate {goal.feed_rate * 1000:.2f} mm/s exceeds the drill_feed velocity limit "
@@ -211,8 +212,8 @@ def plan_drill_hole(
     try:
         trajectory = plan_incision(task, params, dt, calibration)
         trajectory = until_phase(trajectory, LAST_PHASE)
-        if retracted != start[FEED_INDEX]:
-            rate = float(limits.velocity[FEED_INDEX])
+        if retracted != start[feed_index]:
+            rate = float(limits.velocity[feed_index])
             trajectory = plan_feed(start, retracted, rate, limits, dt, "prepare").then(trajectory)
     except (PlanningError, ValueError) as error:
         raise GoalRejectedError(str(error), LIMIT) from error
@@ -279,24 +280,25 @@ def plan_cancel_retract(
     feed_acceleration: at that one a cancel at 5 mm/s went 1.25 mm deeper before the retract, at
     this one 0.125 mm (test_goal_limits).
     """
+    feed_index = DrillParameters.feed_index  # the drill feed's column
     limits = JointLimits.from_parameters(params)
     q = np.asarray(q_now, dtype=float).copy()
     # A pose a hair outside the soft range (tracking error) must not block the way out.
     q = np.clip(q, limits.soft_lower, limits.soft_upper)
-    rate = min(task.retract_rate, float(limits.velocity[FEED_INDEX]))
+    rate = min(task.retract_rate, float(limits.velocity[feed_index]))
     v0 = max(float(feed_velocity), 0.0)
     if v0 <= 0.0:
-        return plan_feed(q, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract")
-    deceleration = float(limits.acceleration[FEED_INDEX])
+        return plan_feed(q, float(task.park[feed_index]), rate, limits, dt, "cancel_retract")
+    deceleration = float(limits.acceleration[feed_index])
     count = int(np.ceil(v0 / deceleration / dt)) + 1
     t = np.minimum(np.arange(count) * dt, v0 / deceleration)
     positions = np.tile(q, (count, 1))
     velocities = np.zeros((count, q.size))
     accelerations = np.zeros((count, q.size))
-    positions[:, FEED_INDEX] = q[FEED_INDEX] + v0 * t - 0.5 * deceleration * t**2
-    velocities[:, FEED_INDEX] = v0 - deceleration * t
-    accelerations[:-1, FEED_INDEX] = -deceleration
-    velocities[-1, FEED_INDEX] = 0.0
+    positions[:, feed_index] = q[feed_index] + v0 * t - 0.5 * deceleration * t**2
+    velocities[:, feed_index] = v0 - deceleration * t
+    accelerations[:-1, feed_index] = -deceleration
+    velocities[-1, feed_index] = 0.0
     stop = JointTrajectory(
         dt=dt,
         positions=positions,
@@ -305,7 +307,7 @@ def plan_cancel_retract(
         phases=(Phase("cancel_stop", 0.0, (count - 1) * dt),),
     )
     stopped = np.clip(positions[-1], limits.soft_lower, limits.soft_upper)
-    return stop.then(plan_feed(stopped, float(task.park[FEED_INDEX]), rate, limits, dt, "cancel_retract"))
+    return stop.then(plan_feed(stopped, float(task.park[feed_index]), rate, limits, dt, "cancel_retract"))
 
 
 def waypoints(trajectory: JointTrajectory, period: float) -> np.ndarray:
@@ -368,7 +370,9 @@ def slowed_for_lag(trajectory: JointTrajectory, lag: float, tolerance: np.ndarra
     return result
 
 
-def path_tolerances(controllers: dict, names: tuple[str, ...] = AXES, kind: str = "trajectory") -> np.ndarray:
+def path_tolerances(
+    controllers: dict, names: tuple[str, ...] = axes_for("drill"), kind: str = "trajectory"
+) -> np.ndarray:
     """(len(names),) path tolerances (m or rad) of the joints from a ros2_control controllers
     configuration (config/controllers.yaml as a mapping): each controller's
     constraints.<joint>.<kind> (kind "trajectory": along the path, "goal": at the end; the shipped

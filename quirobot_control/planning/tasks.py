@@ -39,7 +39,7 @@ from quirobot_control.planning.trajectory import (
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.geometric_errors import GeometricErrors
-from quirobot_description.parameters import FEED_INDEX, RobotParameters
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
 
@@ -298,9 +298,10 @@ class Kinematics:
         return inverse_kinematics(ApproachTarget(position, approach), self.model, seed=seed)
 
     def tip(self, q6: np.ndarray) -> np.ndarray:
-        """(3,) drill tip position (m) for q6 = arm joints + feed."""
+        """(3,) drill tip position (m) for q6 = arm joints + feed (axes_for("drill"))."""
         q6 = np.asarray(q6, dtype=float)
-        return forward_kinematics(q6[:FEED_INDEX], self.model, feed=float(q6[FEED_INDEX]))[:3, 3]
+        feed = float(q6[DrillParameters.feed_index])
+        return forward_kinematics(q6[: len(JOINT_NAMES)], self.model, feed=feed)[:3, 3]
 
 
 def planning_kinematics(
@@ -314,7 +315,9 @@ def planning_kinematics(
     model = KinematicModel.from_parameters(params).calibrated(calibration)
     return Kinematics(
         replace(
-            model, lower=limits.soft_lower[:FEED_INDEX].copy(), upper=limits.soft_upper[:FEED_INDEX].copy()
+            model,
+            lower=limits.soft_lower[: len(JOINT_NAMES)].copy(),
+            upper=limits.soft_upper[: len(JOINT_NAMES)].copy(),
         )
     )
 
@@ -324,24 +327,25 @@ def plan_incision(
 ) -> JointTrajectory:
     """The whole incision as one trajectory (phases approach, align, feed, dwell, retract, withdraw,
     park); `calibration`: see planning_kinematics."""
+    feed_index = DrillParameters.feed_index  # the drill feed's column
     limits = JointLimits.from_parameters(params)
     park = task.park.copy()
     limits.check_position(park, "incision: park pose")
     # The drill tip is tool0 + feed * u: tool0 targets are the tip's minus the retracted feed.
-    retracted = float(park[FEED_INDEX])
+    retracted = float(park[feed_index])
     # The stroke first: a standoff or depth beyond it is refused as such, not as a long task.
     feed_goal = retracted + task.standoff + task.depth
-    if feed_goal > limits.soft_upper[FEED_INDEX]:
+    if feed_goal > limits.soft_upper[feed_index]:
         raise PlanningError(
             f"incision: retracted feed + standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill "
-            f"feed stroke {limits.soft_upper[FEED_INDEX] * 1000:.1f} mm (soft limit)"
+            f"feed stroke {limits.soft_upper[feed_index] * 1000:.1f} mm (soft limit)"
         )
     stroke = task.standoff + task.depth
     check_task_duration(
         {
             "feed": stroke / task.feed_rate,
             "dwell": task.dwell,
-            "retract": stroke / min(task.retract_rate, limits.velocity[FEED_INDEX]),
+            "retract": stroke / min(task.retract_rate, limits.velocity[feed_index]),
             "align and withdraw": 2.0 * (task.approach_distance - task.standoff) / task.line.speed,
         },
         "incision",
@@ -351,7 +355,7 @@ def plan_incision(
     above = task.entry - (task.approach_distance + retracted) * u
     standoff = task.entry - (task.standoff + retracted) * u
     try:
-        q_above = kin.inverse(above, u, park[:FEED_INDEX])
+        q_above = kin.inverse(above, u, park[: len(JOINT_NAMES)])
     except ValueError as error:
         raise PlanningError(
             f"incision: cannot reach the approach point {above.round(4).tolist()}: {error}"
@@ -377,7 +381,7 @@ def plan_incision(
     )
     trajectory = trajectory.then(feed)
     trajectory = trajectory.then(hold(feed.positions[-1], task.dwell, dt, "dwell"))
-    retract_rate = min(task.retract_rate, limits.velocity[FEED_INDEX])
+    retract_rate = min(task.retract_rate, limits.velocity[feed_index])
     trajectory = trajectory.then(
         plan_feed(feed.positions[-1], retracted, retract_rate, limits, dt, "retract")
     )
@@ -432,7 +436,7 @@ def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointT
     """Hold, the straight line of tool0, hold (phases start, line, end)."""
     limits = JointLimits.from_parameters(params)
     kin = planning_kinematics(params, limits)
-    length = float(np.linalg.norm(task.end - kin.forward(task.start[:FEED_INDEX])[:3, 3]))
+    length = float(np.linalg.norm(task.end - kin.forward(task.start[: len(JOINT_NAMES)])[:3, 3]))
     check_task_duration({"line": length / task.line.speed, "settle": 2.0 * task.settle}, "line")
     line = plan_line(
         task.start, task.end, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="line"

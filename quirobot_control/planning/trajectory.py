@@ -1,7 +1,8 @@
 """Trajectory planning: joint-space point-to-point, Cartesian straight lines, the drill feed.
 
-Every planner returns a `JointTrajectory` sampled at the control period over the six commanded
-joints (the five arm joints plus ``drill_feed``): positions, velocities and accelerations that are
+Every planner returns a `JointTrajectory` sampled at the control period over the commanded axes
+of its `JointLimits` (the mounted tool's, `axes_for(tool)`: the five arm joints first, then the
+tool's own, ``drill_feed`` for the drill): positions, velocities and accelerations that are
 continuous and within each joint's limits. Limits come from the parameter file
 (`JointLimits.from_parameters`). A request the arm cannot follow (a target outside the soft
 limits, a path crossing a limit or a singularity) raises `PlanningError` naming the joint, the
@@ -25,7 +26,7 @@ import numpy as np
 from ruckig import InputParameter, Result, Ruckig, Trajectory
 
 from quirobot_control.axes.limits import JointLimits, PlanningError
-from quirobot_description.parameters import AXES, FEED_INDEX, JOINT_NAMES
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, axes_for
 
 #: Relative slack allowed on limit checks of sampled profiles (ruckig is exact to ~1e-12).
 _LIMIT_TOLERANCE = 1e-6
@@ -52,7 +53,8 @@ class CartesianPath:
 
 @dataclass(frozen=True)
 class JointTrajectory:
-    """Samples at a fixed period `dt` (s): times (N,), positions/velocities/accelerations (N, 6)."""
+    """Samples at a fixed period `dt` (s): times (N,), positions/velocities/accelerations (N, n) of
+    the axes `names` (default the drill's, axes_for("drill"): n = 6)."""
 
     dt: float
     positions: np.ndarray
@@ -60,7 +62,7 @@ class JointTrajectory:
     accelerations: np.ndarray
     phases: tuple[Phase, ...] = ()
     paths: tuple[CartesianPath, ...] = field(default=())
-    names: tuple[str, ...] = AXES
+    names: tuple[str, ...] = axes_for("drill")
 
     @property
     def times(self) -> np.ndarray:
@@ -166,9 +168,9 @@ def rest_to_rest_profile(
 def plan_point_to_point(
     q_start: Sequence[float], q_goal: Sequence[float], limits: JointLimits, dt: float, name: str = "move"
 ) -> JointTrajectory:
-    """Time-optimal jerk-limited joint-space move, all six joints synchronized to finish together.
+    """Time-optimal jerk-limited joint-space move, every axis synchronized to finish together.
 
-    q_start, q_goal: (6,) in AXES order (m, rad). Both must lie in the soft range.
+    q_start, q_goal: (n,) in `limits.names` order (m, rad). Both must lie in the soft range.
     """
     start = np.asarray(q_start, dtype=float)
     goal = np.asarray(q_goal, dtype=float)
@@ -184,6 +186,7 @@ def plan_point_to_point(
         velocities=velocities,
         accelerations=accelerations,
         phases=(Phase(name, 0.0, (len(positions) - 1) * dt),),
+        names=limits.names,
     )
 
 
@@ -201,24 +204,26 @@ def plan_feed(
     """Move only the drill feed to `feed_goal` (m) at most `feed_rate` (m/s); the arm holds still.
 
     Start and stop are smooth: jerk-limited by `acceleration` (m/s^2) and `jerk` (m/s^3), by
-    default the feed axis' limits (a gentler value may be asked, not a harsher one).
+    default the feed axis' limits (a gentler value may be asked, not a harsher one). The feed is
+    the drill's feed axis (DrillParameters.feed_joint) among `limits.names`.
     """
     start = np.asarray(q_start, dtype=float)
+    feed = _feed_column(limits, name)
     if not math.isfinite(feed_rate) or feed_rate <= 0.0:
         raise PlanningError(f"{name}: feed rate must be a finite number > 0 m/s, got {feed_rate}")
-    if feed_rate > limits.velocity[FEED_INDEX] * (1 + 1e-12):
+    if feed_rate > limits.velocity[feed] * (1 + 1e-12):
         raise PlanningError(
             f"{name}: feed rate {feed_rate} m/s exceeds the drill_feed velocity limit "
-            f"{limits.velocity[FEED_INDEX]} m/s"
+            f"{limits.velocity[feed]} m/s"
         )
     goal = start.copy()
-    goal[FEED_INDEX] = feed_goal
+    goal[feed] = feed_goal
     limits.check_position(start, f"{name}: start")
     limits.check_position(goal, f"{name}: goal")
     bounds = {}
     for label, value, limit in (
-        ("acceleration", acceleration, limits.acceleration[FEED_INDEX]),
-        ("jerk", jerk, limits.jerk[FEED_INDEX]),
+        ("acceleration", acceleration, limits.acceleration[feed]),
+        ("jerk", jerk, limits.jerk[feed]),
     ):
         value = limit if value is None else value
         if not math.isfinite(value) or value <= 0.0 or value > limit * (1 + 1e-12):
@@ -227,8 +232,8 @@ def plan_feed(
             )
         bounds[label] = value
     p, v, a = rest_to_rest_profile(
-        start[FEED_INDEX : FEED_INDEX + 1],
-        goal[FEED_INDEX : FEED_INDEX + 1],
+        start[feed : feed + 1],
+        goal[feed : feed + 1],
         np.array([feed_rate]),
         np.array([bounds["acceleration"]]),
         np.array([bounds["jerk"]]),
@@ -238,9 +243,9 @@ def plan_feed(
     positions = np.tile(start, (count, 1))
     velocities = np.zeros((count, start.size))
     accelerations = np.zeros((count, start.size))
-    positions[:, FEED_INDEX] = p[:, 0]
-    velocities[:, FEED_INDEX] = v[:, 0]
-    accelerations[:, FEED_INDEX] = a[:, 0]
+    positions[:, feed] = p[:, 0]
+    velocities[:, feed] = v[:, 0]
+    accelerations[:, feed] = a[:, 0]
     limits.check_envelope(positions, velocities, dt, name)
     return JointTrajectory(
         dt=dt,
@@ -248,7 +253,15 @@ def plan_feed(
         velocities=velocities,
         accelerations=accelerations,
         phases=(Phase(name, 0.0, (count - 1) * dt),),
+        names=limits.names,
     )
+
+
+def _feed_column(limits: JointLimits, name: str) -> int:
+    """The drill feed's index among the planned axes; PlanningError if the tool has no feed."""
+    if DrillParameters.feed_joint not in limits.names:
+        raise PlanningError(f"{name}: no drill feed among the axes {', '.join(limits.names)}")
+    return limits.names.index(DrillParameters.feed_joint)
 
 
 @dataclass(frozen=True)
@@ -295,7 +308,8 @@ def plan_line(
     """
     start = np.asarray(q_start, dtype=float)
     limits.check_position(start, f"{name}: start")
-    pose = np.asarray(forward(start[:FEED_INDEX]), dtype=float)
+    arm = slice(0, len(JOINT_NAMES))  # the arm's joints come first, whatever the tool
+    pose = np.asarray(forward(start[arm]), dtype=float)
     p0 = pose[:3, 3].copy()
     approach = pose[:3, 2].copy()
     p1 = np.asarray(end_position, dtype=float)
@@ -318,8 +332,8 @@ def plan_line(
     samples = max(int(math.ceil(length / 1e-4)), 8) + 1
     s_grid = np.linspace(0.0, length, samples)
     h = min(1e-4, length / 4.0) * 0.5
-    q_grid = np.empty((samples, FEED_INDEX))
-    seed = start[:FEED_INDEX]
+    q_grid = np.empty((samples, len(JOINT_NAMES)))
+    seed = start[arm]
     for k, s in enumerate(s_grid):
         q_grid[k] = ik(s, seed)
         if k == 0 and np.any(np.abs(q_grid[0] - seed) > 1e-9):
@@ -334,7 +348,6 @@ def plan_line(
         q_prime[k] = (qp - qm) / (2 * h)
         q_second[k] = (qp - 2 * q_grid[k] + qm) / (h * h)
 
-    arm = slice(0, FEED_INDEX)
     speed, acceleration, jerk = line.speed, line.acceleration, line.jerk
     peak_prime = np.max(np.abs(q_prime), axis=0)
     with np.errstate(divide="ignore"):
@@ -350,7 +363,7 @@ def plan_line(
         )
         s_t, sd_t, sdd_t = s_t[:, 0], sd_t[:, 0], sdd_t[:, 0]
         s_t = np.clip(s_t, 0.0, length)
-        q_t = np.empty((len(s_t), FEED_INDEX))
+        q_t = np.empty((len(s_t), len(JOINT_NAMES)))
         index = np.minimum(np.searchsorted(s_grid, s_t), samples - 1)
         for k, s in enumerate(s_t):
             q_t[k] = ik(s, q_grid[index[k]])
@@ -393,6 +406,7 @@ def plan_line(
         accelerations=accelerations,
         phases=(Phase(name, 0.0, (count - 1) * dt),),
         paths=(path,),
+        names=limits.names,
     )
 
 
@@ -403,7 +417,7 @@ def _interpolate(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 def _check_path(q_grid: np.ndarray, s_grid: np.ndarray, limits: JointLimits, name: str) -> None:
     """Refuse a path leaving the soft range or jumping between IK branches (a singularity)."""
-    arm = slice(0, FEED_INDEX)
+    arm = slice(0, len(JOINT_NAMES))
     lower, upper = limits.soft_lower[arm], limits.soft_upper[arm]
     for j, joint in enumerate(JOINT_NAMES):
         below = np.nonzero(q_grid[:, j] < lower[j] - 1e-12)[0]

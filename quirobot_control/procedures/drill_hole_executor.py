@@ -56,7 +56,7 @@ from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Even
 from quirobot_control.procedures.path_check import PathCheck
 from quirobot_control.safety.drilling_monitor import DrillingStop
 from quirobot_description.geometric_errors import GeometricErrors
-from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 
 #: The frame goals are planned in (the robot's base, the URDF's root).
 WORLD = "world"
@@ -168,7 +168,7 @@ PARTS = ("arm", "feed")
 
 @dataclass(frozen=True)
 class Measurement:
-    position: np.ndarray  # (6,) m and rad, AXES order
+    position: np.ndarray  # (6,) m and rad, axes_for("drill") order
     effort: np.ndarray  # (6,) N and N*m
     age: float  # s since it was received, on the port's clock (joint states lost beyond states_lost)
     stamp: float  # s on the port's clock: when it was measured (its header stamp)
@@ -337,7 +337,7 @@ class ExecutorConfig:
         return cls(
             params=params,
             dt=control.dt,
-            tolerance=np.array([control.joint(name).path_tolerance for name in AXES]),
+            tolerance=np.array([control.joint(name).path_tolerance for name in axes_for("drill")]),
             goal_tolerance=path_tolerances(controllers, kind="goal"),
             tip=Kinematics(KinematicModel.from_parameters(params).calibrated(calibration)).tip,
             base_task=load_task("incision"),
@@ -435,7 +435,7 @@ class _Run:
         self.canceled = False  # a cancel started the way out (the goal ends canceled)
         self.cancel_cause = "canceled"  # or the client's disappearance
         self.clients_gone_at = float("nan")  # s, since when no action client is left
-        self.path = PathCheck(self.config.tolerance)  # the plan's path, on time-aligned states
+        self.path = PathCheck(self.config.tolerance, axes_for("drill"))  # the plan's path, time-aligned
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
@@ -637,7 +637,7 @@ class _Run:
         depth = lateral = thrust = float("nan")
         if measurement is not None:
             depth, lateral = tip_progress(self.config.tip(measurement.position), task.entry, task.direction)
-            thrust = float(measurement.effort[FEED_INDEX])
+            thrust = float(measurement.effort[DrillParameters.feed_index])
             self.depth = depth
             if (phase in BONE_PHASES or self.policy.in_bone) and depth >= 0.0:
                 self.deepest = depth if not self.deepest >= depth else self.deepest
@@ -746,7 +746,9 @@ class _Run:
         t = self.port.now() - self.motion_start
         planned_q, planned_v, _ = self.motion.sample(t)
         retract = slowed_for_lag(
-            plan_cancel_retract(planned_q, self.plan.task, config.params, config.dt, planned_v[FEED_INDEX]),
+            plan_cancel_retract(
+                planned_q, self.plan.task, config.params, config.dt, planned_v[DrillParameters.feed_index]
+            ),
             config.tracking_lag,
             config.tolerance,
         )

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
-from quirobot_description.parameters import FEED_JOINT, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 
 
 class GoalLimitError(ValueError):
@@ -46,7 +46,7 @@ def monitor_settings_for_goal(
         safety,
         params.drill,
         params.drilling.spindle,
-        control.joint(FEED_JOINT).effective_inertia,
+        control.joint(DrillParameters.feed_joint).effective_inertia,
         far_cortex_depth,
     )
     return replace(settings, thrust_limit=min(value, safety.thrust_limit))

@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from quirobot_control.planning.trajectory import JointTrajectory
-from quirobot_description.parameters import AXES
 
 __all__ = ["PathCheck"]
 
 
 @dataclass
 class PathCheck:
-    """`tolerance` (6,): m and rad per joint, AXES order; `worst` (6,): the largest deviation seen."""
+    """`tolerance` (n,): m and rad per axis of `names` (the plan's axes); `worst` (n,): the largest
+    deviation seen."""
 
     tolerance: np.ndarray
-    names: tuple[str, ...] = AXES
+    names: tuple[str, ...]
     worst: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:

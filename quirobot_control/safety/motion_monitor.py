@@ -77,7 +77,7 @@ class SafetyMonitor:
         acceleration: Sequence[float] | None = None,
         log: EventLog | None = None,
     ) -> None:
-        """limits: the joints' limits in the hardware's joint order (`JointLimits.select`);
+        """limits: the joints' limits in the hardware's joint order (`JointLimits.from_parameters`);
         following_error (n,): m or rad per joint; watchdog_timeout, stop_timeout, startup_timeout:
         s; overspeed_ratio: measured speed / velocity limit that is a fault; acceleration (n,):
         m/s^2 or rad/s^2 each axis can give (a_cmd; default the planned limits); log: where

@@ -26,7 +26,7 @@ from quirobot_control.procedures.procedure import SummaryRow, register
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation
 from quirobot_control.simulation.incision import TARGETS, TaskResult, common_metrics
 from quirobot_control.simulation.metrics import TaskMetrics
-from quirobot_description.parameters import FEED_INDEX, RobotParameters
+from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 
 #: The procedure's targets (m): the issue's portal drift bound.
 RCM_TARGET = 0.5e-3
@@ -122,9 +122,9 @@ class ArthroscopyProcedure:
         model = servo.model
         dead_man = sum(n for reason, n in servo.holds.items() if reason.startswith("dead-man"))
         metrics = ArthroscopyMetrics(
-            rcm_error=float(axis_distance(log.position[:, :FEED_INDEX], task.portal, model).max()),
+            rcm_error=float(axis_distance(log.position[:, : len(JOINT_NAMES)], task.portal, model).max()),
             rcm_error_commanded=float(
-                axis_distance(trajectory.positions[:, :FEED_INDEX], task.portal, model).max()
+                axis_distance(trajectory.positions[:, : len(JOINT_NAMES)], task.portal, model).max()
             ),
             servo_commands=servo.commands,
             dead_man_holds=dead_man,

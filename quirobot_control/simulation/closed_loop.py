@@ -49,7 +49,7 @@ from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.realistic_plant import RealisticPlant
 from quirobot_control.simulation.thrust_feedforward import thrust_feedforward
 from quirobot_description.geometric_errors import GeometricErrors
-from quirobot_description.parameters import AXES, FEED_INDEX, RobotParameters
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
 from quirobot_description.plant_parameters import PLANTS, PlantParameters
 from quirobot_description.urdf import robot_description
 from quirobot_kinematics import KinematicModel, forward_kinematics
@@ -113,12 +113,13 @@ def plan_feedforward(
     gravity: the gravity efforts (the arm's model, the bit's weight along the tool axis).
     Both False: zeros (the PID alone, with its velocity feed-forward).
     """
+    feed_index = DrillParameters.feed_index  # the drill feed's column
     q = trajectory.positions
     qd = trajectory.velocities
     qdd = trajectory.accelerations
     qdd_mid = 0.5 * (qdd + np.vstack([qdd[1:], qdd[-1:]]))
     qd_mid = 0.5 * (qd + np.vstack([qd[1:], qd[-1:]]))
-    arm = slice(0, FEED_INDEX)
+    arm = slice(0, len(JOINT_NAMES))
     model = build_model(params).with_armature(reflected_rotor_inertia(params))
     dynamics = Dynamics(model)
     efforts = np.zeros_like(q)
@@ -126,10 +127,10 @@ def plan_feedforward(
     if inverse_dynamics:
         efforts[:, arm] = dynamics.inverse_dynamics(q[:, arm], qd_mid[:, arm], qdd_mid[:, arm], friction=True)
         efforts[:, arm] -= dynamics.gravity_torques(q[:, arm])
-        feed_drive = drive_for_joint(params, "drill_feed")
-        efforts[:, FEED_INDEX] = (feed_drive.reflected_inertia + drill.bit_mass) * qdd_mid[
-            :, FEED_INDEX
-        ] + drill.feed_damping * qd_mid[:, FEED_INDEX]
+        feed_drive = drive_for_joint(params, DrillParameters.feed_joint)
+        efforts[:, feed_index] = (feed_drive.reflected_inertia + drill.bit_mass) * qdd_mid[
+            :, feed_index
+        ] + drill.feed_damping * qd_mid[:, feed_index]
     if gravity:
         efforts += gravity_model(params)(q)
     return efforts
@@ -138,8 +139,10 @@ def plan_feedforward(
 def planned_tip(params: RobotParameters, trajectory: JointTrajectory) -> tuple[np.ndarray, np.ndarray]:
     """(tip, tool0): the planned drill tip and tool0 (N, 3) in the world, m (FK of the plan, the
     feed along tool z)."""
-    poses = forward_kinematics(trajectory.positions[:, :FEED_INDEX], KinematicModel.from_parameters(params))
-    tip = poses[:, :3, 3] + poses[:, :3, 2] * trajectory.positions[:, FEED_INDEX : FEED_INDEX + 1]
+    q = trajectory.positions
+    poses = forward_kinematics(q[:, : len(JOINT_NAMES)], KinematicModel.from_parameters(params))
+    feed = DrillParameters.feed_index
+    tip = poses[:, :3, 3] + poses[:, :3, 2] * q[:, feed : feed + 1]
     return tip, poses[:, :3, 3]
 
 
@@ -185,6 +188,9 @@ def rejoin(offset: float, u: float, duration: float) -> tuple[float, float, floa
 class ClosedLoopSimulation:
     """One closed-loop run of a planned trajectory (see the module docstring)."""
 
+    #: The simulated robot's axes: the plant's, which carries the drill (axes_for("drill")).
+    axes: tuple[str, ...] = MujocoPlant.axes
+
     def __init__(
         self,
         params: RobotParameters,
@@ -218,22 +224,22 @@ class ClosedLoopSimulation:
         # The drives watch the master like real ones (drive.master_timeout): a host that stops
         # calling write (the master-loss fault) leaves them to stop by themselves.
         self.drives: dict[str, SimulatedDrive] = {
-            name: drive_for_joint(params, name, master_watchdog=True) for name in AXES
+            name: drive_for_joint(params, name, master_watchdog=True) for name in self.axes
         }
-        armature = np.array([self.drives[name].reflected_inertia for name in AXES])
+        armature = np.array([self.drives[name].reflected_inertia for name in self.axes])
         self.plant: MujocoPlant | RealisticPlant
         if plant == "realistic":
             self.plant = RealisticPlant(
                 params,
                 plant_parameters or params.plant,
-                [self.drives[name] for name in AXES],
+                [self.drives[name] for name in self.axes],
                 self.dt / self.substeps,
                 compensated=compensated,
                 rng=np.random.default_rng(seed),
                 urdf=urdf,
                 geometric=geometric,
             )
-            self.drives = dict(zip(AXES, self.plant.drives, strict=True))
+            self.drives = dict(zip(self.axes, self.plant.drives, strict=True))
         else:
             self.plant = MujocoPlant(params, armature, self.dt / self.substeps, urdf)
         # The simulation keeps the host PID (control.yaml drive_mode.simulation: cst).
@@ -243,7 +249,7 @@ class ClosedLoopSimulation:
         info = hardware_info_from_urdf(robot_description("drill", "mock"))
         if self.hardware.on_init(info) is not CallbackReturn.SUCCESS:
             raise SimulationError(f"hardware on_init failed: {self.hardware.stop_reason}")
-        if tuple(self.hardware.joint_names) != AXES:
+        if tuple(self.hardware.joint_names) != self.axes:
             raise SimulationError(f"the URDF's ros2_control joints are {self.hardware.joint_names}")
         # Model-based feed-forward as configured (control.yaml feedforward.*); False: none.
         use = feedforward is not False
@@ -295,9 +301,9 @@ class ClosedLoopSimulation:
 
         trajectory = self.trajectory
         count = len(trajectory.positions)
-        n = len(AXES)
+        n = len(self.axes)
         log = SimulationLog(
-            names=AXES,
+            names=self.axes,
             time=np.arange(count) * self.dt,
             position=np.zeros((count, n)),
             velocity=np.zeros((count, n)),
@@ -316,7 +322,7 @@ class ClosedLoopSimulation:
         )
         plant = self.plant
         plant.reset(trajectory.positions[0])
-        drives = [self.drives[name] for name in AXES]
+        drives = [self.drives[name] for name in self.axes]
         plant.sense(drives)
         hardware = self.hardware
         if hardware.on_configure() is not CallbackReturn.SUCCESS:
@@ -441,6 +447,7 @@ class ClosedLoopSimulation:
     def _commands(self, k: int, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """This cycle's position, velocity and feed-forward commands: the plan's, or after a feed
         stop the held arm and the stopping (then held, then rejoining) feed."""
+        feed_index = DrillParameters.feed_index  # the drill feed's column
         trajectory = self.trajectory
         position, velocity = trajectory.positions[k], trajectory.velocities[k]
         effort = self.feedforward[k] if self.feedforward is not None else None
@@ -452,36 +459,37 @@ class ClosedLoopSimulation:
             if t > retract.end_time:
                 return position, velocity, effort
             # Rejoin the plan over the retract from where the feed stopped.
-            offset = stop.rest_position - trajectory.positions[self._retract_index, FEED_INDEX]
+            offset = stop.rest_position - trajectory.positions[self._retract_index, feed_index]
             extra, extra_velocity, _ = rejoin(
                 offset,
                 (t - retract.start_time) / (retract.end_time - retract.start_time),
                 retract.end_time - retract.start_time,
             )
             position, velocity = position.copy(), velocity.copy()
-            position[FEED_INDEX] += extra
-            velocity[FEED_INDEX] += extra_velocity
+            position[feed_index] += extra
+            velocity[feed_index] += extra_velocity
             return position, velocity, effort
         hold_position, hold_effort = self._hold
         position, velocity = hold_position.copy(), np.zeros_like(velocity)
-        position[FEED_INDEX], velocity[FEED_INDEX], _ = stop.command(t)
+        position[feed_index], velocity[feed_index], _ = stop.command(t)
         return position, velocity, hold_effort
 
     def _monitor_cycle(self, k: int, t: float, velocity: np.ndarray) -> DrillingEvent | None:
         """Run the drilling monitor; the event that stops the feed this cycle, if any (the first
         one also starts the host's feed stop)."""
+        feed_index = DrillParameters.feed_index  # the drill feed's column
         monitor = self.monitor
         if monitor is None:
             return None
         spindle = self.spindle
-        feed = self.hardware.joints[FEED_INDEX]
+        feed = self.hardware.joints[feed_index]
         stop = self.feed_stop
         if stop is None:
-            acceleration = float(self.trajectory.accelerations[k, FEED_INDEX])
+            acceleration = float(self.trajectory.accelerations[k, feed_index])
         else:
             acceleration = stop.command(t)[2]
         depth = float(
-            self.planned_depth[k] + feed.state["position"] - self.trajectory.positions[k, FEED_INDEX]
+            self.planned_depth[k] + feed.state["position"] - self.trajectory.positions[k, feed_index]
         )
         event = monitor.update(
             t,
@@ -489,7 +497,7 @@ class ClosedLoopSimulation:
             depth=depth,
             effort=feed.state["effort"],
             velocity=feed.state["velocity"],
-            commanded_velocity=float(velocity[FEED_INDEX]),
+            commanded_velocity=float(velocity[feed_index]),
             commanded_acceleration=acceleration,
             spindle_at_speed=spindle.at_speed if spindle is not None else True,
             spindle_stalled=spindle.stalled if spindle is not None else False,
@@ -499,7 +507,7 @@ class ClosedLoopSimulation:
             return event
         position = self.trajectory.positions[k]
         self.feed_stop = FeedStop(
-            t, float(position[FEED_INDEX]), float(velocity[FEED_INDEX]), self.params.drill.feed_acceleration
+            t, float(position[feed_index]), float(velocity[feed_index]), self.params.drill.feed_acceleration
         )
         # The arm holds where the plan is; only gravity is fed forward (no planned thrust any more).
         self._hold = (position.copy(), self._gravity(position[None, :])[0])

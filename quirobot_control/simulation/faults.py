@@ -43,7 +43,8 @@ import numpy as np
 
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, SimulationLog
-from quirobot_description.parameters import AXES, FEED_JOINT
+from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_description.parameters import DrillParameters
 
 FAULT_KINDS = ("master-loss", "drive-fault", "power-fault", "estop", "bone-harder", "spindle-stall")
 #: The kinds that name a drive (KIND:JOINT).
@@ -75,7 +76,7 @@ class FaultError(ValueError):
 class Injection:
     kind: str  # one of FAULT_KINDS
     at: float  # s, simulation time
-    joint: str = FEED_JOINT  # drive-fault, power-fault: the drive that faults
+    joint: str = DrillParameters.feed_joint  # drive-fault, power-fault: the drive that faults
 
     @classmethod
     def parse(cls, text: str) -> Injection:
@@ -91,11 +92,12 @@ class Injection:
         at = float(seconds) if _SECONDS.fullmatch(seconds) else math.nan
         if not 0.0 <= at < 1e6:
             raise FaultError(f"--inject {text!r}: the time must be a number of seconds >= 0, got {seconds!r}")
-        if joint is not None and (kind not in DRIVE_FAULT_KINDS or joint not in AXES):
+        axes = MujocoPlant.axes  # the simulated robot's drives
+        if joint is not None and (kind not in DRIVE_FAULT_KINDS or joint not in axes):
             raise FaultError(
-                f"--inject {text!r}: only drive-fault and power-fault name a drive, one of {', '.join(AXES)}"
+                f"--inject {text!r}: only drive-fault and power-fault name a drive, one of {', '.join(axes)}"
             )
-        return cls(kind, at, joint or FEED_JOINT)
+        return cls(kind, at, joint or DrillParameters.feed_joint)
 
 
 #: KIND[:JOINT]@SECONDS: a joint, if named, is not empty.

@@ -56,7 +56,7 @@ from quirobot_control.simulation.faults import (
     safety_verdict,
 )
 from quirobot_control.simulation.metrics import IncisionMetrics, LineMetrics, RunMetrics, TaskMetrics
-from quirobot_description.parameters import FEED_INDEX, FEED_JOINT, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 
 #: The issue's targets, m (controller time in s, real-time factor dimensionless).
@@ -194,14 +194,15 @@ def run_task(
 def feed_plan(params: RobotParameters, trajectory: JointTrajectory, task: IncisionTask) -> FeedPlan:
     """The planned feed and dwell of an incision as safety.breakthrough_plan checks it: the planned
     tip's depth below the entry, the feed joint's commanded velocity and acceleration."""
+    feed_index = DrillParameters.feed_index  # the drill feed's column
     feed, dwell = trajectory.phase("feed"), trajectory.phase("dwell")
     dt = trajectory.dt
     window = slice(int(round(feed.start_time / dt)), int(round(dwell.end_time / dt)) + 1)
     tip, _ = planned_tip(params, trajectory)
     return FeedPlan(
         depth=(tip[window] - task.entry) @ task.direction,
-        velocity=trajectory.velocities[window, FEED_INDEX],
-        acceleration=trajectory.accelerations[window, FEED_INDEX],
+        velocity=trajectory.velocities[window, feed_index],
+        acceleration=trajectory.accelerations[window, feed_index],
         dt=dt,
     )
 
@@ -296,7 +297,7 @@ def _drilling_metrics(log: SimulationLog) -> dict[str, str | float | None]:
     """IncisionMetrics' fields of what the drilling process safety saw: the event that stopped
     the feed, the feed's peak effort (N, the drive's) and the monitor's peak thrust estimate (N)."""
     event = log.drilling_event
-    feed = log.names.index(FEED_JOINT)
+    feed = log.names.index(DrillParameters.feed_joint)
     return {
         "feed_end": None if event is None else event.kind.value,
         "drilling_stop": None if event is None else event.message,

@@ -22,7 +22,7 @@ import numpy as np
 
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_description.export import export_urdf
-from quirobot_description.parameters import AXES, RobotParameters
+from quirobot_description.parameters import RobotParameters, axes_for
 
 TIP_BODY = "drill_tip"
 #: MuJoCo constraint settings of the dry friction that models an engaged holding brake: reference
@@ -39,7 +39,10 @@ class SimulationError(RuntimeError):
 
 
 class MujocoPlant:
-    """The robot's rigid-body physics in MuJoCo (joints in AXES order)."""
+    """The robot's rigid-body physics in MuJoCo (joints in `axes` order)."""
+
+    #: Its joints: it carries the drill (the exported URDF's tool), so the drill's axes.
+    axes: tuple[str, ...] = axes_for("drill")
 
     def __init__(
         self, params: RobotParameters, armature: np.ndarray, timestep: float, urdf: Path | None = None
@@ -52,8 +55,8 @@ class MujocoPlant:
             spec.option.gravity = [0.0, 0.0, -params.gravity]
             spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
             for joint in spec.joints:
-                if joint.name in AXES:
-                    joint.armature = float(armature[AXES.index(joint.name)])
+                if joint.name in self.axes:
+                    joint.armature = float(armature[self.axes.index(joint.name)])
             self.model = spec.compile()
         self.model.dof_solref[:] = [BRAKE_SOLREF_STEPS * timestep, 1.0]
         self.model.dof_solimp[:, :2] = BRAKE_SOLIMP
@@ -61,8 +64,8 @@ class MujocoPlant:
         self._brakes: tuple[bool, ...] | None = None
         self.data = mujoco.MjData(self.model)
         names = [self.model.joint(i).name for i in range(self.model.njnt)]
-        if tuple(names) != AXES:
-            raise SimulationError(f"the exported model's joints are {names}, expected {list(AXES)}")
+        if tuple(names) != self.axes:
+            raise SimulationError(f"the exported model's joints are {names}, expected {list(self.axes)}")
         self.tip_body = self.model.body(TIP_BODY).id
         self.tool_body = self.model.body(TOOL_BODY).id
         self.bit_body = self.model.body(BIT_BODY).id
@@ -74,7 +77,7 @@ class MujocoPlant:
         self.model.dof_frictionloss[:] = self._joint_friction + holding
 
     def follow_brakes(self, drives: list[SimulatedDrive]) -> None:
-        """Apply the holding brakes of the drives (AXES order) that are engaged now."""
+        """Apply the holding brakes of the drives (`axes` order) that are engaged now."""
         engaged = tuple(drive.brake_engaged for drive in drives)
         if engaged != self._brakes:
             holding = [d.brake_holding_effort if e else 0.0 for d, e in zip(drives, engaged, strict=True)]
@@ -132,7 +135,7 @@ class MujocoPlant:
         mujoco.mj_step(self.model, self.data)
 
     def sense(self, drives: Sequence[SimulatedDrive]) -> None:
-        """Every drive (AXES order) samples its encoder at its joint's state now (advance by 0 s):
+        """Every drive (`axes` order) samples its encoder at its joint's state now (advance by 0 s):
         the sync instant at the start of a control period, or the start pose after `reset`."""
         position, velocity = self.data.qpos, self.data.qvel
         for j, drive in enumerate(drives):
@@ -146,7 +149,7 @@ class MujocoPlant:
     ) -> np.ndarray:
         """One control period: `substeps` physics steps of the model's timestep h.
 
-        Each step: every drive (AXES order) advances its electronics over h with its joint's
+        Each step: every drive (`axes` order) advances its electronics over h with its joint's
         state and returns its joint effort, the drives' engaged holding brakes are applied, and
         the plant steps with those efforts and, if `tip_force` is given, the world force (3,) N
         that `tip_force(h)` returns at the drill tip (None: none), the tip's pose being current

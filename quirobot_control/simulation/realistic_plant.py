@@ -57,12 +57,12 @@ from quirobot_control.drives.interface import DriveFeedback, DriveState
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.geometric_errors import GeometricErrors
-from quirobot_description.parameters import FEED_INDEX, RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
 from quirobot_kinematics.geometric import actual_forward_kinematics
 
-#: Indices (AXES order) of the two-mass wrist joints and of the gantry screws; world axis of each
+#: Indices (MujocoPlant.axes order) of the two-mass wrist joints and of the gantry screws; world axis of each
 #: screw's travel (the tool descends as d3 grows, report DH table).
 WRIST = (3, 4)
 SCREWS = (0, 1, 2)
@@ -163,7 +163,7 @@ class RealisticPlant:
         urdf: Path | None = None,
         geometric: GeometricErrors | None = None,
     ) -> None:
-        """drives (6,): the SimulatedDrives in AXES order (wrapped here; `self.drives`);
+        """drives (6,): the SimulatedDrives in MujocoPlant.axes order (wrapped here; `self.drives`);
         geometric: the machine's geometric errors (None or zero: the nominal machine)."""
         self.params = params
         self.plant = plant
@@ -253,7 +253,7 @@ class RealisticPlant:
             else replace(self.geometric, tcp_offset_x=0.0, tcp_offset_y=0.0, tcp_offset_z=0.0)
         )
         q = self.data.qpos[:5]
-        feed = float(self.data.qpos[FEED_INDEX]) if tcp else 0.0
+        feed = float(self.data.qpos[DrillParameters.feed_index]) if tcp else 0.0
         actual = actual_forward_kinematics(q, self.kinematics, errors, feed)[:3, 3]
         return actual - forward_kinematics(q, self.kinematics, feed)[:3, 3]
 

@@ -26,7 +26,7 @@ from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_control.simulation.realistic_plant import RealisticDrive, RealisticPlant
-from quirobot_description.parameters import AXES, RobotParameters
+from quirobot_description.parameters import RobotParameters
 from quirobot_description.plant_parameters import PLANTS
 
 #: Fraction of gantry_z's soft range below its top (the gantry's zero) where the simulated robot
@@ -44,27 +44,28 @@ class SimulatedBackend:
         control: ControlConfig,
         initial: Sequence[float] | None = None,
         *,
-        joints: Sequence[str] = AXES,
+        joints: Sequence[str] = MujocoPlant.axes,
         absolute_encoders: bool = True,
         plant: str = "ideal",
         seed: int = 0,
     ) -> None:
-        """`initial` (6,): start pose of the plant, AXES order (m, rad); default
+        """`initial` (6,): start pose of the plant, its axes' order (MujocoPlant.axes, m, rad); default
         mid-range, gantry_z raised and the drill feed retracted (START_RAISED). `joints`: the
         commanded joints (plant joints). `absolute_encoders` (default): every drive is homed at
         power-up; False: incremental encoders, not homed until the hardware's homing has run.
         `plant`: "ideal" or "realistic" (module docstring), `seed` its encoder noise."""
-        unknown = [name for name in joints if name not in AXES]
+        axes = MujocoPlant.axes
+        unknown = [name for name in joints if name not in axes]
         if unknown:
             raise ValueError(
-                f"the simulated plant has no joint {', '.join(unknown)}; its joints are {', '.join(AXES)}"
+                f"the simulated plant has no joint {', '.join(unknown)}; its joints are {', '.join(axes)}"
             )
         if plant not in PLANTS:
             raise ValueError(f"simulated plant must be one of {', '.join(PLANTS)}, got {plant!r}")
         self.dt = control.dt
         self.substeps = control.physics_substeps
         self._plant_drives: list[SimulatedDrive | RealisticDrive] = [
-            drive_for_joint(params, name, absolute_encoder=absolute_encoders) for name in AXES
+            drive_for_joint(params, name, absolute_encoder=absolute_encoders) for name in axes
         ]
         armature = np.array([d.reflected_inertia for d in self._plant_drives])
         self.plant: MujocoPlant | RealisticPlant
@@ -81,14 +82,14 @@ class SimulatedBackend:
         else:
             self.plant = MujocoPlant(params, armature, self.dt / self.substeps)
         self.drives: dict[str, SimulatedDrive | RealisticDrive] = {
-            name: drive for name, drive in zip(AXES, self._plant_drives, strict=True) if name in joints
+            name: drive for name, drive in zip(axes, self._plant_drives, strict=True) if name in joints
         }
-        limits = JointLimits.from_parameters(params)
+        limits = JointLimits.from_parameters(params, axes)
         if initial is not None:
             q0 = np.array(initial, dtype=float)
         else:  # mid-range, gantry_z raised, the drill retracted to its soft limit
             q0 = 0.5 * (limits.soft_lower + limits.soft_upper)
-            z = AXES.index("gantry_z")
+            z = axes.index("gantry_z")
             q0[z] = limits.soft_lower[z] + START_RAISED * (limits.soft_upper[z] - limits.soft_lower[z])
             q0[-1] = limits.soft_lower[-1]
         limits.check_position(q0, "drive bridge: initial pose")

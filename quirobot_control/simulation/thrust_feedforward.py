@@ -14,7 +14,7 @@ import numpy as np
 
 from quirobot_control.models.bone import BoneParameters, BoneThrust
 from quirobot_control.planning.trajectory import JointTrajectory
-from quirobot_description.parameters import FEED_INDEX, RobotParameters
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
 
 #: Finite-difference step of the tip Jacobian, m or rad (the tip is smooth: error ~1e-14 relative).
@@ -73,7 +73,8 @@ class ThrustFeedForward:
         self._depth: float | None = None
 
     def update(self, q: np.ndarray) -> np.ndarray:
-        """(6,) joint efforts (N or N*m, AXES order) for the commanded joints q (6,) of this period."""
+        """(6,) joint efforts (N or N*m, axes_for("drill") order) for the commanded joints q (6,) of
+        this period."""
         q = np.asarray(q, dtype=float)[None, :]
         tip, axis = _tips_and_axes(q, self.kinematics)
         depth = float((tip[0] - self.entry) @ self.direction)
@@ -88,9 +89,9 @@ class ThrustFeedForward:
 def _tips_and_axes(q: np.ndarray, kinematics: KinematicModel) -> tuple[np.ndarray, np.ndarray]:
     """((N, 3) m, (N, 3) unit) for joints q (N, 6): the drill tip (tool0 moved along its z axis by
     the feed) and that axis, in the world."""
-    poses = forward_kinematics(q[:, :FEED_INDEX], kinematics)
+    poses = forward_kinematics(q[:, : len(JOINT_NAMES)], kinematics)
     axis = poses[:, :3, 2]
-    return poses[:, :3, 3] + axis * q[:, FEED_INDEX, None], axis
+    return poses[:, :3, 3] + axis * q[:, DrillParameters.feed_index, None], axis
 
 
 def _balancing_efforts(
@@ -99,12 +100,12 @@ def _balancing_efforts(
     """(N, 6) joint efforts J(q)^T f balancing the world force f (N, 3) N at the tips (N, 3) of q
     (N, 6), whose tool axes are `axis` (N, 3): the arm's columns by finite differences
     (JACOBIAN_STEP, the shifted poses in one batch), the feed's along the tool axis."""
-    n = len(q)
-    shifted = np.repeat(q[None, :, :], FEED_INDEX, axis=0)  # (5, N, 6): joint i shifted in [i]
-    for i in range(FEED_INDEX):
+    n, arm = len(q), len(JOINT_NAMES)
+    shifted = np.repeat(q[None, :, :], arm, axis=0)  # (5, N, 6): joint i shifted in [i]
+    for i in range(arm):
         shifted[i, :, i] += JACOBIAN_STEP
-    shifted_tips = _tips_and_axes(shifted.reshape(-1, q.shape[1]), kinematics)[0].reshape(FEED_INDEX, n, 3)
+    shifted_tips = _tips_and_axes(shifted.reshape(-1, q.shape[1]), kinematics)[0].reshape(arm, n, 3)
     efforts = np.zeros_like(q)
-    efforts[:, :FEED_INDEX] = np.einsum("ink,nk->ni", (shifted_tips - tip) / JACOBIAN_STEP, force)
-    efforts[:, FEED_INDEX] = np.einsum("nk,nk->n", axis, force)
+    efforts[:, :arm] = np.einsum("ink,nk->ni", (shifted_tips - tip) / JACOBIAN_STEP, force)
+    efforts[:, DrillParameters.feed_index] = np.einsum("nk,nk->n", axis, force)
     return efforts

@@ -26,13 +26,11 @@ from quirobot_control.hardware.control_config import (
 from quirobot_control.planning.tasks import TaskError, load_task, task_file
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import CONTROL_FILE, PARAMETER_FILE, TASK_FILE
-from quirobot_description.parameters import (
-    AXES,
-    DEFAULT_PARAMETER_FILE,
-    ParameterError,
-    load_parameters,
-)
+from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, ParameterError, axes_for, load_parameters
 from quirobot_description.sourced_yaml import SourcedReader, _leaf_keys, parse_unit
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 
 def params_raw() -> dict:
@@ -49,7 +47,7 @@ def write(tmp_path: Path, data: dict, name: str = "file.yaml") -> Path:
     return path
 
 
-CURRENTS = dict.fromkeys(AXES, 1.0)
+CURRENTS = dict.fromkeys(DRILL_AXES, 1.0)
 
 
 # --- item 8: units are checked ---------------------------------------------------------------------

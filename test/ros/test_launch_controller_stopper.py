@@ -35,8 +35,11 @@ from ros_graph import GraphClient  # noqa: E402
 from launch import LaunchDescription  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics  # noqa: E402
 from quirobot_description.data_files import find_data_file  # noqa: E402
-from quirobot_description.parameters import AXES, load_parameters  # noqa: E402
+from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_kinematics import KinematicModel  # noqa: E402
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 MOVING = ("joint_trajectory_controller", "drill_feed_controller")
 ARM = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
@@ -158,7 +161,7 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
 
         self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
         state = self.graph.next_message(JointState, STATES, timeout=60.0)
-        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in AXES])
+        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in DRILL_AXES])
         tip = Kinematics(KinematicModel.from_parameters(load_parameters())).tip(q)
         raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
         raw["no_go_zones"] = [

@@ -75,8 +75,11 @@ from launch import LaunchDescription  # noqa: E402
 from quirobot_control.planning.drill_hole import tip_progress  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics, load_task  # noqa: E402
 from quirobot_control.procedures.drill_hole_executor import ErrorCode  # noqa: E402
-from quirobot_description.parameters import AXES, load_parameters  # noqa: E402
+from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_kinematics import KinematicModel  # noqa: E402
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 DEPTH_TOLERANCE = 0.05e-3  # m, the issue's
 LATERAL_TOLERANCE = 0.1e-3  # m, the issue's
@@ -200,7 +203,7 @@ class TestDrillHole(unittest.TestCase):
         return future.result()
 
     def tip_depth_lateral(self, state) -> tuple[float, float]:
-        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in AXES])
+        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in DRILL_AXES])
         return tip_progress(self.kinematics.tip(q), self.task.entry, self.task.direction)
 
     def operating_state(self, accept=lambda m: True, timeout: float = 30.0):
@@ -373,7 +376,7 @@ class TestDrillHole(unittest.TestCase):
         self.assertTrue(state.homed)
         self.assertFalse(state.busy)
         self.assertFalse(state.fault, state.fault_reason)
-        names = ["quirobot/task", "quirobot/drives", *(f"quirobot/drives/{joint}" for joint in AXES)]
+        names = ["quirobot/task", "quirobot/drives", *(f"quirobot/drives/{joint}" for joint in DRILL_AXES)]
         merged = self.diagnostics(lambda m: all(n in m for n in names))
         for name in names:
             self.assertEqual(merged[name].level, bytes([0]), f"{name}: {merged[name].message}")
@@ -469,10 +472,10 @@ class TestDrillHole(unittest.TestCase):
         from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 
         params = load_parameters()
-        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in AXES])
+        q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in DRILL_AXES])
         base = np.array(tip_progress(self.kinematics.tip(q), self.task.entry, self.task.direction))
         total = np.zeros(2)
-        for k, name in enumerate(AXES):
+        for k, name in enumerate(DRILL_AXES):
             count = drive_for_joint(params, name).encoder.resolution
             moved = q.copy()
             moved[k] += count

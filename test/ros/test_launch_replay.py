@@ -48,8 +48,11 @@ from tf2_msgs.msg import TFMessage
 
 from quirobot_control.reporting.recording import write_mcap
 from quirobot_control.simulation.closed_loop import SimulationLog
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
 from quirobot_control.planning.trajectory import JointTrajectory
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 DURATION = 3.0  # s of simulated motion in the log
 RATE = 100.0  # Hz of the logged joint states
@@ -66,7 +69,7 @@ def recorded_log(path: Path) -> Path:
     velocity = np.gradient(position, times, axis=0)
     zeros3 = np.zeros((len(times), 3))
     log = SimulationLog(
-        names=AXES,
+        names=DRILL_AXES,
         time=times,
         position=position,
         velocity=velocity,

@@ -44,8 +44,11 @@ from visualization_msgs.msg import Marker, MarkerArray
 from quirobot_control.planning.arthroscopy import load_arthroscopy, servo_for
 from quirobot_control.planning.tasks import load_task
 from quirobot_description.data_files import find_data_file
-from quirobot_description.parameters import AXES, load_parameters
+from quirobot_description.parameters import load_parameters, axes_for
 from quirobot_kinematics import KinematicModel, forward_kinematics
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 TIMEOUT = 60.0  # s (wall): node start-up on a loaded 2-core machine
 PARAMS = load_parameters()
@@ -148,7 +151,7 @@ class TestScene(unittest.TestCase):
         self.node.create_subscription(MarkerArray, "/quirobot/scope/view_cone", cones.append, 10)
 
         def publish_states():
-            message = JointState(name=list(AXES), position=[float(v) for v in measured["q"]] + [0.004])
+            message = JointState(name=list(DRILL_AXES), position=[float(v) for v in measured["q"]] + [0.004])
             message.header.stamp = self.node.get_clock().now().to_msg()
             states.publish(message)
 
@@ -182,7 +185,7 @@ class TestScene(unittest.TestCase):
         self.assertTrue(self.spin_until(held, 20.0), "the servo did not hold after the stream stopped")
         self.assertGreater(len(commands), 20, "too few joint commands")
         q = np.array([list(c.points[0].positions) for c in commands])
-        self.assertEqual(list(commands[0].joint_names), list(AXES[:5]))
+        self.assertEqual(list(commands[0].joint_names), list(DRILL_AXES[:5]))
         self.assertGreater(
             np.linalg.norm(q[moving - 1, :3] - docked[:3]), 1e-3, "the stream did not move the scope"
         )

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from drill_hole_plant import COLUMNS  # the two controllers' joints (AXES indices)
+from drill_hole_plant import COLUMNS  # the two controllers' joints (axes_for("drill") indices)
 
 from quirobot_control.bridge.drilling_context import HoleContext
 from quirobot_control.bridge.drive_bridge import DriveBridge
@@ -33,7 +33,10 @@ from quirobot_control.procedures.drill_hole_executor import (
     MotionStatus,
     StackStatus,
 )
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 
 @dataclass
@@ -57,7 +60,7 @@ class BridgePort:
     periods_per_command: int = 1
 
     def __post_init__(self) -> None:
-        if tuple(self.bridge.names) != AXES:
+        if tuple(self.bridge.names) != DRILL_AXES:
             raise ValueError(f"BridgePort drives the six axes, the bridge has {self.bridge.names}")
         self.dt = self.bridge.dt
         sample = self.bridge.sample()
@@ -153,4 +156,4 @@ class BridgePort:
             self.command[columns], self.velocity[columns] = q[columns], v[columns]
             if self.time - goal.start > goal.trajectory.duration:
                 self._hold(part, MotionStatus.SUCCEEDED)
-        self.bridge.command(AXES, self.command.tolist(), self.velocity.tolist(), now=self.time)
+        self.bridge.command(DRILL_AXES, self.command.tolist(), self.velocity.tolist(), now=self.time)

@@ -28,9 +28,12 @@ from quirobot_control.procedures.drill_hole_executor import (
     MotionStatus,
     StackStatus,
 )
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import DrillParameters
 
-COLUMNS = {"arm": list(range(FEED_INDEX)), "feed": [FEED_INDEX]}
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
+
+COLUMNS = {"arm": list(range(FEED)), "feed": [FEED]}
 
 
 @dataclass
@@ -70,7 +73,7 @@ class PlantPort:
     drive_stop_reason: str = "drill_feed: following error (injected)"
     states_stop_at: float = math.inf
     states_delay: float = 0.0  # s: the joint states the executor reads are this old (a loaded machine)
-    lag_joint: int = -1  # this joint (AXES index) follows its trajectory `lag` s late from `lag_from` s
+    lag_joint: int = -1  # this joint (drill axis index) follows its trajectory `lag` s late from `lag_from` s
     lag: float = 0.0
     lag_from: float = math.inf
     ready_at: float = 0.0  # s: the controllers become active then (a fresh launch)

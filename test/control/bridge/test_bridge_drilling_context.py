@@ -23,13 +23,16 @@ from quirobot_control.planning.tasks import load_task
 from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.closed_loop import Drilling
 from quirobot_description.data_files import find_data_file
-from quirobot_description.parameters import AXES, FEED_JOINT
+from quirobot_description.parameters import DrillParameters, axes_for
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 pytest.importorskip("mujoco")
 
 START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
-FEED = AXES.index(FEED_JOINT)
+FEED = DRILL_AXES.index(DrillParameters.feed_joint)
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +102,11 @@ def test_the_task_files_no_go_zone_stops_the_drives_naming_it(parameters, contro
         task_file = tmp_path / "zone.yaml"
         task_file.write_text(yaml.safe_dump(raw))
         for k in range(20):
-            bridge.command(list(AXES), START, now=k * bridge.dt)
+            bridge.command(list(DRILL_AXES), START, now=k * bridge.dt)
             assert bridge.step(k * bridge.dt).stop_reason is None
         _, axis = tip_and_axis(bridge)
         bridge.set_drilling_context(context(tip + 0.01 * axis, axis, str(task_file)))
-        bridge.command(list(AXES), START, now=20 * bridge.dt)
+        bridge.command(list(DRILL_AXES), START, now=20 * bridge.dt)
         reason = bridge.step(20 * bridge.dt).stop_reason
         assert reason is not None and "test_zone_around_the_tip" in reason, reason
 
@@ -113,7 +116,7 @@ def test_the_spindle_interlock_refuses_a_feed_towards_the_bone_before_the_spindl
 ):
     with bridge_at_start(parameters, control) as bridge:
         tip, axis = tip_and_axis(bridge)
-        bridge.command(list(AXES), START, now=0.0)
+        bridge.command(list(DRILL_AXES), START, now=0.0)
         bridge.step(0.0)
         bridge.set_drilling_context(context(tip + 0.0003 * axis, axis))  # the bone 0.3 mm ahead
         assert not bridge.backend.spindle.at_speed  # just switched on
@@ -121,9 +124,9 @@ def test_the_spindle_interlock_refuses_a_feed_towards_the_bone_before_the_spindl
         for k in range(1, 50):
             position = list(START)
             position[FEED] += 0.5 * 0.01 * (k * bridge.dt) ** 2
-            velocity = [0.0] * len(AXES)
+            velocity = [0.0] * len(DRILL_AXES)
             velocity[FEED] = 0.01 * k * bridge.dt
-            bridge.command(list(AXES), position, velocity, now=k * bridge.dt)
+            bridge.command(list(DRILL_AXES), position, velocity, now=k * bridge.dt)
             reason = bridge.step(k * bridge.dt).stop_reason
             if reason:
                 break
@@ -143,7 +146,7 @@ def test_far_cortex_breakthrough_holds_the_feed(parameters, control, tmp_path):
         entry = tip + 0.001 * axis
         bridge.backend.tip_force = BoneContact(bridge.backend.plant, Drilling(entry, axis, bone))
         for k in range(50):  # the spindle up to speed before the feed
-            bridge.command(list(AXES), START, now=k * bridge.dt)
+            bridge.command(list(DRILL_AXES), START, now=k * bridge.dt)
             bridge.step(k * bridge.dt)
         # The incision's bone without its zones: the test bone lies wherever the arm stands.
         raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
@@ -155,7 +158,7 @@ def test_far_cortex_breakthrough_holds_the_feed(parameters, control, tmp_path):
         assert "breakthrough armed from the task's far cortex" in bridge.set_drilling_context(hole)
         spin_up = 50 + round(1.0 / bridge.dt)
         for k in range(50, spin_up):
-            bridge.command(list(AXES), START, now=k * bridge.dt)
+            bridge.command(list(DRILL_AXES), START, now=k * bridge.dt)
             bridge.step(k * bridge.dt)
         assert bridge.backend.spindle.at_speed
         rate, acceleration = 0.0025, 0.01
@@ -169,11 +172,11 @@ def test_far_cortex_breakthrough_holds_the_feed(parameters, control, tmp_path):
                 if t < ramp
                 else (0.5 * rate * ramp + rate * (t - ramp), rate)
             )
-            position, velocity = list(START), [0.0] * len(AXES)
+            position, velocity = list(START), [0.0] * len(DRILL_AXES)
             position[FEED] += s
             velocity[FEED] = v
             now = (spin_up + k) * bridge.dt
-            bridge.command(list(AXES), position, velocity, now=now)
+            bridge.command(list(DRILL_AXES), position, velocity, now=now)
             sample = bridge.step(now)
             assert sample.stop_reason is None, sample.stop_reason
             depths.append(float((bridge.backend.plant.tip - entry) @ axis))

@@ -19,11 +19,14 @@ from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.closed_loop import Drilling
-from quirobot_description.parameters import AXES, FEED_JOINT
+from quirobot_description.parameters import DrillParameters, axes_for
 from quirobot_description.urdf import robot_description
 
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
+
 START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
-FEED = AXES.index(FEED_JOINT)
+FEED = DRILL_AXES.index(DrillParameters.feed_joint)
 STANDOFF = 0.001  # m: the bone's surface this far ahead of the bit's tip
 
 
@@ -64,9 +67,9 @@ def drill(parameters, control, thrust_scale: float, distance: float) -> tuple[Dr
             s, v = 0.5 * rate * ramp + rate * (t - ramp), rate
         position = list(START)
         position[FEED] += s
-        velocity = [0.0] * len(AXES)
+        velocity = [0.0] * len(DRILL_AXES)
         velocity[FEED] = v
-        bridge.command(list(AXES), position, velocity, now=t)
+        bridge.command(list(DRILL_AXES), position, velocity, now=t)
         sample = bridge.step(t)
         samples.append(sample)
         efforts.append(sample.effort[FEED])
@@ -84,7 +87,7 @@ def test_the_feed_axis_is_the_tool_axis(parameters, control):
         target = list(START)
         for k in range(600):
             target[FEED] = START[FEED] + 0.002 * min(k / 400, 1.0)  # a 0.4 s ramp
-            b.command(list(AXES), target, now=k * b.dt)
+            b.command(list(DRILL_AXES), target, now=k * b.dt)
             b.step(k * b.dt)
         moved = b.backend.plant.tip - before
     assert np.linalg.norm(moved) == pytest.approx(0.002, rel=0.02)

@@ -11,7 +11,7 @@ import pytest
 from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS, ControllerStopper
 from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import FEED_JOINT, load_parameters
+from quirobot_description.parameters import DrillParameters, load_parameters
 from quirobot_description.urdf import robot_description
 
 pytest.importorskip("mujoco")
@@ -36,7 +36,7 @@ def observe(stopper: ControllerStopper, bridge, ok: bool = True):
 def test_a_drive_fault_deactivates_and_enable_reactivates(bridge):
     stopper = ControllerStopper()
     assert observe(stopper, bridge) is None  # enabled at start-up: nothing to switch
-    bridge.drives[FEED_JOINT].inject_fault("test: feed drive fault")
+    bridge.drives[DrillParameters.feed_joint].inject_fault("test: feed drive fault")
     now = 0.0
     for _ in range(3):
         now += bridge.dt

@@ -42,8 +42,11 @@ from quirobot_control.drives.interface import DriveMode, DriveState
 from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.models.dynamics import gravity_model
-from quirobot_description.parameters import AXES, JOINT_NAMES
+from quirobot_description.parameters import JOINT_NAMES, axes_for
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.canbus
 
@@ -78,8 +81,8 @@ def control(parameters):
 @pytest.fixture(scope="module")
 def loads(parameters):
     """Gravity effort on each axis at START (minus the holding effort of the rigid-body model)."""
-    holding = gravity_model(parameters)(np.array([START[a] for a in AXES]))
-    return {axis: -float(h) for axis, h in zip(AXES, holding, strict=True)}
+    holding = gravity_model(parameters)(np.array([START[a] for a in DRILL_AXES]))
+    return {axis: -float(h) for axis, h in zip(DRILL_AXES, holding, strict=True)}
 
 
 def open_buses(channels) -> int:
@@ -166,7 +169,7 @@ def make_bridge(parameters, control):
 
 
 def command_all(bridge, positions):
-    bridge.command(list(AXES), [positions[a] for a in AXES], [], now=bridge.time)
+    bridge.command(list(DRILL_AXES), [positions[a] for a in DRILL_AXES], [], now=bridge.time)
 
 
 def step_to_sync(bridge, positions=START):
@@ -195,7 +198,7 @@ def test_start_up_enables_every_drive_on_its_bus(make_buses, make_bridge, parame
     backend = bridge.backend
     assert list(backend.networks) == ["can0", "can1", "can2"]
     frames = {bus: buses.frames(bus) for bus in backend.networks}
-    for axis in AXES:
+    for axis in DRILL_AXES:
         bus = parameters.canopen.channels[axis]
         assert bridge.drives[axis].node.network is backend.networks[bus], axis
         assert buses.simulators[axis].state is Cia402State.OPERATION_ENABLED, axis
@@ -205,8 +208,8 @@ def test_start_up_enables_every_drive_on_its_bus(make_buses, make_bridge, parame
         node = parameters.canopen.node_ids[axis]
         assert sdo_downloads(frames[bus], node, 0x6040) == [0x06, 0x07, 0x0F], axis
     sample = bridge.step(bridge.time)
-    assert sample.stop_reason is None and sample.names == AXES
-    for k, axis in enumerate(AXES):
+    assert sample.stop_reason is None and sample.names == DRILL_AXES
+    for k, axis in enumerate(DRILL_AXES):
         assert sample.position[k] == pytest.approx(START[axis], abs=bridge.drives[axis].encoder.resolution)
 
 
@@ -287,7 +290,7 @@ def test_a_position_command_moves_that_joint_and_the_published_state_follows(mak
     assert published[20] - START["gantry_x"] > 0.1 * step  # on its way after 20 ms
     assert sim.joint.position == pytest.approx(target, abs=0.02 * step)  # settled within 2 %
     assert published[-1] == pytest.approx(target, abs=0.02 * step)
-    for k, axis in enumerate(AXES[1:], start=1):  # the others hold their pose
+    for k, axis in enumerate(DRILL_AXES[1:], start=1):  # the others hold their pose
         assert buses.simulators[axis].joint.position == pytest.approx(START[axis], abs=2e-5), axis
         assert sample.position[k] == pytest.approx(START[axis], abs=2e-5), axis
 

@@ -16,13 +16,16 @@ import pytest
 from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, open_bridge
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import AXES, JOINT_NAMES
+from quirobot_description.parameters import JOINT_NAMES, axes_for
 from quirobot_description.urdf import robot_description
 from quirobot_description.validation import FAIL, check_urdf
 
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
+
 START = [0.8, 0.9, 1.0, 1.5, 0.5, 0.004]
-FEED = AXES.index("drill_feed")
-NAMES = list(AXES)
+FEED = DRILL_AXES.index("drill_feed")
+NAMES = list(DRILL_AXES)
 NAN = [math.nan] * len(NAMES)
 
 
@@ -65,7 +68,7 @@ def test_commands_are_tracked_and_states_published(bridge):
         s = min(k / 200.0, 1.0)  # a 0.2 s ramp
         bridge.command(NAMES, list(START + s * (target - START)), [], now=k * bridge.dt)
         sample = bridge.step(k * bridge.dt)
-    assert sample.names == AXES
+    assert sample.names == DRILL_AXES
     assert sample.stop_reason is None
     np.testing.assert_allclose(sample.position, target, atol=2e-6)
     np.testing.assert_allclose(bridge.backend.plant.position, target, atol=2e-6)
@@ -248,7 +251,7 @@ def test_after_the_handshake_a_non_finite_command_stops_every_drive_naming_it(
 def test_the_drives_follow_the_robot_description(parameters, control):
     arthroscope = robot_description("arthroscope", "real")
     with open_bridge("simulated", parameters, control, arthroscope, now=0.0, initial=START) as bridge:
-        assert bridge.names == JOINT_NAMES
+        assert bridge.names == axes_for("arthroscope") == JOINT_NAMES  # the arm's joints, no feed
         assert list(bridge.drives) == list(JOINT_NAMES)
         with pytest.raises(BridgeError, match="unknown joint 'drill_feed'"):
             bridge.command(NAMES, START, now=0.0)

@@ -16,7 +16,7 @@ from quirobot_control.drives.interface import (
     StopCategory,
 )
 from quirobot_control.models.encoder import Encoder
-from quirobot_description.parameters import FEED_JOINT, JOINT_NAMES, load_parameters
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, load_parameters
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def params():
     return load_parameters()
 
 
-@pytest.mark.parametrize("name", (*JOINT_NAMES, FEED_JOINT))
+@pytest.mark.parametrize("name", (*JOINT_NAMES, DrillParameters.feed_joint))
 def test_factory_builds_a_drive_for_every_joint(params, name):
     drive = drive_for_joint(params, name)
     assert isinstance(drive, Drive)
@@ -32,8 +32,10 @@ def test_factory_builds_a_drive_for_every_joint(params, name):
     fb = drive.feedback()
     assert isinstance(fb, DriveFeedback)
     assert fb.state is DriveState.DISABLED and fb.fault is None and fb.current == 0.0
-    transmission = params.drill.transmission if name == FEED_JOINT else params.joint(name).transmission
-    motor = params.drill.motor if name == FEED_JOINT else params.joint(name).motor
+    transmission = (
+        params.drill.transmission if name == DrillParameters.feed_joint else params.joint(name).transmission
+    )
+    motor = params.drill.motor if name == DrillParameters.feed_joint else params.joint(name).motor
     assert drive.reflected_inertia == pytest.approx(motor.rotor_inertia * transmission.ratio**2)
 
 
@@ -252,7 +254,7 @@ def test_bad_advance_inputs_are_refused(params):
 
 def test_simulated_drive_accepts_the_drill(params):
     drive = SimulatedDrive(params.drill, params.drive)
-    assert drive.name == FEED_JOINT
+    assert drive.name == DrillParameters.feed_joint
     drive.enable()
     drive.command_current(1.0)
     effort = drive.advance(2e-3, 0.0, 0.0)

@@ -19,7 +19,10 @@ from quirobot_control.drives.interface import DriveError, DriveMode, DriveState,
 from quirobot_control.drives.pid import PID
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 #: The pose the tests start from: mid-workspace, the drill pointing down (report coordinates).
 START = (0.3, 1.0, 0.5, 0.0, math.pi / 2, 0.0)
@@ -34,7 +37,7 @@ class Rig:
         self.config = control_configuration(params)
         self.dt = self.config.dt
         self.drives: list[SimulatedDrive] = [
-            drive_for_joint(params, name, master_watchdog=master_watchdog) for name in AXES
+            drive_for_joint(params, name, master_watchdog=master_watchdog) for name in DRILL_AXES
         ]
         for drive in self.drives:
             drive.configure_position_loop(self.config.joint(drive.name).gains, self.dt)
@@ -46,7 +49,7 @@ class Rig:
         for drive in self.drives:
             drive.enable()
         self.mode = mode
-        self.host_pids = [PID(self.config.joint(name).gains, self.dt) for name in AXES]
+        self.host_pids = [PID(self.config.joint(name).gains, self.dt) for name in DRILL_AXES]
         for pid, drive in zip(self.host_pids, self.drives, strict=True):
             pid.reset(drive.feedback().position)  # as the drive's PID at enable()
         self.time = 0.0
@@ -102,7 +105,7 @@ def rig_for(parameters, exported_urdf):
 # gantry_z moves down (+d3): gravity works against the deceleration, the harder direction.
 @pytest.mark.parametrize("axis_name", ["gantry_x", "gantry_z"])
 def test_quick_stop_from_1_m_s_stops_where_the_deceleration_predicts(parameters, rig_for, axis_name):
-    axis = AXES.index(axis_name)
+    axis = DRILL_AXES.index(axis_name)
     rig = rig_for()
     drive = rig.drives[axis]
     rig.hold(SETTLE_PERIODS)
@@ -154,7 +157,7 @@ def test_quick_stop_from_1_m_s_stops_where_the_deceleration_predicts(parameters,
 
 def _drop_after_stop(rig: Rig, stop) -> tuple[float, SimulatedDrive]:
     """Max downward (+d3) travel of gantry_z after `stop(drive)`, held at START against gravity."""
-    axis = AXES.index("gantry_z")
+    axis = DRILL_AXES.index("gantry_z")
     drive = rig.drives[axis]
     rig.hold(SETTLE_PERIODS)
     rig.plant.sense(rig.drives)
@@ -183,7 +186,7 @@ def test_gantry_z_quick_stop_holding_against_gravity_does_not_drop(rig_for, mode
 def _drop_with_silent_host(rig: Rig, stop) -> tuple[float, SimulatedDrive, list[tuple[bool, bool]]]:
     """As _drop_after_stop, the host silent after `stop(drive)` (deactivated, or its drive in FAULT
     refusing commands); also (power on, brake holding) of gantry_z's drive each period after it."""
-    axis = AXES.index("gantry_z")
+    axis = DRILL_AXES.index("gantry_z")
     drive = rig.drives[axis]
     rig.hold(SETTLE_PERIODS)
     rig.plant.sense(rig.drives)
@@ -228,7 +231,7 @@ def test_gantry_z_disable_and_a_controllable_fault_brake_under_power(rig_for, mo
 @pytest.mark.parametrize("mode", [DriveMode.CSP, DriveMode.CST])
 def test_a_silent_master_stops_every_drive_within_its_timeout(parameters, rig_for, mode):
     timeout = parameters.drive.master_timeout
-    axis = AXES.index("gantry_x")
+    axis = DRILL_AXES.index("gantry_x")
     rig = rig_for(master_watchdog=True, mode=mode)
     rig.hold(SETTLE_PERIODS)
     reference = cruise_reference(parameters, axis)
@@ -247,10 +250,10 @@ def test_a_silent_master_stops_every_drive_within_its_timeout(parameters, rig_fo
         if stopped_at is None and rig.drives[axis].control.stop_done:
             stopped_at = rig.time - last_command
     # Every drive noticed by itself, between the timeout and the next period after it.
-    assert set(detected) == set(AXES)
+    assert set(detected) == set(DRILL_AXES)
     for name, after in detected.items():
         assert timeout <= after <= timeout + 2 * rig.dt, (name, after)
-        fault = rig.drives[AXES.index(name)].feedback().fault
+        fault = rig.drives[DRILL_AXES.index(name)].feedback().fault
         assert fault.startswith("master lost: no command for"), fault
     # The moving axis ran on its last target's speed until the timeout, then ramped down.
     deceleration = parameters.drive.quick_stop_deceleration["gantry_x"]
@@ -277,7 +280,7 @@ def test_a_silent_master_stops_every_drive_within_its_timeout(parameters, rig_fo
 def test_a_master_frozen_mid_feed_moves_the_tip_less_than_0_2_mm(parameters, rig_for):
     """The feed at its full speed (10 mm/s, faster than any task's feed); the master freezes: every
     drive stops by itself and the tip moves less than 0.2 mm after the last command."""
-    feed = AXES.index("drill_feed")
+    feed = DRILL_AXES.index("drill_feed")
     drill = parameters.drill
     rig = rig_for(master_watchdog=True)
     rig.hold(SETTLE_PERIODS)
@@ -310,7 +313,7 @@ def test_a_master_frozen_mid_feed_moves_the_tip_less_than_0_2_mm(parameters, rig
 def test_csp_runs_the_host_pid_law_in_the_drive(parameters, rig_for):
     """The same planned motion, closed by the host's PID (CST) and by the drive's (CSP) with the
     same gains: both sample the same encoder at the same instant, so they track alike."""
-    axis = AXES.index("gantry_y")
+    axis = DRILL_AXES.index("gantry_y")
     reference = cruise_reference(parameters, axis, direction=-1.0)
     errors = {}
     for mode in (DriveMode.CST, DriveMode.CSP):

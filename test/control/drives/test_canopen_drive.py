@@ -45,8 +45,11 @@ from quirobot_control.hardware.component import (
     hardware_info_from_urdf,
 )
 from quirobot_control.hardware.control_config import control_configuration, load_control_config
-from quirobot_description.parameters import AXES, FEED_JOINT, load_parameters
+from quirobot_description.parameters import DrillParameters, axes_for, load_parameters
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.canbus
 
@@ -65,9 +68,9 @@ def control(params):
 def inertias(params):
     """Effective inertia per axis (kg or kg*m^2) from the control configuration."""
     currents = {j.name: j.motor.max_current for j in params.joints}
-    currents[FEED_JOINT] = params.drill.motor.max_current
+    currents[DrillParameters.feed_joint] = params.drill.motor.max_current
     control = load_control_config(max_currents=currents)
-    return {axis: control.joint(axis).effective_inertia for axis in AXES}
+    return {axis: control.joint(axis).effective_inertia for axis in DRILL_AXES}
 
 
 @pytest.fixture
@@ -487,9 +490,9 @@ def test_a_vanished_node_faults_and_cannot_be_reset(make_rig, params):
 # --- the whole robot --------------------------------------------------------------------------------
 def test_every_axis_on_one_bus(make_rig, params, control):
     positions = {"gantry_x": 0.4, "gantry_y": 0.8, "gantry_z": 1.2, "wrist_yaw": 1.0, "wrist_pitch": -0.5}
-    rig = make_rig(axes=AXES, positions=positions, first_step=False, mode=DriveMode.CSP)
-    assert list(rig.drives) == list(AXES)
-    assert [d.node_id for d in rig.drives.values()] == [params.canopen.node_ids[a] for a in AXES]
+    rig = make_rig(axes=DRILL_AXES, positions=positions, first_step=False, mode=DriveMode.CSP)
+    assert list(rig.drives) == list(DRILL_AXES)
+    assert [d.node_id for d in rig.drives.values()] == [params.canopen.node_ids[a] for a in DRILL_AXES]
     rig.step()
     for axis, drive in rig.drives.items():
         fb = drive.feedback()
@@ -500,7 +503,7 @@ def test_every_axis_on_one_bus(make_rig, params, control):
         drive.enable()
     rig.step()
     rig.frames()
-    targets = {axis: positions.get(axis, 0.0) for axis in AXES}
+    targets = {axis: positions.get(axis, 0.0) for axis in DRILL_AXES}
     for _ in range(2):  # two cycles: one master heartbeat (canopen.heartbeat_period = 2 SYNCs)
         for axis, drive in rig.drives.items():
             targets[axis] += 1e-5
@@ -512,7 +515,7 @@ def test_every_axis_on_one_bus(make_rig, params, control):
     assert params.canopen.heartbeat_period == pytest.approx(2 * rig.period)
     assert [f.arbitration_id for f in frames].count(0x77F) == 1
     bits = sum(47 + 8 * len(f.data) for f in frames)  # CAN 2.0A frame, 47 bits + data
-    load = bus_load(params.canopen, nodes=len(AXES))
+    load = bus_load(params.canopen, nodes=len(DRILL_AXES))
     assert len(frames) == 2 * load.frames_per_cycle - 1
     assert bits == 2 * load.bits_per_cycle - (47 + 8)
     for _ in range(100):
@@ -575,7 +578,7 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
         "drill_feed": 0.02,
     }
     # CST: the host PID needs one SYNC per 1 ms control period (docs/canopen.md).
-    rig = make_rig(axes=AXES, positions=start, parameters=params, sync_period=control.dt)
+    rig = make_rig(axes=DRILL_AXES, positions=start, parameters=params, sync_period=control.dt)
     assert rig.period == pytest.approx(control.dt)
     hardware = QuirobotHardware(params, control, lambda name: rig.drives[name])
     assert (
@@ -585,8 +588,8 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     assert hardware.on_configure() is CallbackReturn.SUCCESS
     assert hardware.on_activate() is CallbackReturn.SUCCESS, hardware.stop_reason
     assert all(sim.state is Cia402State.OPERATION_ENABLED for sim in rig.simulators.values())
-    target = {axis: start[axis] + (0.001 if axis == "gantry_x" else 0.0) for axis in AXES}
-    command = [target[axis] for axis in AXES]
+    target = {axis: start[axis] + (0.001 if axis == "gantry_x" else 0.0) for axis in DRILL_AXES}
+    command = [target[axis] for axis in DRILL_AXES]
     for k in range(200):
         t = k * control.dt
         rig.step()
@@ -620,7 +623,7 @@ def test_drives_on_three_buses(params, inertias):
         with pytest.raises(ValueError, match="no network for CAN bus"):
             canopen_drives_for_buses(params, {"can0": networks["can0"]})
         drives = canopen_drives_for_buses(params, networks, clock=FakeClock(), mode=DriveMode.CST)
-        assert list(drives) == list(AXES)
+        assert list(drives) == list(DRILL_AXES)
         assert sorted(slave_ids(slaves)) == sorted(params.canopen.node_ids.values())
         for channel, net in networks.items():
             for axis in params.canopen.axes_on(channel):

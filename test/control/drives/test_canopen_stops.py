@@ -25,7 +25,10 @@ from quirobot_control.drives.pid import PID
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.hardware.homing import homing_sequence
 from quirobot_control.planning.tasks import load_task
-from quirobot_description.parameters import AXES, load_parameters
+from quirobot_description.parameters import axes_for, load_parameters
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.canbus
 
@@ -45,7 +48,7 @@ def control(params):
 
 @pytest.fixture
 def make_rig(params, control):
-    factory = RigFactory(params, {axis: control.joint(axis).effective_inertia for axis in AXES})
+    factory = RigFactory(params, {axis: control.joint(axis).effective_inertia for axis in DRILL_AXES})
     yield factory.make
     factory.close()
 

@@ -33,7 +33,10 @@ from quirobot_control.drives.cia402 import (
     decode_statusword,
     describe_error_code,
 )
-from quirobot_description.parameters import AXES, DEFAULT_PARAMETER_FILE, ParameterError, load_parameters
+from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, ParameterError, axes_for, load_parameters
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.canbus
 
@@ -297,8 +300,8 @@ def test_configured_cycle_keeps_the_bus_at_half_load(params):
     # CSP: a SYNC every 2 ms (the drives close their loops at drive.control_rate).
     assert params.canopen.sync_period == pytest.approx(2.0 / params.drive.control_rate)
     # Six nodes on one bus would not fit in that cycle; at 4 ms they would.
-    assert bus_load(params.canopen, nodes=len(AXES)).worst_load > 1.0
-    assert bus_load(params.canopen, nodes=len(AXES), cycle_time=0.004).worst_load < 0.8
+    assert bus_load(params.canopen, nodes=len(DRILL_AXES)).worst_load > 1.0
+    assert bus_load(params.canopen, nodes=len(DRILL_AXES), cycle_time=0.004).worst_load < 0.8
     # CST with the host PID at its 1 ms control period: RPDO1 only, 672 bits (810): 67 % (81 %).
     cst = bus_load(params.canopen, csp=False, cycle_time=1.0 / params.drive.control_rate)
     assert (cst.bits_per_cycle, cst.worst_bits_per_cycle) == (672, 810)
@@ -307,12 +310,12 @@ def test_configured_cycle_keeps_the_bus_at_half_load(params):
 # --- the parameter file's canopen section -----------------------------------------------------------
 def test_canopen_parameters(params):
     bus = params.canopen
-    assert set(bus.node_ids) == set(AXES)
-    assert len(set(bus.node_ids.values())) == len(AXES)
+    assert set(bus.node_ids) == set(DRILL_AXES)
+    assert len(set(bus.node_ids.values())) == len(DRILL_AXES)
     assert bus.feedback_timeout == pytest.approx(bus.feedback_timeout_periods * bus.sync_period)
-    assert set(bus.channels) == set(AXES)
+    assert set(bus.channels) == set(DRILL_AXES)
     assert bus.channel_names == ("can0", "can1", "can2")
-    assert sum((bus.axes_on(c) for c in bus.channel_names), ()) == AXES
+    assert sum((bus.axes_on(c) for c in bus.channel_names), ()) == DRILL_AXES
 
 
 @pytest.mark.parametrize(

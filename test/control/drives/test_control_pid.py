@@ -15,7 +15,10 @@ from quirobot_control.analysis.step_response import simulate_step
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.pid import PID, GainError, PIDGains
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 #: The report's step tests (ch.7): 0.1 m / 0.08 rad and 0.5 m / 1 rad, settling 0.014-0.036 s and
 #: 0.022-0.05 s there (a continuous model without current limit).
@@ -49,7 +52,7 @@ def minimum_time(distance, v, a, j):
 @pytest.mark.parametrize(("joint", "step"), REPORT_STEPS)
 def test_report_step_has_no_overshoot_and_settles_with_the_profile(parameters, control, joint, step):
     limits = JointLimits.from_parameters(parameters)
-    j = AXES.index(joint)
+    j = DRILL_AXES.index(joint)
     expected_profile = minimum_time(step, limits.velocity[j], limits.acceleration[j], limits.jerk[j])
     response = simulate_step(parameters, control, joint, step, duration=expected_profile + 0.3)
     assert response.profile_duration == pytest.approx(expected_profile, abs=2e-3)
@@ -65,7 +68,7 @@ def test_report_step_has_no_overshoot_and_settles_with_the_profile(parameters, c
     assert np.max(np.abs(response.current)) <= control.joint(joint).gains.output_limit
 
 
-@pytest.mark.parametrize("joint", AXES)
+@pytest.mark.parametrize("joint", DRILL_AXES)
 def test_closed_loop_has_the_designed_poles(parameters, control, joint):
     """A load step d on the loop with poles at -w (x3) deflects by 2*d*exp(-2)/(M*w^2) at most."""
     settings = control.joint(joint)

@@ -18,13 +18,16 @@ from quirobot_control.drives.drive_control import DriveController, DriveControlS
 from quirobot_control.drives.interface import DriveError, DriveMode, DriveState, StopCategory
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import (
-    AXES,
     DEFAULT_PARAMETER_FILE,
-    FEED_JOINT,
+    DrillParameters,
     ParameterError,
+    axes_for,
     load_parameters,
 )
 from quirobot_kinematics import forward_kinematics, kinematic_model
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 
 class PointMass:
@@ -256,16 +259,16 @@ def test_every_homing_motion_moves_the_tip_away_from_the_patient(parameters):
     def tip_height(q, feed) -> float:
         return float(np.asarray(forward_kinematics(q, model, feed=feed))[2, 3])
 
-    for axis in AXES:
+    for axis in DRILL_AXES:
         step = 0.01 * parameters.homing[axis].direction
         moved_q, moved_feed = q.copy(), feed
-        if axis == FEED_JOINT:
+        if axis == DrillParameters.feed_joint:
             moved_feed += step
         else:
-            moved_q[AXES.index(axis)] += step
+            moved_q[DRILL_AXES.index(axis)] += step
         assert tip_height(moved_q, moved_feed) >= tip_height(q, feed) - 1e-12, axis
     order = parameters.homing_order
-    assert order[:2] == (FEED_JOINT, "gantry_z")
+    assert order[:2] == (DrillParameters.feed_joint, "gantry_z")
     assert set(order[-2:]) == {"gantry_x", "gantry_y"}
 
 

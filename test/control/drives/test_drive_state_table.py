@@ -30,7 +30,10 @@ from quirobot_control.drives.interface import (
     DriveState,
 )
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 OFF, ON, STOP, FAULT = DriveState.DISABLED, DriveState.ENABLED, DriveState.QUICK_STOP, DriveState.FAULT
 REFUSED = None  # the request raises DriveError and the state stays
@@ -99,7 +102,7 @@ def control(parameters):
 
 @pytest.fixture
 def make_rig(parameters, control):
-    factory = RigFactory(parameters, {axis: control.joint(axis).effective_inertia for axis in AXES})
+    factory = RigFactory(parameters, {axis: control.joint(axis).effective_inertia for axis in DRILL_AXES})
     yield factory.make
     factory.close()
 

@@ -18,7 +18,10 @@ from quirobot_control.hardware.control_config import (
     design_gains,
     load_control_config,
 )
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.engines
 
@@ -42,10 +45,10 @@ def largest_link_inertia(exported_urdf, parameters):
         mujoco.mj_forward(model, data)
         mujoco.mj_fullM(model, data, matrix)
         largest = np.maximum(largest, np.diag(matrix))
-    return dict(zip(AXES, largest, strict=True))
+    return dict(zip(DRILL_AXES, largest, strict=True))
 
 
-@pytest.mark.parametrize("joint", AXES)
+@pytest.mark.parametrize("joint", DRILL_AXES)
 def test_effective_inertia_is_reflected_rotor_plus_largest_link_inertia(
     parameters, control, largest_link_inertia, joint
 ):
@@ -54,7 +57,7 @@ def test_effective_inertia_is_reflected_rotor_plus_largest_link_inertia(
     assert control.joint(joint).effective_inertia == pytest.approx(expected, rel=5e-3)
 
 
-@pytest.mark.parametrize("joint", AXES)
+@pytest.mark.parametrize("joint", DRILL_AXES)
 def test_gains_place_the_closed_loop_poles_as_stated(parameters, control, joint):
     settings = control.joint(joint)
     drive = drive_for_joint(parameters, joint)
@@ -80,7 +83,7 @@ def test_a_malformed_control_file_is_refused_by_key(tmp_path, parameters):
     text = find_data_file(CONTROL_CONFIG_FILE).read_text()
     broken = tmp_path / "control.yaml"
     broken.write_text(text.replace("kp: {value: 182891.94,", "kp: {value: .nan,"))
-    currents = {name: 1.0 for name in AXES}
+    currents = {name: 1.0 for name in DRILL_AXES}
     with pytest.raises(ControlConfigError, match="joints.gantry_x.kp"):
         load_control_config(broken, max_currents=currents)
     broken.write_text(text.replace("  watchdog_timeout:", "  watchdog_timeout_typo:"))

@@ -27,7 +27,10 @@ from quirobot_control.axes.virtual_fixtures import (
 from quirobot_control.hardware.component import ReturnType
 from quirobot_control.planning.fixture_check import check_plan
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +105,7 @@ def test_the_cycle_check_names_the_stopping_distance(parameters):
     zone = NoGoZone.box("patient", [tip[0], tip[1], top - 0.1], [0.4, 0.4, 0.2])
     monitor = FixtureMonitor(VirtualFixtures((zone,), tool))
     q = Q0.tolist()
-    still = [0.0] * len(AXES)
+    still = [0.0] * len(DRILL_AXES)
     assert monitor.check(q, q, 0.001, still) is None
     moving = list(still)
     moving[Z] = 1.0  # down: 34 mm to stop at 14.7 m/s^2, more than the 20 mm left

@@ -29,13 +29,16 @@ from quirobot_control.hardware.component import CallbackReturn, LifecycleState, 
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.hardware.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
-from quirobot_description.parameters import AXES, load_parameters
+from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.fuzz
 
 DT = 1e-3
-JOINT = st.integers(0, len(AXES) - 1)
+JOINT = st.integers(0, len(DRILL_AXES) - 1)
 CYCLES = st.integers(10, 400)
 #: A start pose fraction of the soft range: near either end as often as anywhere.
 START = st.one_of(st.floats(0.0, 0.05), st.floats(0.95, 1.0), st.floats(0.0, 1.0))
@@ -113,17 +116,21 @@ class Campaign:
         past = np.maximum(self.limits.lower - q, q - self.limits.upper)
         self.worst = max(self.worst, float(past.max()))
         assert (past <= 0.0).all(), (
-            f"{AXES[int(past.argmax())]} {past.max():.4g} past its hard limit; stop: "
+            f"{DRILL_AXES[int(past.argmax())]} {past.max():.4g} past its hard limit; stop: "
             f"{self.rig.hardware.stop_reason}; events: {self.rig.hardware.events[-3:]}"
         )
 
     def check_states(self) -> None:
         states = self.rig.states()
         if self.rig.hardware.stop_reason is not None:
-            enabled = [n for n, s in zip(AXES, states, strict=True) if s is DriveState.ENABLED]
+            enabled = [n for n, s in zip(DRILL_AXES, states, strict=True) if s is DriveState.ENABLED]
             assert not enabled, f"{enabled} enabled after the stop: {self.rig.hardware.stop_reason}"
         elif self.rig.hardware.lifecycle is LifecycleState.ACTIVE:  # running: every drive enabled
-            off = [f"{n} {s.value}" for n, s in zip(AXES, states, strict=True) if s is not DriveState.ENABLED]
+            off = [
+                f"{n} {s.value}"
+                for n, s in zip(DRILL_AXES, states, strict=True)
+                if s is not DriveState.ENABLED
+            ]
             assert not off, f"{off} while the component runs unstopped"
 
     def run(self, segment: tuple) -> None:
@@ -148,7 +155,7 @@ class Campaign:
                 self.cycle(send=False)
         elif kind == "drive":
             _, j, action, cycles = segment
-            drive = self.rig.backend.drives[AXES[j]]
+            drive = self.rig.backend.drives[DRILL_AXES[j]]
             if action == "fault":
                 drive.inject_fault("fuzz: injected fault")
             elif action == "reboot":
@@ -161,8 +168,8 @@ class Campaign:
             _, what, cycles = segment
             bad = {
                 "string": lambda: hw.set_commands(self.rig.t, ["x"] * 6, self.velocity),
-                "nan": lambda: hw.set_command(AXES[0], "position", math.nan),
-                "inf": lambda: hw.set_command(AXES[1], "velocity", math.inf),
+                "nan": lambda: hw.set_command(DRILL_AXES[0], "position", math.nan),
+                "inf": lambda: hw.set_command(DRILL_AXES[1], "velocity", math.inf),
                 "short": lambda: hw.set_commands(self.rig.t, self.command[:5], self.velocity),
                 "huge effort": lambda: hw.set_commands(
                     self.rig.t, self.command, self.velocity, effort=np.full(6, 1e12)
@@ -189,9 +196,11 @@ class Campaign:
             assert "stop still in progress" in hw.refused or "reset of" in hw.refused, hw.refused
             return False
         # A drive's stop ends at standstill: brake holding, inverter off.
-        assert (moving < 5e-3).all(), f"acknowledged while moving: {dict(zip(AXES, moving, strict=True))}"
+        assert (moving < 5e-3).all(), (
+            f"acknowledged while moving: {dict(zip(DRILL_AXES, moving, strict=True))}"
+        )
         if hw.on_activate() is CallbackReturn.SUCCESS:
-            self.command = np.array([hw.state(n, "position") for n in AXES])
+            self.command = np.array([hw.state(n, "position") for n in DRILL_AXES])
             self.velocity[:] = 0.0
         return True
 
@@ -208,7 +217,7 @@ class Campaign:
         assert hw.stop_reason is None, f"no acknowledgement within 1 s of the stop: {hw.refused}"
         if hw.lifecycle is LifecycleState.ACTIVE:
             hw.on_deactivate()
-        homing = AXES[axis]
+        homing = DRILL_AXES[axis]
         try:
             for _ in range(homing_cycles):
                 rig.backend.before_read()

@@ -28,8 +28,11 @@ from quirobot_control.hardware.component import (
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.simulation.simulated_backend import SimulatedBackend
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +119,7 @@ class _EnableIgnored(SimulatedDrive):
 
 
 def test_activation_checks_that_every_drive_is_enabled(parameters, control, info):
-    drives = {name: drive_for_joint(parameters, name) for name in AXES}
+    drives = {name: drive_for_joint(parameters, name) for name in DRILL_AXES}
     drives["gantry_x"] = _EnableIgnored(parameters.joint("gantry_x"), parameters.drive)
     hw = QuirobotHardware(parameters, control, lambda name: drives[name])
     assert hw.on_init(info) is CallbackReturn.SUCCESS
@@ -132,7 +135,7 @@ def test_activation_checks_that_every_drive_is_enabled(parameters, control, info
 def test_a_jog_at_the_velocity_limit_never_reaches_the_hard_limit(
     parameters, control, info, gravity, limits, joint, direction
 ):
-    j = AXES.index(joint)
+    j = DRILL_AXES.index(joint)
     q0 = np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.004])
     soft = limits.soft_upper[j] if direction > 0 else limits.soft_lower[j]
     q0[j] = soft - direction * 0.15  # 15 cm (rad) before the soft limit
@@ -412,7 +415,9 @@ def test_every_axis_can_brake_at_the_acceleration_the_limiter_brakes_at(
     holding = np.abs(gravity(np.array(Q0)))
     names = rig.hardware.joint_names
     for joint, a_brake in zip(rig.hardware.joints, limits.select(names).acceleration, strict=True):
-        spare = joint.acceleration_capability * joint.effective_inertia - holding[AXES.index(joint.name)]
+        spare = (
+            joint.acceleration_capability * joint.effective_inertia - holding[DRILL_AXES.index(joint.name)]
+        )
         assert spare / joint.effective_inertia >= 1.3 * a_brake, joint.name
 
 

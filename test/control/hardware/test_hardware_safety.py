@@ -24,8 +24,11 @@ from quirobot_control.hardware.component import (
     hardware_info_from_urdf,
 )
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 DT = 1e-3
 SUBSTEPS = 10
@@ -45,9 +48,9 @@ class Rig:
     """Hardware component + drives + independent joint inertias."""
 
     def __init__(self, parameters, control, info, q0):
-        self.drives = {name: drive_for_joint(parameters, name) for name in AXES}
+        self.drives = {name: drive_for_joint(parameters, name) for name in DRILL_AXES}
         self.hardware = QuirobotHardware(parameters, control, lambda name: self.drives[name])
-        self.inertia = np.array([control.joint(n).effective_inertia for n in AXES])
+        self.inertia = np.array([control.joint(n).effective_inertia for n in DRILL_AXES])
         self.damping = np.append(parameters.damping, parameters.drill.feed_damping)
         self.q = np.array(q0, dtype=float)
         self.v = np.zeros(6)
@@ -106,9 +109,11 @@ def test_lifecycle_and_interfaces(parameters, control, info):
     rig = Rig(parameters, control, info, Q0)
     hw = rig.hardware
     assert set(hw.export_state_interfaces()) == {
-        (n, s) for n in AXES for s in ("position", "velocity", "effort")
+        (n, s) for n in DRILL_AXES for s in ("position", "velocity", "effort")
     }
-    assert set(hw.export_command_interfaces()) == {(n, c) for n in AXES for c in ("position", "velocity")}
+    assert set(hw.export_command_interfaces()) == {
+        (n, c) for n in DRILL_AXES for c in ("position", "velocity")
+    }
     assert hw.on_configure() is CallbackReturn.SUCCESS
     assert hw.lifecycle is LifecycleState.INACTIVE
     assert all(s is DriveState.DISABLED for s in rig.states())
@@ -127,7 +132,7 @@ def test_lifecycle_and_interfaces(parameters, control, info):
     for _ in range(300):
         rig.cycle(target)
     np.testing.assert_allclose(rig.q, target, atol=5e-6)
-    assert np.allclose([hw.state(n, "position") for n in AXES], rig.q, atol=1e-6)
+    assert np.allclose([hw.state(n, "position") for n in DRILL_AXES], rig.q, atol=1e-6)
     assert hw.on_deactivate() is CallbackReturn.SUCCESS
     assert all(s is DriveState.DISABLED for s in rig.states())
     assert hw.stop_reason is None

@@ -31,12 +31,15 @@ from quirobot_control.hardware.component import (
 )
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 #: Tool pointing down (wrist_pitch 90 deg), the feed retracted, mid-travel.
 Q0 = np.array([0.8, 0.9, 0.6, 0.3, 1.5707963267948966, 0.004])
-Z = AXES.index("gantry_z")
+Z = DRILL_AXES.index("gantry_z")
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +51,8 @@ class Robot:
     def __init__(self, parameters, urdf, fixtures=None):
         self.control = control_configuration(parameters)
         self.dt = self.control.dt
-        self.drives = {n: drive_for_joint(parameters, n) for n in AXES}
-        self.ordered = [self.drives[n] for n in AXES]
+        self.drives = {n: drive_for_joint(parameters, n) for n in DRILL_AXES}
+        self.ordered = [self.drives[n] for n in DRILL_AXES]
         armature = np.array([d.reflected_inertia for d in self.ordered])
         self.plant = MujocoPlant(parameters, armature, self.dt / self.control.physics_substeps, urdf)
         self.plant.reset(Q0)
@@ -134,7 +137,7 @@ def test_a_hold_pauses_under_power_and_resume_continues(parameters, urdf):
     assert all(d.feedback().state is DriveState.ENABLED and d.feedback().halted for d in robot.ordered)
     assert robot.hw.stop_reason is None
     assert robot.hw.resume("test: go on") is ReturnType.OK
-    robot.command = np.array([robot.hw.state(n, "position") for n in AXES])  # on from the held pose
+    robot.command = np.array([robot.hw.state(n, "position") for n in DRILL_AXES])  # on from the held pose
     for _ in range(200):
         assert robot.cycle(jog) is ReturnType.OK, robot.hw.stop_reason
     assert robot.plant.position[0] > held[0] + 0.005

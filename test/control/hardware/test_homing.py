@@ -22,8 +22,11 @@ from quirobot_control.hardware.component import (
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.hardware.homing import homing_sequence
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 #: A start pose near the home switches (short homing: about 6 s simulated), the tool pointing up
 #: (wrist_pitch -1.2 rad) and the feed out by 4 mm.
@@ -40,9 +43,9 @@ class Robot:
         self.control = control_configuration(parameters)
         self.drives = {
             n: drive_for_joint(parameters, n, absolute_encoder=False, master_watchdog=master_watchdog)
-            for n in AXES
+            for n in DRILL_AXES
         }
-        self.ordered = [self.drives[n] for n in AXES]
+        self.ordered = [self.drives[n] for n in DRILL_AXES]
         armature = np.array([d.reflected_inertia for d in self.ordered])
         self.plant = MujocoPlant(parameters, armature, self.control.dt / self.control.physics_substeps, urdf)
         self.plant.reset(Q0)
@@ -78,7 +81,7 @@ def homed_robot(parameters, exported_urdf_factory):
     lowest point and the axis homing at each period."""
     robot = Robot(parameters, DriveMode.CSP, exported_urdf_factory("drill"))
     hw = robot.hardware
-    assert hw.unhomed == AXES
+    assert hw.unhomed == DRILL_AXES
     # Motion before homing (checked in test_motion_before_homing_is_refused_and_nothing_moves).
     refusals = {"activate": hw.on_activate(), "activate_reason": hw.refused}
     target = Q0 + np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.002])  # 2 mm of feed
@@ -110,7 +113,7 @@ def homed_robot(parameters, exported_urdf_factory):
 
 
 def hw_positions(hw):
-    return np.array([hw.state(n, "position") for n in AXES])
+    return np.array([hw.state(n, "position") for n in DRILL_AXES])
 
 
 def test_motion_before_homing_is_refused_and_nothing_moves(homed_robot):
@@ -148,7 +151,7 @@ def test_homing_moves_nothing_towards_the_patient(homed_robot, parameters):
     start_lowest = lowest[0]
     assert trace[:, 2].max() <= before[2] + POWER_ON_SAG
     assert lowest.min() >= start_lowest - POWER_ON_SAG
-    homes = np.array([parameters.homing[n].home_offset for n in AXES])
+    homes = np.array([parameters.homing[n].home_offset for n in DRILL_AXES])
     # Each axis stops within its zero speed's stopping distance past the switch's edge.
     np.testing.assert_allclose(trace[-1], homes, atol=2e-3)
     np.testing.assert_allclose(hw_positions(robot.hardware), trace[-1], atol=1e-4)
@@ -184,12 +187,12 @@ def test_a_host_that_dies_during_homing_leaves_every_drive_stopped(parameters, e
     died = robot.t
     stopped_at = {}
     allowance = homing_sequence(parameters, robot.drives, DriveMode.CSP).allowance["gantry_z"]
-    while len(stopped_at) < len(AXES) and robot.t - died < allowance + 1.0:
+    while len(stopped_at) < len(DRILL_AXES) and robot.t - died < allowance + 1.0:
         robot.period(lambda t: None)  # the host is gone; the drives and the plant go on
         for name, drive in robot.drives.items():
             if name not in stopped_at and drive.feedback().state is DriveState.QUICK_STOP:
                 stopped_at[name] = robot.t - died
-    assert set(stopped_at) == set(AXES), f"still powered: {set(AXES) - set(stopped_at)}"
+    assert set(stopped_at) == set(DRILL_AXES), f"still powered: {set(DRILL_AXES) - set(stopped_at)}"
     timeout, dt = parameters.drive.master_timeout, robot.control.dt
     for name, after in stopped_at.items():
         if name != "gantry_z":

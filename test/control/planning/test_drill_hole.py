@@ -22,8 +22,11 @@ from quirobot_control.planning.drill_hole import (
 )
 from quirobot_control.planning.tasks import Kinematics, load_task
 from quirobot_description import robot_parameters
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import DrillParameters
 from quirobot_kinematics import KinematicModel
+
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 DT = 0.002  # s: coarser than the control period, the checks do not depend on it
 
@@ -119,12 +122,12 @@ def test_a_measured_start_just_outside_a_soft_limit_is_at_it(shipped, incision, 
     goal_tolerance = path_tolerances(controllers, kind="goal")
     soft_lower = JointLimits.from_parameters(params).soft_lower
     start = incision.park.copy()
-    start[FEED_INDEX] = soft_lower[FEED_INDEX] - 1.53e-8
+    start[FEED] = soft_lower[FEED] - 1.53e-8
     with pytest.raises(GoalRejectedError, match="drill_feed"):
         plan_drill_hole(shipped, start, params, DT)
     plan = plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance)
-    assert plan.trajectory.positions[0, FEED_INDEX] >= soft_lower[FEED_INDEX]
-    start[FEED_INDEX] = soft_lower[FEED_INDEX] - 2 * goal_tolerance[FEED_INDEX]
+    assert plan.trajectory.positions[0, FEED] >= soft_lower[FEED]
+    start[FEED] = soft_lower[FEED] - 2 * goal_tolerance[FEED]
     with pytest.raises(GoalRejectedError, match="drill_feed"):
         plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance)
 
@@ -168,9 +171,9 @@ def test_cancel_retract_takes_the_tip_out_above_the_entry(plan, params):
     assert depths[-1][0] < 0.0  # out of the bone, above the entry
     assert depths[-1][0] == pytest.approx(-task.standoff, abs=1e-9)
     assert max(lateral for _, lateral in depths) < 1e-6  # along the axis
-    assert np.all(np.diff(retract.positions[:, FEED_INDEX]) <= 1e-15)  # only ever backwards
+    assert np.all(np.diff(retract.positions[:, FEED]) <= 1e-15)  # only ever backwards
     assert np.array_equal(
-        retract.positions[:, :FEED_INDEX], np.tile(q_mid_feed[:FEED_INDEX], (len(retract.positions), 1))
+        retract.positions[:, :FEED], np.tile(q_mid_feed[:FEED], (len(retract.positions), 1))
     )
 
 
@@ -185,11 +188,11 @@ def test_feed_at_its_soft_limit_first_moves_to_the_tasks_retracted_value(shipped
     """The simulated drives start with the feed at its soft lower limit: the retract back there
     would run into the safety controller's envelope, so the plan moves out to the park value."""
     start = incision.park.copy()
-    start[FEED_INDEX] = JointLimits.from_parameters(params).soft_lower[FEED_INDEX]
+    start[FEED] = JointLimits.from_parameters(params).soft_lower[FEED]
     plan = plan_drill_hole(shipped, start, params, DT)
     assert plan.trajectory.phases[0].name == "prepare"
     np.testing.assert_allclose(plan.trajectory.positions[0], start, atol=1e-12)
-    assert plan.trajectory.positions[-1][FEED_INDEX] == pytest.approx(incision.park[FEED_INDEX])
+    assert plan.trajectory.positions[-1][FEED] == pytest.approx(incision.park[FEED])
     assert plan.trajectory.phases[-1].name == "park"
 
 
@@ -202,7 +205,7 @@ def test_goal_tolerances_come_from_the_shipped_controllers():
     tolerance = path_tolerances(controllers, kind="goal")
     assert tolerance.shape == (6,)
     assert (
-        tolerance[FEED_INDEX]
+        tolerance[FEED]
         == controllers["drill_feed_controller"]["ros__parameters"]["constraints"]["drill_feed"]["goal"]
     )
     # the path is left unchecked by the controllers (procedures.path_check checks it, time-aligned)
@@ -237,31 +240,29 @@ def test_slowed_for_lag_keeps_the_path_and_the_feed_and_bounds_the_lag_error(pla
 def test_feed_left_out_retracts_before_the_arm_moves(shipped, incision, params):
     """After an aborted goal the bit may still be out (in bone): it comes back first."""
     start = incision.park.copy()
-    start[FEED_INDEX] += 0.01
+    start[FEED] += 0.01
     plan = plan_drill_hole(shipped, start, params, DT)
     prepare = plan.trajectory.phase("prepare")
     end = round(prepare.end_time / DT)
-    assert plan.trajectory.positions[end][FEED_INDEX] == pytest.approx(incision.park[FEED_INDEX])
-    assert np.array_equal(
-        plan.trajectory.positions[: end + 1, :FEED_INDEX], np.tile(start[:FEED_INDEX], (end + 1, 1))
-    )
+    assert plan.trajectory.positions[end][FEED] == pytest.approx(incision.park[FEED])
+    assert np.array_equal(plan.trajectory.positions[: end + 1, :FEED], np.tile(start[:FEED], (end + 1, 1)))
 
 
 def test_cancel_while_feeding_stops_smoothly_then_retracts(plan, params):
     trajectory, task = plan.trajectory, plan.task
     feed = trajectory.phase("feed")
     q, v, _ = trajectory.sample(0.5 * (feed.start_time + feed.end_time))
-    assert v[FEED_INDEX] == pytest.approx(task.feed_rate)
-    retract = plan_cancel_retract(q, task, params, DT, v[FEED_INDEX])
+    assert v[FEED] == pytest.approx(task.feed_rate)
+    retract = plan_cancel_retract(q, task, params, DT, v[FEED])
     assert [p.name for p in retract.phases] == ["cancel_stop", "cancel_retract"]
-    assert retract.velocities[0, FEED_INDEX] == pytest.approx(task.feed_rate)  # continues the feed
-    deepest = retract.positions[:, FEED_INDEX].max() - q[FEED_INDEX]
-    feed_acceleration = JointLimits.from_parameters(params).acceleration[FEED_INDEX]
+    assert retract.velocities[0, FEED] == pytest.approx(task.feed_rate)  # continues the feed
+    deepest = retract.positions[:, FEED].max() - q[FEED]
+    feed_acceleration = JointLimits.from_parameters(params).acceleration[FEED]
     assert deepest == pytest.approx(task.feed_rate**2 / (2 * feed_acceleration), rel=0.05)
     kin = Kinematics(KinematicModel.from_parameters(params))
     assert tip_progress(kin.tip(retract.positions[-1]), task.entry, task.direction)[0] == pytest.approx(
         -task.standoff, abs=1e-9
     )
     # Velocity continuous: no step larger than the feed's acceleration limit over one sample.
-    steps = np.abs(np.diff(retract.velocities[:, FEED_INDEX]))
-    assert steps.max() <= JointLimits.from_parameters(params).acceleration[FEED_INDEX] * DT * 1.01
+    steps = np.abs(np.diff(retract.velocities[:, FEED]))
+    assert steps.max() <= JointLimits.from_parameters(params).acceleration[FEED] * DT * 1.01

@@ -14,8 +14,13 @@ import pytest
 from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.planning.tasks import Kinematics, load_task, plan_incision
 from quirobot_control.planning.trajectory import LineLimits, plan_feed, plan_line, plan_point_to_point
-from quirobot_description.parameters import AXES, FEED_INDEX
+from quirobot_description.parameters import DrillParameters, axes_for
 from quirobot_kinematics import KinematicModel
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 DT = 1e-3
 
@@ -83,12 +88,12 @@ def test_point_to_point_is_synchronized_time_optimal_and_within_limits(parameter
         time_optimal_duration(
             abs(goal[j] - start[j]), limits.velocity[j], limits.acceleration[j], limits.jerk[j]
         )
-        for j in range(len(AXES))
+        for j in range(len(DRILL_AXES))
     )
     assert trajectory.duration == pytest.approx(expected, abs=DT)
     # Synchronized: every joint moves during the whole motion and arrives at the same time.
     moving = np.abs(trajectory.positions - goal) > 1e-12
-    for j in range(len(AXES)):
+    for j in range(len(DRILL_AXES)):
         if start[j] != goal[j]:
             assert moving[:, j].nonzero()[0].max() >= len(trajectory.positions) - 3
 
@@ -204,14 +209,14 @@ def test_feed_moves_only_the_feed_at_the_feed_rate_with_smooth_start_and_stop(li
     trajectory = plan_feed(start, 0.03, 0.0015, limits, DT)
     assert_continuous_within_limits(trajectory, limits)
     np.testing.assert_array_equal(
-        trajectory.positions[:, :FEED_INDEX], np.tile(start[:FEED_INDEX], (len(trajectory.positions), 1))
+        trajectory.positions[:, :FEED], np.tile(start[:FEED], (len(trajectory.positions), 1))
     )
-    feed_velocity = trajectory.velocities[:, FEED_INDEX]
+    feed_velocity = trajectory.velocities[:, FEED]
     assert feed_velocity.max() == pytest.approx(0.0015, rel=1e-9)
     assert feed_velocity[0] == 0.0 and feed_velocity[-1] == 0.0
-    assert trajectory.positions[-1, FEED_INDEX] == 0.03
+    assert trajectory.positions[-1, FEED] == 0.03
     # Duration: the time-optimal profile (distance / rate plus the acceleration ramps).
-    v, a, j = 0.0015, limits.acceleration[FEED_INDEX], limits.jerk[FEED_INDEX]
+    v, a, j = 0.0015, limits.acceleration[FEED], limits.jerk[FEED]
     assert trajectory.duration == pytest.approx(
         0.028 / v + v / a + a / j if v >= a * a / j else 0.028 / v + 2 * math.sqrt(v / j), abs=DT
     )
@@ -219,8 +224,8 @@ def test_feed_moves_only_the_feed_at_the_feed_rate_with_smooth_start_and_stop(li
         plan_feed(start, 0.03, 1.0, limits, DT)
     # A gentler start and stop may be asked for, not a harsher one.
     gentle = plan_feed(start, 0.03, 0.0015, limits, DT, acceleration=0.01, jerk=0.05)
-    assert np.max(np.abs(gentle.accelerations[:, FEED_INDEX])) <= 0.01 * (1 + 1e-6)
-    assert np.max(np.abs(np.diff(gentle.accelerations[:, FEED_INDEX]))) <= 0.05 * DT * (1 + 1e-6)
+    assert np.max(np.abs(gentle.accelerations[:, FEED])) <= 0.01 * (1 + 1e-6)
+    assert np.max(np.abs(np.diff(gentle.accelerations[:, FEED]))) <= 0.05 * DT * (1 + 1e-6)
     assert gentle.duration > trajectory.duration
     with pytest.raises(PlanningError, match=r"feed acceleration must be in \(0, 0.1\]"):
         plan_feed(start, 0.03, 0.0015, limits, DT, acceleration=1.0)
@@ -247,7 +252,7 @@ def test_incision_plan_drills_along_the_axis_to_depth(parameters, limits, kinema
     assert_continuous_within_limits(trajectory, limits)
     feed = trajectory.phase("feed")
     window = (trajectory.times >= feed.start_time - 1e-9) & (trajectory.times <= feed.end_time + 1e-9)
-    arm = trajectory.positions[window, :FEED_INDEX]
+    arm = trajectory.positions[window, :FEED]
     np.testing.assert_array_equal(arm, np.tile(arm[0], (len(arm), 1)))  # the arm holds during the feed
     tips = np.array([kinematics.tip(q) for q in trajectory.positions[window]])
     offset = tips - task.entry
@@ -257,6 +262,6 @@ def test_incision_plan_drills_along_the_axis_to_depth(parameters, limits, kinema
     assert depth[0] == pytest.approx(-task.standoff, abs=1e-9)
     assert depth[-1] == pytest.approx(task.depth, abs=1e-9)
     assert np.all(np.diff(depth) >= -1e-12)  # never backs out while feeding
-    assert np.max(trajectory.velocities[window, FEED_INDEX]) == pytest.approx(task.feed_rate, rel=1e-9)
+    assert np.max(trajectory.velocities[window, FEED]) == pytest.approx(task.feed_rate, rel=1e-9)
     np.testing.assert_allclose(trajectory.positions[0], task.park)
     np.testing.assert_allclose(trajectory.positions[-1], task.park)

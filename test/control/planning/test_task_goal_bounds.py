@@ -25,7 +25,10 @@ from hypothesis import strategies as st
 from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.planning.drill_hole import INVALID, LIMIT, DrillGoal, GoalRejectedError, plan_drill_hole
 from quirobot_control.planning.tasks import TaskError, load_task, plan_incision, task_file
-from quirobot_description.parameters import AXES
+from quirobot_description.parameters import axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
 
 DT = 0.002
 SETTINGS = settings(
@@ -114,7 +117,7 @@ def test_an_unreachable_approach_names_the_soft_limit_the_planner_keeps(tmp_path
     hard limit 0 m, while the planner never goes above the soft limit 0.01 m."""
     raw = copy.deepcopy(RAW)
     raw["approach_distance"] = _leaf(1.0, "m")
-    z = AXES.index("gantry_z")
+    z = DRILL_AXES.index("gantry_z")
     with pytest.raises(PlanningError, match=rf"gantry_z .* below its lower limit {limits.soft_lower[z]:g} m"):
         plan_incision(load_task(_write(tmp_path, raw)), parameters, DT)
 
@@ -125,7 +128,7 @@ def test_a_standoff_beyond_the_stroke_is_refused_as_such(tmp_path, parameters, l
     raw["standoff"] = _leaf(0.5, "m")
     with pytest.raises(PlanningError, match=r"exceeds the drill feed stroke 78.0 mm") as refused:
         plan_incision(load_task(_write(tmp_path, raw)), parameters, DT)
-    assert limits.soft_upper[AXES.index("drill_feed")] == pytest.approx(0.078)
+    assert limits.soft_upper[DRILL_AXES.index("drill_feed")] == pytest.approx(0.078)
     assert "would last" not in str(refused.value)
 
 
@@ -175,13 +178,13 @@ RANGE_LIMIT = re.compile(r"(\w+) would be \S+ deg, \S+ deg outside its range \[(
 def check_quoted_limits(message: str, limits: JointLimits) -> None:
     """Every joint limit the message quotes is the planner's (soft) limit of that joint."""
     for joint, unit, side, value in JOINT_LIMIT.findall(message):
-        j = AXES.index(joint)
+        j = DRILL_AXES.index(joint)
         expected = limits.soft_lower[j] if side == "lower" else limits.soft_upper[j]
         if unit == "deg":
             expected = np.degrees(expected)
         assert float(value) == pytest.approx(expected, rel=1e-5, abs=1e-9), message
     for joint, low, high in RANGE_LIMIT.findall(message):
-        j = AXES.index(joint)
+        j = DRILL_AXES.index(joint)
         assert float(low) == pytest.approx(np.degrees(limits.soft_lower[j]), abs=0.5), message
         assert float(high) == pytest.approx(np.degrees(limits.soft_upper[j]), abs=0.5), message
 
@@ -253,7 +256,7 @@ def test_goal_campaign(data, parameters, limits, incision):
     event("planned")
     safety = parameters.drilling.safety
     assert goal.depth <= incision.bone.thickness + safety.breakthrough_limit + 1e-12
-    assert goal.feed_rate <= limits.velocity[AXES.index("drill_feed")]
+    assert goal.feed_rate <= limits.velocity[DRILL_AXES.index("drill_feed")]
     assert plan.predicted_thrust <= goal.max_thrust <= safety.thrust_limit
     q = plan.trajectory.positions
     assert np.all(q >= limits.soft_lower - 1e-9) and np.all(q <= limits.soft_upper + 1e-9)

@@ -11,9 +11,12 @@ import pytest
 from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole, tip_progress
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.procedures.drill_hole_executor import ExecutorConfig
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import DrillParameters
 from quirobot_kinematics import KinematicModel
 from quirobot_kinematics.geometric import actual_forward_kinematics
+
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +33,8 @@ def feed_end_hole(parameters, errors, calibration) -> tuple[float, float, float]
     plan = plan_drill_hole(goal, task.park, parameters, 0.002, calibration=calibration)
     model = KinematicModel.from_parameters(parameters)
     q = plan.trajectory.positions
-    deepest = int(np.argmax(q[:, FEED_INDEX]))
-    tip = actual_forward_kinematics(q[deepest, :FEED_INDEX], model, errors, float(q[deepest, FEED_INDEX]))[
-        :3, 3
-    ]
+    deepest = int(np.argmax(q[:, FEED]))
+    tip = actual_forward_kinematics(q[deepest, :FEED], model, errors, float(q[deepest, FEED]))[:3, 3]
     depth, lateral = tip_progress(tip, task.entry, task.direction)
     return (
         float(np.linalg.norm(tip - (task.entry + task.depth * task.direction))),
@@ -58,6 +59,6 @@ def test_the_executor_plans_and_measures_with_its_calibration(parameters, machin
     assert config.calibration is machine and nominal.calibration is None
     q = load_task("incision").park
     model = KinematicModel.from_parameters(parameters)
-    expected = actual_forward_kinematics(q[:FEED_INDEX], model, machine, float(q[FEED_INDEX]))[:3, 3]
+    expected = actual_forward_kinematics(q[:FEED], model, machine, float(q[FEED]))[:3, 3]
     np.testing.assert_allclose(config.tip(q), expected, atol=1e-12)
     assert np.linalg.norm(nominal.tip(q) - expected) > 1e-4

@@ -23,8 +23,11 @@ from quirobot_control.procedures.drill_hole_executor import (
     Outcome,
 )
 from quirobot_description import robot_parameters
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import DrillParameters
 from quirobot_kinematics import KinematicModel
+
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 DEPTH_TOLERANCE = 0.05e-3  # m, issue 17's
 LATERAL_TOLERANCE = 0.1e-3  # m
@@ -142,7 +145,7 @@ def test_retract_refused_or_aborted_the_feed_alone_withdraws(config, task, tip, 
     depth, lateral = tip_track(port, tip, task)[-1]
     assert depth < 0.0 and lateral < LATERAL_TOLERANCE
     # The arm held from the cancel on: only the feed moved.
-    arm = np.array([q[:FEED_INDEX] for t, q in port.trace if t >= canceled_at[0]])
+    arm = np.array([q[:FEED] for t, q in port.trace if t >= canceled_at[0]])
     assert np.ptp(arm, axis=0).max() == 0.0
 
 

@@ -31,7 +31,10 @@ from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.goal_monitor import GoalLimitError, monitor_settings_for_goal
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, FeedStop
-from quirobot_description.parameters import FEED_INDEX, FEED_JOINT
+from quirobot_description.parameters import DrillParameters
+
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 DT = 0.002
 
@@ -46,11 +49,11 @@ def test_a_cancel_stops_the_feed_at_least_as_fast_as_the_monitors_feed_stop(para
     """Before: the cancel decelerated at the task's 0.01 m/s^2 (1.25 mm deeper at 5 mm/s), ten
     times gentler than the monitor's feed stop at the feed's 0.1 m/s^2 (0.125 mm)."""
     q = incision.park.copy()
-    q[FEED_INDEX] = 0.02
+    q[FEED] = 0.02
     cancel = plan_cancel_retract(q, incision, parameters, DT, feed_velocity=feed_rate)
-    extra = cancel.positions[:, FEED_INDEX].max() - q[FEED_INDEX]
-    monitor_stop = FeedStop(0.0, q[FEED_INDEX], feed_rate, parameters.drill.feed_acceleration)
-    assert extra <= monitor_stop.rest_position - q[FEED_INDEX] + 1e-9, (extra, monitor_stop.rest_position)
+    extra = cancel.positions[:, FEED].max() - q[FEED]
+    monitor_stop = FeedStop(0.0, q[FEED], feed_rate, parameters.drill.feed_acceleration)
+    assert extra <= monitor_stop.rest_position - q[FEED] + 1e-9, (extra, monitor_stop.rest_position)
     assert extra > 0.0  # it stops, it does not jump back
 
 
@@ -67,7 +70,7 @@ def _cancelled_in_bone(parameters, incision, feed_rate: float) -> tuple[float, f
     k0 = round(settle.start_time / dt)
     k = round(0.5 * (feed.start_time + feed.end_time) / dt)
     cancel = plan_cancel_retract(
-        trajectory.positions[k], task, parameters, dt, trajectory.velocities[k, FEED_INDEX]
+        trajectory.positions[k], task, parameters, dt, trajectory.velocities[k, FEED]
     )
     before = (k - k0) * dt
     run = JointTrajectory(
@@ -160,7 +163,7 @@ def test_monitor_settings_take_the_goals_thrust_limit_never_above_the_robots(par
         safety,
         parameters.drill,
         parameters.drilling.spindle,
-        control.joint(FEED_JOINT).effective_inertia,
+        control.joint(DrillParameters.feed_joint).effective_inertia,
         0.021,
     )
     lower = monitor_settings_for_goal(45.0, 0.021, parameters, control)

@@ -28,7 +28,10 @@ from quirobot_control.simulation.faults import (
     Injection,
 )
 from quirobot_control.simulation.incision import run_task, targets_met
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import DrillParameters
+
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 DT = 0.001  # s, the control period
 SHORT_DEPTH = 0.003  # m: a short incision, as the CI incision
@@ -222,7 +225,7 @@ def fault_time():
     params = load_parameters()
     plan = plan_incision(replace(task, depth=SHORT_DEPTH), params, control_configuration(params).dt)
     start = int(round(plan.phase("feed").start_time / DT))
-    feed = plan.positions[:, FEED_INDEX]
+    feed = plan.positions[:, FEED]
     k = start + int(np.argmax(feed[start:] >= feed[start] + task.standoff + FAULT_DEPTH))
     return round(k * DT, 3)
 
@@ -390,7 +393,7 @@ def test_drilling_through_both_cortices_stops_the_feed_at_the_breakthrough(param
     depth = (log.tip - thin_task.entry) @ thin_task.direction
     assert depth.max() == pytest.approx(exit_depth + breakthrough.overshoot)
     assert depth[-1] < 0.0  # retracted: the feed rejoined the plan
-    assert np.max(np.abs(log.position[-1, FEED_INDEX] - log.reference[-1, FEED_INDEX])) < 1e-5
+    assert np.max(np.abs(log.position[-1, FEED] - log.reference[-1, FEED])) < 1e-5
     assert result.unsafe == []
 
 

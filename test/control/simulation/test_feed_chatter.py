@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 
 from quirobot_control.simulation.incision import run_task
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import DrillParameters
+
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 DEPTH = 0.006  # m: through the 4 mm near cortex
 EFFORT_LIMIT = 100.0  # N, the URDF effort limit of drill_feed (the current clamp)
@@ -28,8 +31,8 @@ EFFORT_LIMIT = 100.0  # N, the URDF effort limit of drill_feed (the current clam
 def _feed(result) -> dict[str, float]:
     log, feed = result.log, result.trajectory.phase("feed")
     during = (log.time >= feed.start_time) & (log.time <= feed.end_time)
-    effort = log.effort[during, FEED_INDEX]
-    velocity = log.velocity[during, FEED_INDEX]
+    effort = log.effort[during, FEED]
+    velocity = log.velocity[during, FEED]
     return {
         "effort": float(np.abs(effort).max()),
         "clipped": int(np.sum(np.abs(effort) >= 0.99 * EFFORT_LIMIT)),

@@ -71,12 +71,12 @@ def realistic_plant_at_rest(parameters, **options):
     go to RealisticPlant (e.g. geometric=)."""
     from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
     from quirobot_control.simulation.realistic_plant import RealisticPlant
-    from quirobot_description.parameters import AXES
+    from quirobot_description.parameters import axes_for
 
     plant = RealisticPlant(
         parameters,
         parameters.plant,
-        [drive_for_joint(parameters, name) for name in AXES],
+        [drive_for_joint(parameters, name) for name in axes_for("drill")],
         0.00025,
         compensated=True,
         rng=np.random.default_rng(0),

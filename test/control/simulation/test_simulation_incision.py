@@ -18,7 +18,12 @@ import pytest
 from quirobot_control.simulation.closed_loop import POST_STOP_TIME
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_control.simulation.plant import MujocoPlant
-from quirobot_description.parameters import AXES, FEED_INDEX
+from quirobot_description.parameters import DrillParameters, axes_for
+
+#: The drill's commanded axes: the arm's joints, then the feed.
+DRILL_AXES = axes_for("drill")
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 pytestmark = pytest.mark.engines
 
@@ -64,7 +69,7 @@ def test_the_recorded_tip_is_the_physics_tip(parameters, incision):
     log = incision.log
     for k in range(0, len(log.time), 997):
         q = log.position[k]
-        expected = report_tip(q[:FEED_INDEX], q[FEED_INDEX], parameters.l4, parameters.l5)
+        expected = report_tip(q[:FEED], q[FEED], parameters.l4, parameters.l5)
         np.testing.assert_allclose(log.tip[k], expected, atol=1e-9)
 
 
@@ -73,7 +78,7 @@ def test_thrust_acts_only_in_bone_while_feeding(incision):
     depth = (log.tip - task.entry) @ task.direction
     assert np.all(log.thrust[depth < -1e-4] < 1e-3)  # only the decaying lag of the last cut
     # Cutting at the full feed rate with the whole point in cortical bone: 10-60 N.
-    cruising = np.abs(trajectory.velocities[: len(log.time), FEED_INDEX] - task.feed_rate) < 1e-9
+    cruising = np.abs(trajectory.velocities[: len(log.time), FEED] - task.feed_rate) < 1e-9
     cutting = cruising & (depth > task.bone.point_length)
     assert cutting.sum() > 100
     assert np.min(log.thrust[cutting]) > 10.0
@@ -86,7 +91,7 @@ def test_thrust_in_cortex_is_the_power_law_of_the_feed_rate(incision):
     task, log, trajectory = incision.task, incision.log, incision.trajectory
     bone = task.bone
     depth = (log.tip - task.entry) @ task.direction
-    cruising = np.abs(trajectory.velocities[: len(log.time), FEED_INDEX] - task.feed_rate) < 1e-9
+    cruising = np.abs(trajectory.velocities[: len(log.time), FEED] - task.feed_rate) < 1e-9
     settled = cruising & (depth > bone.point_length + 0.1e-3) & (depth < bone.layers[0].thickness)
     assert settled.sum() > 100
     expected = bone.reference_thrust * (task.feed_rate / bone.reference_feed_rate) ** bone.feed_rate_exponent
@@ -111,7 +116,7 @@ def test_plant_has_the_drives_reflected_inertia_and_the_parameter_gravity(parame
     assert plant.model.opt.timestep == 0.00025
     assert plant.model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
     names = tuple(plant.model.joint(i).name for i in range(plant.model.njnt))
-    assert names == AXES
+    assert names == DRILL_AXES
 
 
 def test_plant_dynamics_are_the_model_with_the_drives_rotor_inertia_and_friction(parameters, exported_urdf):
@@ -122,7 +127,7 @@ def test_plant_dynamics_are_the_model_with_the_drives_rotor_inertia_and_friction
     from quirobot_control.models.dynamics import Dynamics
     from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 
-    armature = np.array([drive_for_joint(parameters, name).reflected_inertia for name in AXES])
+    armature = np.array([drive_for_joint(parameters, name).reflected_inertia for name in DRILL_AXES])
     plant = MujocoPlant(parameters, armature, 0.00025, exported_urdf)
     model, data = plant.model, plant.data
     dynamics = Dynamics(build_model(parameters).with_armature(reflected_rotor_inertia(parameters)))
@@ -137,9 +142,7 @@ def test_plant_dynamics_are_the_model_with_the_drives_rotor_inertia_and_friction
         mujoco.mj_inverse(model, data)
         # Viscous friction only: MuJoCo's dry friction is reserved for the holding brakes.
         ours = dynamics.inverse_dynamics(q, qd, qdd, friction=True)
-        np.testing.assert_allclose(
-            data.qfrc_inverse[:FEED_INDEX], ours, rtol=1e-9, atol=1e-9 * np.abs(ours).max()
-        )
+        np.testing.assert_allclose(data.qfrc_inverse[:FEED], ours, rtol=1e-9, atol=1e-9 * np.abs(ours).max())
 
 
 def test_mcap_log_holds_joint_states_at_the_control_rate_and_the_plan(tmp_path, incision):
@@ -177,13 +180,13 @@ def test_mcap_log_holds_joint_states_at_the_control_rate_and_the_plan(tmp_path, 
         "/quirobot/planned_path": "nav_msgs/msg/Path",
         "/quirobot/tip_path": "nav_msgs/msg/Path",
     }
-    assert names == list(AXES)
+    assert names == list(DRILL_AXES)
     assert len(stamps) == len(incision.log.time)
     np.testing.assert_allclose(np.diff(stamps), 1e-3, atol=1e-9)  # simulated time at 1 kHz
     np.testing.assert_allclose(tip_stamps, stamps, atol=1e-12)
     np.testing.assert_array_equal(measured, incision.log.measured)  # the encoders' view
     assert not np.array_equal(measured, incision.log.position)
-    assert list(plan.joint_names) == list(AXES)
+    assert list(plan.joint_names) == list(DRILL_AXES)
     assert plan.points[-1].positions == pytest.approx(incision.trajectory.positions[-1].tolist())
     # Recomputed from the log alone: the lateral deviation in bone during feed and dwell.
     task, trajectory = incision.task, incision.trajectory

@@ -8,7 +8,10 @@ import numpy as np
 
 from quirobot_control.planning.tasks import load_task, plan_incision
 from quirobot_control.simulation.thrust_feedforward import ThrustFeedForward, thrust_feedforward
-from quirobot_description.parameters import FEED_INDEX
+from quirobot_description.parameters import DrillParameters
+
+#: The drill feed's column in the drill's axis vectors.
+FEED = DrillParameters.feed_index
 
 
 def test_the_online_feed_forward_follows_the_plans_along_the_incision(parameters):
@@ -19,7 +22,7 @@ def test_the_online_feed_forward_follows_the_plans_along_the_incision(parameters
     online = ThrustFeedForward(parameters, task.entry, task.direction, task.bone, dt)
     got = np.array([online.update(q) for q in plan.positions])
     peak = np.abs(expected).max(axis=0)
-    assert peak[FEED_INDEX] > 20.0  # the feed meets the bone's thrust (tens of N)
+    assert peak[FEED] > 20.0  # the feed meets the bone's thrust (tens of N)
     # The rate of depth by backward difference (the plan's is central): half a period later.
     assert np.all(np.abs(got - expected).max(axis=0) <= 5e-3 * peak + 1e-9)
     before_entry = plan.phase("feed").start_time - 0.5
