@@ -74,7 +74,7 @@ from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.drive_cycle import GC_POLICIES, CycleSettings, start_canopen_cycle
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_description.parameters import AXES, load_parameters
+from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_description.urdf import robot_description
 
 START = {
@@ -87,6 +87,7 @@ START = {
 }
 GROUP = "239.74.163.2"  # python-can udp_multicast's IPv4 default group
 SYNC_ID = 0x80
+DRIVES = axes_for("drill")  # the run's drives: robot_description("drill", "real")
 EMCY_BASE = 0x80  # EMCY of node n: 0x80 + n
 MASTER_LOST_CODES = (0x8100, 0x8130)  # CiA 301: SYNC lost (the simulator's), heartbeat lost
 WARM_UP = 1.0  # s before measuring
@@ -339,7 +340,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     buses = len(params.canopen.channel_names)
     frames_per_sync_cycle = buses * (
         1 + params.canopen.sync_period / params.canopen.heartbeat_period
-    ) + 2 * len(AXES)
+    ) + 2 * len(DRIVES)
     here = os.path.abspath(__file__)
     # The floor's probe first, running through the whole run (start-up included).
     floor = subprocess.Popen(
@@ -517,7 +518,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "realtime": report.describe(),
         "emcy_codes": sorted({f"0x{code:04X}" for code in emcys}),
         "stop_reason": stop_reason,
-        "drives": list(AXES),
+        "drives": list(DRIVES),
     }
 
 

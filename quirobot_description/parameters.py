@@ -232,6 +232,12 @@ class DrillParameters:
     feed_k_velocity: float  # N*s/m, safety_controller effort gain
 
     @property
+    def damping(self) -> float:
+        """The feed axis' viscous damping, N*s/m (feed_damping), named as JointParameters' so that
+        `RobotParameters.axis(name).damping` is any driven axis'."""
+        return self.feed_damping
+
+    @property
     def bit_mass(self) -> float:
         """Mass in kg of the moving spindle-chuck-bit cylinder, from geometry and density."""
         return cylinder_mass(self.density, self.bit_radius, self.bit_length)
@@ -286,14 +292,6 @@ def drive_axes() -> tuple[str, ...]:
     axes (TOOL_PARAMETERS order). The parameter file configures each one's drive (CAN node id and
     bus, homing, quick stop), so that a tool change needs no other file."""
     return tuple(dict.fromkeys(axis for tool in TOOL_PARAMETERS for axis in axes_for(tool)))
-
-
-#: Kept, derived from the drill tool, only for the CANopen drive loop's modules not yet moved to
-#: the tool's axes (bridge.canopen_backend, drive_simulators.canopen_slave, bench/drive_loop.py,
-#: being reworked elsewhere): the drill's commanded axes and its feed axis. Everything else asks
-#: `axes_for(tool)`, `drive_axes()` and the drill tool (DrillParameters.feed_joint, .feed_index).
-FEED_JOINT = DrillParameters.feed_joint
-AXES = axes_for("drill")
 
 
 @dataclass(frozen=True)

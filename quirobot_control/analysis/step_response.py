@@ -20,7 +20,7 @@ from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.pid import PID
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.planning.trajectory import rest_to_rest_profile
-from quirobot_description.parameters import DrillParameters, RobotParameters
+from quirobot_description.parameters import RobotParameters
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,7 @@ def simulate_step(
     dt = control.dt
     drive = drive_for_joint(params, joint)
     inertia = settings.effective_inertia
-    axis = params.axis(joint)
-    damping = axis.feed_damping if isinstance(axis, DrillParameters) else axis.damping
+    damping = params.axis(joint).damping
     current_gain = drive.motor.torque_constant * drive.transmission.ratio * drive.efficiency
     count = int(round(duration / dt)) + 1
     if profile:

@@ -72,7 +72,7 @@ from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import DEFAULT_EDS
 from quirobot_control.drives.interface import DriveError, DriveMode
 from quirobot_control.hardware.control_config import ControlConfig
-from quirobot_description.parameters import AXES, RobotParameters
+from quirobot_description.parameters import RobotParameters, drive_axes
 
 #: s, how long a bus's reader thread blocks in one receive: bounds how long close() waits for it.
 READER_POLL_PERIOD = 0.01
@@ -135,12 +135,12 @@ class CanopenBackend:
         control: ControlConfig,
         config: CanBusConfig | None = None,
         *,
-        joints: Sequence[str] = AXES,
+        joints: Sequence[str] | None = None,
         feedback_wait: float | None = None,
         eds: str | Path = DEFAULT_EDS,
         mode: DriveMode = DriveMode.CST,
     ) -> None:
-        """`joints`: the commanded joints (of AXES; only their nodes are started);
+        """`joints`: the commanded joints (of drive_axes(), the default: only their nodes are started);
         `feedback_wait`: s (wall clock) to wait for each cycle's TPDOs; default one control
         period; `mode`: the drives' mode at start-up (the hardware component sets its own,
         control.drive_mode, while they are disabled)."""
@@ -161,10 +161,12 @@ class CanopenBackend:
                 f"CAN channel mapping names unknown bus(es) {', '.join(unknown)}; "
                 f"the parameter file's buses are {', '.join(bus.channel_names)}"
             )
-        missing = [name for name in joints if name not in AXES]
+        driven = drive_axes()
+        joints = driven if joints is None else tuple(joints)
+        missing = [name for name in joints if name not in driven]
         if missing:
             raise DriveStartupError(
-                f"no CANopen drive for joint(s) {', '.join(missing)}; the axes are {', '.join(AXES)}"
+                f"no CANopen drive for joint(s) {', '.join(missing)}; the axes are {', '.join(driven)}"
             )
         self.control_period = control.dt
         wait = control.dt if feedback_wait is None else feedback_wait

@@ -123,7 +123,7 @@ from quirobot_control.drives.cia402 import (
 )
 from quirobot_control.drives.interface import DriveError, DriveMode, DriveState, StopCategory
 from quirobot_control.drives.pid import GainError, PIDGains
-from quirobot_description.parameters import AXES, FEED_JOINT, HOMING_METHOD_DIRECTIONS, RobotParameters
+from quirobot_description.parameters import HOMING_METHOD_DIRECTIONS, RobotParameters, drive_axes
 
 ERROR_REGISTER = 0x1001
 #: Error code of the SimulatedDrive's own overspeed fault (CiA 402: velocity speed controller).
@@ -883,7 +883,7 @@ def simulator_for_axis(
     if axis not in params.canopen.node_ids:
         raise ValueError(f"no CANopen node id for axis {axis!r}")
     drive = drive_for_joint(params, axis, absolute_encoder=absolute_encoder)
-    damping = params.drill.feed_damping if axis == FEED_JOINT else params.joint(axis).damping
+    damping = params.axis(axis).damping
     period = params.canopen.sync_period if sync_period is None else sync_period
     loss_time = params.canopen.sync_loss_periods * params.canopen.sync_period
     return CanopenServoSimulator(
@@ -902,12 +902,14 @@ def serve(
     inertias: dict[str, float],
     stop: threading.Event,
     *,
-    axes: tuple[str, ...] = AXES,
+    axes: tuple[str, ...] | None = None,
 ) -> list[CanopenServoSimulator]:
-    """Attach one simulator per axis to the connected `network`; return when `stop` is set.
+    """Attach one simulator per axis (default: every driven axis, drive_axes()) to the connected
+    `network`; return when `stop` is set.
 
     In real time: a drive that receives no SYNC runs on its own (wall) clock, so that its SYNC
     loss and heartbeat watchdogs stop it when the master goes silent."""
+    axes = drive_axes() if axes is None else axes
     simulators = [simulator_for_axis(params, axis, inertia=inertias[axis]) for axis in axes]
     for simulator in simulators:
         simulator.attach(network)
