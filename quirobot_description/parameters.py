@@ -231,11 +231,52 @@ class DrillParameters:
     feed_k_position: float  # 1/s, safety_controller gain
     feed_k_velocity: float  # N*s/m, safety_controller effort gain
 
+    # The feed axis under JointParameters' names, so that `RobotParameters.axis(name)` reads the
+    # same for every driven axis (limits, drives, the hardware component: no branch on the tool).
+    @property
+    def name(self) -> str:
+        return self.feed_joint
+
+    @property
+    def lower(self) -> float:
+        return self.feed_lower
+
+    @property
+    def upper(self) -> float:
+        return self.feed_upper
+
+    @property
+    def soft_lower(self) -> float:
+        return self.feed_lower + self.feed_soft_margin
+
+    @property
+    def soft_upper(self) -> float:
+        return self.feed_upper - self.feed_soft_margin
+
+    @property
+    def velocity(self) -> float:
+        return self.feed_velocity
+
+    @property
+    def acceleration(self) -> float:
+        return self.feed_acceleration
+
+    @property
+    def jerk(self) -> float:
+        return self.feed_jerk
+
     @property
     def damping(self) -> float:
-        """The feed axis' viscous damping, N*s/m (feed_damping), named as JointParameters' so that
-        `RobotParameters.axis(name).damping` is any driven axis'."""
         return self.feed_damping
+
+    @property
+    def k_position(self) -> float:
+        return self.feed_k_position
+
+    @property
+    def effort_limit(self) -> float:
+        """The feed's force limit, N (feed_effort: the URDF's <limit effort>)."""
+        return self.feed_effort
 
     @property
     def bit_mass(self) -> float:

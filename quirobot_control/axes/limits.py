@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
+from quirobot_description.parameters import RobotParameters, axes_for
 
 
 class PlanningError(ValueError):
@@ -104,19 +104,8 @@ class JointLimits:
 
 
 def _axis_limits(params: RobotParameters, axis: str) -> dict[str, float]:
-    """One axis's JointLimits fields (but names): a joint's, or the drill feed's."""
+    """One axis's JointLimits fields (but names): a joint's, or a tool's own axis (the drill feed)."""
     source = params.axis(axis)
-    if isinstance(source, DrillParameters):
-        return dict(
-            lower=source.feed_lower,
-            upper=source.feed_upper,
-            soft_lower=source.feed_lower + source.feed_soft_margin,
-            soft_upper=source.feed_upper - source.feed_soft_margin,
-            velocity=source.feed_velocity,
-            acceleration=source.feed_acceleration,
-            jerk=source.feed_jerk,
-            k_position=source.feed_k_position,
-        )
     return dict(
         lower=source.lower,
         upper=source.upper,

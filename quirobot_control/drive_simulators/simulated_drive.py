@@ -94,10 +94,7 @@ class SimulatedDrive:
         None: an absolute drive with no watchdog, whose quick stop ramps at the joint's
         acceleration limit once its position loop is configured.
         """
-        if isinstance(joint, DrillParameters):
-            self.name = name or joint.feed_joint
-        else:
-            self.name = name or joint.name
+        self.name = name or joint.name
         self.motor: MotorParameters = joint.motor
         self.transmission: TransmissionParameters = joint.transmission
         self.drive = drive
@@ -131,9 +128,7 @@ class SimulatedDrive:
         self._velocity_elapsed = 0.0  # s since the last velocity update
         self._previous_dt = 0.0  # s, dt of the previous advance()
         if control is None:
-            deceleration = (
-                joint.feed_acceleration if isinstance(joint, DrillParameters) else joint.acceleration
-            )
+            deceleration = joint.acceleration
             counts_per_unit = drive.encoder_counts_per_rev * joint.transmission.ratio / (2.0 * math.pi)
             control = DriveControlSettings(
                 name=self.name,

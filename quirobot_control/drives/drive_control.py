@@ -81,7 +81,7 @@ from dataclasses import dataclass
 
 from quirobot_control.drives.interface import DriveError, DriveMode, StopCategory
 from quirobot_control.drives.pid import PID, PIDGains
-from quirobot_description.parameters import DrillParameters, HomingParameters, RobotParameters
+from quirobot_description.parameters import HomingParameters, RobotParameters
 
 #: Standstill: the measured speed is at most this many encoder counts per control period (the
 #: velocity estimate's resolution is one count per period; two tolerate one count of dither).
@@ -141,8 +141,6 @@ def homing_time_allowance(homing: HomingParameters, lower: float, upper: float) 
 def axis_travel(params: RobotParameters, axis: str) -> tuple[float, float]:
     """(lower, upper) hard limits of one axis (drive_axes()), m or rad."""
     parameters = params.axis(axis)
-    if isinstance(parameters, DrillParameters):
-        return parameters.feed_lower, parameters.feed_upper
     return parameters.lower, parameters.upper
 
 

@@ -87,7 +87,7 @@ from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.homing import HomingError, HomingProgress, HomingSequence, homing_sequence
 from quirobot_control.safety.event_log import EventLog
 from quirobot_control.safety.motion_monitor import SafetyMonitor, SafetyStopError
-from quirobot_description.parameters import DrillParameters, RobotParameters
+from quirobot_description.parameters import RobotParameters
 
 
 class CallbackReturn(enum.Enum):
@@ -998,5 +998,4 @@ def _current_gain(params: RobotParameters, name: str) -> float:
 
 def _effort_limit(params: RobotParameters, name: str) -> float:
     """The URDF's <limit effort> (N or N*m) of a joint or of the drill feed."""
-    source = params.axis(name)
-    return source.feed_effort if isinstance(source, DrillParameters) else source.effort_limit
+    return params.axis(name).effort_limit
