@@ -354,7 +354,7 @@ class DriveCycle:
         return self.report
 
     def receive_in_cycle(self) -> RealtimeReport:
-        """From now on this thread reads the attached backend's buses itself (settings
+        """From now on the cycle thread reads the attached backend's buses itself (settings
         .receive_in_cycle; the backend's `receive_in_cycle`, run exclusively so that no two
         threads read a bus at once); the report says who reads them."""
         receive = getattr(self.backend, "receive_in_cycle", None)
