@@ -269,11 +269,6 @@ def test_a_stalled_cycle_thread_is_caught_by_the_drives(parameters, cycle, drive
     assert all("master lost" in reason for reason in drives.master_lost().values())
 
 
-@pytest.mark.skipif(
-    os.environ.get("QUIROBOT_REALTIME_TESTS") != "1",
-    reason="opt-in (QUIROBOT_REALTIME_TESTS=1): fails on a 2-core machine, the master's 10 ms feedback "
-    "timeout stops drives simulated in Python (issue 18 open, docs/canopen.md)",
-)
 def test_requests_run_while_the_bus_stays_alive(parameters, cycle, drives):
     """A lifecycle request (here disable, then enable: SDO round trips) runs in the caller's
     thread with the cycle in keep-alive: SYNCs go on, the drives do not stop themselves."""
