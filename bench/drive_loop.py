@@ -46,6 +46,10 @@ The master's own limits on the drives (feedback timeout, state-change timeout) a
 the simulated drives (MASTER_FEEDBACK_TIMEOUT_PERIODS below); the drives' watchdogs on the
 master keep the parameter file's values.
 
+`--ros-side drive_node` replaces the plain posting thread with drive_node's own rclpy adapter
+(nodes.drive_node.DriveNode: its executor, 1 kHz joint-state timer, /diagnostics) in this process,
+fed by a 1 kHz command publisher in another: run it in a ROS 2 environment with the package built.
+
 `--json` prints one JSON object per run (the keys above, in seconds, and the run's conditions);
 `--save` also writes the text to bench/results/drive_loop.txt. `--gc auto|freeze|manual` and
 `--no-realtime` (no SCHED_FIFO, no mlockall) compare the cycle's settings.
@@ -93,6 +97,10 @@ MASTER_LOST_CODES = (0x8100, 0x8130)  # CiA 301: SYNC lost (the simulator's), he
 WARM_UP = 1.0  # s before measuring
 LATE = 1e-3  # s: a period that starts later than this is late
 RECEIVE_MODES = ("cycle", "threads")  # who reads the buses (CycleSettings.receive_in_cycle)
+#: The ROS side: a plain thread posting commands (no ROS needed), or drive_node's own rclpy adapter.
+ROS_SIDES = ("thread", "drive_node")
+COMMANDS_TOPIC = "/quirobot/drive_loop_bench/joint_commands"
+STATES_TOPIC = "/quirobot/drive_loop_bench/joint_states"
 #: The host's own floor, measured beside each run: a bare loop in a process of its own, on
 #: SCHED_FIFO above every thread of the run, sleeping to absolute 1 ms deadlines and doing
 #: nothing else. Its lateness is what this machine (a VM here: the hypervisor deschedules a
@@ -214,6 +222,112 @@ def udp_send_cost(port: int, count: int = 500) -> float:
     return cost
 
 
+def command_at(names: list[str], elapsed: float) -> tuple[list[float], list[float]]:
+    """The run's command `elapsed` s after the ROS side started: gantry_x on a 0.5 mm, 0.5 Hz sine,
+    the others held at START; (positions, velocities), m or rad and per s."""
+    phase = 2.0 * math.pi * 0.5 * elapsed
+    position = [START[n] + (0.5e-3 * math.sin(phase) if n == "gantry_x" else 0.0) for n in names]
+    velocity = [0.5e-3 * math.pi * math.cos(phase) if n == "gantry_x" else 0.0 for n in names]
+    return position, velocity
+
+
+def publish_commands(names: list[str]) -> None:
+    """`--ros-side drive_node`'s controller (a process of its own, as ros2_control_node is): the
+    run's command on COMMANDS_TOPIC every 1 ms (sensor_msgs/JointState, sensor-data QoS, as the
+    joint_state_topic plugin sends it); 'ready' on stdout, then until killed."""
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+
+    rclpy.init()
+    node = Node("drive_loop_commands")
+    publisher = node.create_publisher(JointState, COMMANDS_TOPIC, qos_profile_sensor_data)
+    start = time.monotonic()
+
+    def tick() -> None:
+        message = JointState()
+        message.name = names
+        message.position, message.velocity = command_at(names, time.monotonic() - start)
+        publisher.publish(message)
+
+    node.create_timer(1e-3, tick)
+    print("ready", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        rclpy.spin(node)
+
+
+class DriveNodeSide:
+    """`--ros-side drive_node`: drive_node's own ROS adapter (nodes.drive_node.DriveNode: the
+    command subscription, the 1 kHz joint-state timer, /diagnostics, the services) on `cycle`, spun
+    by a single-threaded rclpy executor in this process as drive_node spins it, fed by
+    `publish_commands` in another process. Needs ROS 2 and the built quirobot package."""
+
+    @staticmethod
+    def start_controller(names: list[str]) -> subprocess.Popen:
+        """The command publisher's process, started before the cycle: a fork of this process once
+        its memory is locked stalls every thread of it (the cycle's too) for up to 100 ms."""
+        controller = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--publish-commands", ",".join(names)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if controller.stdout.readline().strip() != "ready":
+            controller.kill()
+            raise SystemExit("drive_loop: the command publisher did not start")
+        return controller
+
+    def __init__(self, control, controller: subprocess.Popen) -> None:
+        """The node and drive_node's adapter (every ROS entity), before the cycle starts, as
+        drive_node makes them (nodes.drive_node's module doc: making one holds the GIL)."""
+        import rclpy
+        from rclpy.node import Node
+
+        from quirobot_control.nodes.drive_node import DriveNode, DriveNodeParameters
+
+        self.rclpy, self.controller = rclpy, controller
+        rclpy.init()
+        self.node = Node("drive_loop_drive_node")
+        parameters = DriveNodeParameters(
+            description="",
+            commands_topic=COMMANDS_TOPIC,
+            states_topic=STATES_TOPIC,
+            backend_name="canopen",
+            can_interface="udp_multicast",
+            can_channels="",
+            simulated_bone="",
+            plant="ideal",
+            fault_injection=False,
+            publish_clock=False,
+            controller_rate=0,
+            lockstep_timeout=1.0,
+            lockstep_republish=0.5,
+            homing=False,
+            stopped_controllers=[],
+        )
+        self.skin = DriveNode(self.node, parameters, None, control)
+        self.executor = self.spinner = None
+
+    def attach(self, cycle) -> None:
+        """The drives are up: the adapter on the cycle, spun by a single-threaded executor."""
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.skin.attach(cycle.bridge, cycle)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.spinner = threading.Thread(target=self.executor.spin, name="rclpy-executor", daemon=True)
+        self.spinner.start()
+
+    def close(self) -> None:
+        self.controller.kill()
+        self.controller.wait()
+        if self.executor is not None:
+            self.executor.shutdown()
+            self.spinner.join(5.0)
+        self.node.destroy_node()
+        self.rclpy.shutdown()
+
+
 def probe() -> None:
     """The host's floor (PROBE_PRIORITY): a bare loop on absolute PROBE_PERIOD deadlines from
     'ready' on stdout until a line 'T0 T1' (time.monotonic() of the measured window) on stdin;
@@ -291,14 +405,16 @@ def percentiles(values: np.ndarray, *qs: float) -> dict[str, float]:
     return {names[q]: float(np.percentile(values, q)) for q in qs}
 
 
-def run(seconds: float, busy: int, gc_policy: str, realtime: bool, receive: str, attempts: int = 5) -> dict:
+def run(
+    seconds: float, busy: int, gc_policy: str, realtime: bool, receive: str, ros_side: str, attempts: int = 5
+) -> dict:
     """One measured run (`run_once`); a start-up that fails (the drives' processes and this one
     share two loaded cores: a simulated drive late by the master's 10 ms feedback timeout while
     it is enabled) is retried with fresh drives, at most `attempts` times, and counted."""
     failures = []
     for _ in range(attempts):
         try:
-            result = run_once(seconds, busy, gc_policy, realtime, receive)
+            result = run_once(seconds, busy, gc_policy, realtime, receive, ros_side)
         except DriveStartupError as error:
             failures.append(" ".join(str(error).split()))
             continue
@@ -332,7 +448,7 @@ def answer_latency(syncs: list[float], answers: list[float]) -> np.ndarray:
     return latency
 
 
-def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive: str) -> dict:
+def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive: str, ros_side: str) -> dict:
     params = bench_parameters()
     control = control_configuration(params)
     base_port = 43000 + 3 * random.randrange(1000)
@@ -342,10 +458,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         1 + params.canopen.sync_period / params.canopen.heartbeat_period
     ) + 2 * len(DRIVES)
     here = os.path.abspath(__file__)
-    # The floor's probe first, running through the whole run (start-up included).
+    # The floor's probe first, running through the whole run (start-up included); and the ROS
+    # side's command publisher: nothing forks once the cycle runs (DriveNodeSide.start_controller).
     floor = subprocess.Popen(
         [sys.executable, here, "--probe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
+    controller = DriveNodeSide.start_controller(list(DRIVES)) if ros_side == "drive_node" else None
     slaves = [
         subprocess.Popen(
             [sys.executable, here, "--serve-drives", str(base_port), bus],
@@ -356,12 +474,14 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         for bus in params.canopen.channel_names
     ]
     spinners: list[subprocess.Popen] = []
-    cycle = bridge = None
+    cycle = bridge = ros = node_side = None
     try:
         if any(slave.stdout.readline().strip() != "ready" for slave in slaves):
             raise SystemExit("drive_loop: the simulated drives did not start")
         if floor.stdout.readline().strip() != "ready":
             raise SystemExit("drive_loop: the floor's probe did not start")
+        if controller is not None:  # drive_node's ROS entities before its drives (DriveNodeSide)
+            node_side = DriveNodeSide(control, controller)
         settings = CycleSettings(
             priority=50 if realtime else 0,
             lock_memory=realtime,
@@ -392,18 +512,24 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         posts = np.full(int((WARM_UP + seconds) / 1e-3) + 10_000, np.nan)  # monotonic s of each post
         posted = [0]
 
-        def ros_side() -> None:
+        post = cycle.post_command
+
+        def post_recorded(names, position, velocity=(), *, now: float) -> None:
+            """The cycle's post_command, its time recorded (command_interval)."""
+            post(names, position, velocity, now=now)
+            if posted[0] < posts.size:
+                posts[posted[0]] = now
+                posted[0] += 1
+
+        cycle.post_command = post_recorded
+
+        def thread_side() -> None:
             """drive_node's subscription and timer: a command every 1 ms, the state read back."""
             start = time.monotonic()
             while not stop_ros.is_set():
                 now = time.monotonic()
-                phase = 2.0 * math.pi * 0.5 * (now - start)
-                position = [START[n] + (0.5e-3 * math.sin(phase) if n == "gantry_x" else 0.0) for n in names]
-                velocity = [0.5e-3 * math.pi * math.cos(phase) if n == "gantry_x" else 0.0 for n in names]
+                position, velocity = command_at(list(names), now - start)
                 cycle.post_command(list(names), position, velocity, now=now)
-                if posted[0] < posts.size:
-                    posts[posted[0]] = now
-                    posted[0] += 1
                 latest = cycle.latest
                 if latest is not None:
                     published.append(dict(zip(latest.sample.names, latest.sample.position, strict=True)))
@@ -420,8 +546,11 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
                 collections.append((info["generation"], time.perf_counter() - began[0]))
 
         gc.callbacks.append(timed_collection)
-        ros = threading.Thread(target=ros_side, daemon=True)
-        ros.start()
+        if node_side is not None:
+            node_side.attach(cycle)
+        else:
+            ros = threading.Thread(target=thread_side, daemon=True)
+            ros.start()
         time.sleep(WARM_UP)
         mark, t0, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped
         window_start = time.monotonic()
@@ -436,7 +565,11 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         host_floor = json.loads(floor.communicate(f"{window_start} {window_end}\n", timeout=60)[0])
         load = os.getloadavg()
         stop_ros.set()
-        ros.join()
+        if ros is not None:
+            ros.join()
+        if node_side is not None:
+            node_side.close()
+            node_side = None
         cycle.stop()
         stop_reason = cycle.latest.sample.stop_reason if cycle.latest else "no cycle ran"
         tell(slaves, f"{t0} {t1}")
@@ -444,6 +577,8 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
             zip(params.canopen.channel_names, (json.loads(s.stdout.readline()) for s in slaves), strict=True)
         )
     finally:
+        if node_side is not None:
+            node_side.close()
         if cycle is not None:
             cycle.stop()
         if bridge is not None:
@@ -451,7 +586,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-        for process in [*slaves, floor]:
+        for process in [*slaves, floor, *([controller] if controller is not None else [])]:
             if process.poll() is None:
                 process.kill()
             process.wait()
@@ -515,6 +650,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "load_average": [round(x, 2) for x in load],
         "gc": gc_policy,
         "receive": receive,
+        "ros_side": ros_side,
         "realtime": report.describe(),
         "emcy_codes": sorted({f"0x{code:04X}" for code in emcys}),
         "stop_reason": stop_reason,
@@ -612,18 +748,19 @@ def master_cpu(periods: int = 1000, repeats: int = 15) -> dict[str, float]:
 def table(results: list[dict]) -> str:
     ms, us = 1e3, 1e6
     lines = [
-        "| load beside the loop | buses read by | SYNC period p50 / p99 / p99.9 / max (ms) "
+        "| load beside the loop | buses read by | ROS side | SYNC period p50 / p99 / p99.9 / max (ms) "
         "| periods > 1 ms late | SYNC-loss or heartbeat stops (window / whole run) "
         "| command -> RPDO p50 / p99 (ms) | CPU per SYNC cycle p50 / p99 (us) | of it, udp sends (us) "
         "| host floor: bare 1 ms loop lateness p99.9 / max (ms), wake-ups > 5 ms late | steal (ms) "
         "| load average (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         s, c, u, f = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"], r["host_floor"]["window"]
         lines.append(
             f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} "
             f"| {'cycle thread' if r['receive'] == 'cycle' else 'receive threads'} "
+            f"| {'drive_node (rclpy)' if r['ros_side'] == 'drive_node' else 'a thread'} "
             f"| {s['p50'] * ms:.2f} / {s['p99'] * ms:.2f} / {s['p999'] * ms:.2f} / {s['max'] * ms:.2f} "
             f"| {r['late_cycles']} of {r['cycles']} | {r['sync_loss_stops']} / {r['sync_loss_stops_run']} "
             f"| {c['p50'] * ms:.2f} / {c['p99'] * ms:.2f} | {u['p50'] * us:.0f} / {u['p99'] * us:.0f} "
@@ -658,6 +795,15 @@ def main() -> None:
         default=["cycle"],
         help="who reads the buses: the cycle thread (default) or canopen's receive threads; one run each",
     )
+    parser.add_argument(
+        "--ros-side",
+        choices=ROS_SIDES,
+        nargs="+",
+        default=["thread"],
+        help="the ROS side: a plain thread posting a command every 1 ms (default, no ROS needed) or "
+        "drive_node's own rclpy adapter fed by a 1 kHz publisher process (ROS 2 and the built "
+        "package); one run each",
+    )
     parser.add_argument("--no-realtime", action="store_true", help="no SCHED_FIFO, no mlockall")
     parser.add_argument("--json", action="store_true", help="one JSON object per run (s), no table")
     parser.add_argument(
@@ -667,6 +813,7 @@ def main() -> None:
     )
     parser.add_argument("--serve-drives", nargs=2, metavar=("PORT", "BUS"), help=argparse.SUPPRESS)
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--publish-commands", metavar="NAMES", help=argparse.SUPPRESS)
     add_save_option(parser, "drive_loop.txt")
     args = parser.parse_args()
     if args.serve_drives is not None:
@@ -674,6 +821,9 @@ def main() -> None:
         return
     if args.probe:
         probe()
+        return
+    if args.publish_commands is not None:
+        publish_commands(args.publish_commands.split(","))
         return
     if not args.seconds > 0.0:
         parser.error(f"--seconds must be > 0, got {args.seconds}")
@@ -696,10 +846,11 @@ def main() -> None:
         for n in busy:
             for policy in args.gc:
                 for receive in args.receive:
-                    result = run(args.seconds, n, policy, not args.no_realtime, receive)
-                    results.append(result)
-                    if args.json:
-                        print(json.dumps(result), flush=True)
+                    for ros_side in args.ros_side:
+                        result = run(args.seconds, n, policy, not args.no_realtime, receive, ros_side)
+                        results.append(result)
+                        if args.json:
+                            print(json.dumps(result), flush=True)
         if not args.json:
             print(
                 f"drive_node's CANopen cycle thread, 6 simulated CiA 402 drives in another process "

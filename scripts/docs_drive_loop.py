@@ -66,7 +66,9 @@ def verdicts(text: str) -> list[str]:
             figures.append(f"{label} {measured:g} {unit}".rstrip() + f" ({verdict}: <= {bound:g})")
         p999, worst, over = run[FLOOR].replace(",", " /").split(" / ")
         lines.append(
-            f"- {run['load beside the loop']}, buses read by the {run['buses read by']}: "
+            f"- {run['load beside the loop']}, buses read by the {run['buses read by']}"
+            + (f", ROS side {run['ROS side']}" if "ROS side" in run else "")
+            + ": "
             + "; ".join(figures)
             + f". The host in the window: a bare real-time loop late by {p999.strip()} ms at p99.9, "
             f"{worst.strip()} ms at most, {over.strip()} wake-ups over 5 ms late; "

@@ -9,9 +9,13 @@ depth 1). The joints and so the drives are those of the robot description's <ros
 block. Every behaviour (start-up handshake, watchdog, safety layer) is in
 `quirobot_control.bridge.drive_bridge.DriveBridge`; this node passes it the messages and a monotonic
 clock (time.monotonic(), s). rclpy is imported only inside functions. `main` is a short
-sequence: the parameters (`_declare_parameters`, one block), the robot description, the drives
-(`_open_drives`), then `DriveNode`, whose methods each translate one thing (a command, a timer
-tick, a service call, a status) between ROS and the bridge.
+sequence: the parameters (`_declare_parameters`, one block), the robot description, `DriveNode`
+(every publisher, subscription, service and timer), the drives (`_open_drives`), attached to it;
+then spin. DriveNode's methods each translate one thing (a command, a timer tick, a service call,
+a status) between ROS and the bridge. The ROS entities come before the drives: creating one holds
+the GIL inside rclpy for milliseconds, which the real drives' cycle thread would wait through
+(with them made after the cycle started, `bench/drive_loop.py --ros-side drive_node` measured an
+11 ms SYNC gap, past the drives' 10 ms watchdog: every drive stopped itself at start-up).
 
 Parameters: each declared once, with its type, default, unit and range, in
 `quirobot_control.bridge.drive_node_parameters` (the table: docs/node_parameters.md); a value
@@ -139,12 +143,14 @@ def main(args: list[str] | None = None) -> int:
         shut_down()
         return 0
     try:
-        drives = _open_drives(parameters, description, node)
+        params, control = _configuration()
+        lockstep = _lockstep(control.dt, parameters) if parameters.publish_clock else None
+        skin = DriveNode(node, parameters, lockstep, control)  # its ROS entities before the drives
+        skin.attach(*_open_drives(parameters, params, control, description, node))
     except (ValueError, OSError) as error:
         node.get_logger().fatal(f"drive start-up failed: {' '.join(str(error).split())}")
         shut_down()
         return 1
-    skin = DriveNode(node, parameters, *drives)
     try:
         rclpy.spin(node)
     except KeyboardInterrupt:
@@ -206,17 +212,22 @@ def _wait_for_description(node) -> str:
     return received[0] if received else ""
 
 
-def _open_drives(parameters: DriveNodeParameters, description: str, node):
-    """(bridge, cycle, lockstep, control) of the parameters: the simulated drives' bridge, or the
-    real drives' cycle thread (its bridge); ValueError or OSError on a bad start-up."""
-    from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
-    from quirobot_control.bridge.drive_bridge import open_bridge
+def _configuration():
+    """(robot parameters, control configuration): the shipped files (ValueError if invalid)."""
     from quirobot_control.hardware.control_config import control_configuration
     from quirobot_description.parameters import load_parameters
 
-    p = parameters
     params = load_parameters()
-    control = control_configuration(params)
+    return params, control_configuration(params)
+
+
+def _open_drives(parameters: DriveNodeParameters, params, control, description: str, node):
+    """(bridge, cycle) of the parameters: the simulated drives' bridge, or the real drives' cycle
+    thread (its bridge); ValueError or OSError on a bad start-up."""
+    from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
+    from quirobot_control.bridge.drive_bridge import open_bridge
+
+    p = parameters
     can = CanBusConfig(p.can_interface, parse_channel_map(p.can_channels))
     simulated = p.backend_name == "simulated"
     bone = p.simulated_bone not in ("", "none")
@@ -225,9 +236,6 @@ def _open_drives(parameters: DriveNodeParameters, description: str, node):
             "simulated_bone, plant, test_fault_injection, publish_clock and homing are for the simulated "
             "backend (real drives report whether they are homed)"
         )
-    # The plant's clock in lock-step with the controller manager (publish_clock), from a
-    # whole second of wall time so that stamps look like times.
-    lockstep = _lockstep(control.dt, p) if p.publish_clock else None
     start = 0.0 if p.publish_clock else time.monotonic()
     cycle = None if simulated else _start_real_cycle(params, control, description, can, node)
     bridge = (
@@ -246,14 +254,18 @@ def _open_drives(parameters: DriveNodeParameters, description: str, node):
     )
     if bone:
         bridge.backend.place_bone(p.simulated_bone)
-    return bridge, cycle, lockstep, control
+    return bridge, cycle
 
 
 class DriveNode:
     """The node's publishers, subscriptions, services and timers over one DriveBridge (or the real
-    drives' cycle thread): messages in, the bridge's samples and status out."""
+    drives' cycle thread): messages in, the bridge's samples and status out.
 
-    def __init__(self, node, parameters: DriveNodeParameters, bridge, cycle, lockstep, control) -> None:
+    Made before the drives are up (module doc), then `attach`ed to them; the node is spun only
+    after that, so no callback runs without a bridge. `lockstep`: the plant's clock in lock-step
+    with the controller manager (publish_clock), or None."""
+
+    def __init__(self, node, parameters: DriveNodeParameters, lockstep, control) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from quirobot.msg import DrivesState
         from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
@@ -261,12 +273,9 @@ class DriveNode:
         from sensor_msgs.msg import JointState
 
         self.node, self.parameters = node, parameters
-        self.bridge, self.cycle, self.lockstep = bridge, cycle, lockstep
+        self.bridge, self.cycle, self.lockstep = None, None, lockstep  # the drives: attach()
         self.joint_state_type, self.clock_type = JointState, Clock  # for the per-period messages
         self.dt = control.dt  # s, the control period
-        node.get_logger().info(
-            f"drives up ({parameters.backend_name} backend): {', '.join(self.bridge.names)}"
-        )
         self.reported = {"stop": None, "events": 0, "safety": 0, "state": None}
         self.published_cycle = -1  # the cycle of the latest joint state published (real drives)
         # Wall-clock pacing of the simulated plant without publish_clock.
@@ -289,6 +298,16 @@ class DriveNode:
         self.stop_controllers = _controller_stopper(node, parameters.stopped_controllers)
         self._create_services()
         self._create_inputs()
+
+    def attach(self, bridge, cycle) -> None:
+        """The drives are up: their bridge, and the real drives' cycle thread (None: simulated).
+        With the lock-step clock, its first sample (the controller manager's first cycle)."""
+        self.bridge, self.cycle = bridge, cycle
+        logger = self.node.get_logger()
+        logger.info(f"drives up ({self.parameters.backend_name} backend): {', '.join(bridge.names)}")
+        if self.lockstep is not None:
+            self.advance(0)  # t_0: the first clock sample, the controller manager's first cycle
+            logger.info("simulated clock: lock-step with the controller manager")
         self.publish_status()
 
     # --- time ------------------------------------------------------------------------------------
@@ -404,9 +423,7 @@ class DriveNode:
             node.create_timer(self.dt, self.on_timer)
         else:  # the plant runs on commands; a wall-clock guard only (bridge.lockstep)
             node.create_timer(LOCKSTEP_GUARD_TICK, self.on_lockstep_guard)
-            self.advance(0)  # t_0: the first clock sample, the controller manager's first cycle
-            node.get_logger().info("simulated clock: lock-step with the controller manager")
-        _drilling_context_subscription(node, self.bridge)
+        _drilling_context_subscription(node, lambda: self.bridge)
         node.create_timer(1.0, self.publish_status)
 
     def on_command(self, message) -> None:
@@ -456,15 +473,14 @@ class DriveNode:
         """/quirobot/drives/<lifecycle> (std_srvs/Trigger), and ~/inject_fault for tests."""
         from std_srvs.srv import Trigger
 
-        bridge = self.bridge
-        for name, action in (
+        for name, action in (  # self.bridge when called: attach() sets it
             (
                 "acknowledge_stop",
-                lambda: bridge.acknowledge_stop("operator: /quirobot/drives/acknowledge_stop"),
+                lambda: self.bridge.acknowledge_stop("operator: /quirobot/drives/acknowledge_stop"),
             ),
-            ("enable", lambda: bridge.enable(self.bridge_now())),
-            ("disable", bridge.disable),
-            ("home", bridge.home),
+            ("enable", lambda: self.bridge.enable(self.bridge_now())),
+            ("disable", lambda: self.bridge.disable()),
+            ("home", lambda: self.bridge.home()),
         ):
             self.node.create_service(Trigger, f"/quirobot/drives/{name}", self._lifecycle_service(action))
         if self.parameters.fault_injection:
@@ -505,10 +521,10 @@ class DriveNode:
             self.node.get_logger().warning(f"shutdown: {problem}")
 
 
-def _drilling_context_subscription(node, bridge) -> None:
-    """/quirobot/drilling_context (msg/DrillingContext, latched) into the bridge's drilling monitor
-    and fixtures (bridge.drilling_context); a context it cannot use is logged in one line and the
-    previous one stays in force."""
+def _drilling_context_subscription(node, bridge_of) -> None:
+    """/quirobot/drilling_context (msg/DrillingContext, latched) into the drilling monitor and
+    fixtures of the bridge `bridge_of()` returns (bridge.drilling_context); a context it cannot use
+    is logged in one line and the previous one stays in force."""
     from quirobot.msg import DrillingContext
     from rclpy.qos import DurabilityPolicy, QoSProfile
 
@@ -525,7 +541,7 @@ def _drilling_context_subscription(node, bridge) -> None:
                 max_thrust=float(message.max_thrust),
                 task=message.task,
             )
-            node.get_logger().info(bridge.set_drilling_context(context))
+            node.get_logger().info(bridge_of().set_drilling_context(context))
         except ValueError as error:
             node.get_logger().error(f"drilling context refused: {' '.join(str(error).split())}")
 
