@@ -147,8 +147,7 @@ def serve_drives(base_port: int, bus: str) -> None:
     JSON."""
     import canopen
 
-    from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
-    from quirobot_control.drives.can_polling import frames_waiting
+    from quirobot_control.drive_simulators.canopen_slave import run_alone, simulator_for_axis
 
     with contextlib.suppress(OSError, AttributeError):  # the drives stand for hardware; threads inherit it
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SLAVE_PRIORITY))
@@ -177,13 +176,9 @@ def serve_drives(base_port: int, bus: str) -> None:
     for cob in (SYNC_ID, *range(EMCY_BASE + 1, EMCY_BASE + 0x80), 0x181):
         network.subscribe(cob, record)
 
-    def run_alone() -> None:  # the simulators' own clocks when no SYNC comes (canopen_slave.serve)
-        while not stop.wait(params.canopen.sync_period):
-            now, waiting = time.monotonic(), frames_waiting(network.bus)
-            for simulator in simulators:
-                simulator.run_alone_if_silent(now, frames_waiting=waiting)
-
-    threading.Thread(target=run_alone, daemon=True).start()
+    # The simulators' own clocks when no SYNC comes (as canopen_slave.serve runs them).
+    period = params.canopen.sync_period
+    threading.Thread(target=run_alone, args=(simulators, stop, period), daemon=True).start()
     print("ready", flush=True)
     sys.stdin.readline()  # the measured window starts
     cpu_at_t0 = time.process_time()

@@ -64,6 +64,7 @@ import math
 import struct
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -423,19 +424,22 @@ class CanopenServoSimulator:
         if self.network is not None:
             self.network.unsubscribe(self.node.sdo.rx_cobid, self.node.sdo.on_request)
 
-    def run_alone_if_silent(self, now: float, *, frames_waiting: bool = False) -> None:
-        """Real time (`serve`): with no SYNC for 1.5 SYNC periods of wall-clock time at `now` (s,
-        time.monotonic; half a period of the master's jitter passes), run one period on the
+    def run_alone_if_silent(self, now: float) -> None:
+        """Real time (`run_alone`): with no SYNC for 1.5 SYNC periods of wall-clock time at `now`
+        (s, time.monotonic; half a period of the master's jitter passes), run one period on the
         drive's own clock, as a real drive's time goes on.
 
-        `frames_waiting`: frames are queued in the drive's receive socket (drives.can_polling):
-        the master is not silent, this process is behind (a drive's firmware takes each frame in
-        its interrupt). Running alone then would count those periods twice (once here, once per
+        Not while frames wait in the drive's receive socket (drives.can_polling.frames_waiting):
+        the master is not silent then, this process is behind (a drive's firmware takes each frame
+        in its interrupt). Running alone would count those periods twice (once here, once per
         queued SYNC) and see a heartbeat or SYNC loss the master did not cause."""
         with self._lock:
-            if not frames_waiting and now - self._last_sync_wall >= 1.5 * self.sync_period:
-                self._last_sync_wall += self.sync_period
-                self._advance()
+            if now - self._last_sync_wall < 1.5 * self.sync_period:
+                return
+            if frames_waiting(self.network.bus if self.network is not None else None):
+                return
+            self._last_sync_wall += self.sync_period
+            self._advance()
 
     def free_run(self, duration: float) -> None:
         """Run the drive on its own clock for `duration` s with no SYNC (the master silent).
@@ -913,10 +917,17 @@ def serve(
     simulators = [simulator_for_axis(params, axis, inertia=inertias[axis]) for axis in axes]
     for simulator in simulators:
         simulator.attach(network)
-    while not stop.wait(params.canopen.sync_period):
-        now, waiting = time.monotonic(), frames_waiting(network.bus)
-        for simulator in simulators:
-            simulator.run_alone_if_silent(now, frames_waiting=waiting)
+    run_alone(simulators, stop, params.canopen.sync_period)
     for simulator in simulators:
         simulator.detach()
     return simulators
+
+
+def run_alone(simulators: Sequence[CanopenServoSimulator], stop: threading.Event, period: float) -> None:
+    """Real time, until `stop` is set: every `period` s (the SYNC period) each drive that has had
+    no SYNC runs a period on its own clock (run_alone_if_silent), so that its SYNC-loss and
+    heartbeat watchdogs stop it when the master goes silent."""
+    while not stop.wait(period):
+        now = time.monotonic()
+        for simulator in simulators:
+            simulator.run_alone_if_silent(now)

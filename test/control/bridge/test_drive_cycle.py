@@ -29,6 +29,7 @@ from quirobot_control.bridge.drive_cycle import CommandMailbox, CycleSettings, s
 from quirobot_control.drive_simulators.canopen_slave import (
     HEARTBEAT_ERROR_CODE,
     SYNC_LOST_ERROR_CODE,
+    run_alone,
     simulator_for_axis,
 )
 from quirobot_control.drives.canopen_master import RPDO1_LAYOUT, RPDO2_LAYOUT
@@ -83,13 +84,8 @@ class Drives:
         the cycle's, so a loaded machine does not make them late. Not during the start-up: the
         master's SDO handshakes then starved on two loaded cores."""
 
-        def run_alone() -> None:
-            while not self.stop.wait(self.sync_period):
-                now = time.monotonic()
-                for sim in self.simulators.values():
-                    sim.run_alone_if_silent(now)
-
-        thread = threading.Thread(target=run_alone, daemon=True)
+        arguments = (list(self.simulators.values()), self.stop, self.sync_period)
+        thread = threading.Thread(target=run_alone, args=arguments, daemon=True)
         thread.start()
         self.threads.append(thread)
         for th in [thread, *(r for net in self.networks for r in getattr(net.notifier, "_readers", ()))]:

@@ -25,8 +25,7 @@ from virtual_can import wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.drive_cycle import CycleSettings, start_canopen_cycle
-from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
-from quirobot_control.drives.can_polling import frames_waiting
+from quirobot_control.drive_simulators.canopen_slave import run_alone, simulator_for_axis
 from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.urdf import robot_description
@@ -111,16 +110,10 @@ def make_udp_drives(parameters) -> Drives:
             network.disconnect()
         pytest.skip(f"python-can's udp_multicast cannot open here: {error}")
 
-    def run_alone() -> None:  # the drives' own clocks when no SYNC comes (canopen_slave.serve)
-        while not stop.wait(params.canopen.sync_period):
-            now = time.monotonic()
-            for network in networks:
-                waiting = frames_waiting(network.bus)
-                for sim in simulators.values():
-                    if sim.network is network:
-                        sim.run_alone_if_silent(now, frames_waiting=waiting)
-
-    alone = threading.Thread(target=run_alone, daemon=True)
+    # The drives' own clocks when no SYNC comes (as canopen_slave.serve runs them).
+    alone = threading.Thread(
+        target=run_alone, args=(list(simulators.values()), stop, params.canopen.sync_period), daemon=True
+    )
     return Drives(params, config, simulators, networks, stop, [alone])
 
 
