@@ -54,8 +54,11 @@ class JointLimits:
     def from_parameters(cls, params: RobotParameters, axes: Sequence[str] = axes_for("drill")) -> JointLimits:
         """The limits of `axes` (default the drill's, axes_for("drill")), in that order: an arm joint's
         from `params.joints`, a tool's axis from its tool (the drill feed from `params.drill`)."""
-        rows = [_axis_limits(params, axis) for axis in axes]
-        return cls(names=tuple(axes), **{key: np.array([row[key] for row in rows]) for key in rows[0]})
+        sources = [params.axis(axis) for axis in axes]  # a joint's or its tool's, under one set of names
+        arrays = {
+            f.name: np.array([getattr(s, f.name) for s in sources]) for f in fields(cls) if f.name != "names"
+        }
+        return cls(names=tuple(axes), **arrays)
 
     def select(self, names: Sequence[str]) -> JointLimits:
         """The limits of the axes `names`, in that order (arrays (len(names),)): e.g. the joints of a
@@ -101,18 +104,3 @@ class JointLimits:
                     f"{what}: joint {name} at {q[i]:.6g} is above its soft limit {self.soft_upper[i]:.6g} "
                     f"by {q[i] - self.soft_upper[i]:.3g}"
                 )
-
-
-def _axis_limits(params: RobotParameters, axis: str) -> dict[str, float]:
-    """One axis's JointLimits fields (but names): a joint's, or a tool's own axis (the drill feed)."""
-    source = params.axis(axis)
-    return dict(
-        lower=source.lower,
-        upper=source.upper,
-        soft_lower=source.soft_lower,
-        soft_upper=source.soft_upper,
-        velocity=source.velocity,
-        acceleration=source.acceleration,
-        jerk=source.jerk,
-        k_position=source.k_position,
-    )

@@ -185,7 +185,7 @@ class CanopenBackend:
         self.heartbeats: dict[str, MasterHeartbeat] = {}
         self.drives: dict[str, CanopenDrive] = {}
         self._closed = False
-        self._polled: tuple[canopen.Network, ...] = ()  # networks read by the stepping thread
+        self._polled = False  # the stepping thread reads the buses (receive_in_cycle)
         self._descriptors: list[int] = []  # their sockets
         self._polling_thread: int | None = None  # threading.get_ident() of that thread
         try:
@@ -247,9 +247,7 @@ class CanopenBackend:
         """The threads that receive the buses' frames (canopen's notifiers: the TPDO callbacks);
         none once the stepping thread takes them (`receive_in_cycle`)."""
         threads = []
-        for network in self.networks.values():
-            if network in self._polled:
-                continue
+        for network in () if self._polled else self.networks.values():
             readers = getattr(network.notifier, "_readers", ())  # python-can's Notifier threads
             threads.extend(r for r in readers if isinstance(r, threading.Thread))
         return threads
@@ -274,7 +272,7 @@ class CanopenBackend:
         self._polling_thread = stepping_thread
         for drive in self.drives.values():
             self._take_while_waiting(drive.node.sdo)
-        self._polled = tuple(self.networks.values())
+        self._polled = True
         return None
 
     @property

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -17,16 +19,7 @@ def test_the_limits_follow_the_axes_they_are_asked_for(parameters):
     scope = JointLimits.from_parameters(parameters, axes_for("arthroscope"))
     assert drill.names == axes_for("drill") and scope.names == JOINT_NAMES
     arm = slice(0, len(JOINT_NAMES))
-    for name in (
-        "lower",
-        "upper",
-        "soft_lower",
-        "soft_upper",
-        "velocity",
-        "acceleration",
-        "jerk",
-        "k_position",
-    ):
+    for name in (f.name for f in dataclasses.fields(JointLimits) if f.name != "names"):
         np.testing.assert_array_equal(getattr(scope, name), getattr(drill, name)[arm], err_msg=name)
     # Against the parameter file directly: the feed's row is the drill's, a joint's row its joint's.
     feed = drill.names.index("drill_feed")
