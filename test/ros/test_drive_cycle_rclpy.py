@@ -24,16 +24,9 @@ rclpy = pytest.importorskip("rclpy")
 TEST = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TEST / "support"), str(TEST / "control" / "bridge")]  # the CANopen rig and cycle tests
 
-from test_drive_cycle import (  # noqa: E402
-    START,
-    close_drives,
-    make_drives,
-    need_realtime,
-    relaxed_parameters,
-    start_cycle,
-)
+from test_drive_cycle import close_drives, make_drives, need_realtime, start_cycle  # noqa: E402
 from test_polled_reception import close_udp_drives, make_udp_drives, start_udp_cycle  # noqa: E402
-from virtual_can import wait_until  # noqa: E402
+from virtual_can import START, relaxed_parameters, wait_until  # noqa: E402
 
 from quirobot_description.parameters import load_parameters  # noqa: E402
 

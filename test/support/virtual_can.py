@@ -1,7 +1,10 @@
-"""Helpers for the CANopen tests on python-can's virtual bus: networks, waiting, frame decoding."""
+"""Helpers for the CANopen tests: networks on python-can's virtual bus, waiting, frame decoding, and
+what the drive rigs share (their drives' start pose, the parameters with the master's own limits
+relaxed for simulated drives)."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import time
 
@@ -14,6 +17,27 @@ WAIT = 2.0  # s, wall-clock bound on any single wait for frames (never reached w
 #: answers in milliseconds): on a loaded 2-core machine the simulated slaves' threads are
 #: starved for longer, and a start-up of a few dozen SDOs then failed now and then.
 SdoClient.RESPONSE_TIMEOUT = 1.0
+
+
+#: The rigs' drives start here (m, rad), inside every axis' travel.
+START = {
+    "gantry_x": 0.5,
+    "gantry_y": 0.6,
+    "gantry_z": 0.7,
+    "wrist_yaw": 1.0,
+    "wrist_pitch": 0.3,
+    "drill_feed": 0.02,
+}
+
+
+def relaxed_parameters(parameters):
+    """The parameter file with the master's own wall-clock limits relaxed (transition 2 s,
+    feedback timeout 500 SYNC periods, 1 s): here the simulated drives share the test's process
+    and two loaded cores, so they answer late now and then, which a real drive does not. The
+    drives' watchdogs on the master (SYNC loss, heartbeat: 10 ms), the subject of the cycle tests,
+    keep the file's values."""
+    bus = dataclasses.replace(parameters.canopen, transition_timeout=2.0, feedback_timeout_periods=500)
+    return dataclasses.replace(parameters, canopen=bus)
 
 
 def network(channel: str) -> canopen.Network:

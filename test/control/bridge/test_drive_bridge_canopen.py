@@ -26,7 +26,7 @@ import can.interfaces.virtual
 import canopen
 import numpy as np
 import pytest
-from virtual_can import WAIT, network, sdo_downloads, wait_until
+from virtual_can import START, WAIT, network, sdo_downloads, wait_until
 
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
@@ -50,14 +50,6 @@ DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.canbus
 
-START = {
-    "gantry_x": 0.5,
-    "gantry_y": 0.6,
-    "gantry_z": 0.7,
-    "wrist_yaw": 1.0,
-    "wrist_pitch": 0.3,
-    "drill_feed": 0.02,
-}
 SYNC_ID = 0x80  # CiA 301 SYNC COB-ID
 
 

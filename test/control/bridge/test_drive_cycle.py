@@ -22,7 +22,7 @@ import uuid
 import can
 import canopen
 import pytest
-from virtual_can import network, wait_until
+from virtual_can import START, network, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.drive_cycle import CommandMailbox, CycleSettings, start_canopen_cycle
@@ -47,14 +47,6 @@ from quirobot_description.urdf import robot_description
 
 pytestmark = pytest.mark.canbus
 
-START = {
-    "gantry_x": 0.5,
-    "gantry_y": 0.6,
-    "gantry_z": 0.7,
-    "wrist_yaw": 1.0,
-    "wrist_pitch": 0.3,
-    "drill_feed": 0.02,
-}
 SYNC_ID = 0x80
 #: As drive_node runs it (SCHED_FIFO for the cycle and its TPDO receivers once the bridge is up:
 #: start_canopen_cycle's go_realtime) but the rest of the test process left alone and no memory
@@ -101,16 +93,6 @@ class Drives:
 
     def master_lost(self) -> dict[str, str]:
         return {axis: sim.master_lost for axis, sim in self.simulators.items() if sim.master_lost}
-
-
-def relaxed_parameters(parameters):
-    """The parameter file with the master's own wall-clock limits relaxed (transition 2 s,
-    feedback timeout 500 SYNC periods, 1 s): here the simulated drives share the test's process
-    and two loaded cores, so they answer late now and then, which a real drive does not. The
-    drives' watchdogs on the master (SYNC loss, heartbeat: 10 ms), the subject of these tests,
-    keep the file's values."""
-    bus = dataclasses.replace(parameters.canopen, transition_timeout=2.0, feedback_timeout_periods=500)
-    return dataclasses.replace(parameters, canopen=bus)
 
 
 def make_drives(parameters) -> Drives:

@@ -21,7 +21,7 @@ import time
 import can
 import canopen
 import pytest
-from virtual_can import wait_until
+from virtual_can import START, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.drive_cycle import CycleSettings, start_canopen_cycle
@@ -33,21 +33,13 @@ from quirobot_description.urdf import robot_description
 pytestmark = pytest.mark.canbus
 
 GROUP = "239.74.163.2"  # python-can udp_multicast's IPv4 default group
-START = {
-    "gantry_x": 0.5,
-    "gantry_y": 0.6,
-    "gantry_z": 0.7,
-    "wrist_yaw": 1.0,
-    "wrist_pitch": 0.3,
-    "drill_feed": 0.02,
-}
 SETTINGS = CycleSettings(lock_memory=False, process_priority=0)
 DRIVES_PRIORITY = 45  # as test_drive_cycle.py's
 
 
 @dataclasses.dataclass
 class Drives:
-    params: object  # the relaxed parameters (below)
+    params: object  # the relaxed parameters (virtual_can.relaxed_parameters)
     config: CanBusConfig
     simulators: dict
     networks: list
@@ -74,17 +66,10 @@ class Drives:
         return all(sim.state is Cia402State.OPERATION_ENABLED for sim in self.simulators.values())
 
 
-def relaxed(parameters):
-    """The master's own limits relaxed as test_drive_cycle.py relaxes them (the drives share this
-    process); the drives' watchdogs on the master keep the file's 10 ms."""
-    bus = dataclasses.replace(parameters.canopen, transition_timeout=2.0, feedback_timeout_periods=500)
-    return dataclasses.replace(parameters, canopen=bus)
-
-
 def make_udp_drives(parameters) -> Drives:
     """Six simulated drives on the parameter file's three buses over udp_multicast (a port per
-    bus), on `relaxed(parameters)`; pytest.skip where udp_multicast cannot open."""
-    params = relaxed(parameters)
+    bus), on `relaxed_parameters(parameters)`; pytest.skip where udp_multicast cannot open."""
+    params = relaxed_parameters(parameters)
     control = control_configuration(params)
     base = 45000 + 3 * random.randrange(1000)
     buses = params.canopen.channel_names

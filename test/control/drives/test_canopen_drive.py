@@ -20,7 +20,7 @@ import can
 import canopen
 import pytest
 from canopen_rig import FakeClock, RigFactory
-from virtual_can import WAIT, network, sdo_downloads, wait_until
+from virtual_can import START, WAIT, network, sdo_downloads, wait_until
 
 from quirobot_cli.canopen_servo_simulator import main
 from quirobot_control.drive_simulators.canopen_slave import (
@@ -569,16 +569,8 @@ def test_main_reports_a_bad_interface_in_one_line(capsys):
 def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     """QuirobotHardware (1 kHz, config/control.yaml) on six CanopenDrives, one SYNC per cycle."""
     control = control_configuration(params)
-    start = {
-        "gantry_x": 0.5,
-        "gantry_y": 0.6,
-        "gantry_z": 0.7,
-        "wrist_yaw": 1.0,
-        "wrist_pitch": 0.3,
-        "drill_feed": 0.02,
-    }
     # CST: the host PID needs one SYNC per 1 ms control period (docs/canopen.md).
-    rig = make_rig(axes=DRILL_AXES, positions=start, parameters=params, sync_period=control.dt)
+    rig = make_rig(axes=DRILL_AXES, positions=START, parameters=params, sync_period=control.dt)
     assert rig.period == pytest.approx(control.dt)
     hardware = QuirobotHardware(params, control, lambda name: rig.drives[name])
     assert (
@@ -588,7 +580,7 @@ def test_the_hardware_component_runs_on_canopen_drives(make_rig, params):
     assert hardware.on_configure() is CallbackReturn.SUCCESS
     assert hardware.on_activate() is CallbackReturn.SUCCESS, hardware.stop_reason
     assert all(sim.state is Cia402State.OPERATION_ENABLED for sim in rig.simulators.values())
-    target = {axis: start[axis] + (0.001 if axis == "gantry_x" else 0.0) for axis in DRILL_AXES}
+    target = {axis: START[axis] + (0.001 if axis == "gantry_x" else 0.0) for axis in DRILL_AXES}
     command = [target[axis] for axis in DRILL_AXES]
     for k in range(200):
         t = k * control.dt
