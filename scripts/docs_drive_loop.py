@@ -12,7 +12,7 @@ number on the page is typed by hand. test/package/test_docs_drive_loop.py runs t
 
 from __future__ import annotations
 
-import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -21,6 +21,18 @@ PAGE = ROOT / "docs" / "canopen.md"
 RESULTS = ROOT / "bench" / "results" / "drive_loop.txt"
 BEGIN = "<!-- drive_loop results: scripts/docs_drive_loop.py --write -->"
 END = "<!-- end of the drive_loop results -->"
+
+
+def _docs_block():
+    """scripts/docs_block.py (the marked-block machinery), loaded by path."""
+    spec = importlib.util.spec_from_file_location("docs_block", ROOT / "scripts" / "docs_block.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+docs_block = _docs_block()
+BLOCK = docs_block.MarkedBlock(PAGE, BEGIN, END)
 #: Issue 18's targets, each against the table's column: (label, column, index in it, bound, unit).
 TARGETS = (
     ("SYNC period p99.9", "SYNC period p50 / p99 / p99.9 / max (ms)", 2, 3.0, "ms (period 2 ms + 1 ms)"),
@@ -88,27 +100,10 @@ def block(text: str) -> str:
     return "\n".join(lines)
 
 
-def page_block(page: str) -> str:
-    return page[page.index(BEGIN) : page.index(END) + len(END)]
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true", help="rewrite the page between the markers")
-    action.add_argument("--check", action="store_true", help="exit 1 if the page's block is stale")
-    args = parser.parse_args(argv)
-    wanted = block(RESULTS.read_text())
-    page = PAGE.read_text()
-    if args.write:
-        PAGE.write_text(page.replace(page_block(page), wanted))
-    elif args.check:
-        if page_block(page) != wanted:
-            print(f"{PAGE.name}: the drive-loop block is not {RESULTS.name}'s (run with --write)")
-            return 1
-    else:
-        print(wanted)
-    return 0
+    return docs_block.main(
+        argv, __doc__.splitlines()[0], BLOCK, lambda: block(RESULTS.read_text()), "drive-loop block"
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ test/package/test_docs_sim_load.py runs the check.
 
 from __future__ import annotations
 
-import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -20,6 +20,18 @@ PAGE = ROOT / "docs" / "drive_from_another_node.md"
 RESULTS = ROOT / "bench" / "results" / "sim_load.txt"
 BEGIN = "<!-- sim_load table: scripts/docs_sim_load.py --write -->"
 END = "<!-- end of the sim_load table -->"
+
+
+def _docs_block():
+    """scripts/docs_block.py (the marked-block machinery), loaded by path."""
+    spec = importlib.util.spec_from_file_location("docs_block", ROOT / "scripts" / "docs_block.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+docs_block = _docs_block()
+BLOCK = docs_block.MarkedBlock(PAGE, BEGIN, END)
 COLUMNS = (
     "label",
     "ratio",
@@ -75,27 +87,10 @@ def markdown(text: str) -> str:
     return "\n".join([BEGIN, *rows, END])
 
 
-def page_table(page: str) -> str:
-    return page[page.index(BEGIN) : page.index(END) + len(END)]
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true", help="rewrite the page between the markers")
-    action.add_argument("--check", action="store_true", help="exit 1 if the page's table is stale")
-    args = parser.parse_args(argv)
-    table = markdown(RESULTS.read_text())
-    page = PAGE.read_text()
-    if args.write:
-        PAGE.write_text(page.replace(page_table(page), table))
-    elif args.check:
-        if page_table(page) != table:
-            print(f"{PAGE.name}: the load-test table is not {RESULTS.name}'s (run with --write)")
-            return 1
-    else:
-        print(table)
-    return 0
+    return docs_block.main(
+        argv, __doc__.splitlines()[0], BLOCK, lambda: markdown(RESULTS.read_text()), "load-test table"
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ script = load_script("docs_drive_loop")
 
 def test_the_page_holds_the_block_of_the_saved_runs():
     page = script.PAGE.read_text()
-    assert script.page_block(page) == script.block(script.RESULTS.read_text())
+    assert script.BLOCK.of(page) == script.block(script.RESULTS.read_text())
 
 
 def test_every_run_gets_a_verdict_per_target():

@@ -10,7 +10,7 @@ script = load_script("docs_sim_load")
 
 def test_the_page_holds_the_table_of_the_saved_run():
     page = script.PAGE.read_text()
-    assert script.page_table(page) == script.markdown(script.RESULTS.read_text())
+    assert script.BLOCK.of(page) == script.markdown(script.RESULTS.read_text())
 
 
 def test_a_changed_run_changes_the_table():
