@@ -86,6 +86,7 @@ are released; the node exits with status 0.
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import time
@@ -125,6 +126,10 @@ def main(args: list[str] | None = None) -> int:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, _interrupt)
+    # A crash, and a SIGTERM (launch's escalation after a SIGINT not obeyed within 5 s), print
+    # every thread's Python stack to the launch's log; the SIGTERM then goes on to _interrupt.
+    faulthandler.enable()
+    faulthandler.register(signal.SIGTERM, chain=True)
     node = Node("drive_node")
 
     def shut_down() -> None:
