@@ -43,17 +43,24 @@ stale command stream; a non-finite clock stops every drive.
 
 Process safety: with a drill feed among the joints, each active period after write runs
 safety.drilling_monitor on the feed drive's measured effort (`thrust_monitor`; the commanded
-acceleration is the safety layer's filtered feed command's). What it watches comes from the hole
-being drilled (`set_drilling_context`, bridge.drilling_context: drive_node passes task_node's
-/quirobot/drilling_context): without one the thrust limit alone, on the feed position; with one
-the whole monitor, as `quirobot simulate` runs it: thrust limit (the goal's max_thrust if lower),
-far-cortex breakthrough (armed from the task file's far cortex, or from the entry without a bone
-model), the spindle interlock (the backend's `spindle` model if it has one, else taken as at
-speed: no spindle drive on the bus), on the tip's depth along the hole (FK of the measured
-joints); and the task file's virtual fixtures every cycle (QuirobotHardware.set_fixtures). A
-fault (thrust limit, spindle) stops every drive (the hardware's category 1 stop) with the
-monitor's reason; a breakthrough holds the feed where it is (the drilling's success) until the
-feed is commanded back (a retract) or the context ends.
+acceleration is the safety layer's filtered feed command's). What it watches is the hole the
+DrillHole executor decided (`set_drilling_context(goal_id, context)`, a safety.hole_context.
+HoleContext: drive_node passes task_node's /quirobot/drilling_context): without one the thrust
+limit alone, on the feed position; with one the whole monitor exactly as sent (the goal's thrust
+limit, breakthrough detection armed where the plan said, the spindle interlock: the backend's
+`spindle` model if it has one, else taken as at speed, no spindle drive on the bus), on the tip's
+depth along the hole (FK of the measured joints), and the hole's virtual fixtures every cycle
+(QuirobotHardware.set_fixtures). A fault (thrust limit, spindle) stops every drive (the hardware's
+category 1 stop) with the monitor's reason; a breakthrough (the drilling's success) stops the
+feed by the one reaction every path runs (safety.feed_stop: decelerated at the feed's acceleration
+limit, then held until the controller's command comes back above it, never deeper), and
+`status().breakthrough` says so. The hole is prepared by the caller's thread
+(bridge.drilling_context.hole_setup: monitor, fixtures, thrust feed-forward) and swapped in by
+`step` at the next period boundary, in one step (realtime_tools' RealtimeBuffer pattern): the
+cycle never parses, imports or builds it. A hole belongs to one goal:
+a new one is refused while another goal's is active, and only its own goal ends it (a stray
+message cannot drop the monitor mid-feed), or acknowledging a stop (no goal goes on after one);
+disabling the drives is refused while a hole is active (cancel the goal: it retracts the bit).
 
 Lifecycle from outside (drive_node's services): `acknowledge_stop(note)` clears a latched stop
 through the hardware's acknowledge_stop (the drives' faults reset, logged), `enable(now)` activates
@@ -66,26 +73,25 @@ not homed: the hardware refuses activation until every drive is homed), run by `
 a time while the hardware is inactive. `status()` is the drives' state for /diagnostics and
 task_node (DrivesStatus).
 
-Backends (`open_backend`, DRIVE_BACKENDS): "simulated", SimulatedDrives on the MuJoCo plant
-(simulation.simulated_backend.SimulatedBackend, imported only when asked for: the real robot's path loads
-neither MuJoCo nor the planner), and "canopen", the CiA 402 servo drives on the CAN buses of the
-parameter file (bridge.canopen_backend.CanopenBackend). `close()` stops every drive and releases the
-backend.
+The bridge is handed its backend (`open_bridge(backend, ...)`, a bridge.backend.DriveBackend):
+the CiA 402 servo drives on the CAN buses of the parameter file (bridge.canopen_backend.
+CanopenBackend), or the simulated drives on the MuJoCo plant (simulation.simulated_backend, which
+sits above this module: `simulated_bridge` there). It imports neither the simulation nor the
+planner. `close()` stops every drive and releases the backend.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from quirobot_control.axes.virtual_fixtures import ToolGeometry, tip_positions
 from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
-from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
-from quirobot_control.bridge.drilling_context import HoleContext, HoleSetup, hole_setup
+from quirobot_control.bridge.drilling_context import HoleSetup, hole_setup
 from quirobot_control.drives.interface import Drive
 from quirobot_control.hardware.component import (
     CallbackReturn,
@@ -100,12 +106,9 @@ from quirobot_control.hardware.component import (
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
-from quirobot_control.safety.drilling_monitor import DrillingMonitor
+from quirobot_control.safety.feed_stop import BreakthroughHold, FeedStop
+from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
-from quirobot_description.plant_parameters import PLANTS
-
-if TYPE_CHECKING:
-    from quirobot_control.simulation.thrust_feedforward import ThrustFeedForward
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
@@ -123,7 +126,6 @@ __all__ = [
     "DriveStatus",
     "DrivesStatus",
     "JointStateSample",
-    "open_backend",
     "open_bridge",
 ]
 
@@ -162,6 +164,9 @@ class DrivesStatus:
     lifecycle: str  # the hardware's LifecycleState value: unconfigured, inactive, active
     stop_reason: str | None  # the latched stop (until acknowledge_stop)
     drives: tuple[DriveStatus, ...]
+    #: The far-cortex breakthrough of the hole in force (the drilling monitor's message), None: none
+    #: (a monitor fault is the stop_reason). The executor stops holding the feed to its plan on it.
+    breakthrough: str | None = None
 
     @property
     def enabled(self) -> bool:
@@ -173,85 +178,28 @@ class DrivesStatus:
         return all(drive.homed for drive in self.drives)
 
 
-def open_backend(
-    name: str,
-    params: RobotParameters,
-    control: ControlConfig,
-    joints: Sequence[str] = axes_for("drill"),
-    *,
-    can: CanBusConfig | None = None,
-    initial: Sequence[float] | None = None,
-    absolute_encoders: bool = True,
-    plant: str = "ideal",
-) -> DriveBackend:
-    """The backend called `name` (DRIVE_BACKENDS), with a drive for each of `joints`.
-
-    simulated: `initial` (6,) start pose of the plant, axes_for("drill") order (the plant carries
-    the drill), m and rad
-    (default mid-range), `absolute_encoders` False: drives that need homing, `plant` ideal or
-    realistic (simulation.simulated_backend); canopen: `can` (the python-can interface and
-    channels, default socketcan on the parameter file's bus names).
-    """
-    if plant not in PLANTS:
-        raise ValueError(f"plant must be one of {', '.join(PLANTS)}, got {plant!r}")
-    if name == "simulated":
-        from quirobot_control.simulation.simulated_backend import SimulatedBackend  # MuJoCo: simulation only
-
-        return SimulatedBackend(
-            params, control, initial, joints=joints, absolute_encoders=absolute_encoders, plant=plant
-        )
-    if name == "canopen":
-        if initial is not None:
-            raise ValueError("an initial pose is for the simulated backend: real drives start where they are")
-        if plant != "ideal":
-            raise ValueError(f"plant {plant!r} is for the simulated backend: real drives drive the robot")
-        return CanopenBackend(params, control, can, joints=joints)
-    raise ValueError(f"drive backend must be one of {', '.join(DRIVE_BACKENDS)}, got {name!r}")
-
-
 def open_bridge(
-    backend: str,
+    backend: DriveBackend,
     params: RobotParameters,
     control: ControlConfig,
     robot_description: str,
     *,
     now: float,
-    can: CanBusConfig | None = None,
-    initial: Sequence[float] | None = None,
-    absolute_encoders: bool = True,
-    plant: str = "ideal",
+    drive_mode: DriveMode | None = None,
+    thrust_feedforward: bool = False,
 ) -> DriveBridge:
-    """The bridge for the <ros2_control> block of `robot_description` (URDF XML): its joints'
-    drives from the backend called `backend` (see open_backend), the hardware component on them.
-    `plant` "realistic" (simulated backend): the realistic plant run as
-    `quirobot simulate --plant realistic` runs it, with its compensation: the host's PID
-    (control.yaml drive_mode.simulation, CST: the dual-loop wrist on the load-side encoders was
-    designed and measured with it) and the bone's thrust fed forward (`thrust_feedforward`).
-    `now`: the adapter's clock, s. Raises HardwareError (a malformed description),
-    DriveStartupError, ValueError."""
-    info = hardware_info_from_urdf(robot_description)
-    joints = [j.name for j in info.joints]
-    if backend == "simulated":
-        drives = open_backend(
-            backend,
-            params,
-            control,
-            joints,
-            initial=initial,
-            absolute_encoders=absolute_encoders,
-            plant=plant,
-        )
-    else:
-        drives = open_backend(backend, params, control, joints, can=can, initial=initial, plant=plant)
-    realistic = plant == "realistic"
+    """The bridge for the <ros2_control> block of `robot_description` (URDF XML) on `backend`'s
+    drives (a drive for each of the block's joints), the hardware component on them; the bridge
+    owns the backend (closed if start-up fails). `drive_mode`, `thrust_feedforward`: see
+    DriveBridge. `now`: the adapter's clock, s. Raises HardwareError (a malformed description),
+    DriveStartupError."""
+    try:
+        info = hardware_info_from_urdf(robot_description)
+    except BaseException:
+        backend.close()
+        raise
     return DriveBridge(
-        params,
-        control,
-        drives,
-        info,
-        now=now,
-        drive_mode=control.simulation_drive_mode if realistic else None,
-        thrust_feedforward=realistic,
+        params, control, backend, info, now=now, drive_mode=drive_mode, thrust_feedforward=thrust_feedforward
     )
 
 
@@ -276,9 +224,9 @@ class DriveBridge:
         thrust_feedforward: bool = False,
     ):
         """`drive_mode`: the hardware's (None: control.yaml's drive_mode.real, CSP).
-        `thrust_feedforward`: with a drilling context whose task has a bone model, feed the
-        bone's predicted thrust at each period's commanded tip forward (J^T f,
-        simulation.thrust_feedforward.ThrustFeedForward), the realistic plant's compensation."""
+        `thrust_feedforward`: with a hole that has a bone model, feed the bone's predicted thrust
+        at each period's commanded tip forward (J^T f, hardware.thrust_feedforward), the
+        realistic plant's compensation."""
         self.params = params
         self.control = control
         self.dt = control.dt
@@ -298,15 +246,18 @@ class DriveBridge:
         # The last command accepted: joint names, positions, velocities, receipt time (s).
         self._command: tuple[tuple[str, ...], list[float], list[float], float] | None = None
         self._command_acceleration: list[float] = []  # per joint of _command (_acceleration_between)
+        self.thrust_feedforward = thrust_feedforward
         #: The hole being drilled (set_drilling_context) and the feed's drilling monitor from it
         #: (module docstring); no monitor without a feed (arthroscope).
-        self.hole: HoleSetup = hole_setup(None, params, control)
-        self.thrust_monitor = self._new_thrust_monitor()
+        self.hole: HoleSetup = self._setup(None)
+        #: The hole waiting for the next period boundary (set by the caller's thread, swapped in by
+        #: step's; guarded by _hole_lock), None: none waiting.
+        self._pending_hole: HoleSetup | None = None
+        self._hole_lock = threading.Lock()
         self._tool = ToolGeometry.from_parameters(params)
-        self._feed_hold: float | None = None  # m: the feed held here after a breakthrough
-        self.thrust_feedforward = thrust_feedforward
+        #: The feed after a breakthrough of the hole in force (safety.feed_stop), None: none.
+        self._breakthrough: BreakthroughHold | None = None
         self.drive_mode = drive_mode
-        self._thrust: ThrustFeedForward | None = None  # the active hole's, with thrust_feedforward
         try:
             self.hardware = self._start_hardware(now)
         except BaseException:
@@ -342,27 +293,67 @@ class DriveBridge:
             raise DriveStartupError(f"hardware start-up failed: {hardware.stop_reason}")
         return hardware
 
-    def _new_thrust_monitor(self) -> DrillingMonitor | None:
-        if DrillParameters.feed_joint not in self.names:
-            return None
-        return DrillingMonitor(self.hole.settings)
+    def _setup(self, context: HoleContext | None) -> HoleSetup:
+        return hole_setup(
+            context, self.params, self.control, self.names, thrust_feedforward=self.thrust_feedforward
+        )
 
-    def set_drilling_context(self, context: HoleContext | None) -> str:
-        """Drill the hole of `context` from the next period on (None or not active: no hole): the
-        monitor and the fixtures of bridge.drilling_context.hole_setup, the backend's spindle
-        switched on with an active context and off without. What is now watched, as text.
-        ValueError (naming the task file) leaves the previous context in force."""
-        setup = hole_setup(context, self.params, self.control)
+    @property
+    def thrust_monitor(self):
+        """The feed's drilling monitor in force (safety.drilling_monitor.DrillingMonitor), None
+        without a drill feed."""
+        return self.hole.monitor
+
+    def set_drilling_context(self, goal_id: str, context: HoleContext | None) -> str:
+        """Drill goal `goal_id`'s hole `context` from the next period on (None: that goal's hole
+        ends): prepared here, swapped in by `step` at the period boundary (module docstring). What
+        will be watched, as text. BridgeError, with nothing changed, for a hole while another
+        goal's is active or waiting, a context whose goal_id is not `goal_id`, or an end that is
+        not the active goal's (an end with no hole active changes nothing)."""
+        with self._hole_lock:
+            current = (self._pending_hole or self.hole).context
+            if context is not None:
+                if context.goal_id != goal_id:
+                    raise BridgeError(
+                        f"drilling context names goal {context.goal_id!r}, sent for {goal_id!r}"
+                    )
+                if current is not None:
+                    raise BridgeError(
+                        f"drilling context of goal {goal_id!r} refused: goal {current.goal_id!r}'s hole is "
+                        "active (a hole belongs to one goal and cannot change while it runs)"
+                    )
+            elif current is None:
+                return f"drilling context: goal {goal_id!r} ended, no hole was active"
+            elif current.goal_id != goal_id:
+                raise BridgeError(
+                    f"end of goal {goal_id!r}'s drilling context refused: the active hole is goal "
+                    f"{current.goal_id!r}'s"
+                )
+            setup = self._setup(context)
+            self._pending_hole = setup
+        text = setup.describe()
+        self.events.append(text)
+        return text
+
+    def _end_hole(self) -> None:
+        """No goal goes on (a stop acknowledged): no hole from now on."""
+        with self._hole_lock:
+            if (self._pending_hole or self.hole).context is not None:
+                self._pending_hole = self._setup(None)
+                self.events.append("drilling context: ended with the drives (no goal runs)")
+
+    def _swap_in_hole(self) -> None:
+        """The waiting hole in force from this period on, in one step (never blocking the cycle:
+        a caller holding the lock defers it by one period)."""
+        if self._pending_hole is None or not self._hole_lock.acquire(blocking=False):
+            return
+        try:
+            setup, self._pending_hole = self._pending_hole, None
+        finally:
+            self._hole_lock.release()
         self.hole = setup
-        self.thrust_monitor = self._new_thrust_monitor()
-        self._feed_hold = None
+        self._breakthrough = None
         self.hardware.set_fixtures(setup.fixtures)
-        self._thrust = None
-        if self.thrust_feedforward and setup.context is not None and setup.bone is not None:
-            from quirobot_control.simulation.thrust_feedforward import ThrustFeedForward  # a bone model's
-
-            hole = setup.context
-            self._thrust = ThrustFeedForward(self.params, hole.entry, hole.direction, setup.bone, self.dt)
         self.hardware.set_load_feedforward(None)
         spindle = getattr(self.backend, "spindle", None)
         if spindle is not None:
@@ -370,18 +361,6 @@ class DriveBridge:
                 spindle.switch_on()
             elif setup.context is None:
                 spindle.switch_off()
-        if setup.context is None:
-            text = "drilling context: none (thrust limit only, on the feed position)"
-        else:
-            s = setup.settings
-            cortex = "the task's far cortex" if setup.bone_model else "the entry (no bone model)"
-            zones = len(setup.fixtures.zones) if setup.fixtures is not None else 0
-            text = (
-                f"drilling context: thrust limit {s.thrust_limit:.1f} N, breakthrough armed from {cortex} "
-                f"at {s.arm_depth * 1e3:.2f} mm, spindle interlock, {zones} no-go zone(s)"
-            )
-        self.events.append(text)
-        return text
 
     def _feed_depth(self) -> float:
         """The monitor's depth (m): the tip past the entry along the hole (FK of the measured
@@ -419,21 +398,32 @@ class DriveBridge:
             return
         if not event.success:
             hw.stop(event.message)
-        elif self._feed_hold is None:
-            self._feed_hold = feed.state["position"]
-            self.events.append(f"{event.message}: the feed holds at {self._feed_hold * 1e3:.2f} mm")
+        elif self._breakthrough is None:  # the one reaction (safety.feed_stop), from the next period
+            stop = FeedStop(
+                self.time,
+                feed.command["position"],
+                feed.command["velocity"],
+                self.params.drill.feed_acceleration,
+            )
+            self._breakthrough = BreakthroughHold(stop)
+            self.events.append(
+                f"{event.message}: the feed stops at {stop.rest_position * 1e3:.3f} mm, held for the retract"
+            )
 
     def _hold_feed_after_breakthrough(self) -> None:
-        """After a breakthrough the feed holds until it is commanded back (a retract)."""
-        if self._feed_hold is None or self._command is None:
+        """After a breakthrough the feed follows safety.feed_stop: stopped, then held until the
+        controller's command comes back above the held position (the retract passing it)."""
+        hold = self._breakthrough
+        if hold is None:
             return
-        names, _, velocity, _ = self._command
         feed = DrillParameters.feed_joint
-        if feed in names and velocity[names.index(feed)] < 0.0:
-            self._feed_hold = None  # the retract: the controller's commands again
-            return
-        self.hardware.set_command(feed, "position", self._feed_hold)
-        self.hardware.set_command(feed, "velocity", 0.0)
+        joint = next(j for j in self.hardware.joints if j.name == feed)
+        position, velocity, _, held = hold.command(
+            self.time, joint.command["position"], joint.command["velocity"]
+        )
+        if held:
+            self.hardware.set_command(feed, "position", position)
+            self.hardware.set_command(feed, "velocity", velocity)
 
     def _holding_efforts(self) -> Callable[[np.ndarray], np.ndarray]:
         """q (n,) of this bridge's joints -> efforts (n,) holding them against gravity (the
@@ -526,6 +516,7 @@ class DriveBridge:
         if self._closed:
             raise BridgeError("the drive bridge is closed")
         hw = self.hardware
+        self._swap_in_hole()
         self.backend.before_read()
         active = hw.lifecycle is LifecycleState.ACTIVE
         if active:
@@ -568,12 +559,13 @@ class DriveBridge:
 
     def _feed_thrust_forward(self) -> None:
         """The bone's predicted thrust at this period's commanded tip, fed forward (thrust_feedforward)."""
-        if self._thrust is None:
+        feedforward = self.hole.feedforward
+        if feedforward is None:
             return
         hw = self.hardware
         commanded = np.zeros(len(self._model_axes))  # a joint this bridge does not drive: 0
         commanded[self._axes_columns] = [joint.command["position"] for joint in hw.joints]
-        hw.set_load_feedforward(self._thrust.update(commanded)[self._axes_columns])
+        hw.set_load_feedforward(feedforward.update(commanded)[self._axes_columns])
 
     def _hold_command(self, now: float) -> None:
         """The last command carried on for its age (`now` minus its receipt, s) with its velocity
@@ -607,6 +599,7 @@ class DriveBridge:
         cleared = hw.stop_reason
         if hw.acknowledge_stop(note) is not CallbackReturn.SUCCESS:
             raise BridgeError(hw.refused or "acknowledge_stop refused")
+        self._end_hole()
         return f"stop acknowledged: {cleared}" if cleared else "no stop latched"
 
     def enable(self, now: float) -> str:
@@ -621,8 +614,9 @@ class DriveBridge:
         self.started = False
         self._command = None
         self._noted.clear()
-        self.thrust_monitor = self._new_thrust_monitor()  # its latched fault was acknowledged
-        self._feed_hold = None
+        with self._hole_lock:  # a fresh monitor for the hole in force (its latched fault was acknowledged)
+            self._pending_hole = self._setup((self._pending_hole or self.hole).context)
+        self._breakthrough = None
         self.events.append("enabled: waiting for the first controller command near the measured pose")
         if hw.write(now, self.dt) is not ReturnType.OK:  # the holding currents at once (see start-up)
             raise BridgeError(f"activation failed: {hw.stop_reason}")
@@ -656,10 +650,17 @@ class DriveBridge:
 
     def disable(self) -> str:
         """Deactivate the hardware (every drive disabled: inverters off, brakes). No-op if not
-        active; BridgeError if a drive failed to disable (then every drive is quick-stopped)."""
+        active; BridgeError while a goal's hole is active (nothing changes: the bit may be in
+        bone) or if a drive failed to disable (then every drive is quick-stopped)."""
         hw = self.hardware
         if hw.lifecycle is not LifecycleState.ACTIVE:
             return "already disabled"
+        hole = (self._pending_hole or self.hole).context
+        if hole is not None:
+            raise BridgeError(
+                f"disable refused: goal {hole.goal_id!r} is drilling (cancel the goal: it retracts the bit; "
+                "an emergency stop stops every drive)"
+            )
         if hw.on_deactivate() is not CallbackReturn.SUCCESS:
             raise BridgeError(hw.stop_reason or hw.refused or "deactivate refused")
         return "disabled"
@@ -681,7 +682,19 @@ class DriveBridge:
                 )
             )
         hw = self.hardware
-        return DrivesStatus(lifecycle=hw.lifecycle.value, stop_reason=hw.stop_reason, drives=tuple(drives))
+        return DrivesStatus(
+            lifecycle=hw.lifecycle.value,
+            stop_reason=hw.stop_reason,
+            drives=tuple(drives),
+            breakthrough=self.breakthrough,
+        )
+
+    @property
+    def breakthrough(self) -> str | None:
+        """The far-cortex breakthrough of the hole in force (the monitor's message), None: none."""
+        monitor = self.thrust_monitor
+        event = monitor.event if monitor is not None else None
+        return event.message if event is not None and event.success else None
 
     def close(self) -> list[str]:
         """Stop every drive and release the backend (idempotent); the problems met, as text."""

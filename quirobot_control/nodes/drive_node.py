@@ -63,10 +63,12 @@ deactivation; the reason is /quirobot/drives/state's stop_reason); /quirobot/dri
 reactivates them.
 
 The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
-task_node publishes it at a goal's start and end) sets the bridge's drilling monitor and virtual
-fixtures (bridge.drilling_context): with a task file the whole monitor (thrust limit,
-breakthrough from its far cortex, spindle interlock) and its no-go zones every cycle; without
-one breakthrough from the measured thrust alone; without a context the thrust limit only.
+task_node publishes it at a goal's start and end) is the hole the DrillHole executor decided
+(safety.hole_context.HoleContext, nodes.hole_context_msg): the bridge runs exactly that (thrust
+limit, breakthrough arming, spindle interlock, no-go zones, tip speed near the entry, the bone's
+thrust fed forward on the realistic plant) from the next period on (bridge.drilling_context); no
+task file is read here. A context of another goal while one is active, or the end of a goal
+that is not the active one, is refused and logged; without a context the thrust limit only.
 
 Outputs: a stop (a safety stop, the command watchdog, a drive fault) is published one way, as the
 `stop_reason` of /quirobot/drives/state (quirobot/msg/DrivesState, latched: lifecycle, enabled,
@@ -230,7 +232,6 @@ def _open_drives(parameters: DriveNodeParameters, params, control, description: 
     """(bridge, cycle) of the parameters: the simulated drives' bridge, or the real drives' cycle
     thread (its bridge); ValueError or OSError on a bad start-up."""
     from quirobot_control.bridge.canopen_backend import CanBusConfig, parse_channel_map
-    from quirobot_control.bridge.drive_bridge import open_bridge
 
     p = parameters
     can = CanBusConfig(p.can_interface, parse_channel_map(p.can_channels))
@@ -243,20 +244,14 @@ def _open_drives(parameters: DriveNodeParameters, params, control, description: 
         )
     start = 0.0 if p.publish_clock else time.monotonic()
     cycle = None if simulated else _start_real_cycle(params, control, description, can, node)
-    bridge = (
-        cycle.bridge
-        if cycle is not None
-        else open_bridge(
-            p.backend_name,
-            params,
-            control,
-            description,
-            now=start,
-            can=can,
-            absolute_encoders=not p.homing,
-            plant=p.plant,
+    if cycle is not None:
+        bridge = cycle.bridge
+    else:  # the composition root: the simulated backend's bridge, imported only here
+        from quirobot_control.simulation.simulated_backend import simulated_bridge
+
+        bridge = simulated_bridge(
+            params, control, description, now=start, absolute_encoders=not p.homing, plant=p.plant
         )
-    )
     if bone:
         bridge.backend.place_bone(p.simulated_bone)
     return bridge, cycle
@@ -372,7 +367,8 @@ class DriveNode:
         if stop_reason and reported["stop"] != stop_reason:
             logger.error(f"drives stopped: {stop_reason}")
         reported["stop"] = stop_reason or None
-        key = (bridge.hardware.lifecycle, stop_reason)  # cheap per period; homed once a second
+        # Cheap per period; homed once a second. The breakthrough ends the executor's feed check.
+        key = (bridge.hardware.lifecycle, stop_reason, bridge.breakthrough)
         if key != reported["state"]:
             reported["state"] = key
             self.publish_status()
@@ -398,6 +394,7 @@ class DriveNode:
         state.stamp = self.stamp()
         state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
         state.stop_reason = status.stop_reason or ""
+        state.breakthrough = status.breakthrough or ""
         self.drives_state.publish(state)
         array = DiagnosticArray()
         array.header.stamp = state.stamp
@@ -527,27 +524,19 @@ class DriveNode:
 
 
 def _drilling_context_subscription(node, bridge_of) -> None:
-    """/quirobot/drilling_context (msg/DrillingContext, latched) into the drilling monitor and
-    fixtures of the bridge `bridge_of()` returns (bridge.drilling_context); a context it cannot use
-    is logged in one line and the previous one stays in force."""
+    """/quirobot/drilling_context (msg/DrillingContext, latched) into the bridge `bridge_of()`
+    returns (DriveBridge.set_drilling_context, swapped in at its next period); a context it cannot
+    use is logged in one line and the one in force stays."""
     from quirobot.msg import DrillingContext
     from rclpy.qos import DurabilityPolicy, QoSProfile
 
-    from quirobot_control.bridge.drilling_context import HoleContext
+    from quirobot_control.nodes.hole_context_msg import from_message
 
     def on_context(message: DrillingContext) -> None:
         try:
-            context = HoleContext(
-                active=bool(message.active),
-                entry=[message.entry.x, message.entry.y, message.entry.z],
-                direction=[message.direction.x, message.direction.y, message.direction.z],
-                depth=float(message.depth),
-                feed_rate=float(message.feed_rate),
-                max_thrust=float(message.max_thrust),
-                task=message.task,
-            )
-            node.get_logger().info(bridge_of().set_drilling_context(context))
-        except ValueError as error:
+            goal_id, context = from_message(message)
+            node.get_logger().info(bridge_of().set_drilling_context(goal_id, context))
+        except ValueError as error:  # BridgeError too
             node.get_logger().error(f"drilling context refused: {' '.join(str(error).split())}")
 
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)

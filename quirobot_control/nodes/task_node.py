@@ -61,7 +61,6 @@ import numpy as np
 from quirobot_control.planning.drill_hole import waypoints
 from quirobot_control.procedures.drill_hole_executor import (
     DrillFeedback,
-    DrillingContext,
     DrillResult,
     ErrorCode,
     Measurement,
@@ -70,6 +69,7 @@ from quirobot_control.procedures.drill_hole_executor import (
     Outcome,
     StackStatus,
 )
+from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, axes_for
 
 #: The drill's commanded axes (DrillHole drills): the arm's joints, then the feed.
@@ -249,7 +249,9 @@ class RosMotionPort:
     def _on_drives(self, message) -> None:
         # The drives' stop arrives here only (drive_node logs it; /quirobot/state shows it).
         with self.lock:
-            self.drives = StackStatus(True, message.enabled, message.homed, message.stop_reason)
+            self.drives = StackStatus(
+                True, message.enabled, message.homed, message.stop_reason, breakthrough=message.breakthrough
+            )
         self.state_changed()
 
     def _on_description(self, message) -> None:
@@ -274,7 +276,7 @@ class RosMotionPort:
     def clear_stop(self) -> None:
         """drive_node acknowledged its stop (it republishes its state; do not show the old one)."""
         with self.lock:
-            self.drives = StackStatus(True, self.drives.enabled, self.drives.homed, "")
+            self.drives = StackStatus(True, self.drives.enabled, self.drives.homed, "", breakthrough="")
 
     # --- MotionPort ----------------------------------------------------------------------------
     def now(self) -> float:
@@ -314,7 +316,13 @@ class RosMotionPort:
         with self.lock:
             drives = self.drives
         return StackStatus(
-            drives.drives_heard, drives.enabled, drives.homed, drives.stop_reason, missing, self.description
+            drives.drives_heard,
+            drives.enabled,
+            drives.homed,
+            drives.stop_reason,
+            missing,
+            self.description,
+            drives.breakthrough,
         )
 
     def measured(self) -> Measurement | None:
@@ -401,16 +409,10 @@ class RosMotionPort:
                 )
             )
 
-    def publish_context(self, context: DrillingContext) -> None:
-        from quirobot.msg import DrillingContext as ContextMsg
+    def publish_context(self, goal_id: str, context: HoleContext | None) -> None:
+        from quirobot_control.nodes.hole_context_msg import to_message
 
-        message = ContextMsg(active=context.active, depth=float(context.depth), task=context.task)
-        message.header.stamp = self.node.get_clock().now().to_msg()
-        message.header.frame_id = "world"
-        message.entry.x, message.entry.y, message.entry.z = (float(v) for v in context.entry)
-        message.direction.x, message.direction.y, message.direction.z = (float(v) for v in context.direction)
-        message.feed_rate, message.max_thrust = float(context.feed_rate), float(context.max_thrust)
-        self.context_publisher.publish(message)
+        self.context_publisher.publish(to_message(goal_id, context, self.node.get_clock().now().to_msg()))
 
 
 #: s to wait for an executor's callbacks, and the inputs' thread, to end on shutdown.
@@ -496,8 +498,8 @@ def terminal_status(goal_handle, outcome: Outcome):
     return goal_handle.abort
 
 
-def request_from_goal(goal, default_task: str):
-    """The executor's request from a DrillHole goal message."""
+def request_from_goal(goal, default_task: str, goal_id: str = ""):
+    """The executor's request from a DrillHole goal message (`goal_id`: the goal's UUID, hex)."""
     from quirobot_control.planning.drill_hole import DrillGoal
     from quirobot_control.procedures.drill_hole_executor import DrillRequest
 
@@ -512,6 +514,7 @@ def request_from_goal(goal, default_task: str):
         ),
         task=goal.task or default_task,
         frames=(goal.entry.header.frame_id, goal.direction.header.frame_id),
+        goal_id=goal_id,
     )
 
 
@@ -620,7 +623,8 @@ def _make_node():
         def _execute(self, goal_handle):
             self.port.goal_handle = goal_handle
             try:
-                result = self.drill.run(request_from_goal(goal_handle.request, self.task))
+                goal_id = bytes(goal_handle.goal_id.uuid).hex()
+                result = self.drill.run(request_from_goal(goal_handle.request, self.task, goal_id))
             except Exception as error:  # a bug must not leave the goal without an end
                 result = DrillResult(Outcome.ABORTED, ErrorCode.ABORTED_FAULT, f"internal error: {error!r}")
                 self.get_logger().error(f"DrillHole: {error!r}")

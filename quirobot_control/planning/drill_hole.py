@@ -9,11 +9,18 @@
   the incision planner (`plan_incision`: approach, align, feed, dwell, retract, withdraw, back to
   `start`): the shipped incision task (config/tasks/incision.yaml) with the goal's entry,
   direction, depth and feed rate and `start` as its park pose (a feed elsewhere than the task's
-  park value first moves there along the tool axis, phase "prepare"), up to the park: the goal
-  ends where it started, the feed retracted. An unreachable goal is refused
+  park value first moves there along the tool axis, phase "prepare"), the whole plan: the goal
+  ends where it started, the feed retracted, after the plan's settling hold ("end"); `quirobot
+  simulate` runs the same plan. An unreachable goal is refused
   with the planner's reason, which names the joint. Raises `GoalRejectedError` (its `kind` says
-  malformed or beyond a limit). The goal's max_thrust is enforced during the feed by the drilling
-  monitor (procedures.goal_monitor.monitor_settings_for_goal).
+  malformed or beyond a limit). With a bone model the plan-time breakthrough check
+  (safety.breakthrough_plan) runs on the plan, for every caller (`quirobot simulate` and the
+  DrillHole executor alike): `DrillPlan.monitor` is the drilling monitor armed on the far cortex
+  the plan drills into (or the plan is refused, LIMIT, saying why the detector would not see the
+  breakthrough); without one, detection is armed from the entry (no imaged far cortex: the first
+  drop of cortical thrust ends the feed, a unicortical hole is the safe reading). The goal's
+  max_thrust is the monitor's thrust limit (safety.hole_context.hole_monitor_settings).
+- `hole_context`: the plan as the drive side watches it (safety.hole_context.HoleContext).
 - `tip_progress`: depth past the entry and lateral distance from the axis of a tip position.
 - `phase_progress`: the phase name and the fraction done at a time of the plan.
 - `waypoints`: the samples sent to the trajectory controllers.
@@ -30,11 +37,15 @@ import numpy as np
 
 from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.models.bone import BoneThrust
-from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision
+from quirobot_control.planning.tasks import IncisionTask, load_task, plan_incision, planning_kinematics
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, plan_feed
+from quirobot_control.safety.breakthrough_plan import BreakthroughPlanError, FeedPlan, plan_breakthrough
+from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
+from quirobot_control.safety.hole_context import GoalLimitError, HoleContext, hole_monitor_settings
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.geometric_errors import GeometricErrors
-from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
+from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters, axes_for
+from quirobot_kinematics import forward_kinematics
 
 #: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
 #: retracts along the axis instead of stopping.
@@ -74,6 +85,27 @@ class DrillPlan:
     task: IncisionTask  # the incision task the goal became (unit direction, start as park)
     trajectory: JointTrajectory  # (N, 6) at dt, phases start .. end
     predicted_thrust: float  # N, the bone model's quasi-static peak at the feed rate
+    monitor: DrillingMonitorSettings  # the drilling monitor for this plan (module docstring)
+    bone_model: bool = True  # the task's bone is the imaged bone (False: no bone model)
+
+    def hole_context(self, goal_id: str) -> HoleContext:
+        """What the drive side watches while this plan drills (safety.hole_context)."""
+        task, monitor = self.task, self.monitor
+        limit = task.entry_speed_limit
+        return HoleContext(
+            goal_id=goal_id,
+            entry=task.entry,
+            direction=task.direction,
+            depth=task.depth,
+            feed_rate=task.feed_rate,
+            thrust_limit=monitor.thrust_limit,
+            arm_depth=monitor.arm_depth,
+            exit_depth=monitor.exit_depth,
+            zones=tuple(task.no_go_zones),
+            entry_speed_radius=None if limit is None else limit.radius,
+            entry_speed=None if limit is None else limit.speed,
+            bone=task.bone if self.bone_model else None,
+        )
 
 
 def _finite(name: str, value: np.ndarray | float) -> np.ndarray:
@@ -96,6 +128,7 @@ def plan_drill_hole(
     start_tolerance: np.ndarray | None = None,
     bone_model: bool = True,
     calibration: GeometricErrors | None = None,
+    feed_mass: float,
 ) -> DrillPlan:
     """Check `goal` and plan it from joint pose `start` (6,) (arm joints then drill_feed) back to it.
 
@@ -108,7 +141,8 @@ def plan_drill_hole(
     `bone_model` False: the goal has no bone model (no task file): the thrust is not predicted
     (predicted_thrust nan) and max_thrust is checked against the feed's effort limit only.
     `calibration`: the machine's identified geometric errors, planned with (planning.tasks.
-    planning_kinematics); None: the nominal model.
+    planning_kinematics); None: the nominal model. `feed_mass`: the feed's effective inertia, kg
+    (the control configuration's: the drilling monitor's, and the breakthrough check's prediction).
     """
     feed_index = DrillParameters.feed_index  # the drill feed's column
     base = base or load_task("incision")
@@ -201,6 +235,10 @@ def plan_drill_hole(
             f"above max_thrust {goal.max_thrust:.3g} N: lower the feed rate",
             LIMIT,
         )
+    try:
+        monitor = hole_monitor_settings(params, feed_mass, float(goal.max_thrust), arm_depth=0.0)
+    except GoalLimitError as error:
+        raise InvalidGoalError(str(error)) from None
     task = replace(
         base,
         entry=entry,
@@ -211,31 +249,49 @@ def plan_drill_hole(
     )
     try:
         trajectory = plan_incision(task, params, dt, calibration)
-        trajectory = until_phase(trajectory, LAST_PHASE)
         if retracted != start[feed_index]:
             rate = float(limits.velocity[feed_index])
             trajectory = plan_feed(start, retracted, rate, limits, dt, "prepare").then(trajectory)
     except (PlanningError, ValueError) as error:
         raise GoalRejectedError(str(error), LIMIT) from error
-    return DrillPlan(task=task, trajectory=trajectory, predicted_thrust=predicted)
+    if bone_model:  # armed on the far cortex the plan drills into, or refused (module docstring)
+        try:
+            monitor = plan_breakthrough(
+                task.bone,
+                feed_plan(params, trajectory, task, calibration),
+                monitor,
+                safety.breakthrough_arm_margin,
+                safety.breakthrough_limit,
+            )
+        except BreakthroughPlanError as error:
+            raise GoalRejectedError(f"breakthrough: {error}", LIMIT) from None
+    return DrillPlan(
+        task=task, trajectory=trajectory, predicted_thrust=predicted, monitor=monitor, bone_model=bone_model
+    )
 
 
-#: A DrillHole goal ends back at its start pose (the feed retracted): the incision plan's park.
-LAST_PHASE = "park"
-
-
-def until_phase(trajectory: JointTrajectory, name: str) -> JointTrajectory:
-    """The trajectory up to the end of its phase `name` (which ends at rest)."""
-    phase = trajectory.phase(name)
-    end = round(phase.end_time / trajectory.dt)
-    return JointTrajectory(
-        dt=trajectory.dt,
-        positions=trajectory.positions[: end + 1],
-        velocities=trajectory.velocities[: end + 1],
-        accelerations=trajectory.accelerations[: end + 1],
-        phases=tuple(p for p in trajectory.phases if p.start_time < phase.end_time),
-        paths=tuple(p for p in trajectory.paths if p.times[-1] <= phase.end_time + 1e-9),
-        names=trajectory.names,
+def feed_plan(
+    params: RobotParameters,
+    trajectory: JointTrajectory,
+    task: IncisionTask,
+    calibration: GeometricErrors | None = None,
+) -> FeedPlan:
+    """The planned feed and dwell as safety.breakthrough_plan checks it: the planned tip's depth
+    below the entry (FK of the plan, with the kinematics it was planned with), the feed joint's
+    commanded velocity and acceleration."""
+    feed_index = DrillParameters.feed_index  # the drill feed's column
+    feed, dwell = trajectory.phase("feed"), trajectory.phase("dwell")
+    dt = trajectory.dt
+    window = slice(int(round(feed.start_time / dt)), int(round(dwell.end_time / dt)) + 1)
+    q = trajectory.positions[window]
+    model = planning_kinematics(params, JointLimits.from_parameters(params), calibration).model
+    poses = forward_kinematics(q[:, : len(JOINT_NAMES)], model)  # (N, 4, 4), the feed along tool z
+    tip = poses[:, :3, 3] + poses[:, :3, 2] * q[:, feed_index, None]
+    return FeedPlan(
+        depth=(tip - task.entry) @ task.direction,
+        velocity=trajectory.velocities[window, feed_index],
+        acceleration=trajectory.accelerations[window, feed_index],
+        dt=dt,
     )
 
 
@@ -275,7 +331,7 @@ def plan_cancel_retract(
     stops the standoff above the entry. Planned from rest while the feed still moves, the drive
     would overshoot into the bone against the new trajectory.
 
-    The stop is as fast as the drilling monitor's own feed stop (simulation.closed_loop.FeedStop,
+    The stop is as fast as the drilling monitor's own feed stop (safety.feed_stop.FeedStop,
     the feed's acceleration limit tools.drill.feed_acceleration), not the task's gentle
     feed_acceleration: at that one a cancel at 5 mm/s went 1.25 mm deeper before the retract, at
     this one 0.125 mm (test_goal_limits).

@@ -30,8 +30,9 @@ subscriptions (nodes/task_node.py); tests give it an in-process plant. Times are
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum, IntEnum
 from typing import Protocol
 
@@ -55,6 +56,7 @@ from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Event, State
 from quirobot_control.procedures.path_check import PathCheck
 from quirobot_control.safety.drilling_monitor import DrillingStop
+from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 
@@ -184,6 +186,9 @@ class StackStatus:
     stop_reason: str = ""  # the drives' latched stop, "" if none
     controllers_missing: tuple[str, ...] = ()  # controllers not active yet
     description: bool = True  # the robot description is published
+    #: The drives' far-cortex breakthrough of the hole in force, "" if none: the feed is stopped and
+    #: held for the retract (safety.feed_stop), no longer following its plan.
+    breakthrough: str = ""
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,7 @@ class DrillRequest:
     goal: DrillGoal
     task: str = ""  # the scene/task file (a name or a path: bone layers, no-go zones); "": no bone model
     frames: tuple[str, ...] = ("world", "world")  # frame_id of the entry and the direction
+    goal_id: str = ""  # the goal's id (task_node: the action goal's UUID); "": one is made up
 
 
 @dataclass(frozen=True)
@@ -200,19 +206,6 @@ class DrillFeedback:
     thrust: float  # N, the feed's measured effort
     lateral_error: float  # m, measured tip from the axis
     progress: float  # 0..1 of the current motion
-
-
-@dataclass(frozen=True)
-class DrillingContext:
-    """The hole being drilled, for the drive side's drilling monitor and virtual fixtures."""
-
-    active: bool
-    entry: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, world
-    direction: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) unit
-    depth: float = 0.0  # m
-    feed_rate: float = 0.0  # m/s
-    max_thrust: float = 0.0  # N
-    task: str = ""  # the task file, "" without a bone model
 
 
 @dataclass(frozen=True)
@@ -258,7 +251,10 @@ class MotionPort(Protocol):
 
     def publish_feedback(self, feedback: DrillFeedback) -> None: ...
 
-    def publish_context(self, context: DrillingContext) -> None: ...
+    def publish_context(self, goal_id: str, context: HoleContext | None) -> None:
+        """The drive side's hole for goal `goal_id` (safety.hole_context); None: that goal's hole
+        ends."""
+        ...
 
     def state_changed(self) -> None:
         """The executor's phase, busy, fault or bit_in_bone changed (republish the state)."""
@@ -298,6 +294,7 @@ class ExecutorConfig:
     goal_tolerance: np.ndarray  # (6,) the controllers' goal tolerances
     tip: Callable[[np.ndarray], np.ndarray]  # (6,) joint pose -> (3,) drill tip, m (FK)
     base_task: IncisionTask  # what a goal does not say: standoff, approach, dwell, retract rate
+    feed_mass: float  # kg, the feed's effective inertia (the drilling monitor's, control.yaml)
     start_delay: float = 2.0  # s between sending a plan and its start time
     tracking_lag: float = 0.05  # s of joint-state lag the slowed phases allow for
     feedback_period: float = 0.02  # s
@@ -341,6 +338,7 @@ class ExecutorConfig:
             goal_tolerance=path_tolerances(controllers, kind="goal"),
             tip=Kinematics(KinematicModel.from_parameters(params).calibrated(calibration)).tip,
             base_task=load_task("incision"),
+            feed_mass=control.joint(DrillParameters.feed_joint).effective_inertia,
             calibration=calibration,
             **options,
         )
@@ -436,6 +434,7 @@ class _Run:
         self.cancel_cause = "canceled"  # or the client's disappearance
         self.clients_gone_at = float("nan")  # s, since when no action client is left
         self.path = PathCheck(self.config.tolerance, axes_for("drill"))  # the plan's path, time-aligned
+        self.breakthrough = ""  # the drives' far-cortex breakthrough during this goal, "" if none
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
@@ -446,22 +445,12 @@ class _Run:
         if isinstance(plan, DrillResult):
             return plan
         self.plan = plan
-        task = plan.task
-        self.port.publish_context(
-            DrillingContext(
-                True,
-                task.entry,
-                task.direction,
-                task.depth,
-                task.feed_rate,
-                self.request.goal.max_thrust,
-                self.request.task,
-            )
-        )
+        goal_id = self.request.goal_id or uuid.uuid4().hex
+        self.port.publish_context(goal_id, plan.hole_context(goal_id))
         try:
             return self.drive()
         finally:
-            self.port.publish_context(DrillingContext(False))
+            self.port.publish_context(goal_id, None)
 
     def wait_ready(self) -> DrillResult | None:
         # The bound starts with the port's clock: ROS time reads 0 until the first /clock sample
@@ -563,6 +552,7 @@ class _Run:
                 start_tolerance=config.goal_tolerance,
                 bone_model=bool(self.request.task),
                 calibration=config.calibration,
+                feed_mass=config.feed_mass,
             )
         except GoalRejectedError as error:  # InvalidGoalError too: its kind is INVALID
             code = ErrorCode.REJECTED_INVALID if error.kind == INVALID else ErrorCode.REJECTED_LIMIT
@@ -658,9 +648,14 @@ class _Run:
         if measurement is None or measurement.age > self.config.states_lost:
             age = float("inf") if measurement is None else measurement.age
             return self.error(f"joint states lost for {age:.2f} s")
+        if status.breakthrough and not self.breakthrough and self.policy.state is State.DRILLING:
+            self.breakthrough = status.breakthrough  # this goal's (latched while it drills)
         if self.policy.state in (State.MOVING, State.DRILLING):  # the plan runs (not a way out)
+            # After a breakthrough the drives stop the feed and hold it for the retract
+            # (safety.feed_stop): behind its plan by design, not a path error.
+            exempt = frozenset({DrillParameters.feed_joint}) if self.breakthrough else frozenset()
             deviation = self.path.check(
-                self.motion, measurement.stamp - self.motion_start, measurement.position
+                self.motion, measurement.stamp - self.motion_start, measurement.position, exempt
             )
             if deviation is not None:
                 return self.error(deviation)
@@ -717,11 +712,16 @@ class _Run:
             return self.stop(phase)
         elif action is Action.SUCCEED:
             task = self.plan.task
+            ended = (
+                f"; the feed ended on the far cortex' breakthrough ({self.breakthrough})"
+                if self.breakthrough
+                else ""
+            )
             return self.finish(
                 Outcome.SUCCEEDED,
                 ErrorCode.SUCCESS,
                 f"drilled {self.deepest * 1000:.3f} mm (goal {task.depth * 1000:.3f} mm), "
-                f"lateral deviation {self.widest * 1000:.4f} mm; {self.path.summary()}",
+                f"lateral deviation {self.widest * 1000:.4f} mm{ended}; {self.path.summary()}",
             )
         elif action is Action.FINISH_OUT:
             where = f"tip {-self.depth * 1000:.2f} mm above the entry"

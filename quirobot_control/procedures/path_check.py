@@ -47,10 +47,23 @@ class PathCheck:
             )
         self.worst = np.zeros(len(self.names))
 
-    def check(self, plan: JointTrajectory, t: float, position: np.ndarray) -> str | None:
+    def check(
+        self, plan: JointTrajectory, t: float, position: np.ndarray, exempt: frozenset[str] = frozenset()
+    ) -> str | None:
         """`position` (6,) measured at `t` s of `plan` against the plan's sample there: a one-line
-        reason naming the joint furthest beyond its tolerance, or None."""
-        deviation = np.abs(np.asarray(position, dtype=float) - plan.sample(t)[0])
+        reason naming the joint furthest beyond its tolerance, or None. A measured position that is
+        not a finite number is beyond every tolerance (issue 33 item 5: NaN compared as within).
+        `exempt`: joints not held to the plan now (the feed stopped by a breakthrough: it stays
+        behind the plan by design until the retract passes it)."""
+        measured = np.asarray(position, dtype=float)
+        bad = [name for name, value in zip(self.names, measured, strict=True) if not np.isfinite(value)]
+        if bad:
+            return (
+                f"path tolerance: joint {bad[0]} measured {measured[self.names.index(bad[0])]} at {t:.3f} s"
+            )
+        deviation = np.abs(measured - plan.sample(t)[0])
+        if exempt:
+            deviation = np.where([name in exempt for name in self.names], 0.0, deviation)
         self.worst = np.maximum(self.worst, deviation)
         ratio = deviation / self.tolerance
         j = int(np.argmax(ratio))

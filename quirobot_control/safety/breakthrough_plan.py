@@ -127,7 +127,7 @@ def plan_breakthrough(
             f"under its minimum {settings.breakthrough_min_thrust:.1f} N "
             "(tools.drill.breakthrough_min_thrust): its breakthrough could not be detected"
         )
-    if event is None and deepest > target.exit + overshoot_limit:
+    if event is None and deepest > target.exit + overshoot_limit + 1e-12:  # at the limit: allowed
         cruise = np.abs(plan.acceleration) < 1e-6
         moving = plan.velocity > 0.0
         slowing = np.nonzero(moving & ~cruise & (plan.depth > target.start))[0]

@@ -10,8 +10,8 @@
   metrics with units, and `as_dict()`, the JSON `quirobot simulate --json` prints;
 - faults: `Injection` (master-loss, drive-fault, estop, bone-harder, spindle-stall) injected into
   a run, the fault and breakthrough reports and the safety verdict (`quirobot simulate --inject`);
-- simulated_backend: `SimulatedBackend`, the drive bridge's drives on the plant (drive_node's
-  drive_backend:=simulated).
+- simulated_backend: `SimulatedBackend`, the drive bridge's drives on the plant, and
+  `simulated_bridge`, the drive bridge on it (drive_node's drive_backend:=simulated).
 
 `quirobot_control.simulate("incision")` is the one-call version.
 """
@@ -20,7 +20,7 @@ from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilli
 from quirobot_control.simulation.incision import TaskResult, run_task, targets_met
 from quirobot_control.simulation.metrics import TaskMetrics
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
-from quirobot_control.simulation.simulated_backend import SimulatedBackend
+from quirobot_control.simulation.simulated_backend import SimulatedBackend, simulated_bridge
 
 __all__ = [
     "ClosedLoopSimulation",
@@ -32,5 +32,6 @@ __all__ = [
     "TaskMetrics",
     "TaskResult",
     "run_task",
+    "simulated_bridge",
     "targets_met",
 ]

@@ -31,21 +31,13 @@ import numpy as np
 from quirobot_control.hardware.control_config import ControlConfig, control_configuration
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.models.spindle import Spindle
-from quirobot_control.planning.tasks import (
-    IncisionTask,
-    LineTask,
-    load_task,
-    plan_incision,
-    plan_line_task,
-    task_fixtures,
-)
+from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
+from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, plan_line_task, task_fixtures
 from quirobot_control.planning.trajectory import JointTrajectory
-from quirobot_control.procedures.goal_monitor import monitor_settings_for_goal
-from quirobot_control.safety.breakthrough_plan import FeedPlan, plan_breakthrough, target_cortex
+from quirobot_control.safety.breakthrough_plan import target_cortex
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog, planned_tip
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
 from quirobot_control.simulation.faults import (
-    BREAKTHROUGH_LIMIT,
     BreakthroughReport,
     FaultError,
     FaultInjector,
@@ -122,24 +114,30 @@ def run_task(
             task = replace(task, depth=float(depth))
         if feed_rate is not None:
             task = replace(task, feed_rate=float(feed_rate))
-        trajectory = plan_incision(task, params, control.dt)
-        drilling = Drilling(task.entry, task.direction, bone or task.bone)
-        far_cortex = target_cortex(task.bone, task.depth)
-        if process_safety:
-            settings = monitor_settings_for_goal(
+        # The goal's checks and the plan-time breakthrough check, as a DrillHole goal gets them
+        # (planning.drill_hole): from the task's park pose back to it.
+        plan = plan_drill_hole(
+            DrillGoal(
+                task.entry,
+                task.direction,
+                task.depth,
+                task.feed_rate,
                 params.drilling.safety.thrust_limit if max_thrust is None else max_thrust,
-                None,  # armed by plan_breakthrough below, on the far cortex the plan drills into
-                params,
-                control,
-            )
-            if breakthrough_detection:  # armed on the plan's far cortex, or the plan is refused
-                settings = plan_breakthrough(
-                    task.bone,
-                    feed_plan(params, trajectory, task),
-                    settings,
-                    params.drilling.safety.breakthrough_arm_margin,
-                    BREAKTHROUGH_LIMIT,
-                )
+            ),
+            task.park,
+            params,
+            control.dt,
+            task,
+            feed_mass=control.joint(DrillParameters.feed_joint).effective_inertia,
+        )
+        trajectory = plan.trajectory
+        drilling = Drilling(task.entry, task.direction, bone or task.bone)
+        # The report measures the plant's bone (what is drilled), which may differ from the imaged.
+        far_cortex = target_cortex(bone or task.bone, task.depth)
+        if process_safety:
+            settings = plan.monitor
+            if not breakthrough_detection:
+                settings = replace(settings, arm_depth=None, exit_depth=None)
             monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
         else:
             monitor = spindle = None
@@ -188,22 +186,6 @@ def run_task(
         faults=faults,
         breakthrough=breakthrough,
         unsafe=unsafe,
-    )
-
-
-def feed_plan(params: RobotParameters, trajectory: JointTrajectory, task: IncisionTask) -> FeedPlan:
-    """The planned feed and dwell of an incision as safety.breakthrough_plan checks it: the planned
-    tip's depth below the entry, the feed joint's commanded velocity and acceleration."""
-    feed_index = DrillParameters.feed_index  # the drill feed's column
-    feed, dwell = trajectory.phase("feed"), trajectory.phase("dwell")
-    dt = trajectory.dt
-    window = slice(int(round(feed.start_time / dt)), int(round(dwell.end_time / dt)) + 1)
-    tip, _ = planned_tip(params, trajectory)
-    return FeedPlan(
-        depth=(tip[window] - task.entry) @ task.direction,
-        velocity=trajectory.velocities[window, feed_index],
-        acceleration=trajectory.accelerations[window, feed_index],
-        dt=dt,
     )
 
 

@@ -20,8 +20,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
+from quirobot_control.bridge.drive_bridge import DriveBridge, open_bridge
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.interface import DriveError
+from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
@@ -140,3 +142,35 @@ class SimulatedBackend:
             except DriveError as error:
                 problems.append(str(error))
         return problems
+
+
+def simulated_bridge(
+    params: RobotParameters,
+    control: ControlConfig,
+    robot_description: str,
+    *,
+    now: float,
+    initial: Sequence[float] | None = None,
+    absolute_encoders: bool = True,
+    plant: str = "ideal",
+) -> DriveBridge:
+    """drive_node's bridge (bridge.drive_bridge.open_bridge) on a SimulatedBackend of the joints of
+    `robot_description`'s <ros2_control> block (see SimulatedBackend for `initial`,
+    `absolute_encoders`, `plant`). `plant` "realistic": the realistic plant run as `quirobot
+    simulate --plant realistic` runs it, with its compensation: the host's PID (control.yaml
+    drive_mode.simulation, CST: the dual-loop wrist on the load-side encoders was designed and
+    measured with it) and the bone's thrust fed forward. `now`: the adapter's clock, s."""
+    joints = [joint.name for joint in hardware_info_from_urdf(robot_description).joints]
+    backend = SimulatedBackend(
+        params, control, initial, joints=joints, absolute_encoders=absolute_encoders, plant=plant
+    )
+    realistic = plant == "realistic"
+    return open_bridge(
+        backend,
+        params,
+        control,
+        robot_description,
+        now=now,
+        drive_mode=control.simulation_drive_mode if realistic else None,
+        thrust_feedforward=realistic,
+    )

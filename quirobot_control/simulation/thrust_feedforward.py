@@ -1,24 +1,18 @@
-"""Feed-forward of the bone's known thrust along the plan (the realistic plant's compensation).
+"""Feed-forward of the bone's known thrust along a whole plan (the closed-loop simulation's).
 
-The bone model (models.bone) predicts the thrust the bit meets at each planned sample: depth
-below the entry point and feed rate from the planned tip, the chip-formation lag included. Its
-reaction on the robot, J(q)^T f with f = -F d at the drill tip (d the drilling direction), is
-added to the controller's feed-forward: the drives supply the thrust as it builds, so the wrist
-gearboxes' windup and their crossing of the backlash happen with the thrust instead of waiting
-for the integrators (measured: see test_realistic_plant, docs/accuracy.md).
+The same model and balancing as the drive bridge's period-by-period compensation
+(hardware.thrust_feedforward.ThrustFeedForward), evaluated on every planned sample at once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from quirobot_control.hardware.thrust_feedforward import balancing_efforts, tips_and_axes
 from quirobot_control.models.bone import BoneParameters, BoneThrust
 from quirobot_control.planning.trajectory import JointTrajectory
-from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
-from quirobot_kinematics import KinematicModel, forward_kinematics
-
-#: Finite-difference step of the tip Jacobian, m or rad (the tip is smooth: error ~1e-14 relative).
-JACOBIAN_STEP = 1e-6
+from quirobot_description.parameters import RobotParameters
+from quirobot_kinematics import KinematicModel
 
 
 def planned_thrust(
@@ -45,67 +39,6 @@ def thrust_feedforward(
     """(N, 6) joint efforts (N or N*m) that balance the predicted thrust along the plan."""
     kinematics = KinematicModel.from_parameters(params)
     q = trajectory.positions
-    tip, axis = _tips_and_axes(q, kinematics)
+    tip, axis = tips_and_axes(q, kinematics)
     force = -planned_thrust(trajectory, tip, entry, direction, bone)[:, None] * direction  # (N, 3)
-    return _balancing_efforts(q, tip, axis, force, kinematics)
-
-
-class ThrustFeedForward:
-    """The same feed-forward cycle by cycle, from each period's commanded joints (what a drive
-    bridge receives from the trajectory controllers) instead of the whole plan: the bone model's
-    thrust at the commanded tip (depth below `entry` along `direction`, its rate by backward
-    difference over `dt`), balanced by J(q)^T f. A drive bridge's compensation on the realistic
-    plant, as `thrust_feedforward` is the closed-loop simulation's."""
-
-    def __init__(
-        self,
-        params: RobotParameters,
-        entry: np.ndarray,
-        direction: np.ndarray,
-        bone: BoneParameters,
-        dt: float,
-    ) -> None:
-        self.kinematics = KinematicModel.from_parameters(params)
-        self.entry = np.asarray(entry, dtype=float)
-        self.direction = np.asarray(direction, dtype=float)
-        self.model = BoneThrust(bone)
-        self.dt = dt
-        self._depth: float | None = None
-
-    def update(self, q: np.ndarray) -> np.ndarray:
-        """(6,) joint efforts (N or N*m, axes_for("drill") order) for the commanded joints q (6,) of
-        this period."""
-        q = np.asarray(q, dtype=float)[None, :]
-        tip, axis = _tips_and_axes(q, self.kinematics)
-        depth = float((tip[0] - self.entry) @ self.direction)
-        rate = 0.0 if self._depth is None else (depth - self._depth) / self.dt
-        self._depth = depth
-        thrust = self.model.update(self.dt, depth, rate)
-        if thrust == 0.0:  # out of the bone: no Jacobian to evaluate (most of a goal's periods)
-            return np.zeros(q.shape[1])
-        return _balancing_efforts(q, tip, axis, -thrust * self.direction[None, :], self.kinematics)[0]
-
-
-def _tips_and_axes(q: np.ndarray, kinematics: KinematicModel) -> tuple[np.ndarray, np.ndarray]:
-    """((N, 3) m, (N, 3) unit) for joints q (N, 6): the drill tip (tool0 moved along its z axis by
-    the feed) and that axis, in the world."""
-    poses = forward_kinematics(q[:, : len(JOINT_NAMES)], kinematics)
-    axis = poses[:, :3, 2]
-    return poses[:, :3, 3] + axis * q[:, DrillParameters.feed_index, None], axis
-
-
-def _balancing_efforts(
-    q: np.ndarray, tip: np.ndarray, axis: np.ndarray, force: np.ndarray, kinematics: KinematicModel
-) -> np.ndarray:
-    """(N, 6) joint efforts J(q)^T f balancing the world force f (N, 3) N at the tips (N, 3) of q
-    (N, 6), whose tool axes are `axis` (N, 3): the arm's columns by finite differences
-    (JACOBIAN_STEP, the shifted poses in one batch), the feed's along the tool axis."""
-    n, arm = len(q), len(JOINT_NAMES)
-    shifted = np.repeat(q[None, :, :], arm, axis=0)  # (5, N, 6): joint i shifted in [i]
-    for i in range(arm):
-        shifted[i, :, i] += JACOBIAN_STEP
-    shifted_tips = _tips_and_axes(shifted.reshape(-1, q.shape[1]), kinematics)[0].reshape(arm, n, 3)
-    efforts = np.zeros_like(q)
-    efforts[:, :arm] = np.einsum("ink,nk->ni", (shifted_tips - tip) / JACOBIAN_STEP, force)
-    efforts[:, DrillParameters.feed_index] = np.einsum("nk,nk->n", axis, force)
-    return efforts
+    return balancing_efforts(q, tip, axis, force, kinematics)

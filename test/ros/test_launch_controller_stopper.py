@@ -34,7 +34,6 @@ from ros_graph import GraphClient  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics  # noqa: E402
-from quirobot_description.data_files import find_data_file  # noqa: E402
 from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_kinematics import KinematicModel  # noqa: E402
 
@@ -150,47 +149,40 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
         self.wait_states({name: "active" for name in CONTROLLERS}, "the controllers reactivated on enable")
 
     def test_3_a_drilling_contexts_no_go_zone_stops_the_drives(self) -> None:
-        import tempfile
-        from pathlib import Path
-
         import numpy as np
-        import yaml
         from quirobot.msg import DrillingContext, DrivesState
         from ros_graph import LATCHED
         from sensor_msgs.msg import JointState
+
+        from quirobot_control.axes.virtual_fixtures import NoGoZone
+        from quirobot_control.nodes.hole_context_msg import to_message
+        from quirobot_control.safety.hole_context import HoleContext
 
         self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
         state = self.graph.next_message(JointState, STATES, timeout=60.0)
         q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in DRILL_AXES])
         tip = Kinematics(KinematicModel.from_parameters(load_parameters())).tip(q)
-        raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
-        raw["no_go_zones"] = [
-            {
-                "name": "test_zone_around_the_tool",
-                "shape": "box",
-                "center": {"value": [float(v) for v in tip], "unit": "m", "source": "test"},
-                "size": {"value": [0.05, 0.05, 0.05], "unit": "m", "source": "test"},
-            }
-        ]
-        with tempfile.TemporaryDirectory() as directory:
-            task_file = Path(directory) / "zone.yaml"
-            task_file.write_text(yaml.safe_dump(raw))
-            # The one way drive_node publishes a stop: /quirobot/drives/state's stop_reason.
-            stops = self.graph.messages(DrivesState, "/quirobot/drives/state", LATCHED)
-            publisher = self.graph.node.create_publisher(
-                DrillingContext, "/quirobot/drilling_context", LATCHED
-            )
-            context = DrillingContext(
-                active=True, depth=0.02, feed_rate=0.0015, max_thrust=60.0, task=str(task_file)
-            )
-            context.entry.x, context.entry.y, context.entry.z = (float(v) for v in tip)
-            context.direction.z = -1.0
-            publisher.publish(context)
-            self.graph.spin_until(
-                lambda: any("test_zone_around_the_tool" in m.stop_reason for m in stops),
-                60.0,
-                "a stop naming the zone",
-            )
+        # A goal's hole as task_node sends it (nodes.hole_context_msg): a no-go zone around the tool.
+        hole = HoleContext(
+            goal_id="test-goal",
+            entry=tip,
+            direction=np.array([0.0, 0.0, -1.0]),
+            depth=0.02,
+            feed_rate=0.0015,
+            thrust_limit=60.0,
+            arm_depth=0.0,
+            exit_depth=None,
+            zones=(NoGoZone.box("test_zone_around_the_tool", tip, [0.05, 0.05, 0.05]),),
+        )
+        # The one way drive_node publishes a stop: /quirobot/drives/state's stop_reason.
+        stops = self.graph.messages(DrivesState, "/quirobot/drives/state", LATCHED)
+        publisher = self.graph.node.create_publisher(DrillingContext, "/quirobot/drilling_context", LATCHED)
+        publisher.publish(to_message("test-goal", hole, self.graph.node.get_clock().now().to_msg()))
+        self.graph.spin_until(
+            lambda: any("test_zone_around_the_tool" in m.stop_reason for m in stops),
+            60.0,
+            "a stop naming the zone",
+        )
         self.wait_states(
             {name: "inactive" for name in MOVING}, "the controllers deactivated on the fixture stop"
         )

@@ -354,7 +354,14 @@ class TestDrillHole(unittest.TestCase):
         active = [c for c in contexts if c.active]
         self.assertTrue(active, "no active drilling context published")
         self.assertAlmostEqual(active[-1].depth, self.task.depth)
-        self.assertEqual(active[-1].task, "incision")
+        # The hole as the plan decided it (issue 31): the bone, its breakthrough arming, the zones;
+        # its end names the same goal.
+        self.assertTrue(active[-1].bone_model)
+        far_cortex = sum(layer.thickness for layer in self.task.bone.layers[:-1])
+        margin = load_parameters().drilling.safety.breakthrough_arm_margin
+        self.assertAlmostEqual(active[-1].arm_depth, far_cortex - margin, places=12)
+        self.assertEqual([z.name for z in active[-1].no_go_zones], [z.name for z in self.task.no_go_zones])
+        self.assertEqual(contexts[-1].goal_id, active[-1].goal_id)
         # Before it was ready the stack said so, and what it waited for.
         first_ready = next((k for k, m in enumerate(self.early_states) if m.ready), None)
         self.assertIsNotNone(first_ready, "/quirobot/state never said ready")

@@ -22,17 +22,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from drill_hole_plant import COLUMNS  # the two controllers' joints (axes_for("drill") indices)
 
-from quirobot_control.bridge.drilling_context import HoleContext
 from quirobot_control.bridge.drive_bridge import DriveBridge
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.procedures.drill_hole_executor import (
     DrillFeedback,
-    DrillingContext,
     Measurement,
     MotionRecord,
     MotionStatus,
     StackStatus,
 )
+from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.parameters import axes_for
 
 #: The drill's commanded axes: the arm's joints, then the feed.
@@ -53,7 +52,7 @@ class BridgePort:
     bridge: DriveBridge
     time: float = 0.0
     feedback: list[DrillFeedback] = field(default_factory=list)
-    contexts: list[DrillingContext] = field(default_factory=list)
+    contexts: list[HoleContext | None] = field(default_factory=list)  # None: a goal's end
     tips: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (t s, true tip (3,) m)
     #: control periods per controller cycle: the controller manager's rate is the drives' over it
     #: (drive_node's controller_rate; between commands the bridge holds the last one)
@@ -84,6 +83,7 @@ class BridgePort:
             enabled=status.enabled,
             homed=status.homed,
             stop_reason=status.stop_reason or "",
+            breakthrough=status.breakthrough or "",
         )
 
     def measured(self) -> Measurement | None:
@@ -103,19 +103,9 @@ class BridgePort:
     def publish_feedback(self, feedback: DrillFeedback) -> None:
         self.feedback.append(feedback)
 
-    def publish_context(self, context: DrillingContext) -> None:
+    def publish_context(self, goal_id: str, context: HoleContext | None) -> None:
         self.contexts.append(context)
-        self.bridge.set_drilling_context(
-            HoleContext(
-                context.active,
-                context.entry,
-                context.direction,
-                context.depth,
-                context.feed_rate,
-                context.max_thrust,
-                context.task,
-            )
-        )
+        self.bridge.set_drilling_context(goal_id, context)
 
     def state_changed(self) -> None:
         pass

@@ -22,12 +22,12 @@ from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.procedures.drill_hole_executor import (
     DrillFeedback,
     DrillHoleExecutor,
-    DrillingContext,
     Measurement,
     MotionRecord,
     MotionStatus,
     StackStatus,
 )
+from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.parameters import DrillParameters
 
 #: The drill feed's column in the drill's axis vectors.
@@ -84,7 +84,8 @@ class PlantPort:
     cancel_depth: float = -math.inf  # m the tip must be past the entry for cancel_in_phase
     executor: DrillHoleExecutor | None = None
     feedback: list[DrillFeedback] = field(default_factory=list)
-    contexts: list[DrillingContext] = field(default_factory=list)
+    contexts: list[HoleContext | None] = field(default_factory=list)  # None: a goal's end
+    context_goals: list[str] = field(default_factory=list)  # the goal of each
     trace: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (t, pose (6,))
     cancel_alls: int = 0
     sent: list[tuple[str, JointTrajectory, float]] = field(default_factory=list)  # (part, trajectory, start)
@@ -152,8 +153,9 @@ class PlantPort:
             self.cancel_in_phase = ""
             self.executor.request_cancel()
 
-    def publish_context(self, context: DrillingContext) -> None:
+    def publish_context(self, goal_id: str, context: HoleContext | None) -> None:
         self.contexts.append(context)
+        self.context_goals.append(goal_id)
 
     def state_changed(self) -> None:
         pass

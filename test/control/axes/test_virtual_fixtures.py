@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import yaml
+from shipped_control import FEED_MASS
 
 from quirobot_control.axes.limits import PlanningError
 from quirobot_control.axes.virtual_fixtures import (
@@ -261,7 +262,9 @@ def test_a_goal_starting_near_the_entry_is_planned_slowly_not_refused(incision_p
     assert task.entry_speed_limit is not None  # the shipped incision has one
     start = plan.positions[int(round(plan.phase(FEED_PHASE).start_time / DT))]  # at the standoff
     goal = DrillGoal(task.entry + [0.0, 0.01, 0.0], task.direction, task.depth, task.feed_rate, 60.0)
-    drill = plan_drill_hole(goal, start, parameters, DT)  # check_plan inside: refused if over
+    drill = plan_drill_hole(
+        goal, start, parameters, DT, feed_mass=FEED_MASS
+    )  # check_plan inside: refused if over
     fixtures = task_fixtures(drill.task, parameters)
     tip = tool_segments(drill.trajectory.positions, fixtures.tool)["drill tip"][1]
     approach = drill.trajectory.phase("approach")

@@ -1,28 +1,31 @@
-"""The whole drilling monitor and the virtual fixtures on the ROS path: DriveBridge with a hole's
-context (bridge.drilling_context, what drive_node makes of task_node's /quirobot/drilling_context).
+"""The whole drilling monitor and the virtual fixtures on the ROS path: DriveBridge with a goal's
+hole (safety.hole_context.HoleContext, what drive_node makes of task_node's
+/quirobot/drilling_context; bridge.drilling_context prepares it).
 
-Behaviour, on the simulated backend: the task file's no-go zone stops the drives naming it, the
-spindle interlock refuses a feed towards the bone before the spindle is at speed, and far-cortex
-breakthrough holds the feed; the settings are checked against the task file's own numbers.
+Behaviour, on the simulated backend: the hole's no-go zone stops the drives naming it, the spindle
+interlock refuses a feed towards the bone before the spindle is at speed, and far-cortex
+breakthrough holds the feed; the drive side runs exactly the hole it was sent (the planner's
+arming, never re-derived), and a hole belongs to one goal (issue 33 item 1: a stray context
+mid-feed dropped the monitor, the zones and the breakthrough hold).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
-from quirobot_control.axes.virtual_fixtures import ToolGeometry, tip_positions
-from quirobot_control.bridge.drilling_context import HoleContext, hole_setup
-from quirobot_control.bridge.drive_bridge import open_bridge
+from quirobot_control.axes.virtual_fixtures import NoGoZone, ToolGeometry, tip_positions
+from quirobot_control.bridge.drilling_context import hole_setup
+from quirobot_control.bridge.drive_bridge import BridgeError
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
 from quirobot_control.planning.tasks import load_task
+from quirobot_control.safety.hole_context import HoleContext
 from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.closed_loop import Drilling
-from quirobot_description.data_files import find_data_file
+from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.parameters import DrillParameters, axes_for
 from quirobot_description.urdf import robot_description
 
@@ -40,14 +43,23 @@ def control(parameters):
     return control_configuration(parameters)
 
 
-def context(entry, direction, task: str = "", max_thrust: float = 60.0) -> HoleContext:
-    return HoleContext(True, np.asarray(entry), np.asarray(direction), 0.0252, 0.0015, max_thrust, task)
+def context(entry, direction, goal_id: str = "goal-1", max_thrust: float = 60.0, **fields) -> HoleContext:
+    """A hole without a bone model (breakthrough armed from the entry), or with `fields`."""
+    return HoleContext(
+        goal_id=goal_id,
+        entry=np.asarray(entry),
+        direction=np.asarray(direction),
+        depth=0.0252,
+        feed_rate=0.0015,
+        thrust_limit=max_thrust,
+        arm_depth=fields.pop("arm_depth", 0.0),
+        exit_depth=fields.pop("exit_depth", None),
+        **fields,
+    )
 
 
 def bridge_at_start(parameters, control):
-    return open_bridge(
-        "simulated", parameters, control, robot_description("drill", "real"), now=0.0, initial=START
-    )
+    return simulated_bridge(parameters, control, robot_description("drill", "real"), now=0.0, initial=START)
 
 
 def tip_and_axis(bridge) -> tuple[np.ndarray, np.ndarray]:
@@ -56,56 +68,96 @@ def tip_and_axis(bridge) -> tuple[np.ndarray, np.ndarray]:
     return plant.tip.copy(), axis / np.linalg.norm(axis)
 
 
-def test_settings_follow_the_task_file(parameters, control):
-    """The shipped incision: breakthrough armed at its far cortex (the layers' thicknesses read
-    from the YAML here) less the arm margin, the goal's lower thrust limit, its no-go zone."""
-    raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
-    layers = raw["bone"]["layers"]
-    far_cortex = sum(layer["thickness"]["value"] for layer in layers[:-1])
+def test_the_drive_side_runs_the_plans_hole_as_sent(parameters, control):
+    """The shipped incision planned as a goal: its hole arms breakthrough detection on the far
+    cortex (the bone's layers here, less the arm margin; safety.breakthrough_plan decided it at
+    plan time) and the bridge's monitor takes exactly those numbers, the goal's lower thrust limit
+    and the task's no-go zones; no hole: the thrust limit alone."""
     task = load_task("incision")
-    setup = hole_setup(context(task.entry, task.direction, "incision", 45.0), parameters, control)
+    feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
+    goal = DrillGoal(task.entry, task.direction, task.depth, task.feed_rate, 45.0)
+    plan = plan_drill_hole(goal, task.park, parameters, control.dt, task, feed_mass=feed_mass)
+    hole = plan.hole_context("goal-1")
+    far_cortex = sum(layer.thickness for layer in task.bone.layers[:-1])
     margin = parameters.drilling.safety.breakthrough_arm_margin
-    assert setup.settings.arm_depth == pytest.approx(far_cortex - margin, abs=1e-12)
-    assert setup.settings.thrust_limit == 45.0
-    assert setup.bone_model
-    assert [zone.name for zone in setup.fixtures.zones] == [z["name"] for z in raw["no_go_zones"]]
-    without = hole_setup(context(task.entry, task.direction), parameters, control)
-    assert without.settings.arm_depth == 0.0 and not without.bone_model and without.fixtures is None
-    assert without.settings.thrust_limit == min(60.0, parameters.drilling.safety.thrust_limit)
-    idle = hole_setup(None, parameters, control)
-    assert idle.settings.arm_depth is None and not idle.settings.drilling_context
+    assert hole.arm_depth == pytest.approx(far_cortex - margin, abs=1e-12)
+    assert hole.exit_depth == pytest.approx(task.bone.thickness, abs=1e-12)
+    setup = hole_setup(hole, parameters, control, DRILL_AXES)
+    settings = setup.monitor.settings
+    assert (settings.arm_depth, settings.exit_depth) == (hole.arm_depth, hole.exit_depth)
+    assert settings.thrust_limit == 45.0
+    assert [zone.name for zone in setup.fixtures.zones] == [zone.name for zone in task.no_go_zones]
+    without = hole_setup(context(task.entry, task.direction), parameters, control, DRILL_AXES)
+    assert without.monitor.settings.arm_depth == 0.0 and without.fixtures is None
+    assert without.monitor.settings.thrust_limit == min(60.0, parameters.drilling.safety.thrust_limit)
+    idle = hole_setup(None, parameters, control, DRILL_AXES)
+    assert idle.monitor.settings.arm_depth is None and not idle.monitor.settings.drilling_context
 
 
-def test_a_bad_context_is_refused_naming_the_problem(parameters, control):
-    with pytest.raises(ValueError, match="no-such-task.yaml"):
-        hole_setup(context([0, 0, 0], [0, 0, -1], "/tmp/no-such-task.yaml"), parameters, control)
+def test_a_bad_context_is_refused_naming_the_problem():
     with pytest.raises(ValueError, match="direction"):
         context([0, 0, 0], [0, 0, 0])
-    with pytest.raises(ValueError, match="max_thrust"):
+    with pytest.raises(ValueError, match="thrust_limit"):
         context([0, 0, 0], [0, 0, -1], max_thrust=float("nan"))
+    with pytest.raises(ValueError, match="goal_id"):
+        context([0, 0, 0], [0, 0, -1], goal_id="")
+    with pytest.raises(ValueError, match="arm_depth"):
+        context([0, 0, 0], [0, 0, -1], arm_depth=float("nan"))
 
 
-def test_the_task_files_no_go_zone_stops_the_drives_naming_it(parameters, control, tmp_path):
-    """A task file whose zone holds the tool where it stands: its context stops every drive at
-    the next period, naming the zone; without the context the same pose runs on."""
+def test_a_hole_belongs_to_one_goal(parameters, control):
+    """Issue 33 item 1: mid-feed, a stray context (another goal's, or an end that is not the
+    running goal's) changes nothing: refused naming both goals, and the zone still stops the
+    drives; the running goal's own end ends it. Disabling is refused while it is active."""
+    with bridge_at_start(parameters, control) as bridge:
+        for k in range(5):
+            bridge.command(list(DRILL_AXES), START, now=k * bridge.dt)
+            bridge.step(k * bridge.dt)
+        tip, axis = tip_and_axis(bridge)
+        far = NoGoZone.box("far_zone", tip + np.array([0.0, 0.5, 0.0]), [0.05, 0.05, 0.05])
+        bridge.set_drilling_context("goal-1", context(tip + 0.01 * axis, axis, zones=(far,)))
+        bridge.step(5 * bridge.dt)
+        assert bridge.hole.context.goal_id == "goal-1" and bridge.hole.fixtures.zones == (far,)
+        with pytest.raises(BridgeError, match="goal 'goal-2'.*refused: goal 'goal-1'"):
+            bridge.set_drilling_context("goal-2", context(tip, axis, goal_id="goal-2"))
+        with pytest.raises(BridgeError, match="end of goal 'goal-2'.*goal 'goal-1'"):
+            bridge.set_drilling_context("goal-2", None)
+        with pytest.raises(BridgeError, match="names goal 'goal-3', sent for 'goal-1'"):
+            bridge.set_drilling_context("goal-1", context(tip, axis, goal_id="goal-3"))
+        with pytest.raises(BridgeError, match="disable refused: goal 'goal-1' is drilling"):
+            bridge.disable()
+        bridge.step(6 * bridge.dt)
+        assert bridge.hole.context.goal_id == "goal-1" and bridge.hole.fixtures.zones == (far,)
+        assert bridge.hardware.lifecycle.value == "active"
+        bridge.set_drilling_context("goal-1", None)
+        bridge.step(7 * bridge.dt)
+        assert bridge.hole.context is None and bridge.hole.fixtures is None
+        assert bridge.disable() == "disabled"
+
+
+def test_a_hole_is_swapped_in_at_the_next_period(parameters, control):
+    """Prepared by the caller, in force only from the next step (the cycle never builds it)."""
+    with bridge_at_start(parameters, control) as bridge:
+        bridge.command(list(DRILL_AXES), START, now=0.0)
+        bridge.step(0.0)
+        tip, axis = tip_and_axis(bridge)
+        bridge.set_drilling_context("goal-1", context(tip + 0.01 * axis, axis))
+        assert bridge.hole.context is None
+        bridge.step(bridge.dt)
+        assert bridge.hole.context.goal_id == "goal-1"
+
+
+def test_the_holes_no_go_zone_stops_the_drives_naming_it(parameters, control):
+    """A hole whose zone holds the tool where it stands: its context stops every drive at the
+    next period, naming the zone; without the context the same pose runs on."""
     with bridge_at_start(parameters, control) as bridge:
         tip = tip_positions(np.array([START]), ToolGeometry.from_parameters(parameters))[0]
-        raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
-        raw["no_go_zones"] = [
-            {
-                "name": "test_zone_around_the_tip",
-                "shape": "box",
-                "center": {"value": [float(v) for v in tip], "unit": "m", "source": "test"},
-                "size": {"value": [0.05, 0.05, 0.05], "unit": "m", "source": "test"},
-            }
-        ]
-        task_file = tmp_path / "zone.yaml"
-        task_file.write_text(yaml.safe_dump(raw))
+        zone = NoGoZone.box("test_zone_around_the_tip", tip, [0.05, 0.05, 0.05])
         for k in range(20):
             bridge.command(list(DRILL_AXES), START, now=k * bridge.dt)
             assert bridge.step(k * bridge.dt).stop_reason is None
         _, axis = tip_and_axis(bridge)
-        bridge.set_drilling_context(context(tip + 0.01 * axis, axis, str(task_file)))
+        bridge.set_drilling_context("goal-1", context(tip + 0.01 * axis, axis, zones=(zone,)))
         bridge.command(list(DRILL_AXES), START, now=20 * bridge.dt)
         reason = bridge.step(20 * bridge.dt).stop_reason
         assert reason is not None and "test_zone_around_the_tip" in reason, reason
@@ -118,7 +170,8 @@ def test_the_spindle_interlock_refuses_a_feed_towards_the_bone_before_the_spindl
         tip, axis = tip_and_axis(bridge)
         bridge.command(list(DRILL_AXES), START, now=0.0)
         bridge.step(0.0)
-        bridge.set_drilling_context(context(tip + 0.0003 * axis, axis))  # the bone 0.3 mm ahead
+        bridge.set_drilling_context("goal-1", context(tip + 0.0003 * axis, axis))  # the bone 0.3 mm ahead
+        bridge.step(0.0)  # in force from this period
         assert not bridge.backend.spindle.at_speed  # just switched on
         reason = None
         for k in range(1, 50):
@@ -134,10 +187,11 @@ def test_the_spindle_interlock_refuses_a_feed_towards_the_bone_before_the_spindl
 
 
 @pytest.mark.slow
-def test_far_cortex_breakthrough_holds_the_feed(parameters, control, tmp_path):
+def test_far_cortex_breakthrough_holds_the_feed(parameters, control):
     """The shipped bone laid along the feed axis, drilled at 2.5 mm/s past its far cortex: the
-    bridge's monitor (armed from the task file's far cortex) ends the feed within 0.5 mm past the
-    far surface (issue 8's aim) and holds it there while the command goes on; no stop latched."""
+    bridge's monitor (armed where the hole says: the far cortex less the margin) ends the feed
+    within 0.5 mm past the far surface (issue 8's aim) and holds it there while the command goes
+    on; no stop latched."""
     task = load_task("incision")
     bone = task.bone
     thickness = sum(layer.thickness for layer in bone.layers)
@@ -149,13 +203,12 @@ def test_far_cortex_breakthrough_holds_the_feed(parameters, control, tmp_path):
             bridge.command(list(DRILL_AXES), START, now=k * bridge.dt)
             bridge.step(k * bridge.dt)
         # The incision's bone without its zones: the test bone lies wherever the arm stands.
-        raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
-        raw.pop("no_go_zones")
-        raw.pop("entry_speed_limit")
-        task_file = tmp_path / "bone_only.yaml"
-        task_file.write_text(yaml.safe_dump(raw))
-        hole = dataclasses.replace(context(entry, axis, str(task_file)), feed_rate=0.0025)
-        assert "breakthrough armed from the task's far cortex" in bridge.set_drilling_context(hole)
+        far_cortex = sum(layer.thickness for layer in bone.layers[:-1])
+        arm = far_cortex - parameters.drilling.safety.breakthrough_arm_margin
+        hole = dataclasses.replace(
+            context(entry, axis, arm_depth=arm, exit_depth=thickness, bone=bone), feed_rate=0.0025
+        )
+        assert f"breakthrough armed at {arm * 1e3:.2f} mm" in bridge.set_drilling_context("goal-1", hole)
         spin_up = 50 + round(1.0 / bridge.dt)
         for k in range(50, spin_up):
             bridge.command(list(DRILL_AXES), START, now=k * bridge.dt)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 from drill_hole_bridge import BridgePort
 
-from quirobot_control.bridge.drive_bridge import open_bridge
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.drill_hole import DrillGoal, tip_progress
 from quirobot_control.planning.tasks import load_task
@@ -24,6 +23,7 @@ from quirobot_control.procedures.drill_hole_executor import (
     ExecutorConfig,
 )
 from quirobot_control.simulation.incision import run_task
+from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.urdf import robot_description
 
 SAME_HOLE = 5e-6  # m, the issue's: depth and lateral deviation
@@ -33,9 +33,7 @@ def drill_over_the_bridge(params, plant: str, task) -> tuple[object, np.ndarray]
     """The shipped incision as task_node drives it (its bone named by the goal), through the drive
     bridge on `plant`: the result and the (N, 2) track (depth, lateral) of the plant's true tip."""
     control = control_configuration(params)
-    bridge = open_bridge(
-        "simulated", params, control, robot_description("drill", "real"), now=0.0, plant=plant
-    )
+    bridge = simulated_bridge(params, control, robot_description("drill", "real"), now=0.0, plant=plant)
     bridge.backend.place_bone("incision")
     port = BridgePort(bridge)
     # No tracking lag: the harness has no transport (the controllers see each period's state),

@@ -14,11 +14,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from quirobot_control.bridge.drive_bridge import DriveBridge, open_bridge
+from quirobot_control.bridge.drive_bridge import DriveBridge
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.closed_loop import Drilling
+from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.parameters import DrillParameters, axes_for
 from quirobot_description.urdf import robot_description
 
@@ -47,9 +48,7 @@ def drill(parameters, control, thrust_scale: float, distance: float) -> tuple[Dr
     (reference thrust times `thrust_scale`); the bridge, the feed's effort each period and the
     samples, up to and including the first with a stop latched."""
     task = load_task("incision")
-    bridge = open_bridge(
-        "simulated", parameters, control, robot_description("drill", "real"), now=0.0, initial=START
-    )
+    bridge = simulated_bridge(parameters, control, robot_description("drill", "real"), now=0.0, initial=START)
     plant = bridge.backend.plant
     axis = feed_axis(bridge)
     bone = dataclasses.replace(task.bone, reference_thrust=thrust_scale * task.bone.reference_thrust)
@@ -80,8 +79,8 @@ def drill(parameters, control, thrust_scale: float, distance: float) -> tuple[Dr
 
 def test_the_feed_axis_is_the_tool_axis(parameters, control):
     """The test's bone lies along tool0 -> tip: check that the feed moves the tip along it."""
-    with open_bridge(
-        "simulated", parameters, control, robot_description("drill", "real"), now=0.0, initial=START
+    with simulated_bridge(
+        parameters, control, robot_description("drill", "real"), now=0.0, initial=START
     ) as b:
         before, axis = b.backend.plant.tip.copy(), feed_axis(b)
         target = list(START)

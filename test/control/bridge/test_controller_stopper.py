@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS, ControllerStopper
-from quirobot_control.bridge.drive_bridge import BridgeError, open_bridge
+from quirobot_control.bridge.drive_bridge import BridgeError
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.parameters import DrillParameters, load_parameters
 from quirobot_description.urdf import robot_description
 
@@ -21,7 +22,7 @@ pytest.importorskip("mujoco")
 def bridge():
     params = load_parameters()
     control = control_configuration(params)
-    with open_bridge("simulated", params, control, robot_description("drill", "real"), now=0.0) as bridge:
+    with simulated_bridge(params, control, robot_description("drill", "real"), now=0.0) as bridge:
         yield bridge
 
 

@@ -30,7 +30,7 @@ from virtual_can import START, WAIT, network, sdo_downloads, wait_until
 
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
-from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, BridgeError, DriveBridge, open_backend
+from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, BridgeError, DriveBridge
 from quirobot_control.drive_simulators.canopen_slave import (
     CanopenServoSimulator,
     JointModel,
@@ -434,13 +434,6 @@ def test_channel_maps_and_backend_names():
         == "CAN bus can0 (socketcan channel vcan0)"
     )
     assert DRIVE_BACKENDS == ("simulated", "canopen")
-
-
-def test_open_backend_refuses_unknown_names(parameters, control):
-    with pytest.raises(ValueError, match="drive backend must be one of simulated, canopen, got 'ethercat'"):
-        open_backend("ethercat", parameters, control)
-    with pytest.raises(ValueError, match="initial pose is for the simulated backend"):
-        open_backend("canopen", parameters, control, initial=[0.0] * 6)
 
 
 # --- hostile bus states (issue 11, item 7) ---------------------------------------------------------

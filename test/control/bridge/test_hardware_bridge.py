@@ -13,9 +13,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, open_bridge
+from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.parameters import JOINT_NAMES, axes_for
 from quirobot_description.urdf import robot_description
 from quirobot_description.validation import FAIL, check_urdf
@@ -41,7 +42,7 @@ def drill_real():
 
 @pytest.fixture()
 def bridge(parameters, control, drill_real):
-    with open_bridge("simulated", parameters, control, drill_real, now=0.0, initial=START) as bridge:
+    with simulated_bridge(parameters, control, drill_real, now=0.0, initial=START) as bridge:
         yield bridge
 
 
@@ -250,7 +251,7 @@ def test_after_the_handshake_a_non_finite_command_stops_every_drive_naming_it(
 # --- the joints come from the launched description ---------------------------------------------------
 def test_the_drives_follow_the_robot_description(parameters, control):
     arthroscope = robot_description("arthroscope", "real")
-    with open_bridge("simulated", parameters, control, arthroscope, now=0.0, initial=START) as bridge:
+    with simulated_bridge(parameters, control, arthroscope, now=0.0, initial=START) as bridge:
         assert bridge.names == axes_for("arthroscope") == JOINT_NAMES  # the arm's joints, no feed
         assert list(bridge.drives) == list(JOINT_NAMES)
         with pytest.raises(BridgeError, match="unknown joint 'drill_feed'"):
@@ -338,8 +339,8 @@ def test_status_reports_each_drive_measured(bridge):
 def test_drives_that_need_homing_start_disabled_and_home_through_the_bridge(parameters, control, drill_real):
     # Near the home switches, the tool pointing up (test_homing's start): about 6 s of homing.
     near_switches = [0.02, 0.02, 0.03, 0.05, -1.2, 0.004]
-    with open_bridge(
-        "simulated", parameters, control, drill_real, now=0.0, initial=near_switches, absolute_encoders=False
+    with simulated_bridge(
+        parameters, control, drill_real, now=0.0, initial=near_switches, absolute_encoders=False
     ) as bridge:
         status = bridge.status()
         assert not status.homed and not status.enabled and status.stop_reason is None

@@ -23,6 +23,7 @@ from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.drive_bridge import open_bridge
+from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import robot_description
 
@@ -30,11 +31,18 @@ params = load_parameters()
 control = control_configuration(params)
 backend = sys.argv[1]
 stopped_at = None
+description = robot_description("drill", "real")
 try:
-    bridge = open_bridge(
-        backend, params, control, robot_description("drill", "real"), now=time.monotonic(),
-        can=CanBusConfig("no-such-interface") if backend == "canopen" else None,
-    )
+    if backend == "canopen":  # as drive_node opens each (its composition root)
+        from quirobot_control.bridge.canopen_backend import CanopenBackend
+
+        joints = [joint.name for joint in hardware_info_from_urdf(description).joints]
+        drives = CanopenBackend(params, control, CanBusConfig("no-such-interface"), joints=joints)
+        bridge = open_bridge(drives, params, control, description, now=time.monotonic())
+    else:
+        from quirobot_control.simulation.simulated_backend import simulated_bridge
+
+        bridge = simulated_bridge(params, control, description, now=time.monotonic())
     bridge.close()
 except DriveStartupError as error:
     stopped_at = str(error)

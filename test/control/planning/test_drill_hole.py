@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from shipped_control import FEED_MASS
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.planning.drill_hole import (
@@ -48,7 +49,7 @@ def shipped(incision):
 
 @pytest.fixture(scope="module")
 def plan(shipped, incision, params):
-    return plan_drill_hole(shipped, incision.park, params, DT)
+    return plan_drill_hole(shipped, incision.park, params, DT, feed_mass=FEED_MASS)
 
 
 def test_shipped_incision_plans_every_phase_and_reaches_depth_on_the_axis(plan, incision, params):
@@ -63,6 +64,7 @@ def test_shipped_incision_plans_every_phase_and_reaches_depth_on_the_axis(plan, 
         "retract",
         "withdraw",
         "park",
+        "end",
     ]
     kin = Kinematics(KinematicModel.from_parameters(params))
     at_depth = plan.trajectory.sample(plan.trajectory.phase("dwell").start_time)[0]
@@ -80,7 +82,7 @@ def test_shipped_incision_plans_every_phase_and_reaches_depth_on_the_axis(plan, 
 
 def test_direction_of_any_length_is_normalised(shipped, incision, params):
     scaled = replace(shipped, direction=3.0 * incision.direction)
-    plan = plan_drill_hole(scaled, incision.park, params, DT)
+    plan = plan_drill_hole(scaled, incision.park, params, DT, feed_mass=FEED_MASS)
     np.testing.assert_allclose(plan.task.direction, incision.direction, atol=1e-12)
 
 
@@ -101,14 +103,14 @@ def test_direction_of_any_length_is_normalised(shipped, incision, params):
 )
 def test_goal_rejected_with_the_reason(shipped, incision, params, change, words):
     with pytest.raises(GoalRejectedError, match=words):
-        plan_drill_hole(replace(shipped, **change), incision.park, params, DT)
+        plan_drill_hole(replace(shipped, **change), incision.park, params, DT, feed_mass=FEED_MASS)
 
 
 def test_start_outside_the_soft_limits_is_rejected_naming_the_joint(shipped, incision, params):
     start = incision.park.copy()
     start[0] = -1.0
     with pytest.raises(GoalRejectedError, match="gantry_x"):
-        plan_drill_hole(shipped, start, params, DT)
+        plan_drill_hole(shipped, start, params, DT, feed_mass=FEED_MASS)
 
 
 def test_a_measured_start_just_outside_a_soft_limit_is_at_it(shipped, incision, params):
@@ -124,12 +126,12 @@ def test_a_measured_start_just_outside_a_soft_limit_is_at_it(shipped, incision, 
     start = incision.park.copy()
     start[FEED] = soft_lower[FEED] - 1.53e-8
     with pytest.raises(GoalRejectedError, match="drill_feed"):
-        plan_drill_hole(shipped, start, params, DT)
-    plan = plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance)
+        plan_drill_hole(shipped, start, params, DT, feed_mass=FEED_MASS)
+    plan = plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance, feed_mass=FEED_MASS)
     assert plan.trajectory.positions[0, FEED] >= soft_lower[FEED]
     start[FEED] = soft_lower[FEED] - 2 * goal_tolerance[FEED]
     with pytest.raises(GoalRejectedError, match="drill_feed"):
-        plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance)
+        plan_drill_hole(shipped, start, params, DT, start_tolerance=goal_tolerance, feed_mass=FEED_MASS)
 
 
 def test_predicted_thrust_bounds_the_bone_model(plan, incision):
@@ -189,11 +191,11 @@ def test_feed_at_its_soft_limit_first_moves_to_the_tasks_retracted_value(shipped
     would run into the safety controller's envelope, so the plan moves out to the park value."""
     start = incision.park.copy()
     start[FEED] = JointLimits.from_parameters(params).soft_lower[FEED]
-    plan = plan_drill_hole(shipped, start, params, DT)
+    plan = plan_drill_hole(shipped, start, params, DT, feed_mass=FEED_MASS)
     assert plan.trajectory.phases[0].name == "prepare"
     np.testing.assert_allclose(plan.trajectory.positions[0], start, atol=1e-12)
     assert plan.trajectory.positions[-1][FEED] == pytest.approx(incision.park[FEED])
-    assert plan.trajectory.phases[-1].name == "park"
+    assert plan.trajectory.phases[-1].name == "end"  # the plan's settling hold at the start pose
 
 
 def test_goal_tolerances_come_from_the_shipped_controllers():
@@ -241,7 +243,7 @@ def test_feed_left_out_retracts_before_the_arm_moves(shipped, incision, params):
     """After an aborted goal the bit may still be out (in bone): it comes back first."""
     start = incision.park.copy()
     start[FEED] += 0.01
-    plan = plan_drill_hole(shipped, start, params, DT)
+    plan = plan_drill_hole(shipped, start, params, DT, feed_mass=FEED_MASS)
     prepare = plan.trajectory.phase("prepare")
     end = round(prepare.end_time / DT)
     assert plan.trajectory.positions[end][FEED] == pytest.approx(incision.park[FEED])

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from shipped_control import FEED_MASS
 
 from quirobot_control.axes.limits import JointLimits, PlanningError
 from quirobot_control.planning.drill_hole import INVALID, LIMIT, DrillGoal, GoalRejectedError, plan_drill_hole
@@ -142,7 +143,11 @@ def _goal(incision, **change) -> DrillGoal:
 def test_a_huge_direction_is_a_direction(parameters, incision):
     """1e200 per component overflowed the norm: the goal was refused as a zero approach vector."""
     plan = plan_drill_hole(
-        _goal(incision, direction=incision.direction * 1e200), incision.park, parameters, DT
+        _goal(incision, direction=incision.direction * 1e200),
+        incision.park,
+        parameters,
+        DT,
+        feed_mass=FEED_MASS,
     )
     np.testing.assert_allclose(plan.task.direction, incision.direction, atol=1e-12)
 
@@ -163,7 +168,7 @@ def test_a_huge_direction_is_a_direction(parameters, incision):
 )
 def test_goal_fields_are_bounded_and_refused_in_one_line(parameters, incision, change, kind, message):
     with pytest.raises(GoalRejectedError) as refused:
-        plan_drill_hole(_goal(incision, **change), incision.park, parameters, DT)
+        plan_drill_hole(_goal(incision, **change), incision.park, parameters, DT, feed_mass=FEED_MASS)
     assert refused.value.kind == kind
     assert message in str(refused.value) and "\n" not in str(refused.value)
 
@@ -245,7 +250,7 @@ def goals(draw, incision) -> DrillGoal:
 def test_goal_campaign(data, parameters, limits, incision):
     goal = data.draw(goals(incision))
     try:
-        plan = plan_drill_hole(goal, incision.park, parameters, DT)
+        plan = plan_drill_hole(goal, incision.park, parameters, DT, feed_mass=FEED_MASS)
     except GoalRejectedError as error:
         text = str(error)
         assert error.kind in (INVALID, LIMIT)

@@ -4,6 +4,7 @@ rules written independently of the table, and the plan's phases driving it."""
 from __future__ import annotations
 
 import pytest
+from shipped_control import FEED_MASS
 
 from quirobot_control.planning.drill_hole import BONE_PHASES, DrillGoal, plan_drill_hole
 from quirobot_control.planning.tasks import load_task
@@ -17,7 +18,7 @@ DT = 0.002  # s: coarser than the control period, the phases do not depend on it
 def plan():
     task = load_task("incision")
     goal = DrillGoal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
-    return plan_drill_hole(goal, task.park, robot_parameters(), DT)
+    return plan_drill_hole(goal, task.park, robot_parameters(), DT, feed_mass=FEED_MASS)
 
 
 def expected(state: State, event: Event) -> tuple[State, Action]:

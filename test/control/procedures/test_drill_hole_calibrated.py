@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shipped_control import FEED_MASS
 
 from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole, tip_progress
 from quirobot_control.planning.tasks import load_task
@@ -30,7 +31,7 @@ def feed_end_hole(parameters, errors, calibration) -> tuple[float, float, float]
     machine with `errors`, planned with `calibration` (None: nominal)."""
     task = load_task("incision")
     goal = DrillGoal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
-    plan = plan_drill_hole(goal, task.park, parameters, 0.002, calibration=calibration)
+    plan = plan_drill_hole(goal, task.park, parameters, 0.002, calibration=calibration, feed_mass=FEED_MASS)
     model = KinematicModel.from_parameters(parameters)
     q = plan.trajectory.positions
     deepest = int(np.argmax(q[:, FEED]))

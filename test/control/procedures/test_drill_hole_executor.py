@@ -82,9 +82,15 @@ def test_shipped_incision_succeeds_on_the_axis(config, task, tip):
     assert np.allclose(port.position, task.park, atol=1e-9)  # back where it started
     seen = {f.phase for f in port.feedback}
     assert {"approach", "align", "feed", "dwell", "retract", "withdraw", "park"} <= seen
-    active = [c for c in port.contexts if c.active]
-    assert len(active) == 1 and not port.contexts[-1].active
-    assert active[0].depth == task.depth and active[0].task == "incision"
+    active = [c for c in port.contexts if c is not None]
+    assert len(active) == 1 and port.contexts[-1] is None
+    assert port.context_goals[0] == port.context_goals[-1]  # the end is the same goal's
+    assert active[0].depth == task.depth and active[0].bone == task.bone
+    # Armed where the plan-time check put it (the far cortex less the margin), sent as decided.
+    far_cortex = sum(layer.thickness for layer in task.bone.layers[:-1])
+    margin = config.params.drilling.safety.breakthrough_arm_margin
+    assert active[0].arm_depth == pytest.approx(far_cortex - margin, abs=1e-12)
+    assert [zone.name for zone in active[0].zones] == [zone.name for zone in task.no_go_zones]
     assert executor.fault_reason == "" and not executor.busy and executor.phase == ""
 
 
@@ -387,7 +393,7 @@ def test_without_a_task_file_no_bone_model_and_no_shipped_zones(config, task, ti
     result = executor.run(DrillRequest(goal=request(task).goal))
     assert result.error_code is ErrorCode.SUCCESS, result.message
     assert not result.bone_model
-    assert port.contexts[0].active and port.contexts[0].task == ""
+    assert port.contexts[0] is not None and port.contexts[0].bone is None
 
 
 def test_an_unreadable_task_file_is_invalid(config, task, tmp_path):

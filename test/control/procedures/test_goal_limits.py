@@ -1,7 +1,7 @@
 """DrillHole goals against the robot's limits (issue 19 items 5 and 8).
 
 - a cancel in bone stops the feed at least as fast as the drilling monitor's own feed stop
-  (simulation.closed_loop.FeedStop, the independent reference here) before it retracts;
+  (safety.feed_stop.FeedStop, the independent reference here) before it retracts;
 - a goal deeper than the bone model's far side (plus the breakthrough allowance) or whose feed
   rate makes the bone model predict more thrust than the robot's thrust limit is refused with
   the number and the limit, as a "limit" refusal (REJECTED_LIMIT of action/DrillHole.action);
@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from shipped_control import FEED_MASS
 
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.models.bone import BoneThrust
@@ -28,9 +29,10 @@ from quirobot_control.planning.drill_hole import (
 )
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
-from quirobot_control.procedures.goal_monitor import GoalLimitError, monitor_settings_for_goal
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, FeedStop
+from quirobot_control.safety.feed_stop import FeedStop
+from quirobot_control.safety.hole_context import GoalLimitError, hole_monitor_settings
+from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
 from quirobot_description.parameters import DrillParameters
 
 #: The drill feed's column in the drill's axis vectors.
@@ -64,7 +66,7 @@ def _cancelled_in_bone(parameters, incision, feed_rate: float) -> tuple[float, f
     control = control_configuration(parameters)
     dt = control.dt
     goal = DrillGoal(incision.entry, incision.direction, incision.depth, feed_rate, 80.0)
-    plan = plan_drill_hole(goal, incision.park, parameters, dt)
+    plan = plan_drill_hole(goal, incision.park, parameters, dt, feed_mass=FEED_MASS)
     trajectory, task = plan.trajectory, plan.task
     settle, feed = trajectory.phase("settle"), trajectory.phase("feed")
     k0 = round(settle.start_time / dt)
@@ -111,14 +113,14 @@ def _goal(incision, **change) -> DrillGoal:
 def test_a_depth_far_past_the_far_cortex_is_refused_with_the_limit(parameters, incision):
     """The issue's goal: 46.5 mm past the bone model's far cortex (25 mm), inside the feed's travel."""
     with pytest.raises(GoalRejectedError) as refused:
-        plan_drill_hole(_goal(incision, depth=0.0715), incision.park, parameters, DT)
+        plan_drill_hole(_goal(incision, depth=0.0715), incision.park, parameters, DT, feed_mass=FEED_MASS)
     assert refused.value.kind == LIMIT
     assert str(refused.value) == (
         "depth 71.50 mm is 46.50 mm past the bone model's far side at 25.00 mm: at most 25.50 mm "
         "(tools.drill.breakthrough_limit 0.5 mm past it)"
     )
     # At the allowance it plans (the shipped incision's own depth, 0.2 mm past, too).
-    plan_drill_hole(_goal(incision, depth=0.0255), incision.park, parameters, DT)
+    plan_drill_hole(_goal(incision, depth=0.0255), incision.park, parameters, DT, feed_mass=FEED_MASS)
 
 
 def test_a_feed_rate_predicting_more_than_the_robots_thrust_limit_is_refused(parameters, incision):
@@ -130,7 +132,11 @@ def test_a_feed_rate_predicting_more_than_the_robots_thrust_limit_is_refused(par
     for max_thrust in (80.0, 60.0):
         with pytest.raises(GoalRejectedError, match=r"predicts 87.9 N .*6.00 mm/s") as refused:
             plan_drill_hole(
-                _goal(incision, feed_rate=feed_rate, max_thrust=max_thrust), incision.park, parameters, DT
+                _goal(incision, feed_rate=feed_rate, max_thrust=max_thrust),
+                incision.park,
+                parameters,
+                DT,
+                feed_mass=FEED_MASS,
             )
         assert refused.value.kind == LIMIT
     assert "above the robot's thrust limit 80.0 N" in str(refused.value)
@@ -151,7 +157,7 @@ def test_a_feed_rate_predicting_more_than_the_robots_thrust_limit_is_refused(par
 )
 def test_refusals_say_malformed_or_beyond_a_limit(parameters, incision, change, kind, words):
     with pytest.raises(GoalRejectedError, match=words) as refused:
-        plan_drill_hole(_goal(incision, **change), incision.park, parameters, DT)
+        plan_drill_hole(_goal(incision, **change), incision.park, parameters, DT, feed_mass=FEED_MASS)
     assert refused.value.kind == kind
     assert "\n" not in str(refused.value)
 
@@ -159,31 +165,45 @@ def test_refusals_say_malformed_or_beyond_a_limit(parameters, incision, change, 
 def test_monitor_settings_take_the_goals_thrust_limit_never_above_the_robots(parameters):
     control = control_configuration(parameters)
     safety = parameters.drilling.safety
+    feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
     reference = DrillingMonitorSettings.from_parameters(
-        safety,
-        parameters.drill,
-        parameters.drilling.spindle,
-        control.joint(DrillParameters.feed_joint).effective_inertia,
-        0.021,
+        safety, parameters.drill, parameters.drilling.spindle, feed_mass, 0.021, exit_depth=0.025
     )
-    lower = monitor_settings_for_goal(45.0, 0.021, parameters, control)
+    arm = reference.arm_depth
+    lower = hole_monitor_settings(parameters, feed_mass, 45.0, arm, 0.025)
     assert lower == replace(reference, thrust_limit=45.0)
-    assert monitor_settings_for_goal(500.0, 0.021, parameters, control).thrust_limit == safety.thrust_limit
-    assert monitor_settings_for_goal(45.0, None, parameters, control).arm_depth is None
+    assert hole_monitor_settings(parameters, feed_mass, 500.0, arm).thrust_limit == safety.thrust_limit
+    assert hole_monitor_settings(parameters, feed_mass, 45.0).arm_depth is None
     for bad in (float("nan"), float("inf"), 0.0, -5.0, "60"):
         with pytest.raises(GoalLimitError, match="max_thrust must be a finite number > 0 N"):
-            monitor_settings_for_goal(bad, 0.021, parameters, control)
+            hole_monitor_settings(parameters, feed_mass, bad, arm)
+
+
+def test_simulate_refuses_a_goal_thrust_limit_below_the_bone_models_prediction(parameters):
+    """The shipped incision (bone model peak 38 N at 1.5 mm/s) with a 25 N limit is refused before
+    anything moves, as a DrillHole goal is (issue 31: one rule; before, simulate accepted it and
+    stopped mid-feed on the thrust limit while the ROS path refused it)."""
+    from quirobot_control.planning.drill_hole import GoalRejectedError
+    from quirobot_control.simulation.incision import run_task
+
+    with pytest.raises(GoalRejectedError, match="predicts 3[0-9].[0-9] N .* above max_thrust 25 N"):
+        run_task("incision", parameters, max_thrust=25.0, until="feed")
 
 
 def test_simulate_stops_the_feed_at_the_goals_thrust_limit(parameters):
-    """The shipped incision (bone model peak 38 N at 1.5 mm/s) with a 25 N limit: the drilling
-    monitor stops the feed at 25 N, not at the robot's 80 N (before, run_task had no such limit)."""
+    """A bone twice as hard as imaged: the plan (38 N predicted) passes a 45 N limit, and the
+    drilling monitor stops the feed at 45 N, not at the robot's 80 N."""
     from quirobot_control.simulation.incision import run_task
 
-    result = run_task("incision", parameters, max_thrust=25.0, until="feed")
+    task = load_task("incision")
+    harder = replace(
+        task.bone,
+        layers=tuple(replace(layer, thrust_factor=2.0 * layer.thrust_factor) for layer in task.bone.layers),
+    )
+    result = run_task(task, parameters, max_thrust=45.0, until="feed", bone=harder)
     assert result.metrics.incision.feed_end == "thrust limit", result.metrics.run.stop_reason
-    assert "above the limit 25.0 N" in result.metrics.run.stop_reason
-    assert result.log.thrust.max() < 40.0  # stopped in the near cortex, well under the model's 38 N
+    assert "above the limit 45.0 N" in result.metrics.run.stop_reason
+    assert result.log.thrust.max() < 60.0  # stopped in the near cortex, well under the plant's 76 N
 
 
 @pytest.mark.parametrize(

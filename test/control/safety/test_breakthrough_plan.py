@@ -5,7 +5,8 @@ Before: `--depth 0.0259 --feed-rate 0.003` ended 0.9 mm past the far cortex unde
 decelerated before the detector fired), and the detector was silently off for a bone ending in
 soft bone, a far cortex under the cortical factor, one too thin or a feed too slow for its 10 N
 minimum, and a second cortex behind a gap (it armed on the bone's last layer only). Refusals come
-from run_task before the simulation starts; detection is checked on the monitor with the thrust
+from run_task before the simulation starts, through the planner's goal checks (planning.drill_hole,
+as a DrillHole goal's); detection is checked on the monitor with the thrust
 profile written out here (bone_profiles) and in one closed-loop run.
 """
 
@@ -18,8 +19,9 @@ import pytest
 from bone_profiles import engaged_thrust
 
 from quirobot_control.models.bone import BoneLayer
+from quirobot_control.planning.drill_hole import LIMIT, GoalRejectedError
 from quirobot_control.planning.tasks import load_task
-from quirobot_control.safety.breakthrough_plan import BreakthroughPlanError, cortices, target_cortex
+from quirobot_control.safety.breakthrough_plan import cortices, target_cortex
 from quirobot_control.safety.drilling_monitor import DrillingMonitor, DrillingMonitorSettings, DrillingStop
 from quirobot_control.simulation.faults import BREAKTHROUGH_LIMIT
 from quirobot_control.simulation.incision import run_task
@@ -41,7 +43,10 @@ def with_layers(task, layers, **changes):
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ("decelerating", "the feed slows down from 25.15 mm, before the breakthrough of far_cortex"),
+        # A feed decelerating before the detector fires would leave the tip more than the 0.5 mm
+        # allowance past the far cortex: the goal's depth rule refuses such a plan first (issue 31:
+        # the same rule as a DrillHole goal's).
+        ("decelerating", "depth 25.90 mm is 0.90 mm past the bone model's far side at 25.00 mm"),
         ("ends_in_the_canal", r"no far cortex ends it \(last layer medullary_canal: thrust factor 0.15"),
         (
             "far_cortex_under_the_cortical_factor",
@@ -56,9 +61,9 @@ def test_a_plan_the_detector_would_not_see_through_is_refused_naming_why(paramet
     near, canal, far = incision.bone.layers
     task = {
         "decelerating": replace(incision, depth=0.0259, feed_rate=0.003),
-        "ends_in_the_canal": with_layers(incision, [near, canal], depth=0.0262),
+        "ends_in_the_canal": with_layers(incision, [near, canal], depth=0.0214),
         "far_cortex_under_the_cortical_factor": with_layers(
-            incision, [near, canal, replace(far, thrust_factor=0.4)], depth=0.0262
+            incision, [near, canal, replace(far, thrust_factor=0.4)], depth=0.0254
         ),
         "thin_far_cortex": with_layers(incision, [near, canal, replace(far, thickness=0.0002)], depth=0.0215),
         "slow_feed": replace(incision, feed_rate=0.0001),
@@ -66,8 +71,9 @@ def test_a_plan_the_detector_would_not_see_through_is_refused_naming_why(paramet
             incision, [near, canal, far, replace(GAP, thickness=0.0015), FIBULA], depth=0.0295
         ),
     }[case]
-    with pytest.raises(BreakthroughPlanError, match=message):
+    with pytest.raises(GoalRejectedError, match=message) as refused:
         run_task(task, parameters, plant="ideal")
+    assert refused.value.kind == LIMIT
 
 
 def test_the_cli_refuses_the_decelerating_plan_in_one_line(tmp_path, capsys):
@@ -78,7 +84,7 @@ def test_the_cli_refuses_the_decelerating_plan_in_one_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert "slows down" in err and "0.90 mm past it unseen (limit 0.5 mm)" in err
+    assert "depth 25.90 mm is 0.90 mm past the bone model's far side" in err
 
 
 def test_the_target_is_the_far_cortex_the_plan_drills_into(incision):

@@ -367,20 +367,30 @@ THIN_BONE = (
 )
 PAST_FAR_CORTEX = 0.0065  # m: 1 mm past the thin bone's far cortex
 THIN_FEED_RATE = 0.002  # m/s, as the CI incision (a shorter run)
+#: The bone as imaged: its far cortex 0.5 mm thicker than the bone drilled (THIN_BONE), so that
+#: PAST_FAR_CORTEX is a goal the planner accepts (its far side plus tools.drill.breakthrough_limit)
+#: and yet 1 mm past the drilled bone's far cortex: a bone thinner than imaged.
+IMAGED_BONE = (*THIN_BONE[:2], replace(THIN_BONE[2], thickness=0.002))
 
 
 @pytest.fixture(scope="module")
 def thin_task():
     task = load_task("incision")
     return replace(
-        task, depth=PAST_FAR_CORTEX, feed_rate=THIN_FEED_RATE, bone=replace(task.bone, layers=THIN_BONE)
+        task, depth=PAST_FAR_CORTEX, feed_rate=THIN_FEED_RATE, bone=replace(task.bone, layers=IMAGED_BONE)
     )
 
 
-def test_drilling_through_both_cortices_stops_the_feed_at_the_breakthrough(parameters, thin_task):
-    """--depth past the far cortex: the feed stops within BREAKTHROUGH_LIMIT past it (aim 0.2 mm),
-    then dwells and retracts (the run ends there: what follows is the plan's); a safe end."""
-    result = run_task(thin_task, parameters, plant="ideal", until="retract")
+@pytest.fixture(scope="module")
+def thin_bone(thin_task):
+    return replace(thin_task.bone, layers=THIN_BONE)
+
+
+def test_drilling_through_both_cortices_stops_the_feed_at_the_breakthrough(parameters, thin_task, thin_bone):
+    """A plan 1 mm past the drilled bone's far cortex (thinner than imaged): the feed stops within
+    BREAKTHROUGH_LIMIT past it (aim 0.2 mm), then dwells and retracts (the run ends there: what
+    follows is the plan's); a safe end."""
+    result = run_task(thin_task, parameters, plant="ideal", until="retract", bone=thin_bone)
     exit_depth = sum(layer.thickness for layer in THIN_BONE)
     breakthrough = result.breakthrough
     assert breakthrough.exit_depth == pytest.approx(exit_depth)
@@ -397,12 +407,16 @@ def test_drilling_through_both_cortices_stops_the_feed_at_the_breakthrough(param
     assert result.unsafe == []
 
 
-def test_without_breakthrough_detection_the_bit_goes_past_and_the_end_is_unsafe(parameters, thin_task):
+def test_without_breakthrough_detection_the_bit_goes_past_and_the_end_is_unsafe(
+    parameters, thin_task, thin_bone
+):
     """Detection disabled on purpose (the API only): the feed goes on to the planned depth, 1 mm
     past the far cortex; the run is reported unsafe and the exit status is 1."""
     from quirobot_cli.simulation_commands import exit_status
 
-    result = run_task(thin_task, parameters, plant="ideal", breakthrough_detection=False, until="dwell")
+    result = run_task(
+        thin_task, parameters, plant="ideal", breakthrough_detection=False, until="dwell", bone=thin_bone
+    )
     assert result.breakthrough.detected_depth is None
     assert result.breakthrough.overshoot == pytest.approx(PAST_FAR_CORTEX - 0.0055, abs=0.05e-3)
     assert any("past the far cortex" in reason for reason in result.unsafe)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from quirobot_control.hardware.thrust_feedforward import ThrustFeedForward
 from quirobot_control.planning.tasks import load_task, plan_incision
-from quirobot_control.simulation.thrust_feedforward import ThrustFeedForward, thrust_feedforward
+from quirobot_control.simulation.thrust_feedforward import thrust_feedforward
 from quirobot_description.parameters import DrillParameters
 
 #: The drill feed's column in the drill's axis vectors.

@@ -1,0 +1,140 @@
+"""One task file, two callers, one outcome (issue 31): `quirobot simulate`'s run (run_task, ideal
+plant) and a DrillHole goal carried by the executor (task_node's core) over the drive bridge
+(drive_node's core, simulated backend, the same bone in its plant), without DDS
+(drill_hole_bridge.BridgePort). Refused by both with the same reason, or completed by both with the
+deepest true tip within 10 um, for the shipped tibia and bone variants: a soft layer behind the far
+cortex, a second cortex behind a gap (the fibula), a far cortex too thin to see, a near cortex too
+hard for the thrust limit.
+
+Before: the second cortex' goal drilled 1.2 mm past the far cortex and reported success while
+simulate stopped at the breakthrough; the soft layer's goal aborted just past the near cortex on
+the feed's path tolerance (the drive side armed on the bone's last layer); the hard near cortex
+was refused by the goal and accepted by simulate. Over DDS: test/ros/test_launch_drill_hole.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from drill_hole_bridge import BridgePort
+
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.planning.drill_hole import DrillGoal, GoalRejectedError, tip_progress
+from quirobot_control.planning.tasks import load_task
+from quirobot_control.procedures.drill_hole_executor import (
+    DrillHoleExecutor,
+    DrillRequest,
+    ErrorCode,
+    ExecutorConfig,
+)
+from quirobot_control.simulation.incision import run_task
+from quirobot_control.simulation.simulated_backend import simulated_bridge
+from quirobot_description.data_files import find_data_file
+from quirobot_description.urdf import robot_description
+
+pytest.importorskip("mujoco")
+
+SAME_DEPTH = 10e-6  # m, the issue's: the deepest true tip of the two runs
+
+#: The variants' layers after the shipped near cortex and canal ((name, thickness m, thrust factor);
+#: None: the shipped far cortex), and their planned depth (m).
+VARIANTS = {
+    "shipped_tibia": (None, None),
+    "soft_layer_behind": ([None, ("soft_tissue", 0.004, 0.1)], 0.0252),
+    "second_cortex_behind_a_gap": ([None, ("interosseous_gap", 0.005, 0.0), ("fibula", 0.003, 1.0)], 0.0262),
+    "far_cortex_too_thin": ([("far_cortex", 0.0002, 1.0)], 0.0214),
+    "near_cortex_too_hard": ("hard_near", 0.0252),
+}
+
+
+def variant_file(directory: Path, name: str) -> Path:
+    """The shipped incision task with the variant's bone (and depth), as a user writes it."""
+    raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
+    layers, depth = VARIANTS[name]
+    shipped = raw["bone"]["layers"]
+    if layers == "hard_near":
+        shipped[0]["thrust_factor"]["value"] = 3.0 * shipped[0]["thrust_factor"]["value"]
+    elif layers is not None:
+        kept = shipped[:2]
+        for layer in layers:
+            if layer is None:
+                kept.append(shipped[2])
+                continue
+            layer_name, thickness, factor = layer
+            kept.append(
+                {
+                    "name": layer_name,
+                    "thickness": {"value": thickness, "unit": "m", "source": "test variant"},
+                    "thrust_factor": {"value": factor, "unit": "1", "source": "test variant"},
+                }
+            )
+        raw["bone"]["layers"] = kept
+    if depth is not None:
+        raw["depth"]["value"] = depth
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def simulate(task, parameters) -> tuple[str, float, str]:
+    """(outcome, deepest true tip m, reason) of `quirobot simulate --plant ideal`'s run."""
+    try:
+        result = run_task(task, parameters, plant="ideal")
+    except GoalRejectedError as error:
+        return "refused", float("nan"), str(error)
+    run = result.metrics.run
+    outcome = "completed" if run.completed and not result.unsafe else "stopped"
+    return outcome, result.metrics.incision.max_depth, run.stop_reason or ""
+
+
+def drill_hole(path: Path, task, parameters) -> tuple[str, float, str]:
+    """(outcome, deepest true tip m, reason) of a DrillHole goal for the same file, from the same
+    start pose, over the drive bridge with that bone in the plant."""
+    control = control_configuration(parameters)
+    bridge = simulated_bridge(
+        parameters, control, robot_description("drill", "real"), now=0.0, initial=task.park
+    )
+    bridge.backend.place_bone(str(path))
+    port = BridgePort(bridge)
+    config = ExecutorConfig.shipped(parameters, tracking_lag=0.0)  # no transport: no lag to allow for
+    goal = DrillGoal(
+        task.entry, task.direction, task.depth, task.feed_rate, parameters.drilling.safety.thrust_limit
+    )
+    with bridge:
+        result = DrillHoleExecutor(port, config).run(DrillRequest(goal=goal, task=str(path)))
+    if result.error_code in (ErrorCode.REJECTED_LIMIT, ErrorCode.REJECTED_INVALID):
+        return "refused", float("nan"), result.message
+    deepest = max(tip_progress(tip, task.entry, task.direction)[0] for _, tip in port.tips)
+    outcome = "completed" if result.error_code is ErrorCode.SUCCESS else "stopped"
+    return outcome, deepest, result.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_simulate_and_a_drill_hole_goal_end_the_same_way(parameters, tmp_path, name):
+    path = variant_file(tmp_path, name)
+    task = load_task(str(path))
+    simulated = simulate(task, parameters)
+    goal = drill_hole(path, task, parameters)
+    print(f"{name}: simulate {simulated}; goal {goal}")
+    assert goal[0] == simulated[0], f"simulate {simulated}, goal {goal}"
+    if simulated[0] == "refused":
+        assert simulated[2] in goal[2]  # the same reason
+    else:
+        assert abs(goal[1] - simulated[1]) <= SAME_DEPTH
+    bone = task.bone
+    far_exit = sum(layer.thickness for layer in bone.layers[:3])  # the tibia's far cortex
+    if simulated[0] == "completed" and task.depth > far_exit:  # through it: stopped within 0.5 mm
+        assert goal[1] - far_exit <= parameters.drilling.safety.breakthrough_limit
+    expected = {
+        "shipped_tibia": "completed",
+        "soft_layer_behind": "completed",
+        "second_cortex_behind_a_gap": "completed",
+        "far_cortex_too_thin": "refused",
+        "near_cortex_too_hard": "refused",
+    }[name]
+    assert simulated[0] == expected, simulated
+    assert np.isfinite(goal[1]) or expected == "refused"
