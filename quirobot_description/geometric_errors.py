@@ -142,7 +142,7 @@ def calibration_document(errors: GeometricErrors, source: str, extra: dict[str, 
 def read_calibration(path: str | Path) -> GeometricErrors:
     """The identified GeometricErrors of a calibration file (`quirobot calibrate --output`)."""
     path = Path(path)
-    raw = read_yaml_mapping(path, CalibrationFileError, "calibration file")
+    raw = read_yaml_mapping(path, CalibrationFileError, "calibration file", as_xacro=True)
     label = f"calibration file {path}"
     if raw.get("schema_version") != CALIBRATION_VERSION:
         raise CalibrationFileError(
