@@ -21,15 +21,31 @@ def installed() -> None:
         pytest.skip("quirobot is not installed in the ROS environment (run .ci/ros-tier)")
 
 
+def _tcp_offset_of_20_mm() -> str:
+    """A calibration file whose TCP offset is 20 mm (the band is +/-0.3 mm: issue 33 item 7)."""
+    from dataclasses import replace
+
+    import yaml
+
+    from quirobot_description.geometric_errors import GeometricErrors, calibration_document
+
+    errors = replace(GeometricErrors.zero(), tcp_offset_x=0.02)
+    return yaml.safe_dump(calibration_document(errors, "calibration campaign test"))
+
+
 @pytest.mark.parametrize(
     ("content", "why"),
-    [("schema_version: 99\n", "schema_version"), (None, "calibration file")],
-    ids=["wrong schema", "missing file"],
+    [
+        ("schema_version: 99\n", "schema_version"),
+        (None, "calibration file"),
+        (_tcp_offset_of_20_mm, "tcp_offset_x 0.02 m is outside its tolerance band +/-0.0003 m"),
+    ],
+    ids=["wrong schema", "missing file", "20 mm TCP offset"],
 )
 def test_a_bad_calibration_file_stops_task_node_in_one_line(installed, tmp_path, content, why):
     path = tmp_path / "calibration.yaml"
     if content is not None:
-        path.write_text(content)
+        path.write_text(content() if callable(content) else content)
     result = subprocess.run(
         ["ros2", "run", "quirobot", "task_node", "--ros-args", "-p", f"calibration_file:={path}"],
         capture_output=True,
