@@ -246,6 +246,8 @@ class RegistrationParameters:
     target_depth: float  # m, the entry below the fiducials' centroid
     fiducial_localization_error: float  # m, 3D RMS (FLE)
     patient_rotation: float  # rad, largest angle of the simulated patient frame
+    max_predicted_tre: float  # m, RMS at the target: a registration predicted worse is refused
+    max_rotation_error: float  # rad, RMS about the least determined axis: likewise
 
     def fiducial_pattern(self) -> np.ndarray:
         """(N, 3) m: the fiducials in the patient frame, evenly around the z axis at the radius,
@@ -272,4 +274,6 @@ def read_registration_parameters(reader: SourcedReader) -> RegistrationParameter
         target_depth=reader.number(f"{key}.target_depth", non_negative=True),
         fiducial_localization_error=reader.number(f"{key}.fiducial_localization_error", positive=True),
         patient_rotation=reader.number(f"{key}.patient_rotation", non_negative=True),
+        max_predicted_tre=reader.number(f"{key}.max_predicted_tre", positive=True),
+        max_rotation_error=reader.number(f"{key}.max_rotation_error", positive=True),
     )
