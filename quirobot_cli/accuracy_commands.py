@@ -8,7 +8,13 @@ import math
 import sys
 
 from quirobot_cli.verb_parser import add_verb
-from quirobot_control.analysis.accuracy_cluster import DASK_MIN_SAMPLES, DaskRunner, cluster_pays, idle_cores
+from quirobot_control.analysis.accuracy_cluster import (
+    DASK_MIN_SAMPLES,
+    DaskRunner,
+    cluster_pays,
+    idle_cores,
+    local_cores,
+)
 
 DEFAULT_PLOT = "quirobot_output/accuracy.png"
 
@@ -46,9 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        help="run the samples on a local Dask cluster of this many processes (default: one per idle "
-        f"core from {DASK_MIN_SAMPLES} samples and 2 idle cores, else in this process; 0: in this "
-        "process, as --serial)",
+        help="run the samples on a local Dask cluster of this many processes, at most the cores this "
+        f"process may run on (default: one per idle core from {DASK_MIN_SAMPLES} samples and 2 idle cores, "
+        "else in this process; 0: in this process, as --serial)",
     )
     parser.add_argument(
         "--scheduler",
@@ -125,8 +131,12 @@ def _runner(args: argparse.Namespace):
     when a local cluster does not pay (accuracy_cluster.cluster_pays: too few samples or fewer
     than 2 idle cores); else a Dask runner on --scheduler or a local cluster of --workers
     processes (default one per idle core)."""
-    if args.workers is not None and args.workers < 0:
-        raise ValueError(f"--workers must be 0 (in this process) or more, got {args.workers}")
+    cores = local_cores()
+    if args.workers is not None and not 0 <= args.workers <= cores:
+        raise ValueError(
+            f"--workers must be from 0 (in this process) to {cores} (the cores this process may run on), "
+            f"got {args.workers}"
+        )
     serial = args.serial or args.workers == 0
     if serial and args.scheduler is not None:
         raise ValueError("--scheduler runs the samples on Dask: drop --serial / --workers 0")

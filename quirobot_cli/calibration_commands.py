@@ -35,8 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--output",
         default=DEFAULT_OUTPUT,
-        help=f"calibration file, its folder created if missing (default {DEFAULT_OUTPUT})",
+        help=f"calibration file, its folder created if missing (default {DEFAULT_OUTPUT}); an existing file "
+        "is kept unless --force, a symbolic link is never written",
     )
+    parser.add_argument("--force", action="store_true", help="replace an existing --output file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=calibrate)
 
@@ -47,7 +49,7 @@ def calibrate(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from quirobot_cli.output_paths import output_file, output_folder
+    from quirobot_cli.output_paths import new_output_file, output_folder, write_output_text
     from quirobot_description import robot_parameters
     from quirobot_description.geometric_errors import GeometricErrors, calibration_document
     from quirobot_kinematics import KinematicModel
@@ -55,7 +57,7 @@ def calibrate(args: argparse.Namespace) -> int:
 
     output = Path(args.output)
     output_folder(output.parent)
-    output = output_file(output, ".yaml")
+    output = new_output_file(output, ".yaml", force=args.force)
     params = robot_parameters()
     report = calibrate_machine(
         KinematicModel.from_parameters(params), params.geometric, params.calibration, args.tracker, args.seed
@@ -66,7 +68,11 @@ def calibrate(args: argparse.Namespace) -> int:
         f"calibration campaign {date}/seed {args.seed}: {args.tracker} tracker, {len(campaign.poses)} poses "
         f"(noise amplification index {campaign.observability:.3g}), TCP by pivoting"
     )
-    output.write_text(yaml.safe_dump(calibration_document(campaign.identified, source), sort_keys=False))
+    write_output_text(
+        output,
+        yaml.safe_dump(calibration_document(campaign.identified, source), sort_keys=False),
+        force=args.force,
+    )
     names = GeometricErrors.names()
     document = {
         stage: {

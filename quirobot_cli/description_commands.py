@@ -115,13 +115,14 @@ def _calibration(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _say_straightness_left_out(verb: str, calibration: Path | None) -> None:
+def _say_straightness_left_out(verb: str, calibration: Path | None, parameter_file: Path | None) -> None:
     """One stderr line naming the calibration's non-zero straightness terms (no URDF form)."""
     if calibration is None:
         return
+    from quirobot_description import robot_parameters
     from quirobot_description.geometric_errors import read_calibration
 
-    errors = read_calibration(calibration)
+    errors = read_calibration(calibration, robot_parameters(parameter_file).geometric)
     bows = [name for name in errors.names() if "straightness" in name and getattr(errors, name) != 0.0]
     if bows:
         print(f"quirobot {verb}: {', '.join(bows)} left out (straightness has no URDF form)", file=sys.stderr)
@@ -131,7 +132,7 @@ def _urdf(args: argparse.Namespace) -> int:
     text = robot_description(
         args.tool, args.hardware, parameter_file=args.parameter_file, calibration_file=args.calibration
     )
-    _say_straightness_left_out("urdf", args.calibration)
+    _say_straightness_left_out("urdf", args.calibration, args.parameter_file)
     sys.stdout.write(text)
     return 0
 
@@ -148,7 +149,7 @@ def _export(args: argparse.Namespace) -> int:
         parameter_file=args.parameter_file,
         calibration_file=args.calibration,
     )
-    _say_straightness_left_out("export", args.calibration)
+    _say_straightness_left_out("export", args.calibration, args.parameter_file)
     print(path)
     return 0
 

@@ -31,8 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--icp", action="store_true", help="refine on the bone surface (ICP)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
     parser.add_argument(
-        "--output", default="", help="registration file to write (YAML, its folder created if missing)"
+        "--output",
+        default="",
+        help="registration file to write (YAML, its folder created if missing; an existing file is kept "
+        "unless --force, a symbolic link is never written)",
     )
+    parser.add_argument("--force", action="store_true", help="replace an existing --output file")
     parser.set_defaults(handler=register_patient)
 
 
@@ -43,6 +47,7 @@ def register_patient(args: argparse.Namespace) -> int:
     from quirobot_description import robot_parameters
     from quirobot_kinematics.registration import simulate_registration
 
+    output = _output(args) if args.output else None  # checked before the work
     settings = robot_parameters().registration
     entry = load_task(DEFAULT_TASK).entry
     result = simulate_registration(settings, np.random.default_rng(args.seed), entry, surface=args.icp)
@@ -56,7 +61,7 @@ def register_patient(args: argparse.Namespace) -> int:
         "fiducials": settings.fiducials,
         "fle": settings.fiducial_localization_error,
         "icp": args.icp,
-        "output": write_registration(args, result.estimate, settings) if args.output else None,
+        "output": write_registration(args, output, result.estimate, settings) if output else None,
     }
     if args.json:
         print(json.dumps(document, indent=2))
@@ -79,23 +84,31 @@ def register_patient(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_registration(args: argparse.Namespace, transform, settings) -> str:
-    """Write `transform` (4, 4) world_from_patient as a registration file; its path."""
+def _output(args: argparse.Namespace):
+    """--output as a new .yaml file (its folder created if missing), or the existing one with --force."""
     from pathlib import Path
 
-    import yaml
-
-    from quirobot_cli.output_paths import output_file, output_folder
-    from quirobot_kinematics.registration import registration_document
+    from quirobot_cli.output_paths import new_output_file, output_folder
 
     output = Path(args.output)
     output_folder(output.parent)
-    output = output_file(output, ".yaml")
+    return new_output_file(output, ".yaml", force=args.force)
+
+
+def write_registration(args: argparse.Namespace, output, transform, settings) -> str:
+    """Write `transform` (4, 4) world_from_patient as the registration file `output`; its path."""
+    import yaml
+
+    from quirobot_cli.output_paths import write_output_text
+    from quirobot_kinematics.registration import registration_document
+
     icp = ", ICP on 200 digitised bone-surface points" if args.icp else ""
     source = (
         f"quirobot register --seed {args.seed}{' --icp' if args.icp else ''}: simulated registration of "
         f"{settings.fiducials} fiducials (FLE {settings.fiducial_localization_error * 1e3:.2f} mm{icp}) "
         "at the incision task's entry, Arun/Horn paired points"
     )
-    output.write_text(yaml.safe_dump(registration_document(transform, source), sort_keys=False))
+    write_output_text(
+        output, yaml.safe_dump(registration_document(transform, source), sort_keys=False), force=args.force
+    )
     return str(output)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from quirobot_cli.verb_parser import add_verb
 from quirobot_control.simulation.closed_loop import DEFAULT_PLANT
 from quirobot_description.plant_parameters import PLANTS
+from quirobot_description.shown_numbers import compared
 
 if TYPE_CHECKING:
     from quirobot_control.simulation.faults import BreakthroughReport
@@ -140,9 +141,9 @@ def simulate(args: argparse.Namespace) -> int:
     params = load_parameters()
     robot_limit = params.drilling.safety.thrust_limit
     if args.max_thrust is not None and args.max_thrust > robot_limit:
+        given, limit = compared(args.max_thrust, robot_limit)
         raise ValueError(
-            f"--max-thrust {args.max_thrust:g} N exceeds the robot's thrust limit {robot_limit:g} N "
-            "(tools.drill.thrust_limit)"
+            f"--max-thrust {given} N exceeds the robot's thrust limit {limit} N (tools.drill.thrust_limit)"
         )
     bar = None
 

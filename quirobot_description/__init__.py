@@ -9,6 +9,7 @@ Modules (the bottom package: it imports none of the others):
 - parameters: `load_parameters`, `RobotParameters`, the model's names (JOINT_NAMES; the
   commanded axes of a tool, `axes_for(tool)`: the five joints then the tool's own axes, the drill's
   feed `DrillParameters.feed_joint`); sourced_yaml: the one {value, unit, source} reader;
+  shown_numbers: how a refusal writes its numbers (short; a value never reads as its bound);
 - data_files: `find_data_file`, in a source checkout, a pip install and a colcon install alike;
 - urdf: `robot_description(tool, hardware)`, the xacro expanded; export: a self-contained URDF
   for other engines; frames, inertia: URDF roll-pitch-yaw, solid-body inertias;

@@ -335,6 +335,8 @@ PARAMETER_FILE = FileSchema(
         "registration.target_depth": Expect("m", 0.0, 1.0),
         "registration.fiducial_localization_error": Expect("m", 0.0, 0.01),
         "registration.patient_rotation": Expect("rad", 0.0, 3.15),
+        "registration.max_predicted_tre": Expect("m", 0.0, 0.01),
+        "registration.max_rotation_error": Expect("rad", 0.0, 0.2),
     },
     convert_units=False,
 )

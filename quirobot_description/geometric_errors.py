@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from quirobot_description.shown_numbers import compared
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
 SECTION = "geometric_errors"
@@ -108,6 +109,21 @@ class GeometricTolerances:
         band = self.tolerance.vector()
         return GeometricErrors.from_vector(np.clip(rng.normal(0.0, 1.0, sigma.shape) * sigma, -band, band))
 
+    def outside(self, errors: GeometricErrors) -> list[str]:
+        """Each error of `errors` outside its tolerance band, as 'name value unit is outside its
+        tolerance band +/-band unit' (the two numbers in digits that tell them apart); [] if none."""
+        found = []
+        for name in GeometricErrors.names():
+            value, band = getattr(errors, name), getattr(self.tolerance, name)
+            if not abs(value) <= band:  # also NaN
+                size, edge = compared(abs(value), band)
+                unit = errors.unit(name)
+                found.append(
+                    f"{name} {'-' if value < 0 else ''}{size} {unit} is outside its tolerance band "
+                    f"+/-{edge} {unit}"
+                )
+        return found
+
 
 def read_geometric_tolerances(reader: SourcedReader) -> GeometricTolerances:
     """The `geometric_errors` section: each leaf a tolerance >= 0 with {type: normal, sigma}."""
@@ -139,10 +155,16 @@ def calibration_document(errors: GeometricErrors, source: str, extra: dict[str, 
     return document
 
 
-def read_calibration(path: str | Path) -> GeometricErrors:
-    """The identified GeometricErrors of a calibration file (`quirobot calibrate --output`)."""
+def read_calibration(path: str | Path, tolerances: GeometricTolerances | None = None) -> GeometricErrors:
+    """The identified GeometricErrors of a calibration file (`quirobot calibrate --output`).
+
+    Every value must lie within its tolerance band, `tolerances` (default: the shipped parameter
+    file's `geometric_errors`): a machine identified outside its bands is not the machine the
+    model describes (a 20 mm TCP offset where the band is +/-1 mm is a wrong file or a wrong
+    unit), and CalibrationFileError names the value and the band.
+    """
     path = Path(path)
-    raw = read_yaml_mapping(path, CalibrationFileError, "calibration file")
+    raw = read_yaml_mapping(path, CalibrationFileError, "calibration file", as_xacro=True)
     label = f"calibration file {path}"
     if raw.get("schema_version") != CALIBRATION_VERSION:
         raise CalibrationFileError(
@@ -163,7 +185,18 @@ def read_calibration(path: str | Path) -> GeometricErrors:
         unit = reader.node(key).get("unit")
         if unit != zero.unit(name):
             raise reader.fail(key, f"unit must be {zero.unit(name)}, got {unit!r}")
-    return GeometricErrors(**values)
+    errors = GeometricErrors(**values)
+    if tolerances is None:
+        from quirobot_description import robot_parameters
+
+        tolerances = robot_parameters().geometric
+    outside = tolerances.outside(errors)
+    if outside:
+        more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
+        raise CalibrationFileError(
+            f"{label}: {SECTION}.{outside[0]}{more} (parameter file {SECTION}: the machine's tolerances)"
+        )
+    return errors
 
 
 @dataclass(frozen=True)
@@ -213,6 +246,8 @@ class RegistrationParameters:
     target_depth: float  # m, the entry below the fiducials' centroid
     fiducial_localization_error: float  # m, 3D RMS (FLE)
     patient_rotation: float  # rad, largest angle of the simulated patient frame
+    max_predicted_tre: float  # m, RMS at the target: a registration predicted worse is refused
+    max_rotation_error: float  # rad, RMS about the least determined axis: likewise
 
     def fiducial_pattern(self) -> np.ndarray:
         """(N, 3) m: the fiducials in the patient frame, evenly around the z axis at the radius,
@@ -239,4 +274,6 @@ def read_registration_parameters(reader: SourcedReader) -> RegistrationParameter
         target_depth=reader.number(f"{key}.target_depth", non_negative=True),
         fiducial_localization_error=reader.number(f"{key}.fiducial_localization_error", positive=True),
         patient_rotation=reader.number(f"{key}.patient_rotation", non_negative=True),
+        max_predicted_tre=reader.number(f"{key}.max_predicted_tre", positive=True),
+        max_rotation_error=reader.number(f"{key}.max_rotation_error", positive=True),
     )

@@ -477,7 +477,7 @@ class RobotParameters:
 def load_parameters(path: str | Path | None = None) -> RobotParameters:
     """Read and validate the parameter file (default: the one shipped with the package)."""
     path = Path(path) if path is not None else DEFAULT_PARAMETER_FILE
-    raw = read_yaml_mapping(path, ParameterError, "parameter file")
+    raw = read_yaml_mapping(path, ParameterError, "parameter file", as_xacro=True)
     return _Reader(raw, path).robot()
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from quirobot_description.file_schema import FileSchema
+from quirobot_description.shown_numbers import compared, shown
 
 #: bytes: the largest file read (the parameter file is about 40 kB).
 MAX_FILE_BYTES = 1_000_000
@@ -66,6 +67,19 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+class _Yaml12FloatLoader(_UniqueKeyLoader):
+    """_UniqueKeyLoader that also reads YAML 1.2's floats which YAML 1.1 (PyYAML) takes as text: an
+    exponent without a dot or without a sign (2e-2, 1e3, 1.5e3). YAML 1.1's own pattern, tried
+    first, keeps every other float and integer."""
+
+
+_Yaml12FloatLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
 def _depth(node: yaml.Node, limit: int) -> int:
     """Nesting depth of a composed YAML node, stopping (iteratively) once above `limit`."""
     deepest, stack = 0, [(node, 1)]
@@ -81,8 +95,15 @@ def _depth(node: yaml.Node, limit: int) -> int:
     return deepest
 
 
-def read_yaml_mapping(path: Path, error: type[ValueError], what: str) -> dict[str, Any]:
-    """Parse `path` as YAML holding a mapping; failures raise `error` naming `what` and the path."""
+def read_yaml_mapping(
+    path: Path, error: type[ValueError], what: str, *, as_xacro: bool = False
+) -> dict[str, Any]:
+    """Parse `path` as YAML holding a mapping; failures raise `error` naming `what` and the path.
+
+    Numbers such as 2e-2 and 1e3 are floats (YAML 1.2), unless `as_xacro`: a file xacro also reads
+    (the parameter file, a calibration file) is read as xacro reads it, YAML 1.1, where they are
+    text, so that both see the same values (SourcedReader then says how to write such a number).
+    """
     try:
         mode = path.stat().st_mode
         if not stat.S_ISREG(mode):
@@ -98,7 +119,7 @@ def read_yaml_mapping(path: Path, error: type[ValueError], what: str) -> dict[st
     except UnicodeDecodeError as exc:
         raise error(f"{what} {path} is not UTF-8 text: byte {exc.start} is 0x{data[exc.start]:02X}") from exc
     try:
-        loader = _UniqueKeyLoader(text)
+        loader = (_UniqueKeyLoader if as_xacro else _Yaml12FloatLoader)(text)
         try:
             node = loader.get_single_node()
             if node is not None and _depth(node, MAX_DEPTH) > MAX_DEPTH:
@@ -209,6 +230,20 @@ def _is_finite_number(item: Any) -> bool:
         return False
 
 
+def _how_to_write(item: Any) -> str:
+    """For text YAML 1.1 did not take as a number (2e-2, in a file xacro reads): how to write it."""
+    try:
+        number = float(item) if isinstance(item, str) else math.nan
+    except ValueError:
+        return ""
+    if not math.isfinite(number):
+        return ""
+    return (
+        f" (text in YAML 1.1, as xacro reads this file: write {number!r} or with a dot and a signed "
+        "exponent, 2.0e-2)"
+    )
+
+
 class SourcedReader:
     """Reads checked leaves from a parsed YAML mapping by dotted key.
 
@@ -312,7 +347,7 @@ class SourcedReader:
         values = raw_value if isinstance(raw_value, list) else [raw_value]
         for item in values:
             if not _is_finite_number(item):
-                raise self.fail(key, f"value must be a finite number, got {item!r}")
+                raise self.fail(key, f"value must be a finite number, got {item!r}{_how_to_write(item)}")
         numbers = [float(v) for v in values]
         if self.schema is not None and root is None:
             numbers, unit = self._checked(key, numbers, unit)
@@ -359,11 +394,12 @@ class SourcedReader:
         unit = "" if expect.unit == "1" else f" {expect.unit}"
         for number in numbers:
             if not expect.low <= number <= expect.high:
-                raise self.fail(
-                    key,
-                    f"{number:g}{unit} is outside the plausible range "
-                    f"[{expect.low:g}, {expect.high:g}]{unit}",
-                )
+                low, high = shown(expect.low), shown(expect.high)
+                if number > expect.high:
+                    given, high = compared(number, expect.high)
+                else:
+                    given, low = compared(number, expect.low)
+                raise self.fail(key, f"{given}{unit} is outside the plausible range [{low}, {high}]{unit}")
 
     def number(
         self,

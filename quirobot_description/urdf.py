@@ -100,7 +100,7 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
     if MeshDimensions.from_parameters(parameters) != _shipped_mesh_dimensions():
         arguments["meshes"] = "false"  # the shipped meshes are not this machine's parts
     if arguments["calibration_file"]:
-        read_calibration(arguments["calibration_file"])  # likewise
+        read_calibration(arguments["calibration_file"], parameters.geometric)  # likewise, and in its bands
     try:
         return xacro.process_file(str(XACRO_FILE), mappings=arguments).toxml()
     except xacro.XacroException as error:

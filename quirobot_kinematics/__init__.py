@@ -53,15 +53,17 @@ def kinematic_model(
     parameter_file: str | Path | None = None, calibration: str | Path | None = None
 ) -> KinematicModel:
     """The KinematicModel of `parameter_file` (default: the shipped parameter file), with the
-    geometric errors identified in `calibration` (a `quirobot calibrate` file) if given."""
+    geometric errors identified in `calibration` (a `quirobot calibrate` file) if given: each
+    within that parameter file's tolerance band, else CalibrationFileError naming it."""
     from quirobot_description import robot_parameters
 
-    model = KinematicModel.from_parameters(robot_parameters(parameter_file))
+    params = robot_parameters(parameter_file)
+    model = KinematicModel.from_parameters(params)
     if calibration is None:
         return model
     from quirobot_description.geometric_errors import read_calibration
 
-    return model.calibrated(read_calibration(calibration))
+    return model.calibrated(read_calibration(calibration, params.geometric))
 
 
 def fk(q: object, feed: float = 0.0, *, model: KinematicModel | None = None) -> np.ndarray:

@@ -2,19 +2,32 @@
 
 * `paired_point_registration`: the rigid transform minimising the squared distances between
   paired points (Arun, Huang & Blostein 1987; Horn 1987 in closed form): the SVD of the
-  centred cross-covariance, with the reflection case (det = -1, coplanar or noisy points)
-  corrected by flipping the last singular vector (Umeyama 1991), so the result is always a rotation.
+  centred cross-covariance. Its reflection case (det = -1) is corrected by flipping the last
+  singular vector (Umeyama 1991) only where the points are coplanar (their mirror image is then a
+  rotation of them: nothing is lost); with points in three dimensions the best fit being a
+  reflection means the two sets are mirror images (left and right swapped), or too flat for their
+  noise, and it is refused. Fewer than 3 points and (near-)collinear ones, whose spread across
+  their line is below COLLINEAR_SPREAD of the spread along it, are refused too.
+* `register_fiducials`: patient registration: the paired points, refused unless the predicted
+  TRE at the target and the predicted rotation error are within the parameter file's bounds
+  (`registration.max_predicted_tre`, `max_rotation_error`: the accuracy budget's registered
+  stage, docs/accuracy.md). `simulate_registration` (`quirobot register`, the budget) uses it.
 * `icp`: optional surface refinement, point-to-point iterative closest point (Besl & McKay 1992)
   on digitised bone-surface points against the image's surface points, from the fiducials' transform.
 * `fiducial_registration_error` (FRE, RMS of the residuals) and `predicted_tre` at a target:
   Fitzpatrick, West & Maurer 1998, TRE^2(r) = FLE^2 / N (1 + 1/3 sum_k d_k^2 / f_k^2), with d_k
   the target's and f_k the fiducials' RMS distance from the fiducials' principal axis k, FLE the
-  3D RMS fiducial localisation error. The same paper's FRE^2 = (1 - 2/N) FLE^2 on average.
+  3D RMS fiducial localisation error. The same paper's FRE^2 = (1 - 2/N) FLE^2 on average. Its
+  rotational part is a rotation about axis k of RMS FLE / sqrt(3 N f_k^2) rad:
+  `predicted_rotation_error` is that of the least determined axis (the drill axis' tilt).
 * `map_entry_direction`: a DrillHole entry point and direction from the patient frame to the world.
 * `registration_document` / `read_registration`: the registration file (`quirobot register
   --output`; config/registration.yaml for the simulation) task_node publishes as the tf2 frame
   world -> patient: translation (m) and rotation (unit quaternion x, y, z, w, tf2's order), each
-  {value, unit, source}.
+  {value, unit, source}. A quaternion whose norm is off 1 by more than QUATERNION_NORM_TOLERANCE
+  is refused (normalising it silently turned a dropped digit into a rotation 15 mm off at the
+  hole), and so is a child frame that is one of the robot's own (ROBOT_FRAMES: publishing it
+  would give that link a second parent in tf2).
 
 Every transform is a (4, 4) homogeneous matrix, world_from_patient (points in m).
 """
@@ -29,7 +42,9 @@ from typing import Any
 import numpy as np
 
 from quirobot_description.geometric_errors import RegistrationParameters
+from quirobot_description.shown_numbers import compared, shown
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
+from quirobot_kinematics.forward import FRAME_NAMES
 from quirobot_kinematics.model import KinematicsError
 from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix
 
@@ -38,6 +53,21 @@ ICP_TOLERANCE = 1e-12
 ICP_ITERATIONS = 100
 #: Version of the registration file format.
 REGISTRATION_VERSION = 1
+#: How far a registration file's quaternion norm may be from 1. registration_document writes 17
+#: significant digits (norm 1 within 1e-15); one written by hand to 6 decimals is within 1e-6 of
+#: unit norm (each component within 5e-7). A dropped or wrong digit moves the norm by far more
+#: (the shipped file's x 0.0852... written 0.052...: 4.5e-3; tf2's own check, 1e-2 on the squared
+#: norm, lets that through). It is a typo then, not rounding: refused rather than normalised.
+QUATERNION_NORM_TOLERANCE = 1e-6
+#: Spread of paired points across their principal line below which they count as collinear, as a
+#: fraction of their spread along it (RMS distances, the singular values of the centred points).
+#: The rotation about the line rests on that spread alone; 1 % of it is 0.6 mm across for the
+#: shipped 60 mm pattern, where the optical tracker's FLE is 0.25 mm. A numerical guard: the
+#: rotation-error bound of `register_fiducials` is the registration's criterion.
+COLLINEAR_SPREAD = 0.01
+#: Every frame of the robot's own tf tree (the URDF's links, either tool): a registration must not
+#: publish one of them as its child.
+ROBOT_FRAMES = (*FRAME_NAMES, "drill_bit", "arthroscope", "camera_link", "camera_optical_frame")
 
 
 class RegistrationFileError(ValueError):
@@ -56,24 +86,49 @@ def _points(value: object, what: str) -> np.ndarray:
     return array
 
 
-def paired_point_registration(patient: object, world: object) -> np.ndarray:
+#: Flatness below which paired points count as coplanar (third singular value of the centred
+#: points over the first): their mirror image is then exactly a rotation of them.
+_COPLANAR = 1e-9
+
+
+def _spread(points: np.ndarray, what: str) -> np.ndarray:
+    """(3,) singular values of the centred points (N, 3), after refusing a collinear set."""
+    singular = np.linalg.svd(points - points.mean(axis=0), compute_uv=False)
+    if singular[0] <= 0.0:
+        raise KinematicsError(f"the {what} all coincide: no rotation can be registered")
+    ratio = singular[1] / singular[0]
+    if not ratio >= COLLINEAR_SPREAD:
+        across, bound = compared(ratio, COLLINEAR_SPREAD)
+        raise KinematicsError(
+            f"the {what} are collinear: their spread across their line is {across} of the spread along "
+            f"it, below {bound} (COLLINEAR_SPREAD): the rotation about the line is undetermined"
+        )
+    return singular
+
+
+def paired_point_registration(patient: object, world: object, *, mirror: bool = False) -> np.ndarray:
     """(4, 4) world_from_patient minimising sum |T p_i - w_i|^2 over paired points (N, 3) m.
 
-    Refuses fewer than 3 pairs, mismatched counts and collinear points (the rotation about their
-    line is undefined), naming the problem.
+    Refuses fewer than 3 pairs, mismatched counts, collinear points (the rotation about their line
+    is undefined: COLLINEAR_SPREAD) and, unless the points are coplanar, a best fit that is a
+    reflection (mirrored sets), naming the problem. mirror=True rotates instead of refusing (ICP's
+    closest-point pairs, which are no fiducials: Umeyama's correction).
     """
     p, w = _points(patient, "patient points"), _points(world, "world points")
     if p.shape != w.shape:
         raise KinematicsError(f"paired points must match: {len(p)} patient points, {len(w)} world points")
     if len(p) < 3:
         raise KinematicsError(f"paired-point registration needs at least 3 fiducials, got {len(p)}")
+    singular_p = _spread(p, "patient points")
     p_mean, w_mean = p.mean(axis=0), w.mean(axis=0)
     p_c, w_c = p - p_mean, w - w_mean
-    singular_p = np.linalg.svd(p_c, compute_uv=False)
-    if singular_p[1] <= 1e-9 * max(singular_p[0], 1e-300):
-        raise KinematicsError("the fiducials are collinear: the rotation about their line is undefined")
     u, _, vt = np.linalg.svd(p_c.T @ w_c)  # H = sum p w^T = U S V^T; R = V U^T
     d = np.sign(np.linalg.det(vt.T @ u.T))
+    if d < 0.0 and not mirror and singular_p[2] > _COPLANAR * singular_p[0]:
+        raise KinematicsError(
+            "the best fit of the points is a reflection (det -1): the world points are the patient "
+            "points' mirror image (left and right swapped?) or too flat for their localisation error"
+        )
     rotation = vt.T @ np.diag([1.0, 1.0, d if d != 0.0 else 1.0]) @ u.T
     T = np.eye(4)
     T[:3, :3] = rotation
@@ -93,21 +148,74 @@ def fiducial_registration_error(T: np.ndarray, patient: object, world: object) -
     return float(np.sqrt(np.mean(np.sum(residual**2, axis=1))))
 
 
+def _principal_spreads(fiducials: object, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fiducials (N, 3), principal axes (3, 3) rows, f_k^2 (3,) m^2: mean squared distance of
+    the fiducials from each axis through their centroid); collinear sets refused."""
+    f = _points(fiducials, "fiducials")
+    if len(f) < 3:
+        raise KinematicsError(f"{what} needs at least 3 fiducials, got {len(f)}")
+    _spread(f, "fiducials")
+    centred = f - f.mean(axis=0)
+    axes = np.linalg.svd(centred, full_matrices=False)[2]  # principal axes, rows
+    f2 = np.array([np.mean(np.sum(centred**2, axis=1) - (centred @ axis) ** 2) for axis in axes])
+    return f, axes, f2
+
+
 def predicted_tre(fiducials: object, target: object, fle: float) -> float:
     """Expected RMS target registration error (m) at `target` (3,) for fiducials (N, 3) in the same
     frame localised with 3D RMS error `fle` m (Fitzpatrick, West & Maurer 1998, eq. 46)."""
-    f = _points(fiducials, "fiducials")
-    if len(f) < 3:
-        raise KinematicsError(f"the TRE needs at least 3 fiducials, got {len(f)}")
-    centred = f - f.mean(axis=0)
-    axes = np.linalg.svd(centred, full_matrices=False)[2]  # principal axes, rows
+    f, axes, f2 = _principal_spreads(fiducials, "the TRE")
     r = np.asarray(target, dtype=float) - f.mean(axis=0)
-    total = 0.0
-    for axis in axes:
-        d2 = float(r @ r - (r @ axis) ** 2)  # squared distance of the target from the axis
-        f2 = float(np.mean(np.sum(centred**2, axis=1) - (centred @ axis) ** 2))
-        total += d2 / f2
-    return math.sqrt(fle**2 / len(f) * (1.0 + total / 3.0))
+    d2 = np.array([float(r @ r - (r @ axis) ** 2) for axis in axes])  # the target from each axis
+    return math.sqrt(fle**2 / len(f) * (1.0 + float(np.sum(d2 / f2)) / 3.0))
+
+
+def predicted_rotation_error(fiducials: object, fle: float) -> float:
+    """Expected RMS rotation error (rad) about the fiducials' least determined principal axis,
+    FLE / sqrt(3 N f_k^2) (the rotational part of Fitzpatrick, West & Maurer 1998's TRE): how far a
+    drill axis mapped through the registration may tilt. fiducials (N, 3) m, fle m (3D RMS)."""
+    f, _, f2 = _principal_spreads(fiducials, "the rotation error")
+    return float(fle / math.sqrt(3.0 * len(f) * float(np.min(f2))))
+
+
+@dataclass(frozen=True)
+class FiducialRegistration:
+    """A patient registration from fiducials (`register_fiducials`), with its predicted errors."""
+
+    transform: np.ndarray  # (4, 4) world_from_patient
+    fre: float  # m, RMS residual
+    tre_predicted: float  # m, RMS at the target (FWM 1998)
+    rotation_predicted: float  # rad, RMS about the least determined axis
+
+
+def register_fiducials(
+    patient: object, world: object, target: object, settings: RegistrationParameters
+) -> FiducialRegistration:
+    """world_from_patient from paired fiducials (N, 3) m (paired_point_registration's refusals),
+    refused (KinematicsError, one line with both numbers) if the predicted TRE at `target` (3,) m,
+    patient frame, exceeds settings.max_predicted_tre or the predicted rotation error exceeds
+    settings.max_rotation_error, with settings.fiducial_localization_error as the FLE."""
+    fle = settings.fiducial_localization_error
+    transform = paired_point_registration(patient, world)
+    fiducials = _points(patient, "patient points")
+    tre = predicted_tre(fiducials, target, fle)
+    if not tre <= settings.max_predicted_tre:
+        value, bound = compared(tre * 1e3, settings.max_predicted_tre * 1e3)
+        raise KinematicsError(
+            f"registration refused: the predicted TRE at the target is {value} mm, above "
+            f"registration.max_predicted_tre {bound} mm ({len(fiducials)} fiducials, FLE "
+            f"{shown(fle * 1e3)} mm): spread the fiducials around the target"
+        )
+    rotation = predicted_rotation_error(fiducials, fle)
+    if not rotation <= settings.max_rotation_error:
+        value, bound = compared(math.degrees(rotation), math.degrees(settings.max_rotation_error))
+        raise KinematicsError(
+            f"registration refused: the predicted rotation error is {value} deg, above "
+            f"registration.max_rotation_error {bound} deg: the fiducials lie too near a line"
+        )
+    return FiducialRegistration(
+        transform, fiducial_registration_error(transform, fiducials, world), tre, rotation
+    )
 
 
 def icp(
@@ -131,7 +239,7 @@ def icp(
         if abs(previous - rms) < ICP_TOLERANCE:
             break
         previous = rms
-        patient_from_world = paired_point_registration(digitised, model[index])
+        patient_from_world = paired_point_registration(digitised, model[index], mirror=True)
     return np.linalg.inv(patient_from_world), rms
 
 
@@ -184,8 +292,8 @@ def simulate_registration(
     fiducials = settings.fiducial_pattern()
     sigma = settings.fiducial_localization_error / math.sqrt(3.0)
     measured = apply(truth, fiducials) + rng.normal(0.0, sigma, fiducials.shape)
-    estimate = paired_point_registration(fiducials, measured)
-    fre = fiducial_registration_error(estimate, fiducials, measured)
+    registered = register_fiducials(fiducials, measured, settings.target, settings)
+    estimate = registered.transform
     if surface:
         angle, along = np.meshgrid(np.linspace(0.0, math.pi, 60), np.linspace(-0.05, 0.05, 40))
         bone = np.stack([along.ravel(), 0.02 * np.cos(angle.ravel()), 0.02 * np.sin(angle.ravel())], axis=1)
@@ -198,12 +306,7 @@ def simulate_registration(
     delta = estimate[:3, :3].T @ truth[:3, :3]
     rotation_error = float(math.acos(max(-1.0, min(1.0, (np.trace(delta) - 1.0) / 2.0))))
     return SimulatedRegistration(
-        truth,
-        estimate,
-        fre,
-        predicted_tre(fiducials, target, settings.fiducial_localization_error),
-        tre,
-        rotation_error,
+        truth, estimate, registered.fre, registered.tre_predicted, tre, rotation_error
     )
 
 
@@ -254,12 +357,25 @@ def read_registration(path: str | Path) -> RegisteredFrame:
         frames.append(name)
     if frames[0] == frames[1]:
         raise RegistrationFileError(f"{label}: child_frame must differ from parent_frame {frames[0]!r}")
+    if frames[1] in ROBOT_FRAMES:
+        raise RegistrationFileError(
+            f"{label}: child_frame {frames[1]!r} is one of the robot's own frames (its URDF's links): "
+            "published, it would move that link; name the registered frame, e.g. 'patient'"
+        )
     reader = SourcedReader(raw, label, RegistrationFileError)
     for key, unit in (("transform.translation", "m"), ("transform.rotation", "1")):
         if (given := reader.quantity(key).unit) != unit:
             raise reader.fail(key, f"unit must be {unit!r}, got {given!r}")
     translation = reader.vector("transform.translation", 3)
     rotation = reader.vector("transform.rotation", 4)
+    norm = float(np.linalg.norm(rotation))
+    if not abs(norm - 1.0) <= QUATERNION_NORM_TOLERANCE:
+        raise reader.fail(
+            "transform.rotation",
+            f"the quaternion's norm is {shown(norm, 10)}, more than {shown(QUATERNION_NORM_TOLERANCE)} "
+            "from 1 (QUATERNION_NORM_TOLERANCE): a wrong or missing digit, not rounding; write the unit "
+            "quaternion (x, y, z, w) with its digits",
+        )
     try:
         matrix = matrix_from_quaternion(*rotation)
     except KinematicsError as error:

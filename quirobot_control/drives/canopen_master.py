@@ -39,12 +39,14 @@ fault's error code comes from the drive's EMCY frame (CiA 301: a drive sends one
 faults); without one the reason says so, and `read_error_code()` reads 0x603F by SDO later.
 
 Events that are faults at once: an EMCY with a non-zero error code (logged, its code is the
-fault's reason); a boot-up frame (NMT heartbeat state 0) from a started node (it restarted and
-lost its configuration: power loss, reset; it boots in Switch on disabled, power stage off, and
-`reset_fault()` configures it again as start() did, NMT operational included, before clearing the
-fault, so it is never enabled unconfigured; a restart whose boot-up frame was missed is found by
-reading the stop options back at the reset); `latch_fault()` by the owner of the bus (a SYNC the
-bus refused to send: bus off).
+fault's reason; a flood of them from a babbling node keeps the latest EMCY_LOG_LIMIT entries,
+canopen's own log included, counts every one in `emcy_count` and warns once per code change or
+EMCY_WARNING_INTERVAL with the count since the last warning); a boot-up frame (NMT heartbeat state
+0) from a started node (it restarted and lost its configuration: power loss, reset; it boots in
+Switch on disabled, power stage off, and `reset_fault()` configures it again as start() did, NMT
+operational included, before clearing the fault, so it is never enabled unconfigured; a restart
+whose boot-up frame was missed is found by reading the stop options back at the reset);
+`latch_fault()` by the owner of the bus (a SYNC the bus refused to send: bus off).
 
 Feedback timeout. Every TPDO is time-stamped with `clock` (time.monotonic unless injected: wall
 clock, so a node that vanished is caught by elapsed time, whatever the master's cycle count). The
@@ -68,6 +70,7 @@ switch the power stage off mid-ramp (CiA 402 transition 12).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import logging
@@ -194,6 +197,13 @@ def _drive_state_of(statusword: int) -> DriveState:
 RPDO1_LAYOUT = struct.Struct("<Hhh")
 RPDO2_LAYOUT = struct.Struct("<ii")
 _TPDO1, _TPDO2 = TPDO_LAYOUTS[TPDO1_MAPPING], TPDO_LAYOUTS[TPDO2_MAPPING]
+#: EMCY entries a drive keeps, the latest (its `emcy_log`, and canopen's own `node.emcy.log` and
+#: `active`, which canopen grows by one per frame without bound: 44 MB per 100,000 frames): a
+#: babbling node cannot fill the memory; `emcy_count` counts every one.
+EMCY_LOG_LIMIT = 1000
+#: s (the drive's clock) between two EMCY warnings of one drive with the same error code: a flood
+#: is one line a second, saying how many came since the last; a new code is warned at once.
+EMCY_WARNING_INTERVAL = 1.0
 
 
 class CanopenDrive:
@@ -286,7 +296,11 @@ class CanopenDrive:
         self._drive_fault_text: str | None = None  # text of the current fault's error code
         self._emcy_fault = False  # an EMCY with a non-zero error code arrived
         self._rebooted = False  # a boot-up frame since the last configuration: reconfigure first
-        self.emcy_log: list[tuple[float, int, int]] = []  # (clock(), error code, error register)
+        # (clock(), error code, error register) of the latest EMCY_LOG_LIMIT EMCYs; every one counted
+        self.emcy_log: collections.deque[tuple[float, int, int]] = collections.deque(maxlen=EMCY_LOG_LIMIT)
+        self.emcy_count = 0
+        self._emcy_warned: tuple[float, int] | None = None  # (clock(), code) of the last warning
+        self._emcy_unwarned = 0  # EMCYs with a non-zero code since the last warning
         self.node.emcy.add_callback(self._on_emcy)
         self.node.nmt.add_heartbeat_callback(self._on_heartbeat)
 
@@ -446,19 +460,36 @@ class CanopenDrive:
             self._lock.notify_all()
 
     def _on_emcy(self, entry: canopen.emcy.EmcyError) -> None:
-        """EMCY (network thread): a non-zero error code is a fault at once, its code the reason."""
+        """EMCY (network thread): a non-zero error code is a fault at once, its code the reason.
+        Logs bounded and warnings throttled (EMCY_LOG_LIMIT, EMCY_WARNING_INTERVAL)."""
         now = self.clock()
+        consumer = self.node.emcy
+        with consumer.emcy_received:  # canopen appended to its own lists under this lock
+            for entries in (consumer.log, consumer.active):
+                if len(entries) > EMCY_LOG_LIMIT:
+                    del entries[: len(entries) - EMCY_LOG_LIMIT]
         with self._mutex:
-            if len(self.emcy_log) < 1000:  # bounded: a babbling node cannot fill the memory
-                self.emcy_log.append((now, entry.code, entry.register))
+            self.emcy_log.append((now, entry.code, entry.register))
+            self.emcy_count += 1
             if entry.code == 0:  # "error reset / no error": the drive left its fault
                 return
             self._drive_fault_text = describe_error_code(entry.code)
             self._emcy_fault = True
             if entry.code in POSITION_LOST_ERROR_CODES:
                 self._homed = False  # the position is not trusted: home again after the reset
+            last = self._emcy_warned
+            if last is not None and last[1] == entry.code and now - last[0] < EMCY_WARNING_INTERVAL:
+                self._emcy_unwarned += 1
+                return
+            unwarned, self._emcy_unwarned = self._emcy_unwarned, 0
+            self._emcy_warned = (now, entry.code)
+            count = self.emcy_count
         logger.warning(
-            "%s: EMCY %s, error register 0x%02X", self._who(), describe_error_code(entry.code), entry.register
+            "%s: EMCY %s, error register 0x%02X%s",
+            self._who(),
+            describe_error_code(entry.code),
+            entry.register,
+            f" ({unwarned} more EMCYs since the last warning, {count} in all)" if unwarned else "",
         )
 
     def _on_heartbeat(self, state: int) -> None:

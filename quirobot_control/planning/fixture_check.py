@@ -21,6 +21,7 @@ import numpy as np
 from quirobot_control.axes.limits import PlanningError
 from quirobot_control.axes.virtual_fixtures import VirtualFixtures, tip_positions, zone_violations
 from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_description.shown_numbers import compared, shown
 
 #: Relative slack on the tip-speed limits for rounding in the sampled plan.
 SPEED_TOLERANCE = 1e-6
@@ -77,7 +78,8 @@ def check_plan(trajectory: JointTrajectory, fixtures: VirtualFixtures, what: str
         time = k * trajectory.dt
         phase = phase_at(trajectory, time + 0.5 * trajectory.dt)
         which = "the feed rate" if phase == FEED_PHASE else "the tip-speed limit"
+        moves, allowed = compared(speed[k] * 1000, bound[k] * 1000)
         raise PlanningError(
-            f"{what}: the drill tip moves at {speed[k] * 1000:.2f} mm/s within {limit.radius * 1000:.0f} mm "
-            f"of the entry in phase {phase} at t = {time:.3f} s, above {which} {bound[k] * 1000:.2f} mm/s"
+            f"{what}: the drill tip moves at {moves} mm/s within {shown(limit.radius * 1000)} mm "
+            f"of the entry in phase {phase} at t = {time:.3f} s, above {which} {allowed} mm/s"
         )

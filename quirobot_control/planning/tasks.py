@@ -40,6 +40,7 @@ from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
+from quirobot_description.shown_numbers import compared, shown
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
 
@@ -58,9 +59,10 @@ def check_task_duration(phases: dict[str, float], what: str) -> None:
     total = sum(phases.values())
     if not total <= MAX_TASK_DURATION:  # also catches NaN
         slowest = max(phases, key=lambda name: phases[name])
+        duration, limit = compared(total, MAX_TASK_DURATION)
         raise PlanningError(
-            f"{what}: the task would last {total:.4g} s, more than the {MAX_TASK_DURATION:g} s limit "
-            f"(MAX_TASK_DURATION; {slowest} alone takes {phases[slowest]:.4g} s)"
+            f"{what}: the task would last {duration} s, more than the {limit} s limit "
+            f"(MAX_TASK_DURATION; {slowest} alone takes {shown(phases[slowest])} s)"
         )
 
 
@@ -336,9 +338,10 @@ def plan_incision(
     # The stroke first: a standoff or depth beyond it is refused as such, not as a long task.
     feed_goal = retracted + task.standoff + task.depth
     if feed_goal > limits.soft_upper[feed_index]:
+        goal, stroke = compared(feed_goal * 1000, limits.soft_upper[feed_index] * 1000)
         raise PlanningError(
-            f"incision: retracted feed + standoff + depth = {feed_goal * 1000:.1f} mm exceeds the drill "
-            f"feed stroke {limits.soft_upper[feed_index] * 1000:.1f} mm (soft limit)"
+            f"incision: retracted feed + standoff + depth = {goal} mm exceeds the drill feed stroke "
+            f"{stroke} mm (soft limit)"
         )
     stroke = task.standoff + task.depth
     check_task_duration(

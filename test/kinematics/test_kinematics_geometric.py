@@ -190,6 +190,20 @@ def _calibration_file(tmp_path, errors: GeometricErrors):
     return path
 
 
+def _parameter_file_with_bands_times(tmp_path, factor: float):
+    """The shipped parameter file with every geometric error's tolerance band times `factor`."""
+    import yaml
+
+    from quirobot_description.parameters import DEFAULT_PARAMETER_FILE
+
+    raw = yaml.safe_load(DEFAULT_PARAMETER_FILE.read_text())
+    for leaf in raw["geometric_errors"].values():
+        leaf["value"] *= factor
+    path = tmp_path / "wide_bands.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
 def _quirobot_urdf(capsys, *words: str) -> tuple[int, str, str]:
     from quirobot_cli.cli import main
 
@@ -226,11 +240,14 @@ def test_quirobot_urdf_with_a_calibration_matches_the_calibrated_fk_in_pinocchio
     (quirobot_kinematics), straightness aside (no URDF form)."""
     pin = pytest.importorskip("pinocchio")
     bowless = {name: 0.0 for name in GeometricErrors.names() if "straightness" in name}
-    errors = replace(drawn_errors(13, scale=20.0), **bowless)  # large: a wrong sign shows far above 1e-9
+    errors = replace(drawn_errors(13, scale=10.0), **bowless)  # large: a wrong sign shows far above 1e-9
     path = _calibration_file(tmp_path, errors)
-    code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
+    wide = _parameter_file_with_bands_times(tmp_path, 10.0)  # a calibration is refused outside its bands
+    code, text, err = _urdf_from(
+        verb, capsys, tmp_path, "--calibration", str(path), "--parameter-file", str(wide)
+    )
     assert code == 0 and err == ""
-    calibrated = kinematic_model(calibration=path)
+    calibrated = kinematic_model(wide, calibration=path)
     pin_model = pin.buildModelFromXML(text)
     data = pin_model.createData()
     tip = pin_model.getFrameId("drill_tip")

@@ -51,7 +51,7 @@ def test_the_quaternion_is_tf2s_x_y_z_w():
     ("change", "named"),
     [
         (lambda d: d["transform"]["translation"].update(unit="mm"), "transform.translation"),
-        (lambda d: d["transform"]["rotation"].update(value=[0, 0, 0, 0]), "zero length"),
+        (lambda d: d["transform"]["rotation"].update(value=[0, 0, 0, 0]), "norm is 0"),
         (lambda d: d["transform"]["rotation"].pop("source"), "transform.rotation"),
         (lambda d: d["transform"]["translation"].update(value=[1.0, 2.0]), "transform.translation"),
         (lambda d: d.update(child_frame="world"), "child_frame"),

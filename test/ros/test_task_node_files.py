@@ -21,17 +21,73 @@ def installed() -> None:
         pytest.skip("quirobot is not installed in the ROS environment (run .ci/ros-tier)")
 
 
+def _tcp_offset_of_20_mm() -> str:
+    """A calibration file whose TCP offset is 20 mm (the band is +/-0.3 mm: issue 33 item 7)."""
+    from dataclasses import replace
+
+    import yaml
+
+    from quirobot_description.geometric_errors import GeometricErrors, calibration_document
+
+    errors = replace(GeometricErrors.zero(), tcp_offset_x=0.02)
+    return yaml.safe_dump(calibration_document(errors, "calibration campaign test"))
+
+
 @pytest.mark.parametrize(
     ("content", "why"),
-    [("schema_version: 99\n", "schema_version"), (None, "calibration file")],
-    ids=["wrong schema", "missing file"],
+    [
+        ("schema_version: 99\n", "schema_version"),
+        (None, "calibration file"),
+        (_tcp_offset_of_20_mm, "tcp_offset_x 0.02 m is outside its tolerance band +/-0.0003 m"),
+    ],
+    ids=["wrong schema", "missing file", "20 mm TCP offset"],
 )
 def test_a_bad_calibration_file_stops_task_node_in_one_line(installed, tmp_path, content, why):
     path = tmp_path / "calibration.yaml"
     if content is not None:
-        path.write_text(content)
+        path.write_text(content() if callable(content) else content)
     result = subprocess.run(
         ["ros2", "run", "quirobot", "task_node", "--ros-args", "-p", f"calibration_file:={path}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    lines = [line for line in result.stderr.splitlines() if line.startswith("task_node: error:")]
+    assert len(lines) == 1, result.stderr[-2000:]
+    assert str(path) in lines[0] and why in lines[0], lines[0]
+
+
+def _registration(change) -> str:
+    """The shipped registration file with `change` applied to its mapping (issue 33 item 8)."""
+    from pathlib import Path
+
+    import yaml
+
+    shipped = Path(ament_index.get_package_share_directory("quirobot")) / "config" / "registration.yaml"
+    document = yaml.safe_load(shipped.read_text())
+    change(document)
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def _dropped_digit(document: dict) -> None:
+    rotation = document["transform"]["rotation"]["value"]
+    rotation[0] = float(str(rotation[0]).replace("0.0852", "0.052", 1))
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (_dropped_digit, "the quaternion's norm is"),
+        (lambda document: document.update(child_frame="tool0"), "one of the robot's own frames"),
+    ],
+    ids=["dropped digit", "child tool0"],
+)
+def test_a_bad_registration_file_stops_task_node_in_one_line(installed, tmp_path, change, why):
+    path = tmp_path / "registration.yaml"
+    path.write_text(_registration(change))
+    result = subprocess.run(
+        ["ros2", "run", "quirobot", "task_node", "--ros-args", "-p", f"registration_file:={path}"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -69,8 +69,19 @@ def _runner_for(words: list[str]):
     return _runner(build_parser().parse_args(["accuracy", *words]))
 
 
+def _cores(monkeypatch, count: int) -> None:
+    """A machine with `count` cores for this process, for the runner's bound on workers."""
+    import quirobot_cli.accuracy_commands as commands
+    from quirobot_control.analysis import accuracy_cluster
+
+    monkeypatch.setattr(commands, "local_cores", lambda: count)
+    monkeypatch.setattr(accuracy_cluster, "local_cores", lambda: count)
+
+
 def test_by_default_only_a_run_of_4_samples_with_2_idle_cores_goes_to_a_local_cluster(monkeypatch):
     import quirobot_cli.accuracy_commands as commands
+
+    _cores(monkeypatch, 4)
 
     # docs/accuracy.md: ~1.5 s of start-up against ~4.5 s a sample, and a margin: 4 samples
     monkeypatch.setattr(commands, "idle_cores", lambda: 2)
@@ -97,6 +108,8 @@ def test_idle_cores_are_the_cores_less_the_load_average(monkeypatch):
 def test_workers_and_scheduler_force_dask_and_serial_forces_this_process(monkeypatch):
     import quirobot_cli.accuracy_commands as commands
 
+    _cores(monkeypatch, 2)
+
     monkeypatch.setattr(commands, "idle_cores", lambda: 0)
     assert _runner_for(["--samples", "1", "--workers", "2"]).workers == 2
     assert _runner_for(["--samples", "1", "--workers", "1"]).workers == 1
@@ -112,7 +125,7 @@ def test_workers_and_scheduler_force_dask_and_serial_forces_this_process(monkeyp
 @pytest.mark.parametrize(
     ("words", "message"),
     [
-        (["--workers", "-1"], "--workers must be 0"),
+        (["--workers", "-1"], "--workers must be from 0"),
         (["--serial", "--scheduler", "tcp://127.0.0.1:8786"], "drop --serial"),
         (["--workers", "0", "--scheduler", "tcp://127.0.0.1:8786"], "drop --serial"),
     ],
@@ -120,6 +133,33 @@ def test_workers_and_scheduler_force_dask_and_serial_forces_this_process(monkeyp
 def test_contradictory_runner_options_are_refused(words, message):
     with pytest.raises(ValueError, match=message):
         _runner_for(words)
+
+
+@pytest.mark.parametrize("more", [1, 38], ids=["one more", "40 on 2 cores"])
+def test_more_workers_than_cores_are_refused_before_any_process_starts(tmp_path, capsys, more):
+    """issue 33 item 13: --workers 40 made 52 processes in 20 s on this 2-core machine."""
+    from quirobot_cli.cli import main
+    from quirobot_control.analysis.accuracy_cluster import DaskRunner, local_cores
+
+    cores = local_cores()
+    plot = tmp_path / "a.png"
+    words = [
+        "accuracy",
+        "--samples",
+        "1",
+        "--workers",
+        str(cores + more),
+        "--no-progress",
+        "--plot",
+        str(plot),
+    ]
+    assert main(words) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert f"--workers must be from 0 (in this process) to {cores}" in captured.err
+    assert f"got {cores + more}" in captured.err and not plot.exists()
+    with pytest.raises(ValueError, match=f"takes 1 to {cores} workers"):
+        DaskRunner(cores + more)
 
 
 @pytest.mark.parametrize("samples", ["0", str(MAX_SAMPLES + 1)])
