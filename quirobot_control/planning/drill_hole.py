@@ -45,6 +45,7 @@ from quirobot_control.safety.hole_context import GoalLimitError, HoleContext, ho
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters, axes_for
+from quirobot_description.shown_numbers import compared, shown
 from quirobot_kinematics import forward_kinematics
 
 #: The plan's phases in which the bit is in (or within the standoff of) the bone: a cancel there
@@ -191,26 +192,28 @@ def plan_drill_hole(
     park[feed_index] = retracted
     travel = limits.soft_upper[feed_index] - retracted - base.standoff
     if goal.depth > travel:
+        depth_mm, travel_mm = compared(goal.depth * 1000, travel * 1000)  # short, and never equal
         raise GoalRejectedError(
-            f"depth {goal.depth * 1000:.2f} mm exceeds the drill_feed travel left after the "
-            f"{base.standoff * 1000:.1f} mm standoff: {travel * 1000:.2f} mm",
+            f"depth {depth_mm} mm exceeds the drill_feed travel left after the "
+            f"{shown(base.standoff * 1000)} mm standoff: {travel_mm} mm",
             LIMIT,
         )
     safety = params.drilling.safety
     deepest = base.bone.thickness + safety.breakthrough_limit
     if bone_model and goal.depth > deepest + 1e-12:  # no bone model: no far side to check against
+        depth_mm, deepest_mm = compared(goal.depth * 1000, deepest * 1000)
         raise GoalRejectedError(
-            f"depth {goal.depth * 1000:.2f} mm is {(goal.depth - base.bone.thickness) * 1000:.2f} mm past "
-            f"the bone model's far side at {base.bone.thickness * 1000:.2f} mm: at most "
-            f"{deepest * 1000:.2f} mm (tools.drill.breakthrough_limit "
-            f"{safety.breakthrough_limit * 1000:.1f} mm past it)",
+            f"depth {depth_mm} mm is {shown((goal.depth - base.bone.thickness) * 1000)} mm past "
+            f"the bone model's far side at {shown(base.bone.thickness * 1000)} mm: at most "
+            f"{deepest_mm} mm (tools.drill.breakthrough_limit "
+            f"{shown(safety.breakthrough_limit * 1000)} mm past it)",
             LIMIT,
         )
     feed_velocity = float(limits.velocity[feed_index])
     if goal.feed_rate > feed_velocity:
+        rate_mm, limit_mm = compared(goal.feed_rate * 1000, feed_velocity * 1000)
         raise GoalRejectedError(
-            f"feed_rate {goal.feed_rate * 1000:.2f} mm/s exceeds the drill_feed velocity limit "
-            f"{feed_velocity * 1000:.2f} mm/s",
+            f"feed_rate {rate_mm} mm/s exceeds the drill_feed velocity limit {limit_mm} mm/s",
             LIMIT,
         )
     # Without a bone model nothing predicts the thrust (NaN: no refusal here); the monitor still
@@ -224,9 +227,9 @@ def plan_drill_hole(
             LIMIT,
         )
     if goal.max_thrust > safety.thrust_limit:
+        thrust, limit = compared(goal.max_thrust, safety.thrust_limit)
         raise GoalRejectedError(
-            f"max_thrust {goal.max_thrust:.1f} N exceeds the robot's thrust limit "
-            f"{safety.thrust_limit:.1f} N (tools.drill.thrust_limit)",
+            f"max_thrust {thrust} N exceeds the robot's thrust limit {limit} N (tools.drill.thrust_limit)",
             LIMIT,
         )
     if predicted > goal.max_thrust:

@@ -116,7 +116,7 @@ def test_a_depth_far_past_the_far_cortex_is_refused_with_the_limit(parameters, i
         plan_drill_hole(_goal(incision, depth=0.0715), incision.park, parameters, DT, feed_mass=FEED_MASS)
     assert refused.value.kind == LIMIT
     assert str(refused.value) == (
-        "depth 71.50 mm is 46.50 mm past the bone model's far side at 25.00 mm: at most 25.50 mm "
+        "depth 71.5 mm is 46.5 mm past the bone model's far side at 25 mm: at most 25.5 mm "
         "(tools.drill.breakthrough_limit 0.5 mm past it)"
     )
     # At the allowance it plans (the shipped incision's own depth, 0.2 mm past, too).
@@ -145,8 +145,8 @@ def test_a_feed_rate_predicting_more_than_the_robots_thrust_limit_is_refused(par
 @pytest.mark.parametrize(
     ("change", "kind", "words"),
     [
-        ({"max_thrust": 100.0}, LIMIT, "max_thrust 100.0 N exceeds the robot's thrust limit 80.0 N"),
-        ({"feed_rate": 0.05}, LIMIT, "feed_rate 50.00 mm/s exceeds the drill_feed velocity limit 10.00 mm/s"),
+        ({"max_thrust": 100.0}, LIMIT, "max_thrust 100 N exceeds the robot's thrust limit 80 N"),
+        ({"feed_rate": 0.05}, LIMIT, "feed_rate 50 mm/s exceeds the drill_feed velocity limit 10 mm/s"),
         ({"depth": 0.2}, LIMIT, "drill_feed travel"),
         ({"entry": np.array([5.0, 1.0, -1.35])}, LIMIT, "gantry_x"),
         ({"depth": float("nan")}, INVALID, "depth must be finite"),
@@ -221,3 +221,21 @@ def test_simulate_refuses_a_thrust_limit_above_the_robots(tmp_path, capsys, argv
     err = capsys.readouterr().err
     assert code == 2
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"depth": 1e300}, "depth 1e+303 mm exceeds the drill_feed travel"),
+        ({"depth": 0.072000001}, "depth 72.000001 mm exceeds"),
+    ],
+)
+def test_goal_refusals_print_short_numbers_that_differ_from_their_bound(parameters, incision, change, words):
+    """Issue 33 item 14: a depth of 1e300 printed a 300-digit number; 0.072000001 m read
+    "72.00 mm exceeds ...: 72.00 mm"."""
+    with pytest.raises(GoalRejectedError) as refused:
+        plan_drill_hole(_goal(incision, **change), incision.park, parameters, DT, feed_mass=FEED_MASS)
+    message = str(refused.value)
+    assert words in message and len(message) < 200, message
+    value, bound = message.split(" exceeds ")[0].split()[1], message.rsplit(": ", 1)[1].split()[0]
+    assert value != bound, message

@@ -46,7 +46,7 @@ def with_layers(task, layers, **changes):
         # A feed decelerating before the detector fires would leave the tip more than the 0.5 mm
         # allowance past the far cortex: the goal's depth rule refuses such a plan first (issue 31:
         # the same rule as a DrillHole goal's).
-        ("decelerating", "depth 25.90 mm is 0.90 mm past the bone model's far side at 25.00 mm"),
+        ("decelerating", "depth 25.9 mm is 0.9 mm past the bone model's far side at 25 mm"),
         ("ends_in_the_canal", r"no far cortex ends it \(last layer medullary_canal: thrust factor 0.15"),
         (
             "far_cortex_under_the_cortical_factor",
@@ -84,7 +84,7 @@ def test_the_cli_refuses_the_decelerating_plan_in_one_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert "depth 25.90 mm is 0.90 mm past the bone model's far side" in err
+    assert "depth 25.9 mm is 0.9 mm past the bone model's far side" in err
 
 
 def test_the_target_is_the_far_cortex_the_plan_drills_into(incision):
