@@ -9,7 +9,9 @@
 - drilling_context: `HoleContext` (msg/DrillingContext without ROS) and `hole_setup`, the
   drilling monitor's settings and the virtual fixtures of the hole being drilled;
 - lockstep: `Lockstep`, the simulated plant's clock in lock-step with the controller manager;
-- controller_stopper: `ControllerStopper`, the trajectory controllers stop with the drives.
+- controller_stopper: `ControllerStopper`, the trajectory controllers stop with the drives;
+- signal_shutdown: `SignalShutdown`, drive_node's SIGINT and SIGTERM as a shutdown request
+  within a bound.
 
 The simulated backend (simulation.simulated_backend) is imported only when asked for, so the
 real-motor path loads no MuJoCo.
