@@ -24,15 +24,19 @@ after the other. Measured over `--seconds` after 1 s of warm-up:
 - sync_loss_stops: EMCYs 0x8100 (SYNC lost) or 0x8130 (heartbeat lost) on any bus: a drive
   stopped itself because the master was late;
 - command_to_rpdo: from posting a command to the setpoint frames computed from it leaving on the
-  bus (the cycle's flush before a SYNC), p50 / p99, s; a command superseded by a newer one before
-  any flush never reaches the bus and is not counted, nor is a setpoint sent again while no new
-  command came (command_interval: s between the ROS side's posts, p50 / p99 / max, says how
-  often they came);
+  bus (the cycle's flush before a SYNC), p50 / p99, s, from the first command on (warm-up
+  included: a drive that stops itself in the window sends no setpoint after, and a window-only
+  figure was then "nan"; command_to_rpdo_count says how many were measured); a command
+  superseded by a newer one before any flush never reaches the bus and is not counted, nor is a
+  setpoint sent again while no new command came (command_interval: s between the ROS side's
+  posts, p50 / p99 / max, says how often they came);
 - host_floor: a bare SCHED_FIFO loop on 1 ms deadlines in its own process, above every thread
   of the run, from before the drives start to the end: its lateness p50 / p99 / p99.9 / max and
-  the wake-ups more than 1 and 5 ms late, over the whole run ("run") and the window ("window"):
-  what this machine does to any real-time thread; steal: the CPU time the hypervisor took from
-  the machine's CPUs over the window, s (a VM);
+  the wake-ups more than 1 and 5 ms late and later than the drives' watchdog (over_watchdog:
+  `watchdog`, the shorter of drive.master_timeout and the SYNC-loss time, 10 ms: a host stall
+  that long stops the drives whatever the cycle does, so it explains a SYNC-loss stop), over the
+  whole run ("run") and the window ("window"): what this machine does to any real-time thread;
+  steal: the CPU time the hypervisor took from the machine's CPUs over the window, s (a VM);
 - sync_loss_stops_run: sync_loss_stops over the whole run (start-up and warm-up too);
 - cycle_cpu: CPU time of the cycle thread per SYNC cycle (the control periods from one SYNC to
   the next: SYNC, TPDO wait, safety layer, RPDO packing), p50 / p99, s; udp_multicast's sends
@@ -323,10 +327,17 @@ class DriveNodeSide:
         self.rclpy.shutdown()
 
 
-def probe() -> None:
+def watchdog_time(params) -> float:
+    """s: the drives' watchdog on the master, the shorter of the consumer heartbeat time
+    (drive.master_timeout) and the SYNC-loss time (canopen.sync_loss_periods SYNC periods)."""
+    return min(params.drive.master_timeout, params.canopen.sync_loss_periods * params.canopen.sync_period)
+
+
+def probe(watchdog: float) -> None:
     """The host's floor (PROBE_PRIORITY): a bare loop on absolute PROBE_PERIOD deadlines from
     'ready' on stdout until a line 'T0 T1' (time.monotonic() of the measured window) on stdin;
-    then prints its lateness (s) as JSON for the whole run and for the window (`floor_stats`)."""
+    then prints its lateness (s) as JSON for the whole run and for the window (`floor_stats`,
+    `watchdog` s the drives' watchdog)."""
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_PRIORITY))
     from quirobot_control.bridge.drive_cycle import absolute_sleeper
@@ -349,14 +360,17 @@ def probe() -> None:
         deadline += PROBE_PERIOD
     deadlines, lateness = deadlines[:k], lateness[:k]
     inside = (deadlines >= window[0]) & (deadlines <= window[1]) if len(window) == 2 else np.ones(k, bool)
-    print(json.dumps({"run": floor_stats(lateness), "window": floor_stats(lateness[inside])}), flush=True)
+    stats = {"run": floor_stats(lateness, watchdog), "window": floor_stats(lateness[inside], watchdog)}
+    print(json.dumps(stats), flush=True)
 
 
-def floor_stats(lateness: np.ndarray) -> dict[str, float]:
-    """Lateness (s) p50, p99, p999, max, and the wake-ups later than 1 ms and 5 ms."""
+def floor_stats(lateness: np.ndarray, watchdog: float) -> dict[str, float]:
+    """Lateness (s) p50, p99, p999, max, and the wake-ups later than 1 ms, 5 ms and `watchdog` s
+    (the drives' watchdog: over_watchdog)."""
     result = percentiles(lateness, 50, 99, 99.9, 100)
     result["over_1ms"] = int(np.count_nonzero(lateness > 1e-3))
     result["over_5ms"] = int(np.count_nonzero(lateness > 5e-3))
+    result["over_watchdog"] = int(np.count_nonzero(lateness > watchdog))
     return result
 
 
@@ -455,8 +469,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     here = os.path.abspath(__file__)
     # The floor's probe first, running through the whole run (start-up included); and the ROS
     # side's command publisher: nothing forks once the cycle runs (DriveNodeSide.start_controller).
+    watchdog = watchdog_time(params)
     floor = subprocess.Popen(
-        [sys.executable, here, "--probe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, here, "--probe", repr(watchdog)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     controller = DriveNodeSide.start_controller(list(DRIVES)) if ros_side == "drive_node" else None
     slaves = [
@@ -593,6 +611,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     # CPU per SYNC cycle: the periods from one SYNC up to the next.
     starts = np.flatnonzero(synced)
     sync_cpu = np.add.reduceat(cpu, starts)[:-1] if starts.size > 1 else np.array([])
+    command_to_rpdo = stats.window(stats.command_to_rpdo, 0, end)
     first_bus = params.canopen.channel_names[0]
     emcys = [code for bus in buses.values() for code in bus["emcy_codes"]]
     return {
@@ -605,7 +624,10 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         # The host's floor over the window (probe) and the CPU time the hypervisor took (s).
         "host_floor": host_floor,
         "steal": steal,
-        "command_to_rpdo": percentiles(stats.window(stats.command_to_rpdo, mark, end), 50, 99),
+        # From the first command on (the ring from cycle 0: NaN before it), not the window only.
+        "command_to_rpdo": percentiles(command_to_rpdo, 50, 99),
+        "command_to_rpdo_count": int(np.count_nonzero(np.isfinite(command_to_rpdo))),
+        "watchdog": watchdog,  # s: the drives' watchdog (host_floor's over_watchdog)
         # How often the ROS side's thread posted a command (every 1 ms asked; s between posts in
         # the window): its own scheduling, not the cycle's latency.
         "command_interval": percentiles(np.diff(window_posts), 50, 99, 100),
@@ -746,12 +768,14 @@ def table(results: list[dict]) -> str:
         "| load beside the loop | buses read by | ROS side | SYNC period p50 / p99 / p99.9 / max (ms) "
         "| periods > 1 ms late | SYNC-loss or heartbeat stops (window / whole run) "
         "| command -> RPDO p50 / p99 (ms) | CPU per SYNC cycle p50 / p99 (us) | of it, udp sends (us) "
-        "| host floor: bare 1 ms loop lateness p99.9 / max (ms), wake-ups > 5 ms late | steal (ms) "
+        "| host floor: bare 1 ms loop lateness p99.9 / max (ms), wake-ups > 5 ms late "
+        "| host floor wake-ups later than the drives' watchdog (window / whole run) | steal (ms) "
         "| load average (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        s, c, u, f = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"], r["host_floor"]["window"]
+        s, c, u = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"]
+        f, whole = r["host_floor"]["window"], r["host_floor"]["run"]
         lines.append(
             f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} "
             f"| {'cycle thread' if r['receive'] == 'cycle' else 'receive threads'} "
@@ -760,7 +784,8 @@ def table(results: list[dict]) -> str:
             f"| {r['late_cycles']} of {r['cycles']} | {r['sync_loss_stops']} / {r['sync_loss_stops_run']} "
             f"| {c['p50'] * ms:.2f} / {c['p99'] * ms:.2f} | {u['p50'] * us:.0f} / {u['p99'] * us:.0f} "
             f"| {r['transport_per_sync_cycle'] * us:.0f} "
-            f"| {f['p999'] * ms:.2f} / {f['max'] * ms:.2f}, {f['over_5ms']} | {r['steal'] * ms:.0f} "
+            f"| {f['p999'] * ms:.2f} / {f['max'] * ms:.2f}, {f['over_5ms']} "
+            f"| {f['over_watchdog']} / {whole['over_watchdog']} | {r['steal'] * ms:.0f} "
             f"| {r['load_average'][0]:.2f} |"
         )
     return "\n".join(lines)
@@ -807,15 +832,15 @@ def main() -> None:
         help="only the master's CPU per SYNC cycle with the transport out of the way (master_cpu)",
     )
     parser.add_argument("--serve-drives", nargs=2, metavar=("PORT", "BUS"), help=argparse.SUPPRESS)
-    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", type=float, metavar="WATCHDOG", help=argparse.SUPPRESS)
     parser.add_argument("--publish-commands", metavar="NAMES", help=argparse.SUPPRESS)
     add_save_option(parser, "drive_loop.txt")
     args = parser.parse_args()
     if args.serve_drives is not None:
         serve_drives(int(args.serve_drives[0]), args.serve_drives[1])
         return
-    if args.probe:
-        probe()
+    if args.probe is not None:
+        probe(args.probe)
         return
     if args.publish_commands is not None:
         publish_commands(args.publish_commands.split(","))

@@ -10,7 +10,9 @@
 - drilling_context: `hole_setup`, what the bridge runs for a goal's hole (safety.hole_context.
   HoleContext, msg/DrillingContext without ROS): monitor, fixtures, thrust feed-forward;
 - lockstep: `Lockstep`, the simulated plant's clock in lock-step with the controller manager;
-- controller_stopper: `ControllerStopper`, the trajectory controllers stop with the drives.
+- controller_stopper: `ControllerStopper`, the trajectory controllers stop with the drives;
+- signal_shutdown: `SignalShutdown`, drive_node's SIGINT and SIGTERM as a shutdown request
+  within a bound.
 
 The simulated backend (simulation.simulated_backend.simulated_bridge) sits above the bridge: the
 bridge imports neither the simulation nor the planner, so the real-motor path loads no MuJoCo.

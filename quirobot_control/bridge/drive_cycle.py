@@ -32,8 +32,20 @@ Crossing from ROS (any other thread) to the cycle, nothing that makes the cycle 
 - a cheap read of the bridge (its status for /diagnostics, its new events for the log):
   `call(function)` runs `function(bridge)` in the cycle thread after a period's step and hands
   the result back (the caller waits, at most a period or two);
-- messages (a refused command, an error of a request) go to `messages`, a deque the ROS side
-  drains.
+- messages (a refused command, an error of a request, an error in the cycle) go to `messages`,
+  a deque the ROS side drains.
+
+An error in the cycle (any exception of a period: the bridge's step, a command, the keep-alive,
+a call it serves) quick-stops every drive at once, with the error as the reason
+(`_stop_drives`): the hardware component's stop (every drive, latched, the reason in each sample's
+`stop_reason` and in the bridge's status, which drive_node logs and publishes) when the cycle
+owns the bridge; while a caller holds it (`exclusive`) or before it is open, every drive of the
+backend directly, and the hardware latches the reason at the next period the cycle owns. The
+cycle then goes on (SYNC, heartbeat, feedback: the drives' statuswords confirm their stop, the
+joint states stay measured; a step that failed before its SYNC is replaced by a keep-alive
+period); an error repeated every period is reported once (`errors` counts them). Before, the
+cycle logged the error and went on with the drives enabled: the SYNCs fed their watchdogs and
+nothing stopped them.
 
 Garbage collection (`gc_policy`): "auto" is Python's default (a generation-0 collection every
 ~700 container allocations, in whichever thread allocates: sometimes this one); "freeze"
@@ -84,6 +96,7 @@ from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, Joint
 from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_description.parameters import RobotParameters
+from quirobot_description.sourced_yaml import one_line
 
 GC_POLICIES = ("auto", "freeze", "manual")
 #: clock_nanosleep(2) and mlockall(2) constants (Linux).
@@ -286,6 +299,7 @@ class DriveCycle:
         self.stats = CycleStats(self.settings.stats_capacity)
         self.messages: collections.deque[str] = collections.deque(maxlen=1000)
         self.latest: CycleOutput | None = None
+        self.errors = 0  # exceptions in the cycle (each one stopped every drive: _stop_drives)
         self.report: RealtimeReport | None = None
         self._stop = threading.Event()
         self._started = threading.Event()
@@ -303,6 +317,9 @@ class DriveCycle:
         self._calls: collections.deque[_Call] = collections.deque()
         self._receive_threads: tuple[threading.Thread, ...] = ()
         self._switch_interval: float | None = None  # the interpreter's, restored by stop()
+        self._last_error: str | None = None  # the last error's reason (reported once while repeated)
+        self._unlatched: str | None = None  # a stop reason the hardware has yet to latch (_stop_drives)
+        self._counted: int | None = None  # the backend's period count before this period's step
 
     # --- the ROS side ---------------------------------------------------------------------------
     def start(self, timeout: float = 5.0) -> RealtimeReport:
@@ -480,9 +497,14 @@ class DriveCycle:
                         self._keep_alive()
                     self._record_bus(k)
                 else:
+                    self._counted = getattr(self.backend, "cycles", None)  # the backend's periods so far
                     self._cycle(begin, k)
-            except Exception as error:  # noqa: BLE001  (the cycle must survive; the bridge stops the drives)
-                self.messages.append(f"drive cycle error: {type(error).__name__}: {error}")
+            except Exception as error:  # noqa: BLE001  (any error in the cycle stops every drive)
+                try:
+                    self._stop_drives(error, k)
+                except Exception as failure:  # noqa: BLE001  (last resort: silence, the drives' watchdogs)
+                    self.messages.append(f"drive cycle ended: its stop failed: {one_line(failure)}")
+                    self._stop.set()
             if manual_gc and deadline + period - self.clock() > self.settings.gc_slack:
                 gc.collect(2 if stats.cycles % full_every == 0 else 0)
                 stats.collections += 1
@@ -497,6 +519,9 @@ class DriveCycle:
 
     def _cycle(self, now: float, k: int) -> None:
         bridge, stats = self.bridge, self.stats
+        if self._unlatched is not None:  # an error while the cycle did not own the bridge
+            bridge.hardware.stop(self._unlatched)
+            self._unlatched = None
         command = self.mailbox.take()
         if command is not None:
             names, position, velocity, received = command
@@ -510,6 +535,61 @@ class DriveCycle:
         self._record_bus(k)
         if self._calls:
             self._calls.popleft().serve(bridge)
+
+    def _stop_drives(self, error: BaseException, k: int) -> None:
+        """In the cycle thread, after `error` in period `k`: quick-stop every drive with the error
+        as the reason, report it (once while it repeats) and publish the stopped state (see the
+        module doc). Owning the bridge (not paused), through the hardware's stop; else every
+        drive of the backend directly, the reason latched by the hardware at the next owned period."""
+        reason = f"drive cycle error: {type(error).__name__}: {one_line(error) or 'no message'}"
+        self.errors += 1
+        report = reason != self._last_error  # a repeated error is reported once
+        if report:
+            self._last_error = reason
+            self.messages.append(f"{reason}: every drive quick-stopped")
+        bridge = None if self._pause else self.bridge
+        if bridge is None:
+            self._unlatched = self._unlatched or reason
+            self._quick_stop_backend(report)
+            return
+        try:
+            bridge.hardware.stop(reason)
+        except Exception as failure:  # noqa: BLE001  (the drives must stop all the same)
+            if report:
+                self.messages.append(f"hardware stop failed ({one_line(failure)}): drives stopped directly")
+            self._quick_stop_backend(report)
+        if self._keep_alive is not None and getattr(self.backend, "cycles", None) == self._counted:
+            with contextlib.suppress(Exception):  # the step failed before its SYNC: this period's
+                self._keep_alive()
+        sample = self._stopped_sample(bridge)
+        if sample is not None:
+            self.latest = CycleOutput(self.stats.cycles, sample)
+        with contextlib.suppress(Exception):
+            self._record_bus(k)
+        if self._calls:  # a status request: the stop is what it reads
+            self._calls.popleft().serve(bridge)
+
+    def _quick_stop_backend(self, report: bool) -> None:
+        """Every drive of the attached backend quick-stopped (each tried whatever the others do);
+        `report`: failures go to `messages`."""
+        drives = getattr(self.backend, "drives", None) or {}
+        for name, drive in drives.items():
+            try:
+                drive.quick_stop()
+            except Exception as failure:  # noqa: BLE001  (every other drive must still stop)
+                if report:
+                    self.messages.append(f"quick stop of {name} failed: {one_line(failure)}")
+
+    def _stopped_sample(self, bridge: DriveBridge) -> JointStateSample | None:
+        """The drives' own feedback and the latched stop, or, if the drives cannot be read, the
+        last sample with the stop reason."""
+        try:
+            return bridge.sample(active=False)
+        except Exception:  # noqa: BLE001  (the last measured state, with the reason)
+            previous = self.latest.sample if self.latest is not None else None
+            if previous is None:
+                return None
+            return dataclasses.replace(previous, stop_reason=bridge.hardware.stop_reason)
 
     def _record_bus(self, k: int) -> None:
         backend, stats = self.backend, self.stats

@@ -37,8 +37,9 @@ What it does, as a real drive would:
   complete (design assumption: CiA 402 transition 12 would switch the power stage off at once and
   let a vertical axis coast onto its brake; the master never sends it before the statusword
   reports the stop complete either, drives.canopen_master). Halt (bit 8): the ramp and hold, in
-  Operation enabled. Homing (mode 6, bit 4 rising edge): statusword bit 12 homing attained,
-  bit 13 homing error.
+  Operation enabled. Homing (mode 6): controlword bit 4's rising edge starts the run, held set
+  it goes on, its falling edge interrupts it (ramp to a stop, hold, not homed); statusword bit 12
+  homing attained, bit 13 homing error.
 - The master is watched (CiA 301): SYNC loss (no SYNC for `sync_loss_periods` periods once
   SYNCs came) and the consumer heartbeat 0x1016 (node id << 16 | ms; armed by the first
   heartbeat) act per the abort-connection option code 0x6007 (1 fault, 2 disable voltage,
@@ -635,7 +636,9 @@ class CanopenServoSimulator:
             self._mode = value
 
     def _operation_bits(self, controlword: int, previous: int) -> None:
-        """Halt (bit 8) and homing start (bit 4, rising edge) in Operation enabled."""
+        """Halt (bit 8) and homing operation start (bit 4) in Operation enabled: in homing mode
+        its rising edge starts a run, held set the run goes on, its falling edge interrupts the run
+        (CiA 402: ramp to a stop, hold, not homed)."""
         drive = self.drive
         halted = drive.control.halted
         if controlword & CW_HALT and not halted:
@@ -645,7 +648,11 @@ class CanopenServoSimulator:
             # CSP goes on from where the halt holds (the master's next target should be near it).
             self._csp_from = self._csp_to = drive.feedback().position
             self._csp_velocity = 0.0
-        if self._mode == MODE_HOMING and controlword & CW_HOMING_START and not previous & CW_HOMING_START:
+        if self._mode != MODE_HOMING:
+            return
+        if previous & CW_HOMING_START and not controlword & CW_HOMING_START:
+            drive.control.interrupt_homing()
+        elif controlword & CW_HOMING_START and not previous & CW_HOMING_START:
             try:
                 drive.start_homing()
             except DriveError:

@@ -16,7 +16,8 @@ watchdog and homing: the drive's `DriveController` (drives.drive_control) above 
   (drive.quick_stop_deceleration), brake at standstill, then off; category 0 on request
   (quick_stop(StopCategory.TORQUE_OFF)), and for a drive whose position loop was never configured
   (nothing to ramp with: the behaviour before v2); halt()/resume(): category 2;
-- master watchdog (`master_watchdog=True`, drive.master_timeout) checked in advance();
+- master watchdog (`master_watchdog=True`, drive.master_timeout) checked in advance(), in every
+  mode: a homing run needs its master's start_homing() held (called again each period) too;
 - homing against a limit switch at the axis's homing.switch_position (the joint coordinate).
 
 Zero current: after a category 0 stop (a power-stage fault), a fault reset and a stop's or a
@@ -241,7 +242,9 @@ class SimulatedDrive:
         self.control.command_position(*values)
 
     def start_homing(self) -> None:
-        """Run the axis's homing (HOMING mode, ENABLED): DriveFeedback.homed when done."""
+        """Run the axis's homing (HOMING mode, ENABLED): DriveFeedback.homed when done. Called
+        again during the run: it goes on (the master's homing command held, which feeds the master
+        watchdog: a run whose master goes silent stops itself after drive.master_timeout)."""
         if self._state is not DriveState.ENABLED:
             raise DriveError(
                 f"drive {self.name}: start_homing needs an ENABLED drive, it is {self._state.name}"

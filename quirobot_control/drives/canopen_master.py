@@ -21,7 +21,8 @@ bit 13 homing error -> FAULT).
 Cycle. At start-up the master configures the drive by SDO (pre-operational): scaling check,
 quick-stop option code 0x605A = 2 and deceleration 0x6085 (stop category 1: the drive's own
 ramp, then the brake at standstill), abort-connection option 0x6007 = 3 and consumer heartbeat
-0x1016 on the master's heartbeat (drive.master_timeout), the position-loop gains, the homing
+0x1016 on the master's heartbeat (drive.master_timeout), these three read back (a drive that
+does not keep them would go on without its master: refused), the position-loop gains, the homing
 objects, the mode, the PDOs; then NMT operational. One SYNC per cycle (`canopen.sync_period`,
 produced by whoever owns the bus: `network.sync.transmit()` in lock-step with the control loop,
 or `network.sync.start(period)`): each node answers with TPDO1 (statusword, position) and TPDO2
@@ -367,20 +368,52 @@ class CanopenDrive:
                 )
 
     def _configure_stops(self) -> None:
-        """Category-1 quick stop on the drive's ramp; the drive watches the master's heartbeat."""
+        """Category-1 quick stop on the drive's ramp; the drive watches the master's heartbeat and
+        quick-stops itself when it is lost, in every mode (0x6007 = 3). Each watchdog object is
+        read back: a drive that does not keep one (CiA 402 0x6007 = 0 is "no action") would go
+        on without its master, and is refused (CanopenConfigurationError naming the object)."""
         sdo = self.node.sdo
-        sdo[QUICK_STOP_OPTION_CODE].raw = QUICK_STOP_RAMP_THEN_DISABLE
         sdo[QUICK_STOP_DECELERATION].raw = self.units.positive_counts(
             self.quick_stop_deceleration, "quick-stop deceleration"
         )
-        sdo[ABORT_CONNECTION_OPTION_CODE].raw = ABORT_CONNECTION_QUICK_STOP
+        expected = self._master_watch()
+        for (index, subindex, _), value in expected.items():
+            entry = sdo[index] if subindex == 0 else sdo[index][subindex]
+            entry.raw = value
+        for (index, subindex, label), actual in self._read_master_watch().items():
+            if actual != expected[index, subindex, label]:
+                raise CanopenConfigurationError(
+                    f"{self._who()}: {label} 0x{index:04X}:{subindex} reads {actual} after "
+                    f"{expected[index, subindex, label]} was written: the drive would not stop itself on "
+                    "a lost master (commission it to keep the value)"
+                )
+
+    def _master_watch(self) -> dict[tuple[int, int, str], int]:
+        """What start() writes for the drive to stop itself on a lost master, by (index,
+        subindex, name): the quick-stop option (category 1), the abort-connection option (quick
+        stop) and the consumer heartbeat on the master's (node id << 16 | ms; none without a
+        finite drive.master_timeout)."""
+        watch = {
+            (QUICK_STOP_OPTION_CODE, 0, "quick-stop option code"): QUICK_STOP_RAMP_THEN_DISABLE,
+            (ABORT_CONNECTION_OPTION_CODE, 0, "abort-connection option code"): ABORT_CONNECTION_QUICK_STOP,
+        }
         if math.isfinite(self.master_timeout):
             milliseconds = round(self.master_timeout * 1000.0)
             if not 1 <= milliseconds <= 0xFFFF:
                 raise CanopenConfigurationError(
                     f"{self._who()}: master timeout {self.master_timeout} s is not 1..65535 ms (0x1016)"
                 )
-            sdo[CONSUMER_HEARTBEAT_TIME][1].raw = self.bus.master_node_id << 16 | milliseconds
+            watch[CONSUMER_HEARTBEAT_TIME, 1, "consumer heartbeat time"] = (
+                self.bus.master_node_id << 16 | milliseconds
+            )
+        return watch
+
+    def _read_master_watch(self) -> dict[tuple[int, int, str], int]:
+        """The drive's values of the `_master_watch` objects, read by SDO."""
+        sdo = self.node.sdo
+        return {
+            key: (sdo[key[0]] if key[1] == 0 else sdo[key[0]][key[1]]).raw for key in self._master_watch()
+        }
 
     def _configure_homing(self, homing: HomingParameters) -> None:
         sdo = self.node.sdo
@@ -560,6 +593,8 @@ class CanopenDrive:
             raise DriveError(f"{self._who()}: cannot zero the targets 0x6071/0x607A: {error}") from error
         self._halted = False
         self._torque = (0, 0)
+        with self._mutex:
+            self._homing_started = False  # a run ends when the drive leaves Operation enabled
         if self._started:
             self.node.rpdo[2][TARGET_POSITION].raw = here
             self.node.rpdo[2][VELOCITY_OFFSET].raw = 0
@@ -671,16 +706,12 @@ class CanopenDrive:
         logger.info("%s: fault reset", self._who())
 
     def _configuration_lost(self) -> bool:
-        """The stop configuration read back by SDO differs from what start() wrote (a restart
-        whose boot-up frame was missed)."""
+        """The stop and master-watch configuration read back by SDO differs from what start()
+        wrote (a restart whose boot-up frame was missed)."""
         try:
-            options = (
-                self.node.sdo[QUICK_STOP_OPTION_CODE].raw,
-                self.node.sdo[ABORT_CONNECTION_OPTION_CODE].raw,
-            )
+            return self._read_master_watch() != self._master_watch()
         except _COMMUNICATION_ERRORS as error:
             raise DriveError(f"{self._who()}: configuration not readable: {error}") from error
-        return options != (QUICK_STOP_RAMP_THEN_DISABLE, ABORT_CONNECTION_QUICK_STOP)
 
     def command_current(self, current: float) -> None:
         """CST: send the q-axis current reference (A) as target torque 0x6071 in RPDO1.
@@ -804,7 +835,10 @@ class CanopenDrive:
 
     def start_homing(self) -> None:
         """Run the drive's homing (HOMING mode, ENABLED): controlword bit 4 by RPDO; `homed` once
-        the statusword reports homing attained (bit 12), FAULT on a homing error (bit 13)."""
+        the statusword reports homing attained (bit 12), FAULT on a homing error (bit 13). Called
+        again while the run is in progress (the homing sequence holds its command every period):
+        the run goes on and nothing is sent (the drive keeps bit 4 set as received; a new rising
+        edge would restart it; its watchdog on the master is the bus's SYNC and heartbeat)."""
         self._check_mode(DriveMode.HOMING, "start_homing")
         if self.homing is None:
             raise DriveError(f"{self._who()}: no homing configured for this axis")
@@ -813,6 +847,8 @@ class CanopenDrive:
         if state is not DriveState.ENABLED:
             raise DriveError(f"{self._who()} is {state.name}: homing needs the drive enabled")
         with self._mutex:
+            if self._homing_started and not self._homed:
+                return  # the run in progress goes on
             self._homed = False
             self._homing_started = True
         self._send_rpdo(CW_ENABLE_OPERATION, 0)  # bit 4 low first: the start is its rising edge

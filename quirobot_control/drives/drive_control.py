@@ -15,7 +15,8 @@ API (positions m or rad, velocities m/s or rad/s, currents A, times s):
     controller.command_current(current)                        # CST: the host's current
     output = controller.step(dt, position, velocity, switch)   # every sample: ControlOutput
     controller.quick_stop(StopCategory.RAMP_THEN_OFF)          # or halt(), resume()
-    controller.start_homing()                                  # in HOMING
+    controller.start_homing()                                  # in HOMING (again: the run goes on)
+    controller.interrupt_homing()                              # the run ends: ramp down, hold
     controller.disable_operation()                             # 0x605C = 1: ramp, brake, then off
     controller.disable() / controller.reset()                  # power off at once / clear a stop
     controller.drive_fault(controllable=True)                  # 0x605E = 2: ramp; False: category 0
@@ -54,14 +55,17 @@ The laws:
   (over-temperature, following error, a command or communication fault) stops with the quick-stop
   ramp (0x605E = 2: category 1); a power-stage fault (over-current, DC-link under-voltage, STO) or
   a lost position (encoder) switches off at once (category 0).
-- Master watchdog: while powered and not stopping, in any mode, a drive without a command for
-  longer than master_timeout stops itself with category 1 and sets `fault`. A homing run
-  (start_homing() is its command) goes on without the master for its time allowance
-  (`homing_allowance`, `homing_time_allowance`: it moves away from the patient towards its
-  switch) and stops itself after it; a drive holding in HOMING mode (before or after its run)
-  needs commands like any other, so a host that dies during homing leaves no drive powered with
-  its brake released. Nothing restarts by itself: only reset() (the caller's fault reset) clears a
-  stop, and then enable() is needed.
+- Master watchdog: while powered and not stopping, in every mode, homing included, a drive
+  without a command for longer than master_timeout stops itself with category 1 and sets
+  `fault`. During a homing run the master's command is start_homing() held: called again while
+  the run is in progress it goes on (CiA 402 controlword bit 4 kept set: "homing operation
+  active"; only a new run starts one) and feeds the watchdog, so a run whose master goes silent
+  stops master_timeout later, wherever it is. Before, a run went on without its master for its
+  whole time allowance (81 s for the drill feed, 128 s for wrist_yaw on the shipped parameters).
+  A drive holding in HOMING mode (before or after its run) needs commands like any other, so a
+  host that dies during homing leaves no drive powered with its brake released. Nothing
+  restarts by itself: only reset() (the caller's fault reset) clears a stop, and then enable()
+  is needed. interrupt_homing() (bit 4 falling during the run) ends the run: ramp down, hold.
 - Fault reset during a stop: reset() is refused (DriveError) while a stop is in progress
   (`stop_in_progress`: ramping, or at standstill holding under power while the brake engages):
   switching the inverter off mid-ramp would let the axis coast onto its brake.
@@ -100,7 +104,6 @@ class DriveControlSettings:
     master_timeout: float | None = None  # s without a command before stopping; None: no watchdog
     homing: HomingParameters | None = None  # None: start_homing() refused
     absolute: bool = True  # an absolute encoder: homed at power-up
-    homing_allowance: float | None = None  # s a homing run may go on without its master; None: no limit
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -113,12 +116,6 @@ class DriveControlSettings:
         if not math.isfinite(self.brake_engage_time) or self.brake_engage_time < 0.0:
             raise ValueError(
                 f"drive {self.name}: brake_engage_time must be >= 0 s, got {self.brake_engage_time!r}"
-            )
-        if self.homing_allowance is not None and not (
-            math.isfinite(self.homing_allowance) and self.homing_allowance > 0.0
-        ):
-            raise ValueError(
-                f"drive {self.name}: homing_allowance must be > 0 s or None, got {self.homing_allowance!r}"
             )
         if self.master_timeout is not None and not (
             math.isfinite(self.master_timeout) and self.master_timeout > 0.0
@@ -151,7 +148,6 @@ def control_settings(
     drive_train = params.axis(axis)
     motor, transmission = drive_train.motor, drive_train.transmission
     homing = params.homing.get(axis)
-    allowance = None if homing is None else homing_time_allowance(homing, *axis_travel(params, axis))
     counts_per_unit = params.drive.encoder_counts_per_rev * transmission.ratio / (2.0 * math.pi)
     return DriveControlSettings(
         name=axis,
@@ -162,7 +158,6 @@ def control_settings(
         master_timeout=params.drive.master_timeout if master_watchdog else None,
         homing=homing,
         absolute=absolute,
-        homing_allowance=allowance,
     )
 
 
@@ -180,6 +175,7 @@ class _Homing(enum.Enum):
     LEAVE = "leave"  # switch active: away from it at the zero speed, until its falling edge
     STOP = "stop"  # edge latched: ramp to zero
     DONE = "done"
+    INTERRUPTED = "interrupted"  # the master ended the run: ramp to zero, then hold (not homed)
 
 
 class DriveController:
@@ -402,31 +398,38 @@ class DriveController:
 
     # --- homing -------------------------------------------------------------------------------
     def start_homing(self) -> None:
-        """Run the configured homing (HOMING mode, powered, not stopping)."""
+        """Run the configured homing (HOMING mode, powered, not stopping); during a run in
+        progress, the master's command that it goes on (no restart: the watchdog is fed)."""
         self._check_mode(DriveMode.HOMING, "start_homing")
         if self.settings.homing is None:
             raise DriveError(f"drive {self.name}: no homing configured")
         if not self.power or self.stopping is not None:
             raise DriveError(f"drive {self.name}: start_homing needs an enabled drive that is not stopping")
+        self.since_command = 0.0  # the master's command (module doc: master watchdog)
+        if self._homing in (_Homing.SEARCH, _Homing.LEAVE, _Homing.STOP):
+            return  # the run in progress goes on
         self.homed = False
-        self.since_command = 0.0  # the master's command: the run may go on without it (allowance)
         self._homing = _Homing.SEARCH
         self._reference_position, self._reference_velocity = self._last_position, 0.0
+
+    def interrupt_homing(self) -> None:
+        """End the homing run in progress where it is (CiA 402: controlword bit 4 falling during
+        the run): ramp to a stop at the homing acceleration, then hold; not homed. No-op without
+        a run."""
+        if self._homing in (_Homing.SEARCH, _Homing.LEAVE, _Homing.STOP):
+            self._homing = _Homing.INTERRUPTED
 
     # --- the drive's sample -------------------------------------------------------------------
     def step(self, dt: float, position: float, velocity: float, switch: bool = False) -> ControlOutput:
         """One step of dt s from the measured raw position and velocity (see the module doc)."""
         self._last_position, self._last_velocity = float(position), float(velocity)
         timeout = self.settings.master_timeout
-        if timeout is not None and self.power and (self.stopping is None or self.halted):
-            homing = self._homing not in (None, _Homing.DONE)
-            if homing:
-                allowance = self.settings.homing_allowance
-                timeout = math.inf if allowance is None else max(timeout, allowance)
-            if self.since_command > timeout:
-                limit = f"homing allowance {timeout:.1f} s" if homing else f"master_timeout {timeout} s"
-                self.fault = f"master lost: no command for {self.since_command:.4f} s ({limit})"
-                self.quick_stop(StopCategory.RAMP_THEN_OFF)
+        watched = timeout is not None and self.power and (self.stopping is None or self.halted)
+        if watched and self.since_command > timeout:  # in every mode, a homing run too (module doc)
+            during = ", during a homing run" if self._homing not in (None, _Homing.DONE) else ""
+            silent = f"no command for {self.since_command:.4f} s"
+            self.fault = f"master lost: {silent} (master_timeout {timeout} s{during})"
+            self.quick_stop(StopCategory.RAMP_THEN_OFF)
         if self.power:
             if self.mode is DriveMode.CST and self.stopping is None:
                 self._output = self._current_command  # the host's current, at once
@@ -522,6 +525,11 @@ class DriveController:
         if homing is None or self._homing is None:  # HOMING mode, homing not started: hold
             return self._track()
         direction = homing.direction
+        if self._homing is _Homing.INTERRUPTED:
+            self._ramp(0.0, homing.acceleration, period)
+            if self._reference_velocity == 0.0:
+                self._homing = None  # holds where it stopped
+            return self._track()
         if self._homing is _Homing.SEARCH:
             if switch:
                 self._homing = _Homing.LEAVE

@@ -15,11 +15,12 @@ Steps:
      drive not homing stops itself (category 1) after drive.master_timeout;
   2. per axis in the order: that drive changes to HOMING without letting go (disable(), the
      disable's ramp holds under power, set_mode(HOMING), enable() takes over bumplessly), then
-     start_homing(), and the sequence waits for DriveFeedback.homed; the homing run goes on
-     without the master for at most its time allowance (the drive's own watchdog), so a host that
-     dies mid-homing leaves it stopped after that. Once homed it changes back to CSP the same way
-     and holds its home position like the others. A drive that faults, stops or takes longer than
-     its allowance fails the sequence;
+     start_homing(), and the sequence waits for DriveFeedback.homed, holding the command every
+     period (start_homing() again: the run goes on, CiA 402 controlword bit 4 kept set), which
+     feeds that drive's master watchdog too: if the host dies mid-homing the homing drive stops
+     itself after drive.master_timeout like the others, wherever its run is. Once homed it changes
+     back to CSP the same way and holds its home position like the others. A drive that faults,
+     stops or takes longer than its allowance fails the sequence;
   3. hand-over, every drive at once: quick_stop() at standstill, a category 1 stop that brakes
      each axis under power before its inverter goes off (disable() would switch off at once and
      let a vertical axis fall for drive.brake_engage_time until its brake holds); once every
@@ -33,12 +34,15 @@ listed in `rehome`. The sequence never resets a fault it did not cause: a drive 
 Time allowance per axis (drives.drive_control.homing_time_allowance): twice the time to cross the
 axis's whole travel at the search speed plus the time to leave the switch at the zero speed over
 the stopping distance, plus one second (computed from the parameter file: a homing that has not
-ended by then has lost its switch).
+ended by then has lost its switch). The sequence's time is the caller's clock (s): a time that is
+not a finite number, or earlier than the previous step's, fails the sequence (HomingError naming
+it): a NaN never exceeds an allowance, and a clock gone back would give the run more time.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 from quirobot_control.drives.drive_control import axis_travel, homing_time_allowance
@@ -99,6 +103,7 @@ class HomingSequence:
         self._homed: list[str] = [name for name in order if name in drives and name not in self._queue]
         self._step = _Step.ENABLE if self._queue else _Step.DONE  # nothing to home: nothing moves
         self._since: float | None = None  # time the current step started
+        self._time: float | None = None  # the previous step's time (s): time never goes back
         self._hold: dict[str, float] = {}  # position each drive not homing holds (CSP), m or rad
 
     @property
@@ -112,9 +117,11 @@ class HomingSequence:
         )
 
     def step(self, time: float) -> HomingProgress:
-        """One control period at `time` (s); raises HomingError naming the axis on a failure."""
+        """One control period at `time` (s); raises HomingError naming the axis on a failure, or
+        the time if it is not a finite number or earlier than the previous step's."""
         if self._step is _Step.DONE:
             return self.progress
+        self._check_time(time)
         if self._step is _Step.ENABLE:
             for name, drive in self.drives.items():
                 drive.set_mode(DriveMode.CSP)
@@ -153,6 +160,8 @@ class HomingSequence:
                     f"homing {name}: not homed after {time - self._since:.1f} s "
                     f"(allowance {self.allowance[name]:.1f} s): home switch not found"
                 )
+            else:
+                drive.start_homing()  # the run goes on: its command held (feeds its watchdog)
             self._command_holds()
             return self.progress
         # Hand-over: every axis brakes under power; once every stop is complete, off, in the
@@ -170,6 +179,21 @@ class HomingSequence:
             drive.set_mode(self.operating_mode)
         self._step = _Step.DONE
         return self.progress
+
+    def _check_time(self, time: float) -> None:
+        """HomingError unless `time` (s) is a finite number no earlier than the previous step's."""
+        axis = self._queue[0] if self._queue else "hand-over"
+        try:
+            value = float(time)
+        except (TypeError, ValueError):
+            raise HomingError(f"homing {axis}: time must be a number of seconds, got {time!r}") from None
+        if not math.isfinite(value):
+            raise HomingError(f"homing {axis}: time must be a finite number of seconds, got {time!r}")
+        if self._time is not None and value < self._time:
+            raise HomingError(
+                f"homing {axis}: time went back from {self._time!r} s to {value!r} s (it must not go back)"
+            )
+        self._time = value
 
     def _command_holds(self) -> None:
         """Every drive not homing now holds its position (CSP): the command feeds its watchdog."""

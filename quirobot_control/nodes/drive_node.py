@@ -82,8 +82,12 @@ publisher gives it): the hole itself, which the joint states show only through t
 counts (a gantry count is 0.5-0.8 um).
 A start-up failure (no such CAN interface, a node that does not
 answer, a malformed description, ...) is logged in one line and the node exits with status 1
-without enabling anything. On shutdown (SIGINT or SIGTERM) every drive is stopped and the buses
-are released; the node exits with status 0.
+without enabling anything. On shutdown (SIGINT or SIGTERM, also during the start-up; a second
+signal changes nothing) every drive is stopped and the buses are released, the node logs
+"shut down on SIGINT: drives stopped, buses released" and exits with status 0; a shutdown that
+does not end within bridge.signal_shutdown.SHUTDOWN_BOUND (4.5 s, below launch's 5 s before
+SIGTERM) prints every thread's stack and ends the process with status 1 (the drives' own
+watchdogs stop them).
 """
 
 from __future__ import annotations
@@ -118,23 +122,30 @@ class DriveNodeParameters:
 
 def main(args: list[str] | None = None) -> int:
     import rclpy
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.signals import SignalHandlerOptions
 
-    # SIGINT and SIGTERM (launch's escalation) as KeyboardInterrupt in spin, so that the drives are
-    # stopped and the buses released on the way out. Not rclpy's handler: it shuts the context
-    # down under a spinning executor (a take_message RuntimeError, exit 1). Installed explicitly:
-    # a SIGINT ignored by the parent (a launch in a non-interactive shell) is inherited as ignored.
+    from quirobot_control.bridge.signal_shutdown import SignalShutdown
+
+    # SIGINT and SIGTERM (launch's escalation) as a request to shut down, never an exception
+    # (bridge.signal_shutdown: a KeyboardInterrupt raised wherever the main thread was left the node
+    # running, or its cleanup half done), so that the drives are stopped and the buses released on
+    # the way out, within a bound. Not rclpy's handler: it shuts the context down under a spinning
+    # executor (a take_message RuntimeError, exit 1).
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, _interrupt)
+    shutdown = SignalShutdown().install()
     # A crash, and a SIGTERM (launch's escalation after a SIGINT not obeyed within 5 s), print
-    # every thread's Python stack to the launch's log; the SIGTERM then goes on to _interrupt.
+    # every thread's Python stack to the launch's log; the SIGTERM then goes on to the request.
     faulthandler.enable()
     faulthandler.register(signal.SIGTERM, chain=True)
     node = Node("drive_node")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
 
     def shut_down() -> None:
+        executor.remove_node(node)
+        executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
@@ -145,32 +156,36 @@ def main(args: list[str] | None = None) -> int:
         node.get_logger().fatal(f"drive start-up failed: {error}")
         shut_down()
         return 1
-    description = parameters.description or _wait_for_description(node)
-    if not description:  # interrupted while waiting
-        shut_down()
-        return 0
-    try:
-        params, control = _configuration()
-        lockstep = _lockstep(control.dt, parameters) if parameters.publish_clock else None
-        skin = DriveNode(node, parameters, lockstep, control)  # its ROS entities before the drives
-        skin.attach(*_open_drives(parameters, params, control, description, node))
+    description = parameters.description or _wait_for_description(node, executor, shutdown.requested)
+    skin = None
+    try:  # a signal meanwhile: the next step is not begun (each runs to its end: no exception)
+        if description and not shutdown.requested.is_set():
+            node.get_logger().info(f"opening the {parameters.backend_name} drives")
+            params, control = _configuration()
+            lockstep = _lockstep(control.dt, parameters) if parameters.publish_clock else None
+        if description and not shutdown.requested.is_set():
+            skin = DriveNode(node, parameters, lockstep, control)  # its ROS entities before the drives
+        if skin is not None and not shutdown.requested.is_set():
+            skin.attach(*_open_drives(parameters, params, control, description, node))
     except (ValueError, OSError) as error:
         node.get_logger().fatal(f"drive start-up failed: {' '.join(str(error).split())}")
         shut_down()
         return 1
-    try:
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    except RuntimeError:
-        # The signal's KeyboardInterrupt raised inside rclpy's C++ take_message comes out as a
-        # pybind11 RuntimeError; a RuntimeError without a signal is a real error.
-        if not _INTERRUPTED:
-            raise
-    finally:
-        skin.close()
+    if skin is None or skin.bridge is None:  # a signal before the drives were opened
+        why = shutdown.received[0] if shutdown.received else "the context's shutdown"
+        node.get_logger().info(f"shut down on {why} before the drives were opened")
         shut_down()
-    return 0
+        shutdown.exit(0)
+    try:
+        while not shutdown.requested.is_set() and rclpy.ok():  # a signal during start-up too
+            executor.spin_once(timeout_sec=SPIN_TIMEOUT)
+    finally:
+        shutdown.arm()  # the way out is bounded, whatever began it (a signal, an error)
+        skin.close()
+        why = shutdown.received[0] if shutdown.received else "an error"
+        node.get_logger().info(f"shut down on {why}: drives stopped, buses released")
+        shut_down()
+    shutdown.exit(0)  # everything released: no interpreter finalization (bridge.signal_shutdown)
 
 
 def _declare_parameters(node) -> DriveNodeParameters:
@@ -200,9 +215,9 @@ def _declare_parameters(node) -> DriveNodeParameters:
     )
 
 
-def _wait_for_description(node) -> str:
+def _wait_for_description(node, executor, interrupted) -> str:
     """The latched /robot_description (std_msgs/String), spun for until it comes; "" if
-    interrupted (SIGINT, SIGTERM) or the context shut down first."""
+    `interrupted` (a threading.Event: SIGINT, SIGTERM) is set or the context shut down first."""
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile
     from std_msgs.msg import String
@@ -211,12 +226,9 @@ def _wait_for_description(node) -> str:
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     node.create_subscription(String, "/robot_description", lambda m: received.append(m.data), latched)
     node.get_logger().info("waiting for /robot_description")
-    try:
-        while rclpy.ok() and not received:
-            rclpy.spin_once(node, timeout_sec=0.5)
-    except KeyboardInterrupt:
-        return ""
-    return received[0] if received else ""
+    while rclpy.ok() and not received and not interrupted.is_set():
+        executor.spin_once(timeout_sec=SPIN_TIMEOUT)
+    return received[0] if received and not interrupted.is_set() else ""
 
 
 def _configuration():
@@ -630,13 +642,9 @@ def _lockstep(dt: float, parameters: DriveNodeParameters):
 
 #: s of wall time between ticks of the lock-step's guard (publish_clock).
 LOCKSTEP_GUARD_TICK = 0.01
-
-_INTERRUPTED: list[int] = []
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    _INTERRUPTED.append(signum)
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+#: s the executor waits at most for work before the main loop looks at the shutdown request again
+#: (its timers wake it every period anyway).
+SPIN_TIMEOUT = 0.1
 
 
 if __name__ == "__main__":

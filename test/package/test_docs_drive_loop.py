@@ -32,3 +32,23 @@ def test_a_changed_figure_changes_the_verdict():
         changed = text.replace(run[column], " / ".join([*cells[:2], p999, cells[3]]), 1)
         expected = f"SYNC period p99.9 {float(p999):g} ms (period 2 ms + 1 ms) ({verdict}"
         assert expected in script.verdicts(changed)[0]
+
+
+def test_a_run_with_the_floors_watchdog_column_names_the_stalls_it_explains():
+    """Files written since issue 32 have the floor's wake-ups later than the drives' watchdog: the
+    verdict says how many (window, whole run); a file without the column keeps its verdicts."""
+    text = script.RESULTS.read_text()
+    lines = text.splitlines()
+    header = next(k for k, line in enumerate(lines) if line.startswith("|"))
+    column = script.OVER_WATCHDOG
+    lines[header] = lines[header].replace("| steal (ms) |", f"| {column} | steal (ms) |")
+    lines[header + 1] += "---|"
+    rows = [k for k, line in enumerate(lines) if line.startswith("|")][2:]
+    for n, k in enumerate(rows):
+        cells = lines[k].split("|")
+        cells.insert(-3, f" {n} / {n + 2} ")
+        lines[k] = "|".join(cells)
+    verdicts = script.verdicts("\n".join(lines))
+    for n, line in enumerate(verdicts[:-1]):
+        assert f", {n} later than the drives' watchdog ({n + 2} over the whole run); steal" in line
+    assert "later than the drives' watchdog" not in " ".join(script.verdicts(text))

@@ -264,6 +264,74 @@ def test_requests_run_while_the_bus_stays_alive(parameters, cycle, drives):
     assert enabled(drives)
 
 
+def stopped_by_the_master(drives: Drives) -> bool:
+    """Every drive left Operation enabled through a quick stop (Quick stop active, or Switch on
+    disabled once braked and off), none by its own watchdog."""
+    stopped = (Cia402State.QUICK_STOP_ACTIVE, Cia402State.SWITCH_ON_DISABLED)
+    return all(sim.state in stopped for sim in drives.simulators.values()) and not drives.master_lost()
+
+
+def drive_states(drives: Drives) -> dict:
+    return {axis: sim.state for axis, sim in drives.simulators.items()}
+
+
+def test_an_error_in_the_step_quick_stops_every_drive_with_its_reason(cycle, drives, monkeypatch):
+    """Issue 32 item 3: an exception from the bridge's step (injected: from now on the step raises
+    every period) quick-stops every drive at once, the error the stop's reason in the cycle's
+    samples and the bridge's status (what drive_node logs and publishes), reported once; the SYNCs
+    go on, so the drives are stopped by their master, not by their watchdogs, and their
+    statuswords confirm it. Before: the cycle logged the error every period and went on, every
+    drive enabled and fed by the SYNCs."""
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    drives.live(cycle)
+    assert enabled(drives)
+
+    def step(now: float):
+        raise ZeroDivisionError("injected by the test")
+
+    monkeypatch.setattr(cycle.bridge, "step", step)
+    reason = "drive cycle error: ZeroDivisionError: injected by the test"
+    assert wait_until(lambda: stopped_by_the_master(drives), 2.0), (
+        drive_states(drives),
+        drives.master_lost(),
+    )
+    assert wait_until(lambda: cycle.latest.sample.stop_reason == reason, 1.0), cycle.latest.sample.stop_reason
+    status = cycle.call(lambda bridge: bridge.status())
+    assert status.stop_reason == reason and not status.enabled
+    assert wait_until(lambda: all(cycle.call(lambda b: [d.feedback().confirmed for d in b.drives.values()])))
+    for bus in drives.sniffers:
+        drives.frames(bus)
+    time.sleep(0.1)
+    for bus in drives.sniffers:  # the cycle goes on: SYNCs through the stop
+        assert len(sync_gaps(drives.frames(bus))) >= 5, bus
+    assert cycle.errors > 1 and sum(reason in m for m in cycle.messages) == 1, list(cycle.messages)
+
+
+def test_an_error_while_a_request_holds_the_bridge_stops_every_drive_then_latches(cycle, drives, monkeypatch):
+    """The keep-alive fails once while a request holds the bridge (exclusive): every drive of the
+    backend is quick-stopped at once, and the hardware latches the reason at the next period the
+    cycle owns the bridge."""
+    post_hold(cycle)
+    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    drives.live(cycle)
+    keep_alive, failures = cycle._keep_alive, []
+
+    def failing_once() -> None:
+        if not failures:
+            failures.append(1)
+            raise OSError("injected bus error")
+        keep_alive()
+
+    monkeypatch.setattr(cycle, "_keep_alive", failing_once)
+    cycle.exclusive(lambda bridge: time.sleep(0.05))
+    reason = "drive cycle error: OSError: injected bus error"
+    assert failures
+    assert wait_until(lambda: stopped_by_the_master(drives), 2.0), drive_states(drives)
+    assert wait_until(lambda: cycle.latest.sample.stop_reason == reason, 1.0), cycle.latest.sample.stop_reason
+    assert cycle.call(lambda bridge: bridge.status()).stop_reason == reason
+
+
 def test_the_mailbox_keeps_the_latest_command_and_counts_the_overwritten():
     mailbox = CommandMailbox()
     assert mailbox.take() is None

@@ -179,6 +179,37 @@ def test_a_drive_with_other_motor_data_is_refused(params, inertias):
         slave.disconnect()
 
 
+class KeepsNoAbortAction(CanopenServoSimulator):
+    """A drive that takes the abort-connection option 0x6007 but keeps 0 (CiA 402: no action on a
+    lost master): it would go on without its master in every mode."""
+
+    def _on_read(self, index, subindex, od):
+        return 0 if index == 0x6007 else super()._on_read(index, subindex, od)
+
+
+def test_a_drive_that_does_not_keep_its_master_watch_is_refused(params, inertias):
+    """Issue 32 item 4: start-up reads back what makes a drive stop itself on a lost master
+    (0x605A, 0x6007, 0x1016:1); one that reads otherwise is refused, naming the object. Before,
+    the writes were trusted: this drive was started, and would have gone on without its master."""
+    channel = f"quirobot-test-{uuid.uuid4().hex}"
+    slave, master = network(channel), network(channel)
+    try:
+        drive = KeepsNoAbortAction(
+            params.canopen.node_ids["gantry_x"],
+            drive_for_joint(params, "gantry_x"),
+            JointModel(inertia=inertias["gantry_x"], damping=0.0),
+            params.canopen.sync_period,
+        )
+        drive.attach(slave)
+        with pytest.raises(
+            CanopenConfigurationError, match=r"abort-connection option code 0x6007:0 reads 0 after 3"
+        ):
+            canopen_drives_for_robot(params, master, axes=["gantry_x"])
+    finally:
+        master.disconnect()
+        slave.disconnect()
+
+
 def test_a_silent_node_fails_start_up_with_a_drive_error(params):
     channel = f"quirobot-test-{uuid.uuid4().hex}"
     master = network(channel)

@@ -503,6 +503,31 @@ def test_a_stop_that_cannot_reach_the_drive_is_never_confirmed(make_rig, control
         drive.reset_fault()
 
 
+def test_the_homing_sequence_homes_on_the_bus_holding_its_command(make_rig, params, control):
+    """The homing sequence holds the homing drive's command every period (start_homing() again,
+    what feeds a simulated drive's master watchdog during its run): on the bus the run goes on
+    (controlword bit 4 stays set, no new rising edge), so each axis homes and the hand-over leaves
+    both braked and off in CSP. A start_homing() that sent its edge again restarted the run every
+    period: gantry_z never reached its switch."""
+    axes = ("drill_feed", "gantry_z")
+    positions = {"drill_feed": 0.004, "gantry_z": 0.03}
+    rig = make_rig(axes=axes, positions=positions, mode=DriveMode.CSP, absolute_encoder=False)
+    for axis, drive in rig.drives.items():
+        drive.configure_position_loop(control.joint(axis).gains, control.dt)
+    sequence = homing_sequence(params, rig.drives, DriveMode.CSP)
+    t, progress = 0.0, None
+    while progress is None or not progress.done:
+        progress = sequence.step(t)
+        rig.step()
+        t += rig.period
+        assert t < 30.0, progress
+    assert progress.homed == axes
+    for axis, drive in rig.drives.items():
+        fb = drive.feedback()
+        assert fb.homed and fb.mode is DriveMode.CSP and fb.state is DriveState.DISABLED, (axis, fb)
+        assert fb.position == pytest.approx(params.homing[axis].home_offset, abs=2e-3), axis
+
+
 def test_a_master_that_dies_during_homing_leaves_every_drive_stopped(make_rig, params, control):
     """Issue 19 item 2 on the bus: the homing sequence (hardware.homing) runs over CANopen, drill_feed
     homed and gantry_z homing (drill_feed holding in CSP with the sequence's commands), when the

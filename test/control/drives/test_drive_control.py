@@ -130,11 +130,12 @@ def test_the_watchdog_trips_after_master_timeout_and_only_then(parameters):
     assert silent.stop_done and not silent.power and silent.brake_holding
 
 
-def test_in_homing_mode_a_held_drive_needs_its_master_and_a_run_stops_after_its_allowance(parameters):
-    """Issue 19 item 2: the host dies during homing. A drive holding in HOMING mode (not homing)
-    stops itself after master_timeout like any other; a homing run goes on without the master
-    for its time allowance (it moves away from the patient), then stops itself. Before: the
-    watchdog was off in HOMING mode and every drive stayed powered, brakes released, forever."""
+def test_in_homing_mode_a_held_drive_and_a_homing_run_each_stop_on_master_silence(parameters):
+    """Issue 19 item 2, issue 32 item 4: the master goes silent during homing. A drive holding in
+    HOMING mode (not homing) stops itself after master_timeout like any other, and so does a
+    homing run: its master's command is start_homing() held (called again every period: the run
+    goes on, not restarted), and master_timeout after the last one it stops wherever it is.
+    Before: a run went on without its master for its whole time allowance (82 s for gantry_x)."""
     timeout, dt = parameters.drive.master_timeout, control_configuration(parameters).dt
     held = _watchdog_controller(parameters, DriveMode.HOMING)
     steps = 0
@@ -145,20 +146,56 @@ def test_in_homing_mode_a_held_drive_needs_its_master_and_a_run_stops_after_its_
     assert timeout - 1e-9 <= (steps - 1) * dt <= timeout + dt
     assert held.fault.startswith("master lost: no command for")
     homing = parameters.homing["gantry_x"]
-    joint = parameters.joint("gantry_x")
-    # The allowance from the parameter file, recomputed here: 2 * travel / search speed +
-    # 2 * overtravel / zero speed + 1 s.
-    overtravel = homing.switch_speed**2 / (2.0 * homing.acceleration)
-    allowance = 2 * (joint.upper - joint.lower) / homing.switch_speed + 2 * overtravel / homing.zero_speed + 1
     run = _watchdog_controller(parameters, DriveMode.HOMING)
     run.start_homing()  # the switch is never found (switch input False): it searches on
+    ramp = homing.switch_speed / homing.acceleration  # s to the search speed
+    for _ in range(round(2 * ramp / dt)):  # its master holds the command: the run goes on
+        run.start_homing()
+        run.step(dt, 0.5, 0.0)
+    assert run.stopping is None and run.fault is None
+    # At the search speed towards the switch: held, not restarted (a restart ramps up again).
+    assert run.reference[1] == pytest.approx(homing.direction * homing.switch_speed)
     steps = 0
-    while run.stopping is None and steps * dt < 2 * allowance:
+    while run.stopping is None and steps < 1000:  # the master goes silent
         run.step(dt, 0.5, 0.0)
         steps += 1
     assert run.stopping is StopCategory.RAMP_THEN_OFF, "the homing run never stopped without its master"
-    assert allowance - 1e-6 <= (steps - 1) * dt <= allowance + dt
-    assert "homing allowance" in run.fault
+    # Its last command came a period before the silence: tripped the first step after more
+    # than master_timeout without one.
+    assert timeout - 1e-9 <= steps * dt <= timeout + dt
+    assert run.fault.startswith("master lost: no command for") and "during a homing run" in run.fault
+
+
+def test_an_interrupted_homing_run_ramps_down_and_holds_not_homed(parameters):
+    """CiA 402 controlword bit 4 falling during a run (the CiA 402 slave's interrupt_homing): the
+    run ends where it is, ramping down at the homing acceleration, then holds under power, not
+    homed; a new start_homing() starts a new run from standstill. (No master watchdog here: on
+    the bus the drive's master is its SYNC and heartbeat, alive while bit 4 falls.)"""
+    config = control_configuration(parameters)
+    dt = config.dt
+    homing = parameters.homing["gantry_x"]
+    run = DriveController(control_settings(parameters, "gantry_x", master_watchdog=False))
+    run.configure_position_loop(config.joint("gantry_x").gains, dt)
+    run.set_mode(DriveMode.HOMING)
+    run.enable(0.5)
+    run.start_homing()
+    ramp = homing.switch_speed / homing.acceleration  # s from the search speed to standstill
+    for _ in range(round(2 * ramp / dt)):
+        run.step(dt, 0.5, 0.0)
+    assert run.reference[1] == pytest.approx(homing.direction * homing.switch_speed)
+    run.interrupt_homing()
+    steps = 0
+    while run.reference[1] != 0.0:
+        run.step(dt, 0.5, 0.0)
+        steps += 1
+        assert steps * dt <= ramp + 2 * dt, "the interrupted run did not ramp down at the homing acceleration"
+    assert steps * dt >= ramp - 2 * dt
+    for _ in range(10):
+        run.step(dt, 0.5, 0.0)
+    assert run.reference[1] == 0.0 and run.power and run.stopping is None and not run.homed
+    run.start_homing()  # a new run, from standstill towards the switch again
+    run.step(dt, 0.5, 0.0)
+    assert 0.0 < homing.direction * run.reference[1] <= homing.acceleration * 2 * dt
 
 
 def test_halt_ramps_down_and_holds_under_power_until_resume(parameters):

@@ -1,7 +1,9 @@
 """Homing (issue 8 item 4) on the simulated drives (incremental encoders) and the MuJoCo plant:
 motion before homing is refused naming the joints and nothing moves, the parameter file's order
 runs with nothing moving towards the patient (gantry_z never goes down, the tool's lowest point
-never goes lower, beyond the drives' sag at power-on), and after homing the same command runs.
+never goes lower, beyond the drives' sag at power-on), and after homing the same command runs; a
+host that dies mid-homing leaves every drive stopped, and the sequence refuses a time that is
+not finite or goes back.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from quirobot_control.hardware.component import (
     hardware_info_from_urdf,
 )
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_control.hardware.homing import homing_sequence
+from quirobot_control.hardware.homing import HomingError, homing_sequence
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description
@@ -170,11 +172,12 @@ def test_after_homing_the_same_motion_runs(homed_robot):
 
 
 def test_a_host_that_dies_during_homing_leaves_every_drive_stopped(parameters, exported_urdf_factory):
-    """Issue 19 item 2. The host stops calling home() while gantry_z homes (the drives have their
-    master watchdog, drive.master_timeout): every drive not homing stops itself (category 1)
-    within the timeout plus a period; the homing drive goes on to its switch (away from the
-    patient) and stops itself once homed, within its allowance; all end braked, inverters off.
-    Before: every drive stayed in HOMING mode, powered with its brake released, forever."""
+    """Issue 19 item 2, issue 32 item 4. The host stops calling home() while gantry_z homes (the
+    drives have their master watchdog, drive.master_timeout): every drive stops itself (category 1)
+    within the timeout plus a period, gantry_z too, wherever its run is (the sequence held its
+    homing command every period: that fed its watchdog); all end braked, inverters off. Before:
+    every drive stayed in HOMING mode, powered with its brake released, forever (issue 19), then
+    gantry_z went on homing for up to its whole allowance without a master (issue 32)."""
     robot = Robot(parameters, DriveMode.CSP, exported_urdf_factory("drill"), master_watchdog=True)
     hw = robot.hardware
     progress = None
@@ -186,8 +189,7 @@ def test_a_host_that_dies_during_homing_leaves_every_drive_stopped(parameters, e
     assert progress.axis == "gantry_z"
     died = robot.t
     stopped_at = {}
-    allowance = homing_sequence(parameters, robot.drives, DriveMode.CSP).allowance["gantry_z"]
-    while len(stopped_at) < len(DRILL_AXES) and robot.t - died < allowance + 1.0:
+    while len(stopped_at) < len(DRILL_AXES) and robot.t - died < 1.0:
         robot.period(lambda t: None)  # the host is gone; the drives and the plant go on
         for name, drive in robot.drives.items():
             if name not in stopped_at and drive.feedback().state is DriveState.QUICK_STOP:
@@ -195,12 +197,49 @@ def test_a_host_that_dies_during_homing_leaves_every_drive_stopped(parameters, e
     assert set(stopped_at) == set(DRILL_AXES), f"still powered: {set(DRILL_AXES) - set(stopped_at)}"
     timeout, dt = parameters.drive.master_timeout, robot.control.dt
     for name, after in stopped_at.items():
-        if name != "gantry_z":
-            assert after <= timeout + 2 * dt, (name, after)
+        assert after <= timeout + 2 * dt, (name, after)
         assert robot.drives[name].feedback().fault.startswith("master lost"), name
-    assert robot.drives["gantry_z"].feedback().homed  # it finished its run, then stopped
-    assert stopped_at["gantry_z"] <= allowance
+    assert "during a homing run" in robot.drives["gantry_z"].feedback().fault
+    assert not robot.drives["gantry_z"].feedback().homed  # stopped mid-run: home again
     for _ in range(200):  # the category 1 stops end: brake holding, inverter off
         robot.period(lambda t: None)
     for name, drive in robot.drives.items():
         assert drive.brake_engaged and not drive.control.power, name
+
+
+@pytest.mark.parametrize(
+    ("times", "message"),
+    [
+        ((0.0, float("nan")), "time must be a finite number of seconds, got nan"),
+        ((0.0, float("inf")), "time must be a finite number of seconds, got inf"),
+        ((float("-inf"),), "time must be a finite number of seconds, got -inf"),
+        ((0.0, 1.0, 0.5), "time went back from 1.0 s to 0.5 s"),
+        ((0.0, "soon"), "time must be a number of seconds, got 'soon'"),
+    ],
+)
+def test_the_sequence_refuses_a_time_that_is_not_finite_or_goes_back(parameters, times, message):
+    """Issue 32 item 4: a NaN never exceeds the allowance and a clock gone back gives the run
+    more time, so the sequence never timed out: it took both (and inf) as times. Now each is a
+    HomingError naming the axis and the time."""
+    drives = {n: drive_for_joint(parameters, n, absolute_encoder=False) for n in DRILL_AXES}
+    config = control_configuration(parameters)
+    for name, drive in drives.items():
+        drive.configure_position_loop(config.joint(name).gains, config.dt)
+        drive.advance(0.0, 0.1, 0.0)
+    sequence = homing_sequence(parameters, drives, DriveMode.CSP)
+    *good, bad = times
+    for time in good:
+        sequence.step(time)
+    with pytest.raises(HomingError, match=f"homing drill_feed: {message}"):
+        sequence.step(bad)
+
+
+def test_the_hardware_stops_every_drive_on_a_non_finite_homing_time(parameters, exported_urdf_factory):
+    """Through the hardware component: home(NaN) stops every drive with the sequence's reason."""
+    robot = Robot(parameters, DriveMode.CSP, exported_urdf_factory("drill"))
+    hw = robot.hardware
+    robot.period(hw.home)
+    with pytest.raises(HomingError, match="time must be a finite number of seconds, got nan"):
+        hw.home(float("nan"))
+    assert hw.stop_reason.startswith("homing failed: homing drill_feed: time must be a finite number")
+    assert all(d.feedback().state is DriveState.QUICK_STOP for d in robot.ordered)
