@@ -9,15 +9,20 @@ README, "Servo the scope"):
 - configure: the session over the task file's portal (the file is read at start-up: a refused
   file is one line and exit 2); cleanup drops it;
 - activate (`ros2 lifecycle set /scope_servo_node activate`): enters the servo mode from the
-  measured joints; refused (the transition fails, the reason logged) unless the scope is docked
-  in the portal;
+  measured joints; refused (the transition fails, the reason logged) unless they are fresh (at
+  most the task's joint_state_timeout old by their header stamps) and hold the scope docked in
+  the portal;
 - deactivate: leaves it; the scope holds at the last command, sent once more with zero velocity;
-- a fault (the measured scope axis off the portal, `ScopeServoSession.measure`) leaves the mode
-  the same way and deactivates the node, the reason logged;
+- a fault (the measured scope axis off the portal, `ScopeServoSession.measure`; no fresh joint
+  states, the session's joint-state watchdog at every command) leaves the mode the same way and
+  deactivates the node, the reason logged: no more commands until activated again;
 - /quirobot/scope/servo (geometry_msgs/TwistStamped, MoveIt Servo's convention: the scope tip's
-  linear m/s and angular rad/s in `world`) -> the session's commands, stamped on receipt (the
-  node's clock: a sender's clock cannot defeat the dead-man timeout); outside the mode a twist is
-  ignored with a throttled warning naming why;
+  linear m/s and angular rad/s in `world`) -> the session's commands with their header's stamp
+  and frame_id: a twist stamped more than the dead-man timeout from the node's clock (an old or
+  unstamped one, or one from a sender on another clock) or in another frame is refused, and so
+  is one outside the mode; each kind of refusal is logged at once, then at most every 2 s with
+  the count (`RefusalLog`). The stamps are compared with the node's clock: sender and node on
+  one clock (use_sim_time alike; the launch file's `use_sim_time`);
 - every 1/rate s while active: the next joint command as a one-point
   trajectory_msgs/JointTrajectory on `command_topic` (joint_trajectory_controller's topic
   interface, as MoveIt Servo streams), time_from_start one period (a lifecycle publisher: silent
@@ -26,13 +31,15 @@ README, "Servo the scope"):
   commanded pose (active) or the measured one (configured, inactive), from the arthroscope's
   field of view.
 
-Parameters: procedures.scope_servo_parameters (docs/node_parameters.md). rclpy is imported only
-inside functions.
+Parameters: procedures.scope_servo_parameters (docs/node_parameters.md); a `rate` whose period is
+longer than the task's dead-man timeout is refused at start-up (one line, exit 2). rclpy is
+imported only inside functions.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
@@ -76,7 +83,12 @@ def _make_node():
     from quirobot_control.nodes.markers import marker_array
     from quirobot_control.planning.arthroscopy import load_arthroscopy
     from quirobot_control.procedures.procedure import task_kind
-    from quirobot_control.procedures.scope_servo import ScopeServoSession
+    from quirobot_control.procedures.scope_servo import (
+        RefusalLog,
+        ScopeServoSession,
+        TwistRefusal,
+        check_command_period,
+    )
     from quirobot_control.procedures.scope_servo_parameters import SCOPE_SERVO_NODE
     from quirobot_description.parameters import load_parameters
     from quirobot_description.ros_parameters import declare_parameters
@@ -94,6 +106,8 @@ def _make_node():
             self.task = load_arthroscopy(path)
             self.session: ScopeServoSession | None = None  # None: unconfigured
             self.period = 1.0 / parameters["rate"]
+            check_command_period(self.task, self.period)
+            self.refusal_log = RefusalLog()
             self.q: np.ndarray | None = None
             self.create_subscription(
                 JointState, parameters["joint_states_topic"], self._on_states, qos_profile_sensor_data
@@ -116,7 +130,7 @@ def _make_node():
             return SUCCESS
 
         def on_activate(self, state) -> TransitionCallbackReturn:
-            started, why = self.session.enter(self.q, self.now())
+            started, why = self.session.enter(self.now())
             if not started:
                 self.get_logger().error(f"activate refused: {why}")
                 return FAILURE
@@ -162,37 +176,51 @@ def _make_node():
             if not all(name in position for name in SCOPE_AXES):
                 return
             self.q = np.array([position[name] for name in SCOPE_AXES])
-            fault = None if self.session is None else self.session.measure(self.q)
+            if self.session is not None:
+                self._fault_if(self.session.measure(self.q, _seconds(message.header.stamp), self.now()))
+
+        def _fault_if(self, fault: str | None) -> None:
+            """A fault left the mode (the scope held): log it and deactivate."""
             if fault is not None:
                 self.get_logger().error(f"fault, the scope held: {fault}")
                 self.trigger_deactivate()
 
         def _on_twist(self, message) -> None:
             v, w = message.twist.linear, message.twist.angular
-            try:
-                if self.session is None:
-                    why = "scope_servo_node is unconfigured (no portal loaded)"
-                elif self.session.receive([v.x, v.y, v.z], [w.x, w.y, w.z], self.now()):
+            linear, angular = [v.x, v.y, v.z], [w.x, w.y, w.z]
+            if self.session is None:
+                refusal = TwistRefusal("off", "scope_servo_node is unconfigured (no portal loaded)")
+            else:
+                stamp, frame = _seconds(message.header.stamp), message.header.frame_id
+                refusal = self.session.receive(linear, angular, self.now(), stamp, frame)
+                if refusal is None:
                     return
-                else:
-                    why = f"{self.session.why_off}; enter it: {ENTER}"
-            except ValueError as error:
-                why = str(error)
-            log = self.get_logger()
-            log.warning(f"/quirobot/scope/servo: twist ignored: {why}", throttle_duration_sec=2.0)
+            if refusal.kind == "off":
+                refusal = TwistRefusal("off", f"{refusal.why}; enter it: {ENTER}")
+            line = self.refusal_log.report(refusal, time.monotonic())
+            if line is not None:
+                self.get_logger().warning(f"/quirobot/scope/servo: {line}")
 
         def _tick(self) -> None:
             if self.session is None:
                 return
+            was_active = self.session.active
             step = self.session.step(self.now(), self.period)
             stamp = self.get_clock().now().to_msg()
             if step is not None:
                 self._publish(step.q, step.qd, stamp)
+            elif was_active:
+                self._fault_if(self.session.fault)
             markers = self.session.view_cone_markers(None if step is not None else self.q)
             if markers:
                 self.cone.publish(marker_array(markers, stamp))
 
     return ScopeServoNode()
+
+
+def _seconds(stamp) -> float:
+    """s of a builtin_interfaces/Time."""
+    return stamp.sec + stamp.nanosec * 1e-9
 
 
 if __name__ == "__main__":

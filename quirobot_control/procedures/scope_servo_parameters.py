@@ -38,7 +38,8 @@ SCOPE_SERVO_NODE = NodeSchema(
             "double",
             100.0,
             "Rate of the servo's joint commands and of the view cone markers (MoveIt Servo's "
-            "publish_period 0.01 s).",
+            "publish_period 0.01 s). Its period may not exceed the task's dead-man timeout (10 Hz at "
+            "least for the shipped task): a slower rate is refused at start-up.",
             unit="Hz",
             low=1.0,
             high=1000.0,

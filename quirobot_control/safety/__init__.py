@@ -7,7 +7,10 @@
   effort and the spindle (thrust limit, far-cortex breakthrough, early breakthrough, spindle
   interlock and stall, non-finite input);
 - breakthrough_plan: `plan_breakthrough`, the plan-time check that the breakthrough detector will
-  see the breakthrough a plan relies on, or `BreakthroughPlanError` naming why not.
+  see the breakthrough a plan relies on, or `BreakthroughPlanError` naming why not;
+- state_age: `age_fault`, how old a stamped input (a servo command, a joint state) may be, and
+  `StateAge`, the joint-state watchdog of a servo (the scope servo's, on the robot and in
+  simulation alike).
 
 The virtual fixtures' per-cycle check is axes.virtual_fixtures.FixtureMonitor (run by the
 hardware component); the goal's monitor settings are procedures.goal_monitor.

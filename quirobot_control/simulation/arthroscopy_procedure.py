@@ -1,8 +1,14 @@
 """Knee arthroscopy as a procedure (procedures.procedure): hold the scope through a portal.
 
-The scripted servo stream of config/tasks/arthroscopy.yaml goes through the RCM servo
-(planning.remote_centre) at the control rate; its joint commands are the plan the closed loop
-tracks (ClosedLoopSimulation, no bone, the feed held retracted). metrics.rcm_error is the largest
+The scripted servo stream of config/tasks/arthroscopy.yaml goes through the servo mode that
+scope_servo_node runs (procedures.scope_servo.ScopeServoSession over the RCM servo,
+planning.remote_centre) at the control rate: entered from the docked pose, each twist stamped
+and framed as the node receives them, the same limits, cone, dead-man and joint-state watchdog
+(safety.state_age). Its joint commands are the plan the closed loop tracks (ClosedLoopSimulation,
+no bone, the feed held retracted), so the states the session measures are its own previous
+commands, stamped when they were sent: the watchdog runs but finds them fresh by construction
+(its test against stale and missing states is the node's over DDS,
+test/ros/test_launch_scope_servo.py). metrics.rcm_error is the largest
 distance of the portal from the scope axis of the plant's true joints over the whole run (m):
 the servo keeps it zero at every command, so what it measures is the controller's tracking.
 Simplification: the plant carries the drill's masses (the arthroscope's 4.5 g rod is not swapped
@@ -19,13 +25,15 @@ from typing import Any
 import numpy as np
 
 from quirobot_control.axes.virtual_fixtures import VirtualFixtures
-from quirobot_control.planning.arthroscopy import ArthroscopyTask, load_arthroscopy, servo_for
-from quirobot_control.planning.remote_centre import RcmServo, Twist, axis_distance
+from quirobot_control.planning.arthroscopy import ArthroscopyTask, load_arthroscopy
+from quirobot_control.planning.remote_centre import axis_distance
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, hold
 from quirobot_control.procedures.procedure import SummaryRow, register
+from quirobot_control.procedures.scope_servo import ScopeServoSession, check_command_period
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation
 from quirobot_control.simulation.incision import TARGETS, TaskResult, common_metrics
 from quirobot_control.simulation.metrics import TaskMetrics
+from quirobot_control.simulation.plant import SimulationError
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 
 #: The procedure's targets (m): the issue's portal drift bound.
@@ -44,20 +52,31 @@ class ArthroscopyMetrics:
     final_depth: float  # m, the tip past the portal at the end (commanded)
 
 
-def run_servo(task: ArthroscopyTask, servo: RcmServo, dt: float) -> JointTrajectory:
-    """The scripted stream through the servo at the control period dt (s): the joints it commands
-    (phases start, servo, end; the feed held at its park value, 4 mm: see incision.yaml)."""
+def run_servo(task: ArthroscopyTask, session: ScopeServoSession, dt: float) -> JointTrajectory:
+    """The scripted stream through the servo mode at the control period dt (s), entered at the
+    docked pose: the joints it commands (phases start, servo, end; the feed held at its park value,
+    4 mm: see incision.yaml). SimulationError if the mode refuses to start or leaves on a fault."""
+    check_command_period(task, dt)
     feed = 0.004
     t = 0.0
-    positions, velocities = [np.append(servo.q, feed)], [np.zeros(6)]
+    q = session.docked_joints
+    session.measure(q, t, t)
+    started, why = session.enter(t)
+    if not started:
+        raise SimulationError(f"{task.path.name}: the servo mode did not start: {why}")
+    positions, velocities = [np.append(q, feed)], [np.zeros(6)]
     next_message = 0.0
     for segment in task.servo:
         end = t + segment.duration
         while t < end - 1e-12:
             if segment.send and t >= next_message - 1e-12:
-                servo.receive(Twist(segment.linear, segment.angular, t))
+                session.receive(segment.linear, segment.angular, t, t)
                 next_message = t + 1.0 / task.servo_rate
-            step = servo.step(t, dt)
+            session.measure(q, t, t)  # the previous command, sent at t (module docstring)
+            step = session.step(t, dt)
+            if step is None:
+                raise SimulationError(f"{task.path.name}: the servo mode left at {t:.3f} s: {session.fault}")
+            q = step.q
             positions.append(np.append(step.q, feed))
             velocities.append(np.append(step.qd, 0.0))
             t += dt
@@ -96,7 +115,7 @@ class ArthroscopyProcedure:
         return load_arthroscopy(path)
 
     def plan(self, task: ArthroscopyTask, params: RobotParameters, dt: float) -> JointTrajectory:
-        return run_servo(task, servo_for(task, params), dt)
+        return run_servo(task, ScopeServoSession(task, params), dt)
 
     def fixtures(self, task: ArthroscopyTask, params: RobotParameters) -> VirtualFixtures:
         from quirobot_control.axes.virtual_fixtures import ToolGeometry
@@ -107,8 +126,9 @@ class ArthroscopyProcedure:
         from quirobot_control.hardware.control_config import control_configuration
 
         control = options.get("control") or control_configuration(params)
-        servo = servo_for(task, params)
-        trajectory = run_servo(task, servo, control.dt)
+        session = ScopeServoSession(task, params)
+        trajectory = run_servo(task, session, control.dt)
+        servo = session.servo
         if options.get("on_plan") is not None:
             options["on_plan"](trajectory)
         simulation = ClosedLoopSimulation(
@@ -120,7 +140,7 @@ class ArthroscopyProcedure:
         )
         log = simulation.run(progress=options.get("progress"))
         model = servo.model
-        dead_man = sum(n for reason, n in servo.holds.items() if reason.startswith("dead-man"))
+        dead_man = servo.holds.get("dead-man", 0)
         metrics = ArthroscopyMetrics(
             rcm_error=float(axis_distance(log.position[:, : len(JOINT_NAMES)], task.portal, model).max()),
             rcm_error_commanded=float(

@@ -96,3 +96,37 @@ def test_arthroscopy_holds_the_portal_on_the_ideal_plant(tmp_path):
 @pytest.mark.slow
 def test_arthroscopy_holds_the_portal_on_the_realistic_plant(tmp_path):
     _check_arthroscopy(*_simulate(tmp_path, "--task", "arthroscopy"), "realistic")
+
+
+def _deeper_start(raw: dict) -> None:
+    raw["depth"]["value"] = 0.1
+
+
+def _an_hour_of_segments(raw: dict) -> None:
+    first = raw["servo"][0]
+    raw["servo"] = [{**first, "duration": {**first["duration"], "value": 60.0}} for _ in range(64)]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (_deeper_start, "knee.yaml: depth: 100.0 mm is outside the task's own depth range 15.0-80.0 mm"),
+        (
+            _an_hour_of_segments,
+            "knee.yaml: servo: the task would last 3841 s (two settles and 64 segments), more than "
+            "the 300 s limit",
+        ),
+    ],
+    ids=["start depth outside the range", "3,840 s of segments"],
+)
+def test_an_arthroscopy_task_file_refused_is_one_line_and_exit_2(tmp_path, change, expected):
+    # Before: both were accepted; the long one planned 3.8 million control periods.
+    raw = _raw("arthroscopy")
+    change(raw)
+    path = tmp_path / "knee.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["simulate", "--task", str(path), "--json", "--no-progress", "--output", str(tmp_path)])
+    lines = err.getvalue().splitlines()
+    assert status == 2 and len(lines) == 1 and expected in lines[0]

@@ -1,10 +1,11 @@
 """What the ROS-tier tests share: a client node that talks to the launched stack over DDS.
 
 `GraphClient` wraps one rclpy node with the waits the tests need: a message on a topic, a service
-answer, the controller manager's active controllers, a FollowJointTrajectory goal to its result,
-and the tf tree (robot_state_publisher's /tf and /tf_static) as (4, 4) transforms. Everything
-waits on the ROS graph with a deadline and never sleeps for a fixed time: the machines are
-loaded and slow, so every timeout is generous and no test asserts a duration.
+answer, a lifecycle node's transitions and state, the controller manager's active controllers, a
+FollowJointTrajectory goal to its result, and the tf tree (robot_state_publisher's /tf and
+/tf_static) as (4, 4) transforms. Everything waits on the ROS graph with a deadline and never
+sleeps for a fixed time: the machines are loaded and slow, so every timeout is generous and no
+test asserts a duration.
 
 Import it only after `pytest.importorskip("rclpy")` (it imports ROS at module level).
 """
@@ -108,6 +109,37 @@ class GraphClient:
             return future.result()
         finally:
             self.node.destroy_client(client)
+
+    def lifecycle(self, node: str, transition: int, timeout: float = 30.0) -> bool:
+        """Ask the lifecycle node `node` ("/scope_servo_node") for a transition (a
+        lifecycle_msgs/Transition id), as `ros2 lifecycle set` does: whether it succeeded."""
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+
+        request = ChangeState.Request(transition=Transition(id=transition))
+        return self.call(ChangeState, f"{node}/change_state", request, timeout).success
+
+    def lifecycle_state(self, node: str, timeout: float = 30.0) -> tuple[int, str]:
+        """`node`'s lifecycle state (`ros2 lifecycle get`): (lifecycle_msgs/State id, label)."""
+        from lifecycle_msgs.srv import GetState
+
+        current = self.call(GetState, f"{node}/get_state", GetState.Request(), timeout).current_state
+        return current.id, current.label
+
+    def wait_for_lifecycle_state(self, node: str, state: int, timeout: float) -> None:
+        """Poll `node`'s lifecycle state until it is `state` (a lifecycle_msgs/State id);
+        AssertionError naming the last one seen after `timeout` s."""
+        seen: list[str] = []
+
+        def reached() -> bool:
+            current, label = self.lifecycle_state(node, timeout)
+            seen.append(label)
+            return current == state
+
+        try:
+            self.spin_until(reached, timeout, f"{node} in lifecycle state {state}")
+        except AssertionError as error:
+            raise AssertionError(f"{error} (last seen: {seen[-1] if seen else 'none'})") from None
 
     def controller_states(self) -> dict[str, str]:
         """{controller name: state} from the controller manager."""

@@ -4,7 +4,9 @@ task_node alone (task:=incision, no stack: the scene needs none) publishes /quir
 (latched MarkerArray): the incision's bone slabs and no-go zone where its task file puts them.
 scope_servo_node (a lifecycle node the launch file configures): a TwistStamped stream on
 /quirobot/scope/servo before the mode commands nothing; given joint states of the scope docked in
-the arthroscopy task's portal, `activate` enters the servo mode, the stream moves the joints it
+the arthroscopy task's portal (scope_task.py: the shipped task, its dead-man timeout and
+joint-state age limit widened for a loaded machine; twists and states stamped now, in world),
+`activate` enters the servo mode, the stream moves the joints it
 commands (one-point JointTrajectory) with the scope axis through the portal (recomputed here by
 FK), the view cone arrives, a stream that stops is held (dead-man); `deactivate` leaves it with
 the last command at rest, and a stream after it commands nothing; joint states off the portal
@@ -35,24 +37,24 @@ from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
 from lifecycle_msgs.msg import State, Transition
-from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
-from quirobot_control.planning.arthroscopy import load_arthroscopy, servo_for
+from quirobot_control.planning.arthroscopy import servo_for
 from quirobot_control.planning.tasks import load_task
-from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import load_parameters, axes_for
 from quirobot_kinematics import KinematicModel, forward_kinematics
+from ros_graph import GraphClient
+from scope_task import loaded_machine_task
 
 #: The drill's commanded axes: the arm's joints, then the feed.
 DRILL_AXES = axes_for("drill")
 
 TIMEOUT = 60.0  # s (wall): node start-up on a loaded 2-core machine
 PARAMS = load_parameters()
-SCOPE_TASK = load_arthroscopy(find_data_file("config/tasks/arthroscopy.yaml"))
+SCOPE_TASK_FILE, SCOPE_TASK = loaded_machine_task()  # the shipped task, its time limits widened
 
 
 @pytest.mark.launch_test
@@ -65,7 +67,8 @@ def generate_test_description():
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(
                     f"{get_package_share_directory('quirobot')}/launch/scope_servo.launch.py"
-                )
+                ),
+                launch_arguments={"task": str(SCOPE_TASK_FILE)}.items(),
             ),
             launch_testing.actions.ReadyToTest(),
         ]
@@ -83,11 +86,12 @@ class TestScene(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         rclpy.init()
-        cls.node = rclpy.create_node("test_scene_launch")
+        cls.graph = GraphClient("test_scene_launch")
+        cls.node = cls.graph.node
 
     @classmethod
     def tearDownClass(cls):
-        cls.node.destroy_node()
+        cls.graph.close()
         rclpy.shutdown()
 
     def spin_until(self, done, timeout: float = TIMEOUT) -> bool:
@@ -117,26 +121,11 @@ class TestScene(unittest.TestCase):
 
     def lifecycle(self, transition: int) -> bool:
         """Ask scope_servo_node for a lifecycle transition (`ros2 lifecycle set`); its success."""
-        client = self.node.create_client(ChangeState, "/scope_servo_node/change_state")
-        self.assertTrue(client.wait_for_service(timeout_sec=TIMEOUT))
-        future = client.call_async(ChangeState.Request(transition=Transition(id=transition)))
-        self.assertTrue(self.spin_until(future.done, 10.0), "no answer from change_state")
-        self.node.destroy_client(client)
-        return future.result().success
+        return self.graph.lifecycle("/scope_servo_node", transition, TIMEOUT)
 
-    def wait_for_state(self, state: int, timeout: float) -> bool:
-        """Poll scope_servo_node's lifecycle state (`ros2 lifecycle get`) until it is `state`."""
-        client = self.node.create_client(GetState, "/scope_servo_node/get_state")
-        self.assertTrue(client.wait_for_service(timeout_sec=TIMEOUT))
-        deadline = time.monotonic() + timeout
-        current = None
-        while current != state and time.monotonic() < deadline:
-            future = client.call_async(GetState.Request())
-            self.assertTrue(self.spin_until(future.done, 10.0), "no answer from get_state")
-            current = future.result().current_state.id
-            self.spin_until(lambda: False, 0.1)
-        self.node.destroy_client(client)
-        return current == state
+    def wait_for_state(self, state: int, timeout: float) -> None:
+        """Wait for scope_servo_node's lifecycle state (`ros2 lifecycle get`) to be `state`."""
+        self.graph.wait_for_lifecycle_state("/scope_servo_node", state, timeout)
 
     def test_the_servo_mode_pivots_the_scope_about_the_portal_between_activate_and_deactivate(self):
         model = KinematicModel.from_parameters(PARAMS)
@@ -155,9 +144,10 @@ class TestScene(unittest.TestCase):
             message.header.stamp = self.node.get_clock().now().to_msg()
             states.publish(message)
 
-        def send_twist():
+        def send_twist():  # stamped now in world: the node refuses stale or foreign-frame twists
             message = TwistStamped()
             message.header.frame_id = "world"
+            message.header.stamp = self.node.get_clock().now().to_msg()
             message.twist.linear.x = 0.01  # 10 mm/s sideways: a pivot about the portal
             twists.publish(message)
 
@@ -166,10 +156,10 @@ class TestScene(unittest.TestCase):
             self.spin_until(lambda: False, seconds)
             self.node.destroy_timer(timer)
 
-        timer = self.node.create_timer(0.05, publish_states)
+        timer = self.node.create_timer(0.02, publish_states)  # within the 0.2 s joint-state limit
         # Configured by the launch file (inactive): the view cone follows the measured joints.
         self.assertTrue(self.spin_until(lambda: cones), "no view cone from the measured joints")
-        self.assertTrue(self.wait_for_state(State.PRIMARY_STATE_INACTIVE, 10.0), "not configured")
+        self.wait_for_state(State.PRIMARY_STATE_INACTIVE, 10.0)  # configured
         stream(1.0)  # outside the mode: ignored
         self.assertEqual(commands, [], "a twist outside the servo mode commanded the joints")
 
@@ -177,7 +167,7 @@ class TestScene(unittest.TestCase):
         stream(1.5)
         moving = len(commands)
 
-        def held() -> bool:  # silence: past the 0.1 s timeout the servo brakes, then holds
+        def held() -> bool:  # silence: past the dead-man timeout (1 s here) it brakes, then holds
             last = [list(c.points[0].positions) for c in commands[-5:]]
             return len(commands) >= moving + 5 and all(row == last[0] for row in last)
 
@@ -208,9 +198,7 @@ class TestScene(unittest.TestCase):
         # A fault: the scope measured 2 mm off the portal while active deactivates the node.
         self.assertTrue(self.lifecycle(Transition.TRANSITION_ACTIVATE))
         measured["q"] = docked + np.array([0.0, 0.002, 0.0, 0.0, 0.0])
-        self.assertTrue(
-            self.wait_for_state(State.PRIMARY_STATE_INACTIVE, 20.0), "no deactivation on the fault"
-        )
+        self.wait_for_state(State.PRIMARY_STATE_INACTIVE, 20.0)  # the fault deactivated it
         self.spin_until(lambda: False, 0.3)
         faulted = len(commands)
         self.assertEqual(list(commands[-1].points[0].velocities), [0.0] * 5, "no hold on the fault")
