@@ -245,7 +245,11 @@ def test_cli_json_contract(tmp_path, capsys):
         (["simulate", "--task", "knee"], "unknown task 'knee'"),
         (["simulate", "--depth", "nan"], "--depth must be a finite number > 0"),
         (["simulate", "--task", "line", "--depth", "0.01"], "apply to an incision task only"),
-        (["simulate", "--depth", "0.09"], "exceeds the drill feed stroke"),
+        # The goal's rule (planning.drill_hole, as a DrillHole goal): the feed's travel after the standoff.
+        (
+            ["simulate", "--depth", "0.09"],
+            "depth 90 mm exceeds the drill_feed travel left after the 2 mm standoff",
+        ),
     ],
 )
 def test_cli_refuses_bad_requests_in_one_line(tmp_path, capsys, argv, message):
@@ -349,9 +353,11 @@ def test_after_a_quick_stop_while_drilling_the_brakes_hold_the_arm(parameters, i
     assert np.max(np.ptp(held, axis=0)) < 1e-4
 
 
-def test_cli_exits_1_when_the_drill_cannot_reach_its_depth(tmp_path, capsys):
+def test_cli_refuses_a_bone_the_drill_cannot_push_through(tmp_path, capsys):
     """A bone far harder than the feed axis can push through (its peak force is K_T * I_max *
-    ratio * efficiency, about 356 N): the run must not report success."""
+    ratio * efficiency, about 356 N): the run must not report success. Since issue 31 simulate
+    plans through the DrillHole goal's checks, so the bone model's predicted thrust refuses it
+    before anything moves, as a goal is refused (before: it ran and exited 1)."""
     import yaml
 
     from quirobot_cli.cli import main
@@ -362,21 +368,10 @@ def test_cli_exits_1_when_the_drill_cannot_reach_its_depth(tmp_path, capsys):
     task = tmp_path / "hard_bone.yaml"
     task.write_text(yaml.safe_dump(raw))
     code = main(
-        [
-            "simulate",
-            "--plant",
-            "ideal",
-            "--task",
-            str(task),
-            "--depth",
-            "0.001",
-            "--json",
-            "--no-progress",
-            "--output",
-            str(tmp_path),
-        ]
+        ["simulate", "--plant", "ideal", "--task", str(task), "--depth", "0.001", "--json", "--no-progress"]
+        + ["--output", str(tmp_path)]
     )
-    metrics = json.loads(capsys.readouterr().out)["metrics"]
-    assert code == 1
-    missed = [key for key, ok in metrics["targets_met"].items() if not ok]
-    assert not metrics["completed"] or "final_depth_error" in missed
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert "above the robot's thrust limit 80.0 N" in captured.err, captured.err
