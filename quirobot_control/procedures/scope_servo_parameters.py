@@ -33,6 +33,11 @@ SCOPE_SERVO_NODE = NodeSchema(
             "Where the joint commands go (trajectory_msgs/JointTrajectory, one point each, as MoveIt "
             "Servo streams them to joint_trajectory_controller).",
         ),
+        # Bounds (design assumption): at least 10 Hz, one command per dead-man timeout of the
+        # shipped arthroscopy task (0.1 s, MoveIt Servo's incoming_command_timeout), so that one
+        # command never outlives the dead-man (issue 33 items 4 and 10: at 1 Hz one command moved
+        # the tip 20 mm); at most 1000 Hz, the drives' control rate (quirobot.yaml control_rate):
+        # faster commands would be dropped between two control periods.
         NodeParameter(
             "rate",
             "double",
@@ -40,7 +45,7 @@ SCOPE_SERVO_NODE = NodeSchema(
             "Rate of the servo's joint commands and of the view cone markers (MoveIt Servo's "
             "publish_period 0.01 s).",
             unit="Hz",
-            low=1.0,
+            low=10.0,
             high=1000.0,
         ),
     ),
