@@ -60,7 +60,9 @@ limit, then held until the controller's command comes back above it, never deepe
 cycle never parses, imports or builds it. A hole belongs to one goal:
 a new one is refused while another goal's is active, and only its own goal ends it (a stray
 message cannot drop the monitor mid-feed), or acknowledging a stop (no goal goes on after one);
-disabling the drives is refused while a hole is active (cancel the goal: it retracts the bit).
+disabling, enabling and homing the drives are refused while a hole is active, naming its goal
+(cancel the goal: it retracts the bit; issue 33 item 2); acknowledging a stop ends the hole and
+says so (the drives are already stopped: nothing moves, and no goal goes on after a stop).
 
 Lifecycle from outside (drive_node's services): `acknowledge_stop(note)` clears a latched stop
 through the hardware's acknowledge_stop (the drives' faults reset, logged), `enable(now)` activates
@@ -335,12 +337,18 @@ class DriveBridge:
         self.events.append(text)
         return text
 
-    def _end_hole(self) -> None:
-        """No goal goes on (a stop acknowledged): no hole from now on."""
+    def _end_hole(self) -> str | None:
+        """No goal goes on (a stop acknowledged): no hole from now on; the goal whose hole ended
+        (None: none was active)."""
         with self._hole_lock:
-            if (self._pending_hole or self.hole).context is not None:
-                self._pending_hole = self._setup(None)
-                self.events.append("drilling context: ended with the drives (no goal runs)")
+            context = (self._pending_hole or self.hole).context
+            if context is None:
+                return None
+            self._pending_hole = self._setup(None)
+        self.events.append(
+            f"drilling context: goal {context.goal_id!r}'s ended with the drives (no goal runs)"
+        )
+        return context.goal_id
 
     def _swap_in_hole(self) -> None:
         """The waiting hole in force from this period on, in one step (never blocking the cycle:
@@ -599,8 +607,27 @@ class DriveBridge:
         cleared = hw.stop_reason
         if hw.acknowledge_stop(note) is not CallbackReturn.SUCCESS:
             raise BridgeError(hw.refused or "acknowledge_stop refused")
-        self._end_hole()
-        return f"stop acknowledged: {cleared}" if cleared else "no stop latched"
+        ended = self._end_hole()
+        text = f"stop acknowledged: {cleared}" if cleared else "no stop latched"
+        if ended is not None:
+            text += f"; goal {ended!r}'s hole ended (the goal cannot go on after a stop)"
+        return text
+
+    def _active_goal(self) -> str | None:
+        """The goal whose hole is active or waiting, None: none."""
+        with self._hole_lock:
+            hole = (self._pending_hole or self.hole).context
+        return hole.goal_id if hole is not None else None
+
+    def _refuse_mid_goal(self, service: str) -> None:
+        """BridgeError naming the goal if a goal's hole is active (issue 33 item 2: a drive-level
+        service called mid-goal bypasses task_node's busy guard)."""
+        goal = self._active_goal()
+        if goal is not None:
+            raise BridgeError(
+                f"{service} refused: goal {goal!r} is drilling (cancel the goal: it retracts the bit; "
+                "an emergency stop stops every drive)"
+            )
 
     def enable(self, now: float) -> str:
         """Activate the hardware (drives enabled, commands at the measured positions, watchdog
@@ -609,6 +636,7 @@ class DriveBridge:
         hw = self.hardware
         if hw.lifecycle is LifecycleState.ACTIVE:
             return "already enabled"
+        self._refuse_mid_goal("enable")
         if hw.on_activate() is not CallbackReturn.SUCCESS:
             raise BridgeError(hw.refused or f"activation failed: {hw.stop_reason}")
         self.started = False
@@ -633,6 +661,7 @@ class DriveBridge:
             raise BridgeError(f"home refused: a stop is latched ({hw.stop_reason}); acknowledge_stop first")
         if self.homing:
             return "homing already running"
+        self._refuse_mid_goal("home")
         self.homing = True
         self.events.append(f"homing: {', '.join(hw.unhomed) or 'every drive already homed'}")
         return "homing started"
@@ -655,12 +684,7 @@ class DriveBridge:
         hw = self.hardware
         if hw.lifecycle is not LifecycleState.ACTIVE:
             return "already disabled"
-        hole = (self._pending_hole or self.hole).context
-        if hole is not None:
-            raise BridgeError(
-                f"disable refused: goal {hole.goal_id!r} is drilling (cancel the goal: it retracts the bit; "
-                "an emergency stop stops every drive)"
-            )
+        self._refuse_mid_goal("disable")
         if hw.on_deactivate() is not CallbackReturn.SUCCESS:
             raise BridgeError(hw.stop_reason or hw.refused or "deactivate refused")
         return "disabled"

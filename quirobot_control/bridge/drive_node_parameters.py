@@ -90,6 +90,10 @@ DRIVE_NODE = NodeSchema(
             "Simulated backend: publish /clock and run the plant in lock-step with the controller manager "
             "(sim.launch.py); false: the plant follows the wall clock.",
         ),
+        # Bounds (design assumption): 0 (the drives' rate) or a rate that divides the drives'
+        # control rate, so never above it (checked at start-up against the parameter file's
+        # control_rate, bridge.lockstep.substeps_per_command, which refuses any other); 10 kHz, the
+        # schema's plausibility bound: ten times the shipped 1 kHz, which the parameter file may raise.
         NodeParameter(
             "controller_rate",
             "integer",

@@ -51,6 +51,8 @@ Services (std_srvs/Trigger), the hardware component's lifecycle (bridge.drive_br
 /quirobot/drives/enable (activate: drives enabled at the measured pose, a controller's first
 command must be near it), /quirobot/drives/disable (deactivate: inverters off, brakes),
 /quirobot/drives/home (the hardware's homing sequence, run period by period while disabled).
+While a goal's hole is active (/quirobot/drilling_context) disable, enable and home are refused
+naming the goal, and acknowledge_stop ends the hole and says so (DriveBridge).
 `homing` (simulated backend): drives with incremental encoders, not homed at
 start-up (the hardware refuses to enable them until /quirobot/drives/home has run); by default the
 simulated drives have absolute encoders and start homed, and real drives report their own.

@@ -11,7 +11,10 @@ test/control/procedures/test_drill_hole_executor.py); this node only translates:
   result (error_code, success, message, achieved_depth, max_lateral_deviation, bone_model,
   bit_in_bone) and the goal's terminal status. The goal's `task` (else the `task` parameter)
   names the scene/task file; neither: no bone model. A cancel request is always accepted and
-  passed to the executor (in bone: the feed retracts along the axis).
+  passed to the executor (in bone: the feed retracts along the axis). Deactivating the node
+  mid-goal cancels the goal the same way (its result: CANCELED_RETRACTED, "canceled (task_node
+  deactivated)"; its status aborted, as rcl_action ends a goal canceled only after a client's
+  cancel request).
 - `RosMotionPort`: the executor's motion port. Trajectories go to joint_trajectory_controller and
   drill_feed_controller (FollowJointTrajectory) stamped with a common start time; the measured
   state comes from /quirobot/joint_states, the drives' (their latched stop included: the one
@@ -72,6 +75,8 @@ from quirobot_control.procedures.drill_hole_executor import (
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, axes_for
 
+#: The cause a goal canceled by the node's deactivation ends with (its result's message).
+DEACTIVATED = "canceled (task_node deactivated)"
 #: The drill's commanded axes (DrillHole drills): the arm's joints, then the feed.
 DRILL_AXES = axes_for("drill")
 #: The trajectory controllers a plan is split over (bringup.launch.py spawns them).
@@ -596,7 +601,13 @@ def _make_node():
             return super().on_activate(state)
 
         def on_deactivate(self, state) -> TransitionCallbackReturn:
+            # No new goal; a running one is canceled as a client's cancel is (in bone the feed
+            # retracts along the axis) and ends canceled: an inactive node drilled the rest of the
+            # hole and reported success (issue 33 item 3). The retract runs on after this returns.
             self.active = False
+            if hasattr(self, "drill") and self.drill.busy:
+                self.drill.request_cancel(DEACTIVATED)
+                self.get_logger().warning("deactivated mid-goal: the DrillHole goal is canceled")
             return super().on_deactivate(state)
 
         def destroy_node(self) -> None:

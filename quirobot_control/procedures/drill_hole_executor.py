@@ -12,8 +12,9 @@
 3. plans it (`planning.drill_hole.plan_drill_hole`), slows every phase but the feed and the dwell
    for the joint states' lag, and sends the arm's and the feed's parts to the port with one start
    time `start_delay` s ahead; a part refused or not accepted by its start time aborts the goal;
-4. every `feedback_period` s: the plan's phase and progress, the measured tip depth, distance from
-   the axis (FK) and feed effort; events in order of severity (a drive stop, lost joint states, a
+4. every control period (`dt` s, whatever the feedback rate): the measured tip depth, distance
+   from the axis (FK) and feed effort, published with the plan's phase and progress as feedback
+   every `feedback_period` s; events in order of severity (a drive stop, lost joint states, a
    joint beyond its path tolerance at the state's own stamp (procedures.path_check: the
    controllers leave the path unchecked), a motion that ended otherwise than as planned, a cancel,
    the motion done) go through
@@ -297,7 +298,7 @@ class ExecutorConfig:
     feed_mass: float  # kg, the feed's effective inertia (the drilling monitor's, control.yaml)
     start_delay: float = 2.0  # s between sending a plan and its start time
     tracking_lag: float = 0.05  # s of joint-state lag the slowed phases allow for
-    feedback_period: float = 0.02  # s
+    feedback_period: float = 0.02  # s between feedback messages (the checks run every `dt`)
     states_lost: float = 0.5  # s without joint states that ends a goal
     ready_timeout: float = 300.0  # s a goal waits for the stack (a fresh launch took > 60 s under load)
     response_timeout: float = 10.0  # s a retract or withdraw waits for its acceptance
@@ -356,6 +357,7 @@ class DrillHoleExecutor:
         self.config = config
         self._lock = threading.Lock()
         self._cancels = 0
+        self._cancel_cause = "canceled"  # the latest request_cancel's
         self.started = False  # the stack has been ready once
         self.busy = False
         self.phase = ""
@@ -368,12 +370,16 @@ class DrillHoleExecutor:
         with self._lock:
             if self.busy:
                 return False
-            self.busy, self._cancels = True, 0
+            self.busy, self._cancels, self._cancel_cause = True, 0, "canceled"
             return True
 
-    def request_cancel(self) -> None:
+    def request_cancel(self, cause: str = "canceled") -> None:
+        """Cancel the running goal as a client's cancel does (CancelPolicy: in bone the feed
+        retracts; the goal ends canceled); `cause` opens the result's message (task_node's
+        deactivation passes its own)."""
         with self._lock:
             self._cancels += 1
+            self._cancel_cause = cause
 
     def reset_fault(self) -> str:
         """Clear the executor's latch; the reason cleared ("" if none)."""
@@ -407,6 +413,10 @@ class DrillHoleExecutor:
     def _cancels_requested(self) -> int:
         with self._lock:
             return self._cancels
+
+    def _cancel_requested_cause(self) -> str:
+        with self._lock:
+            return self._cancel_cause
 
 
 class _Run:
@@ -462,8 +472,9 @@ class _Run:
             if deadline is None and now > 0.0:
                 deadline = now + self.config.ready_timeout
             if self.executor._cancels_requested():
+                cause = self.executor._cancel_requested_cause()
                 return self.finish(
-                    Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, "canceled while waiting: nothing moved"
+                    Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, f"{cause} while waiting: nothing moved"
                 )
             if deadline is not None and now > deadline:
                 return self.refuse(
@@ -571,15 +582,23 @@ class _Run:
                 return result
             if all(m.status() is not MotionStatus.PENDING for m in self.active.values()):
                 break
-            self.port.sleep(config.feedback_period)
+            self.port.sleep(config.dt)
+        # The checks run every control period whatever the feedback rate (a cancel in bone waited
+        # for a 10 s feedback period: the tip went on from 2.0 to 11.8 mm, issue 33 item 4); the
+        # feedback is published every feedback_period.
+        feedback_due = -np.inf
         while True:
-            phase = self.observe()
+            now = self.port.now()
+            publish = now >= feedback_due
+            if publish:
+                feedback_due = now + config.feedback_period
+            phase = self.observe(publish)
             event = self.next_event()
             action = self.policy.handle(event) if event is not None else Action.NONE
             result = self.act(action, event, phase)
             if result is not None:
                 return result
-            self.port.sleep(config.feedback_period)
+            self.port.sleep(config.dt)
 
     # --- the loop's parts ------------------------------------------------------------------------
     def send(self, part: str, trajectory: JointTrajectory, start: float) -> None:
@@ -614,8 +633,9 @@ class _Run:
             return self.abort_before_motion(ErrorCode.ABORTED_FAULT, "joint states lost")
         return None
 
-    def observe(self) -> str:
-        """Feedback from the measured state; the phase of the current motion (plan events too)."""
+    def observe(self, publish: bool = True) -> str:
+        """The measured state (depth, deepest and widest in bone), published as feedback if
+        `publish`; the phase of the current motion (plan events too)."""
         t = self.port.now() - self.motion_start
         phase, progress = phase_progress(self.motion, t)
         if self.policy.state in (State.MOVING, State.DRILLING):
@@ -633,7 +653,8 @@ class _Run:
                 self.deepest = depth if not self.deepest >= depth else self.deepest
                 self.widest = lateral if not self.widest >= lateral else self.widest
         self.executor._set_phase(phase)
-        self.port.publish_feedback(DrillFeedback(phase, depth, thrust, lateral, float(progress)))
+        if publish:
+            self.port.publish_feedback(DrillFeedback(phase, depth, thrust, lateral, float(progress)))
         return phase
 
     def next_event(self) -> Event | None:
@@ -674,6 +695,7 @@ class _Run:
         cancels = self.executor._cancels_requested()
         if cancels > self.cancels_seen:
             self.cancels_seen = cancels
+            self.cancel_cause = self.executor._cancel_requested_cause()
             return Event.CANCEL
         if self.client_gone():
             self.cancel_cause = "canceled (the client disappeared)"

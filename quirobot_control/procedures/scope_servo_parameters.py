@@ -33,6 +33,11 @@ SCOPE_SERVO_NODE = NodeSchema(
             "Where the joint commands go (trajectory_msgs/JointTrajectory, one point each, as MoveIt "
             "Servo streams them to joint_trajectory_controller).",
         ),
+        # Bounds (design assumption): at least 10 Hz, one command per dead-man timeout of the
+        # shipped arthroscopy task (0.1 s, MoveIt Servo's incoming_command_timeout), so that one
+        # command never outlives the dead-man (issue 33 items 4 and 10: at 1 Hz one command moved
+        # the tip 20 mm); at most 1000 Hz, the drives' control rate (quirobot.yaml control_rate):
+        # faster commands would be dropped between two control periods.
         NodeParameter(
             "rate",
             "double",
@@ -41,7 +46,7 @@ SCOPE_SERVO_NODE = NodeSchema(
             "publish_period 0.01 s). Its period may not exceed the task's dead-man timeout (10 Hz at "
             "least for the shipped task): a slower rate is refused at start-up.",
             unit="Hz",
-            low=1.0,
+            low=10.0,
             high=1000.0,
         ),
     ),

@@ -47,13 +47,18 @@ TASK_NODE = NodeSchema(
             "A calibration file (`quirobot calibrate --output`): DrillHole goals are planned, and the tip "
             "measured, with the calibrated machine's kinematics. Empty: the nominal model.",
         ),
+        # Bounds (design assumption): at least 1 Hz, so that the operator's view of a goal's phase
+        # and depth is never more than a second old; at most 1000 Hz, the drives' control rate
+        # (quirobot.yaml control_rate): faster feedback would repeat the same joint state. The
+        # goal's checks do not depend on it: they run every control period (issue 33 item 4).
         NodeParameter(
             "feedback_rate",
             "double",
             1.0 / _EXECUTOR["feedback_period"],
-            "Rate of the DrillHole action's feedback.",
+            "Rate of the DrillHole action's feedback (the goal's checks run every control period "
+            "whatever this rate).",
             unit="Hz",
-            low=0.1,
+            low=1.0,
             high=1000.0,
         ),
         NodeParameter(
@@ -85,6 +90,9 @@ TASK_NODE = NodeSchema(
             low=0.0,
             high=3600.0,
         ),
+        # Bounds (design assumption): from the drives' control period (1 ms: a finer sample no
+        # controller cycle reads) to 1 s (plausibility: the controllers' spline between samples
+        # departs from the plan between them; the path check measures that, it does not rely on it).
         NodeParameter(
             "waypoint_period",
             "double",
