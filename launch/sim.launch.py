@@ -20,6 +20,7 @@ from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from quirobot_control.hardware.control_config import control_configuration
@@ -78,6 +79,8 @@ def generate_launch_description() -> LaunchDescription:
         parameters=[
             {
                 "use_sim_time": True,
+                # A running goal is checked at the controllers' rate (the joint states' own).
+                "monitor_rate": ParameterValue(LaunchConfiguration("controller_rate"), value_type=float),
                 "tracking_lag": 0.02,
                 "start_delay": 4.0,
                 "task": "incision",

@@ -12,7 +12,8 @@
 3. plans it (`planning.drill_hole.plan_drill_hole`), slows every phase but the feed and the dwell
    for the joint states' lag, and sends the arm's and the feed's parts to the port with one start
    time `start_delay` s ahead; a part refused or not accepted by its start time aborts the goal;
-4. every control period (`dt` s, whatever the feedback rate): the measured tip depth, distance
+4. every control period (`monitor_period` s, the controllers'; default `dt`; whatever the feedback
+   rate): the measured tip depth, distance
    from the axis (FK) and feed effort, published with the plan's phase and progress as feedback
    every `feedback_period` s; events in order of severity (a drive stop, lost joint states, a
    joint beyond its path tolerance at the state's own stamp (procedures.path_check: the
@@ -298,7 +299,10 @@ class ExecutorConfig:
     feed_mass: float  # kg, the feed's effective inertia (the drilling monitor's, control.yaml)
     start_delay: float = 2.0  # s between sending a plan and its start time
     tracking_lag: float = 0.05  # s of joint-state lag the slowed phases allow for
-    feedback_period: float = 0.02  # s between feedback messages (the checks run every `dt`)
+    feedback_period: float = 0.02  # s between feedback messages (the checks run every monitor_period)
+    #: s between the running goal's checks: the controllers' period, at which joint states arrive
+    #: (task_node's monitor_rate); None: every plan sample (dt).
+    monitor_period: float | None = None
     states_lost: float = 0.5  # s without joint states that ends a goal
     ready_timeout: float = 300.0  # s a goal waits for the stack (a fresh launch took > 60 s under load)
     response_timeout: float = 10.0  # s a retract or withdraw waits for its acceptance
@@ -582,7 +586,7 @@ class _Run:
                 return result
             if all(m.status() is not MotionStatus.PENDING for m in self.active.values()):
                 break
-            self.port.sleep(config.dt)
+            self.port.sleep(config.monitor_period or config.dt)
         # The checks run every control period whatever the feedback rate (a cancel in bone waited
         # for a 10 s feedback period: the tip went on from 2.0 to 11.8 mm, issue 33 item 4); the
         # feedback is published every feedback_period.
@@ -598,7 +602,7 @@ class _Run:
             result = self.act(action, event, phase)
             if result is not None:
                 return result
-            self.port.sleep(config.dt)
+            self.port.sleep(config.monitor_period or config.dt)
 
     # --- the loop's parts ------------------------------------------------------------------------
     def send(self, part: str, trajectory: JointTrajectory, start: float) -> None:

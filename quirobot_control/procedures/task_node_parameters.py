@@ -61,6 +61,20 @@ TASK_NODE = NodeSchema(
             low=1.0,
             high=1000.0,
         ),
+        # Bounds (design assumption): at least 50 Hz, so that a cancel or a stop in bone is acted on
+        # within 20 ms (0.2 mm at the feed's 10 mm/s velocity limit); at most 1000 Hz, the drives'
+        # control rate: checking faster than the controllers' rate sees no new joint state.
+        NodeParameter(
+            "monitor_rate",
+            "double",
+            1000.0,
+            "Rate at which a running goal is checked (path, cancels, drive stops, lost states): the "
+            "controller manager's update rate, at which new joint states arrive (sim.launch.py passes "
+            "its controller_rate).",
+            unit="Hz",
+            low=50.0,
+            high=1000.0,
+        ),
         NodeParameter(
             "start_delay",
             "double",
@@ -111,6 +125,7 @@ def executor_timing(values: dict[str, object]) -> dict[str, float]:
     """ExecutorConfig's timing options from task_node's parameter values (name -> value)."""
     return {
         "feedback_period": 1.0 / float(values["feedback_rate"]),
+        "monitor_period": 1.0 / float(values["monitor_rate"]),
         "start_delay": float(values["start_delay"]),
         "tracking_lag": float(values["tracking_lag"]),
         "ready_timeout": float(values["ready_timeout"]),
