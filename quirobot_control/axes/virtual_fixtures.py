@@ -49,6 +49,7 @@ import numpy as np
 
 from quirobot_control.axes.limits import stopping_position
 from quirobot_description.frames import rpy_matrix
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters, axes_for
 from quirobot_kinematics.forward import forward_kinematics_batch, forward_kinematics_single
 from quirobot_kinematics.model import KinematicModel
@@ -198,9 +199,10 @@ class ToolGeometry:
     stop_deceleration: tuple[float, ...]
 
     @staticmethod
-    def from_parameters(params: RobotParameters) -> ToolGeometry:
+    def from_parameters(params: RobotParameters, calibration: GeometricErrors | None = None) -> ToolGeometry:
+        """This robot's tool, on its kinematics calibrated with `calibration` (None: nominal)."""
         return ToolGeometry(
-            KinematicModel.from_parameters(params),
+            KinematicModel.from_parameters(params).calibrated(calibration),
             bit_radius=params.drill.bit_radius,
             body_radius=float(params.link("wrist_pitch_link").radius),
             stop_deceleration=tuple(

@@ -5,7 +5,8 @@ breakthrough arming from the plan, no-go zones, tip speed near the entry, the im
 sends it (msg/DrillingContext over ROS). `hole_setup` turns it into what the bridge runs every
 period, all of it built here, off the cycle:
 
-- a hole: the whole drilling monitor (safety.hole_context.hole_monitor_settings: the goal's
+- a hole: the tip's depth measured on the plan's kinematics (calibrated as the plan was: one
+  model on both sides), the whole drilling monitor (safety.hole_context.hole_monitor_settings: the goal's
   thrust limit, breakthrough detection armed where the plan said, the spindle interlock) on the
   tip's depth along the hole, the hole's virtual fixtures (no-go zones, tip speed near the
   entry), and with a bone model and `thrust_feedforward` the bone's predicted thrust fed forward
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from quirobot_control.axes.virtual_fixtures import VirtualFixtures
+from quirobot_control.axes.virtual_fixtures import ToolGeometry, VirtualFixtures
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.thrust_feedforward import ThrustFeedForward
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
@@ -40,6 +41,7 @@ class HoleSetup:
     fixtures: VirtualFixtures | None
     feedforward: ThrustFeedForward | None
     context: HoleContext | None
+    tool: ToolGeometry  # the tool on the kinematics the tip's depth is measured with (the plan's)
 
     def describe(self) -> str:
         """What is watched, in one line (drive_node logs it)."""
@@ -77,7 +79,7 @@ def hole_setup(
     feed_mass = control.joint(feed).effective_inertia if has_feed else 0.0
     if context is None:
         monitor = DrillingMonitor(thrust_limit_only(params, feed_mass)) if has_feed else None
-        return HoleSetup(monitor, None, None, None)
+        return HoleSetup(monitor, None, None, None, ToolGeometry.from_parameters(params))
     monitor = None
     if has_feed:
         settings = hole_monitor_settings(
@@ -86,5 +88,7 @@ def hole_setup(
         monitor = DrillingMonitor(settings)
     feedforward = None
     if thrust_feedforward and context.bone is not None:
-        feedforward = ThrustFeedForward(params, context.entry, context.direction, context.bone, control.dt)
-    return HoleSetup(monitor, context.fixtures(params), feedforward, context)
+        feedforward = ThrustFeedForward(
+            params, context.entry, context.direction, context.bone, control.dt, context.calibration
+        )
+    return HoleSetup(monitor, context.fixtures(params), feedforward, context, context.tool(params))

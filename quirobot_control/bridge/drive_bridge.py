@@ -91,7 +91,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quirobot_control.axes.virtual_fixtures import ToolGeometry, tip_positions
+from quirobot_control.axes.virtual_fixtures import tip_positions
 from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.drilling_context import HoleSetup, hole_setup
 from quirobot_control.drives.interface import Drive
@@ -256,7 +256,6 @@ class DriveBridge:
         #: step's; guarded by _hole_lock), None: none waiting.
         self._pending_hole: HoleSetup | None = None
         self._hole_lock = threading.Lock()
-        self._tool = ToolGeometry.from_parameters(params)
         #: The feed after a breakthrough of the hole in force (safety.feed_stop), None: none.
         self._breakthrough: BreakthroughHold | None = None
         self.drive_mode = drive_mode
@@ -379,7 +378,7 @@ class DriveBridge:
         q = np.array(
             [[hw.state(name, "position") if name in self.names else 0.0 for name in self._model_axes]]
         )
-        return float((tip_positions(q, self._tool)[0] - context.entry) @ context.direction)
+        return float((tip_positions(q, self.hole.tool)[0] - context.entry) @ context.direction)
 
     def _run_thrust_monitor(self, velocity_before: float | None) -> None:
         """The drilling monitor this period; a fault stops every drive, a breakthrough holds the

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from quirobot_control.models.bone import BoneParameters, BoneThrust
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
 
@@ -36,8 +37,9 @@ class ThrustFeedForward:
         direction: np.ndarray,
         bone: BoneParameters,
         dt: float,
+        calibration: GeometricErrors | None = None,
     ) -> None:
-        self.kinematics = KinematicModel.from_parameters(params)
+        self.kinematics = KinematicModel.from_parameters(params).calibrated(calibration)
         self.entry = np.asarray(entry, dtype=float)
         self.direction = np.asarray(direction, dtype=float)
         self.model = BoneThrust(bone)

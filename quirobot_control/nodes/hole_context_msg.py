@@ -15,6 +15,7 @@ import numpy as np
 from quirobot_control.axes.virtual_fixtures import NoGoZone
 from quirobot_control.models.bone import BoneLayer, BoneParameters
 from quirobot_control.safety.hole_context import HoleContext
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix
 
 __all__ = ["from_message", "to_message"]
@@ -76,6 +77,9 @@ def to_message(goal_id: str, context: HoleContext | None, stamp):
                 radius=float(zone.radius),
             )
         )
+    if context.calibration is not None:
+        message.calibration_names = list(GeometricErrors.names())
+        message.calibration_values = [float(v) for v in context.calibration.vector()]
     bone = context.bone
     message.bone_model = bone is not None
     if bone is not None:
@@ -123,6 +127,15 @@ def from_message(message) -> tuple[str, HoleContext | None]:
             point_length=float(message.bone_point_length),
             time_constant=float(message.bone_time_constant),
         )
+    calibration = None
+    if message.calibration_names or message.calibration_values:
+        values = dict(zip(message.calibration_names, message.calibration_values, strict=True))
+        if set(values) != set(GeometricErrors.names()):
+            missing = sorted(set(GeometricErrors.names()) ^ set(values))
+            raise ValueError(
+                f"drilling context: calibration names differ from the model's: {', '.join(missing)}"
+            )
+        calibration = GeometricErrors(**{name: float(value) for name, value in values.items()})
     context = HoleContext(
         goal_id=goal_id,
         entry=np.array(_xyz(message.entry)),
@@ -136,5 +149,6 @@ def from_message(message) -> tuple[str, HoleContext | None]:
         entry_speed_radius=_or_none(float(message.entry_speed_radius)),
         entry_speed=_or_none(float(message.entry_speed)),
         bone=bone,
+        calibration=calibration,
     )
     return goal_id, context

@@ -88,6 +88,7 @@ class DrillPlan:
     predicted_thrust: float  # N, the bone model's quasi-static peak at the feed rate
     monitor: DrillingMonitorSettings  # the drilling monitor for this plan (module docstring)
     bone_model: bool = True  # the task's bone is the imaged bone (False: no bone model)
+    calibration: GeometricErrors | None = None  # the kinematics it was planned with (None: nominal)
 
     def hole_context(self, goal_id: str) -> HoleContext:
         """What the drive side watches while this plan drills (safety.hole_context)."""
@@ -106,6 +107,7 @@ class DrillPlan:
             entry_speed_radius=None if limit is None else limit.radius,
             entry_speed=None if limit is None else limit.speed,
             bone=task.bone if self.bone_model else None,
+            calibration=self.calibration,
         )
 
 
@@ -269,7 +271,12 @@ def plan_drill_hole(
         except BreakthroughPlanError as error:
             raise GoalRejectedError(f"breakthrough: {error}", LIMIT) from None
     return DrillPlan(
-        task=task, trajectory=trajectory, predicted_thrust=predicted, monitor=monitor, bone_model=bone_model
+        task=task,
+        trajectory=trajectory,
+        predicted_thrust=predicted,
+        monitor=monitor,
+        bone_model=bone_model,
+        calibration=calibration,
     )
 
 

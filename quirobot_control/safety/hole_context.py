@@ -29,6 +29,7 @@ import numpy as np
 from quirobot_control.axes.virtual_fixtures import EntrySpeedLimit, NoGoZone, ToolGeometry, VirtualFixtures
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
+from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import RobotParameters
 
 __all__ = ["GoalLimitError", "HoleContext", "hole_monitor_settings", "thrust_limit_only"]
@@ -57,6 +58,9 @@ class HoleContext:
     entry_speed_radius: float | None = None
     entry_speed: float | None = None
     bone: BoneParameters | None = None
+    #: The machine's identified geometric errors the plan was made with (None: the nominal model):
+    #: the drive side measures the tip with the same kinematics (issue 33 item 6).
+    calibration: GeometricErrors | None = None
 
     def __post_init__(self) -> None:
         entry = np.asarray(self.entry, dtype=float)
@@ -95,9 +99,13 @@ class HoleContext:
     def bone_model(self) -> bool:
         return self.bone is not None
 
+    def tool(self, params: RobotParameters) -> ToolGeometry:
+        """This robot's tool on the plan's kinematics (calibrated as the plan was)."""
+        return ToolGeometry.from_parameters(params, self.calibration)
+
     def fixtures(self, params: RobotParameters) -> VirtualFixtures | None:
         """The virtual fixtures the hardware enforces every cycle (no-go zones, tip speed near the
-        entry) on this robot's tool; None when the hole has neither."""
+        entry) on this robot's tool (the plan's kinematics); None when the hole has neither."""
         speed = (
             None
             if self.entry_speed is None
@@ -107,7 +115,7 @@ class HoleContext:
         )
         if not self.zones and speed is None:
             return None
-        return VirtualFixtures(zones=self.zones, tool=ToolGeometry.from_parameters(params), speed_limit=speed)
+        return VirtualFixtures(zones=self.zones, tool=self.tool(params), speed_limit=speed)
 
 
 def _thrust_limit(max_thrust: object, robot_limit: float) -> float:

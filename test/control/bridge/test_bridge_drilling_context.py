@@ -238,3 +238,36 @@ def test_far_cortex_breakthrough_holds_the_feed(parameters, control):
         past = max(depths) - thickness
         assert 0.0 < past < 0.5e-3, f"stopped {past * 1e3:.3f} mm past the far cortex"
         assert depths[-1] < s - 1e-3  # held while the command went on
+
+
+def test_the_drive_side_measures_the_tip_with_the_plans_calibration(parameters, control):
+    """Issue 33 item 6: drive_node measured the tip with the nominal model while task_node planned
+    with the machine's calibration (1.30 mm apart along the axis for in-tolerance errors). The
+    hole carries the plan's calibration: the bridge's depth along the hole is the calibrated FK's,
+    to the last digit; the nominal model's is the reading it replaces."""
+    from quirobot_control.planning.tasks import Kinematics
+    from quirobot_kinematics import KinematicModel
+
+    band = parameters.geometric.tolerance  # every error at its tolerance band's edge: a plausible machine
+    calibration = dataclasses.replace(
+        band, xy_squareness=-band.xy_squareness, tcp_offset_y=-band.tcp_offset_y
+    )
+    task = load_task("incision")
+    feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
+    goal = DrillGoal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
+    plan = plan_drill_hole(
+        goal, task.park, parameters, control.dt, task, feed_mass=feed_mass, calibration=calibration
+    )
+    hole = plan.hole_context("goal-1")
+    assert hole.calibration == calibration
+    with bridge_at_start(parameters, control) as bridge:
+        bridge.set_drilling_context("goal-1", hole)
+        bridge.command(list(DRILL_AXES), START, now=0.0)
+        bridge.step(0.0)
+        q = np.array([bridge.hardware.state(name, "position") for name in DRILL_AXES])  # what it measured
+        calibrated = Kinematics(KinematicModel.from_parameters(parameters).calibrated(calibration)).tip(q)
+        nominal = Kinematics(KinematicModel.from_parameters(parameters)).tip(q)
+        depth = bridge._feed_depth()
+        expected = float((calibrated - task.entry) @ task.direction)
+        assert depth == pytest.approx(expected, abs=1e-12)
+        assert abs(depth - float((nominal - task.entry) @ task.direction)) > 1e-4  # the old reading
