@@ -7,12 +7,18 @@ carries the insertion torque of models.pin_insertion at the pin's depth. Each co
 the torque monitor stops the spindle (and with it the feed) when the drive's torque passes the
 torque limit; within one pitch of the target the spindle command falls in proportion to the
 depth left (approach_rate), and the insertion ends when the pin is within 0.01 mm of its depth
-or has stopped. The arm is not simulated here (it holds the hole's axis, as after the incision's
-feed): the run is the spindle and the synchronised feed, at the control rate.
+or has stopped; the spindle is then switched off and the run goes on until the pin is at rest
+(its feed below REST_FEED), every revolution counted in the depth (a pin still advancing is not
+done: the run fails). Refused before it runs (TaskError, one line): a depth past the bone's far
+side (the layers' sum) by more than the task's protrusion_limit, a depth beyond the feed's stroke
+between its soft limits, a feed (pitch x speed) above the feed axis' velocity limit. The arm is
+not simulated here (it holds the hole's axis, as after the incision's feed): the run is the
+spindle and the synchronised feed, at the control rate.
 
 Metrics (m, N*m): insertion_depth_error |depth - target| at the end, peak_insertion_torque (the
 model's torque, the largest of the run), peak_drive_torque (the spindle drive's), final_depth,
-stopped_on_torque (bool). Targets: depth within 0.5 mm, torque within the task's limit.
+stopped_on_torque (bool), final_feed_speed (m/s, the feed's speed at the end). Targets: depth
+within 0.5 mm, torque within the task's limit.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ PIN_FILE = FileSchema(
         "torque_limit": Expect("N*m", 0.0, 100.0),
         "driver_max_torque": Expect("N*m", 0.0, 100.0),
         "bone_factor": Expect("1", 0.0, 100.0),
+        "protrusion_limit": Expect("m", 0.0, 0.01),
         "layers.*.name": TEXT,
         "layers.*.thickness": Expect("m", 0.0, 0.1),
         "layers.*.torque_per_length": Expect("N*m/m", 0.0, 1e5),
@@ -60,6 +67,11 @@ DEPTH_TARGET = 0.5e-3
 DEPTH_REACHED = 0.01e-3
 #: s: the longest insertion simulated (a stalled run ends by its own stop long before).
 MAX_DURATION = 120.0
+#: m/s: the pin is at rest below this feed speed. Design assumption: 1 um/s, a thousandth of
+#: the shipped 1.75 mm/s feed (a pin this slow moves under 1 um in the spindle's run-down).
+REST_FEED = 1e-6
+#: s: the longest run-down after the spindle is switched off (its time constant is ms).
+MAX_SETTLE = 2.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,7 @@ class PinTask:
     torque_limit: float  # N*m, the monitor's
     driver_max_torque: float  # N*m, the spindle drive's
     bone_factor: float  # 1, the bone's torque relative to the layers'
+    protrusion_limit: float  # m, how far the tip may end past the bone's far side
     layers: tuple[PinLayer, ...]
     path: Path
 
@@ -84,6 +97,7 @@ class PinMetrics:
     final_depth: float  # m
     stopped_on_torque: bool  # the torque limit ended the insertion
     torque_limit: float  # N*m, the limit it ran under
+    final_feed_speed: float  # m/s, the feed's speed at the end (pitch x spindle speed)
 
 
 @dataclass
@@ -123,12 +137,39 @@ def load_pin(path: Path) -> PinTask:
         torque_limit=reader.number("torque_limit", positive=True),
         driver_max_torque=reader.number("driver_max_torque", positive=True),
         bone_factor=reader.number("bone_factor", positive=True),
+        protrusion_limit=reader.number("protrusion_limit", non_negative=True),
         layers=tuple(layers),
         path=path,
     )
     if task.torque_limit >= task.driver_max_torque:
         raise reader.fail("torque_limit", "must be below driver_max_torque (the monitor must trip first)")
+    bone = sum(layer.thickness for layer in task.layers)
+    if task.depth > bone + task.protrusion_limit + 1e-9:
+        raise reader.fail(
+            "depth",
+            f"{task.depth * 1e3:.1f} mm is past the bone's far side ({bone * 1e3:.1f} mm, the layers) "
+            f"by more than protrusion_limit {task.protrusion_limit * 1e3:.1f} mm "
+            f"(at most {(bone + task.protrusion_limit) * 1e3:.1f} mm)",
+        )
     return task
+
+
+def check_pin(task: PinTask, params: RobotParameters) -> None:
+    """Refuse (TaskError, one line) a task the drill's feed cannot run: a depth beyond the feed's
+    stroke between its soft limits, a feed (pitch x speed) above the feed's velocity limit."""
+    drill = params.drill
+    stroke = drill.feed_upper - drill.feed_lower - 2.0 * drill.feed_soft_margin
+    if task.depth > stroke + 1e-12:
+        raise TaskError(
+            f"{task.path.name}: depth: {task.depth * 1e3:.1f} mm is beyond the drill feed's "
+            f"{stroke * 1e3:.1f} mm stroke between its soft limits"
+        )
+    feed = task.pitch * task.speed / (2.0 * math.pi)
+    if feed > drill.feed_velocity + 1e-12:
+        raise TaskError(
+            f"{task.path.name}: speed: the feed pitch x speed is {feed * 1e3:.1f} mm/s, above the "
+            f"drill feed's velocity limit {drill.feed_velocity * 1e3:.1f} mm/s"
+        )
 
 
 def insert_pin(
@@ -136,6 +177,7 @@ def insert_pin(
 ) -> PinResult:
     """Run the insertion (module docstring) at the control period dt (s); `bone_factor` overrides
     the task's (a harder bone than planned)."""
+    check_pin(task, params)
     factor = task.bone_factor if bone_factor is None else float(bone_factor)
     spindle = Spindle(replace(params.drilling.spindle, speed=task.speed, max_torque=task.driver_max_torque))
     spindle.switch_on(task.speed)
@@ -155,7 +197,7 @@ def insert_pin(
         spindle.external_torque = torque
         speed = spindle.update(dt, 0.0)
         angle += speed * dt
-        depth = min(task.pitch * angle / (2.0 * math.pi), task.depth)
+        depth = task.pitch * angle / (2.0 * math.pi)
         t += dt
         depths.append(depth)
         torques.append(torque)
@@ -170,6 +212,24 @@ def insert_pin(
         if spindle.stalled:
             stop_reason = f"pin driver stalled: {spindle.stall_reason}"
             break
+    # Run down: the spindle off, the feed follows it until the pin is at rest (every revolution
+    # counts in the depth; a pin still advancing is not done).
+    spindle.switch_off()
+    end = t + MAX_SETTLE
+    while task.pitch * spindle.speed / (2.0 * math.pi) > REST_FEED and t < end:
+        spindle.external_torque = float(insertion_torque(depth, task.layers, factor))
+        angle += spindle.update(dt, 0.0) * dt
+        depth = task.pitch * angle / (2.0 * math.pi)
+        t += dt
+        depths.append(depth)
+        torques.append(spindle.external_torque)
+        drive.append(spindle.motor_torque)
+    feed = task.pitch * spindle.speed / (2.0 * math.pi)
+    if feed > REST_FEED and stop_reason is None:
+        stop_reason = (
+            f"pin still advancing at {feed * 1e3:.3f} mm/s at the end "
+            f"(at rest below {REST_FEED * 1e3:.3f} mm/s)"
+        )
     wall = time.perf_counter() - wall
     pin = PinMetrics(
         insertion_depth_error=abs(task.depth - depth),
@@ -178,9 +238,10 @@ def insert_pin(
         final_depth=depth,
         stopped_on_torque=stop_reason is not None and "above the limit" in stop_reason,
         torque_limit=task.torque_limit,
+        final_feed_speed=feed,
     )
     run = RunMetrics(
-        completed=stop_reason is None and task.depth - depth <= DEPTH_REACHED,
+        completed=stop_reason is None and task.depth - depth <= DEPTH_REACHED and feed <= REST_FEED,
         stop_reason=stop_reason,
         duration=t,
         wall_time=wall,

@@ -20,6 +20,7 @@ from quirobot_cli.cli import main
 from quirobot_description.data_files import find_data_file
 
 BOUND = 0.5e-3  # m: the issue's portal drift and pin depth targets
+REST = 1e-6  # m/s: the pin at rest at the end (the bound pin_procedure states)
 
 
 def _simulate(tmp_path, *argv: str) -> tuple[int, dict]:
@@ -130,3 +131,52 @@ def test_an_arthroscopy_task_file_refused_is_one_line_and_exit_2(tmp_path, chang
         status = main(["simulate", "--task", str(path), "--json", "--no-progress", "--output", str(tmp_path)])
     lines = err.getvalue().splitlines()
     assert status == 2 and len(lines) == 1 and expected in lines[0]
+
+
+def _pin_depth(value: float):
+    def change(raw: dict) -> None:
+        raw["depth"]["value"] = value
+
+    return change
+
+
+def _pin_fast_feed(raw: dict) -> None:
+    raw["pitch"]["value"] = 0.01
+    raw["speed"]["value"] = 200.0
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            _pin_depth(0.080),
+            "pin_bad.yaml: depth: 80.0 mm is past the bone's far side (25.0 mm, the layers) by more "
+            "than protrusion_limit 2.0 mm (at most 27.0 mm)",
+        ),
+        (_pin_depth(0.150), "pin_bad.yaml: depth: 150.0 mm is past the bone's far side (25.0 mm"),
+        (
+            _pin_fast_feed,
+            "pin_bad.yaml: speed: the feed pitch x speed is 318.3 mm/s, above the drill feed's "
+            "velocity limit 10.0 mm/s",
+        ),
+    ],
+    ids=["80 mm through 25 mm of bone", "150 mm", "318 mm/s feed"],
+)
+def test_a_pin_task_file_refused_is_one_line_and_exit_2(tmp_path, change, expected):
+    # Issue 33 item 12: each ran and reported success (exit 0).
+    raw = _raw("pin")
+    change(raw)
+    path = tmp_path / "pin_bad.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["simulate", "--task", str(path), "--json", "--no-progress", "--output", str(tmp_path)])
+    lines = err.getvalue().splitlines()
+    assert status == 2 and len(lines) == 1 and expected in lines[0]
+
+
+def test_the_pin_run_ends_at_rest(tmp_path):
+    status, document = _simulate(tmp_path, "--task", "pin")
+    metrics = document["metrics"]
+    assert status == 0 and metrics["completed"]
+    assert 0.0 <= metrics["final_feed_speed"] <= REST
