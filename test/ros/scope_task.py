@@ -1,7 +1,8 @@
 """The arthroscopy task file the ROS-tier tests give scope_servo_node: the shipped one with its
-dead-man timeout (also the oldest twist accepted) and joint-state age limit widened to 1 s and
-2 s, so that a test's own publishers, delayed on a loaded 2-core machine (a load of 7 delayed
-joint states by 0.25 s), are not what the node refuses. The rules are the node's; their numbers
+dead-man timeout (also the oldest twist accepted) and joint-state age limit widened to 2 s and
+4 s, so that a test's own publishers, and the node itself, late on a loaded 2-core machine (at a
+load of 7 joint states arrived 0.25 s late; at 14 the node fell more than 1 s behind its twists),
+are not what the node refuses. The rules are the node's; their numbers
 at the shipped values are tested in the core (test/control/procedures/test_scope_servo.py).
 """
 
@@ -16,8 +17,8 @@ from quirobot_control.planning.arthroscopy import ArthroscopyTask, load_arthrosc
 from quirobot_description.data_files import find_data_file
 
 #: s: the widened limits
-TIMEOUT = 1.0
-JOINT_STATE_TIMEOUT = 2.0
+TIMEOUT = 2.0
+JOINT_STATE_TIMEOUT = 4.0
 SOURCE = "test/ros/scope_task.py: widened for a loaded test machine"
 
 

@@ -167,7 +167,7 @@ class TestScene(unittest.TestCase):
         stream(1.5)
         moving = len(commands)
 
-        def held() -> bool:  # silence: past the dead-man timeout (1 s here) it brakes, then holds
+        def held() -> bool:  # silence: past the dead-man timeout (2 s here) it brakes, then holds
             last = [list(c.points[0].positions) for c in commands[-5:]]
             return len(commands) >= moving + 5 and all(row == last[0] for row in last)
 

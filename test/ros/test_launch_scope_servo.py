@@ -3,11 +3,11 @@ fresh twists in `world` (issue 33 item 10; issue 31 item 4: the scope servo's jo
 limit, safety.state_age, on the robot path).
 
 scope_servo.launch.py alone (the node configured, inactive) on the shipped arthroscopy task with
-its dead-man timeout and joint-state age limit widened for a loaded machine (scope_task.py: 1 s
-and 2 s). The test publishes the joint states (the scope docked in the task's portal) and the
+its dead-man timeout and joint-state age limit widened for a loaded machine (scope_task.py: 2 s
+and 4 s). The test publishes the joint states (the scope docked in the task's portal) and the
 TwistStamped stream itself, stamped on its clock (the system clock, the node's too):
 
-1. joint states stamped 5 s before they are sent: `activate` is refused, the log naming their age;
+1. joint states stamped 30 s before they are sent: `activate` is refused, the log naming their age;
 2. active on fresh states, twists stamped an hour ago and twists in tool0's frame move nothing
    (every joint command stays at the docked pose), each kind of refusal logged at once and then
    at most once per 2 s; fresh twists in world then move the scope;
@@ -54,7 +54,7 @@ COMMANDS = "/joint_trajectory_controller/joint_trajectory"
 TIMEOUT = 60.0  # s (wall): node start-up on a loaded 2-core machine
 TASK_FILE, TASK = loaded_machine_task()
 DOCKED = servo_for(TASK, load_parameters()).q
-STALE = 5.0  # s: how old the stale joint states are when sent (the limit: 2 s)
+STALE = 30.0  # s: how old the stale joint states are when sent (scope_task.py's limit: 4 s)
 HOUR = 3600.0  # s: how old the stale twists are
 
 
@@ -114,6 +114,13 @@ class TestScopeServoNode(unittest.TestCase):
         end = time.monotonic() + seconds
         self.graph.spin_until(lambda: time.monotonic() > end, seconds + 1.0, "time to pass")
 
+    def settle(self) -> None:
+        """Wait for 20 more commands: the node, however late on a loaded machine, has then
+        worked through the twists it received before (its timer and subscription share one
+        executor)."""
+        count = len(self.commands)
+        self.graph.spin_until(lambda: len(self.commands) >= count + 20, TIMEOUT, "20 more commands")
+
     def activate(self) -> bool:
         return self.graph.lifecycle(SERVO, Transition.TRANSITION_ACTIVATE, TIMEOUT)
 
@@ -137,7 +144,7 @@ class TestScopeServoNode(unittest.TestCase):
         type(self).states_age = STALE
         self.wait(1.0)
         self.assertFalse(self.activate(), f"activated on joint states {STALE:g} s old")
-        proc_output.assertWaitFor("activate refused: joint states: stamped 5.", timeout=10.0)
+        proc_output.assertWaitFor("activate refused: joint states: stamped 30.", timeout=10.0)
         self.assertEqual(self.commands, [], "commands before the mode was entered")
 
     def test_2_stale_and_foreign_frame_twists_move_nothing(self, proc_output):
@@ -149,23 +156,24 @@ class TestScopeServoNode(unittest.TestCase):
         begun = time.monotonic()
         self.stream(1.5, age=HOUR)
         self.stream(1.5, frame="tool0")
-        elapsed = time.monotonic() - begun
+        self.settle()
         held = self.positions(start)
-        self.assertGreater(len(held), 20, "too few commands while refusing")
         moved = float(np.abs(held - held[0]).max())
         self.assertLess(moved, 1e-9, f"stale or foreign-frame twists moved the joints by {moved:.3g}")
-        log = _log(proc_output)
+        log, elapsed = _log(proc_output), time.monotonic() - begun
         for kind in ("stale", "frame"):
             lines = log.count(f"twist refused ({kind})")
             self.assertGreaterEqual(lines, 1, f"no {kind} refusal logged")
             self.assertLessEqual(lines, 1 + elapsed / 2.0, f"{kind} refusals logged {lines} times")
         self.assertIn(f"twist refused (stale): twist: stamped {HOUR:.0f}.", log)
         self.assertIn("twist refused (frame): frame_id 'tool0' is not 'world'", log)
-        start = len(self.commands)
-        self.stream(1.0)  # fresh, in world: the servo moves
-        moving = self.positions(start)
-        moved = float(np.linalg.norm(moving[-1, :3] - held[-1, :3]))
-        self.assertGreater(moved, 1e-3, "fresh twists in world did not move the scope")
+
+        def moved_on() -> bool:
+            return float(np.linalg.norm(self.positions(start)[-1, :3] - held[-1, :3])) > 1e-3
+
+        timer = self.graph.node.create_timer(0.02, self.send)  # fresh, in world: the servo moves
+        self.graph.spin_until(moved_on, TIMEOUT, "fresh twists in world to move the scope")
+        self.graph.node.destroy_timer(timer)
         self.assertTrue(self.graph.lifecycle(SERVO, Transition.TRANSITION_DEACTIVATE, TIMEOUT))
 
     def test_3_the_servo_stops_when_the_joint_states_stop(self, proc_output):
@@ -175,7 +183,7 @@ class TestScopeServoNode(unittest.TestCase):
         self.stream(0.5)
         type(self).states_age = None  # the joint states stop; the twists go on
         timer = self.graph.node.create_timer(0.02, self.send)
-        self.graph.wait_for_lifecycle_state(SERVO, State.PRIMARY_STATE_INACTIVE, 20.0)
+        self.graph.wait_for_lifecycle_state(SERVO, State.PRIMARY_STATE_INACTIVE, TIMEOUT)
         proc_output.assertWaitFor("joint-state watchdog: joint states", timeout=10.0)
         self.wait(0.5)
         stopped = len(self.commands)
