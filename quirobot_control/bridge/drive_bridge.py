@@ -52,8 +52,8 @@ limit, breakthrough detection armed where the plan said, the spindle interlock: 
 depth along the hole (FK of the measured joints), and the hole's virtual fixtures every cycle
 (QuirobotHardware.set_fixtures). A fault (thrust limit, spindle) stops every drive (the hardware's
 category 1 stop) with the monitor's reason; a breakthrough (the drilling's success) stops the
-feed by the one reaction every path runs (safety.feed_stop: decelerated at the feed's acceleration
-limit, then held until the controller's command comes back above it, never deeper), and
+feed as every path does (safety.feed_stop: decelerated at the feed's acceleration limit, then
+held until the controller's command comes back above it, never deeper), and
 `status().breakthrough` says so. The hole is prepared by the caller's thread
 (bridge.drilling_context.hole_setup: monitor, fixtures, thrust feed-forward) and swapped in by
 `step` at the next period boundary, in one step (realtime_tools' RealtimeBuffer pattern): the
@@ -405,7 +405,7 @@ class DriveBridge:
             return
         if not event.success:
             hw.stop(event.message)
-        elif self._breakthrough is None:  # the one reaction (safety.feed_stop), from the next period
+        elif self._breakthrough is None:  # the feed stop (safety.feed_stop), from the next period
             stop = FeedStop(
                 self.time,
                 feed.command["position"],

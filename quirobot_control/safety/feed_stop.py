@@ -1,18 +1,22 @@
-"""The one reaction to a far-cortex breakthrough: the feed stops and waits for the retract.
+"""The reaction to a far-cortex breakthrough: the feed stops, then waits for the retract.
 
-When the drilling monitor (safety.drilling_monitor) reports a breakthrough, whoever runs it (the
-drive bridge, bridge.drive_bridge, on every path: `quirobot simulate` and drive_node alike)
-stops the feed the same way:
+When the drilling monitor (safety.drilling_monitor) reports a breakthrough, the feed stops the
+same way on every path (the drive bridge, bridge.drive_bridge, under drive_node; the closed-loop
+simulation of `quirobot simulate`, simulation.closed_loop):
 
 1. `FeedStop`: a category 2 stop of the feed alone, from its commanded position and velocity at
    that period, decelerating at the feed's acceleration limit (tools.drill.feed_acceleration) to
-   rest, then held there under power; the arm keeps its own commands (at rest during a feed);
-2. `BreakthroughHold.command`: from then on the feed's command is the stop's profile while the
-   controller's command lies deeper; once the controller's command comes back above the held
-   position (the plan's retract passing it) the controller commands the feed again, for good.
-   The feed never goes deeper than where it stopped: before, the drive bridge released its hold
-   at the retract's first negative velocity and the feed lunged back to the plan's deeper
-   position, and the simulator faded the stop into the plan over the retract (two reactions).
+   rest, then held there under power; the arm keeps its own commands (at rest during a feed). The
+   deepest the bit goes is decided here, so both paths drill the same hole.
+2. The way back differs, as what each knows does: the bridge (`BreakthroughHold.command`) holds
+   the feed while the controller's command lies deeper and hands it back once the command comes
+   above the held position (the plan's retract passing it): the feed never goes deeper than
+   where it stopped (before, the bridge released its hold at the retract's first negative
+   velocity and the feed lunged back to the plan's deeper position). The simulation, which knows
+   the plan's phases, fades the stop into the plan over the retract phase. Joining a moving
+   retract from rest leaves the bridge's feed behind the plan during the retract (the command
+   limiter's acceleration bound): the executor does not hold the feed to its path after a
+   breakthrough (procedures.drill_hole_executor).
 
 Depths grow with the feed's position (drill_feed: + into the bone). ROS-free, no allocation per
 period.

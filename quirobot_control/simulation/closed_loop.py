@@ -12,11 +12,13 @@ spindle model (models.spindle, switched on at the align phase and off after the 
 event stops the feed. A fault (thrust limit, spindle stall, spindle not at speed) is the host's
 stop (`QuirobotHardware.stop`: a category 1 quick stop of every drive, each decelerating on its
 own ramp and braking at standstill; the arm stands still during the feed anyway), named in
-log.stop_reason. A breakthrough ends the feed as planned, by the one reaction every path runs
-(safety.feed_stop: the feed decelerates at its acceleration limit from its commanded state and
-holds, the arm fed gravity only, until the plan's retract comes back above the held depth; then
-the plan again); the task goes on. An early breakthrough (short of the imaged far cortex) ends
-the feed the same way, but is no success: its message is log.stop_reason.
+log.stop_reason. A breakthrough ends the feed as planned: the host decelerates the feed at its
+acceleration limit (safety.feed_stop.FeedStop, a category 2 stop of the feed, as the drive bridge
+does: held under power, the arm fed gravity only), holds it through the dwell and rejoins the
+plan over the retract phase (`rejoin`, a smooth fade the bridge cannot do: it does not know the
+plan's phases, so it holds until the retract passes the held depth); the task goes on. An early
+breakthrough (short of the imaged far cortex) ends the feed the same way, but is no success: its
+message is log.stop_reason.
 
 Fault injection hooks: `before_cycle`, `host_running` (False: the host no longer calls read or
 write, the drives keep being advanced by the plant: a lost master) and `end_time`.
@@ -44,7 +46,7 @@ from quirobot_control.models.rigid_body import build_model, reflected_rotor_iner
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.safety.drilling_monitor import DrillingEvent, DrillingMonitor
-from quirobot_control.safety.feed_stop import BreakthroughHold, FeedStop
+from quirobot_control.safety.feed_stop import FeedStop
 from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.realistic_plant import RealisticPlant
@@ -147,6 +149,17 @@ def planned_tip(params: RobotParameters, trajectory: JointTrajectory) -> tuple[n
     return tip, poses[:, :3, 3]
 
 
+def rejoin(offset: float, u: float, duration: float) -> tuple[float, float, float]:
+    """An offset (m) faded out smoothly over a phase: (position, velocity, acceleration) to add to
+    the plan at phase fraction u in [0, 1] of `duration` s (smoothstep: starts and ends at rest)."""
+    u = min(max(u, 0.0), 1.0)
+    return (
+        offset * (1.0 - (3.0 * u**2 - 2.0 * u**3)),
+        -offset * (6.0 * u - 6.0 * u**2) / duration,
+        -offset * (6.0 - 12.0 * u) / duration**2,
+    )
+
+
 class ClosedLoopSimulation:
     """One closed-loop run of a planned trajectory (see the module docstring)."""
 
@@ -242,8 +255,8 @@ class ClosedLoopSimulation:
         self.monitor = monitor if drilling is not None else None
         self.spindle = spindle if drilling is not None else None
         self.feed_stop: FeedStop | None = None
-        self._breakthrough: BreakthroughHold | None = None  # the feed after a breakthrough
         self._spindle_started = False
+        self._retract_index = 0
         self._hold: tuple[np.ndarray, np.ndarray] | None = None  # arm hold: positions, feed-forward
         if drilling is not None:
             self.planned_depth = (self.planned_tip - drilling.entry) @ drilling.direction
@@ -252,6 +265,7 @@ class ClosedLoopSimulation:
             names["align"].start_time if "align" in names else 0.0,
             names["retract"].end_time if "retract" in names else math.inf,
         )
+        self._retract = names.get("retract")
 
     def run(self, progress: Callable[[int], None] | None = None, stop_on_error: bool = True) -> SimulationLog:
         """Run the whole trajectory; `progress(cycles_done)` is called every 100 cycles.
@@ -406,9 +420,8 @@ class ClosedLoopSimulation:
         spindle.update(self.dt, thrust)
 
     def _commands(self, k: int, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """This cycle's position, velocity and feed-forward commands: the plan's; after a
-        breakthrough the feed held as safety.feed_stop says (gravity alone fed forward while it
-        is held); after a fault the held arm and the stopping feed."""
+        """This cycle's position, velocity and feed-forward commands: the plan's, or after a feed
+        stop the held arm and the stopping (then held, then rejoining) feed."""
         feed_index = DrillParameters.feed_index  # the drill feed's column
         trajectory = self.trajectory
         position, velocity = trajectory.positions[k], trajectory.velocities[k]
@@ -416,15 +429,21 @@ class ClosedLoopSimulation:
         stop = self.feed_stop
         if stop is None:
             return position, velocity, effort
-        if self._breakthrough is not None:
-            q, v, _, held = self._breakthrough.command(
-                t, float(position[feed_index]), float(velocity[feed_index])
-            )
-            if not held:
+        retract = self._retract
+        if self.feed_stop_retracts and retract is not None and t >= retract.start_time:
+            if t > retract.end_time:
                 return position, velocity, effort
+            # Rejoin the plan over the retract from where the feed stopped.
+            offset = stop.rest_position - trajectory.positions[self._retract_index, feed_index]
+            extra, extra_velocity, _ = rejoin(
+                offset,
+                (t - retract.start_time) / (retract.end_time - retract.start_time),
+                retract.end_time - retract.start_time,
+            )
             position, velocity = position.copy(), velocity.copy()
-            position[feed_index], velocity[feed_index] = q, v
-            return position, velocity, self._gravity(position[None, :])[0]
+            position[feed_index] += extra
+            velocity[feed_index] += extra_velocity
+            return position, velocity, effort
         hold_position, hold_effort = self._hold
         position, velocity = hold_position.copy(), np.zeros_like(velocity)
         position[feed_index], velocity[feed_index], _ = stop.command(t)
@@ -440,7 +459,7 @@ class ClosedLoopSimulation:
         spindle = self.spindle
         feed = self.hardware.joints[feed_index]
         stop = self.feed_stop
-        if stop is None or (self._breakthrough is not None and self._breakthrough.released):
+        if stop is None:
             acceleration = float(self.trajectory.accelerations[k, feed_index])
         else:
             acceleration = stop.command(t)[2]
@@ -467,8 +486,8 @@ class ClosedLoopSimulation:
         )
         # The arm holds where the plan is; only gravity is fed forward (no planned thrust any more).
         self._hold = (position.copy(), self._gravity(position[None, :])[0])
-        if not event.is_fault:  # a breakthrough, early or not: the one reaction (safety.feed_stop)
-            self._breakthrough = BreakthroughHold(self.feed_stop)
+        if self._retract is not None:
+            self._retract_index = int(round(self._retract.start_time / self.dt))
         return event
 
     def _gravity(self, q: np.ndarray) -> np.ndarray:

@@ -93,7 +93,7 @@ def test_direction_of_any_length_is_normalised(shipped, incision, params):
         ({"entry": np.array([1.0, 1.0, 0.5])}, "gantry_z"),
         ({"depth": 0.2}, "drill_feed travel"),
         ({"feed_rate": 0.05}, "drill_feed velocity limit"),
-        ({"max_thrust": 1e4}, "the robot's thrust limit 80.0 N"),
+        ({"max_thrust": 1e4}, "the robot's thrust limit 80 N"),
         ({"max_thrust": 5.0}, "predicts"),
         ({"depth": float("nan")}, "depth must be finite"),
         ({"entry": np.array([1.0, float("inf"), -1.35])}, "entry must be finite"),
