@@ -17,6 +17,12 @@ WAIT = 2.0  # s, wall-clock bound on any single wait for frames (never reached w
 #: answers in milliseconds): on a loaded 2-core machine the simulated slaves' threads are
 #: starved for longer, and a start-up of a few dozen SDOs then failed now and then.
 SdoClient.RESPONSE_TIMEOUT = 1.0
+#: attempts per SDO request (canopen's default 1: no retry). Over udp_multicast a datagram can be
+#: dropped when a starved reader's socket buffer fills with the keep-alive's SYNC and TPDO traffic
+#: (a CAN controller acknowledges every frame on the wire; /proc/net/snmp
+#: Udp RcvbufErrors counted 81,627 such drops on this VM); CI's ROS tier once failed a drive's
+#: start-up on one unanswered statusword read. A retry sends the same request again.
+SdoClient.MAX_RETRIES = 3
 
 
 #: The rigs' drives start here (m, rad), inside every axis' travel.
