@@ -515,6 +515,7 @@ class TestDrillHole(unittest.TestCase):
         feedback: list = []
         handle = self.send(self.goal(), feedback)
         self.wait_in_feed(handle, feedback, 0.003)
+        self.assert_drive_services_refused_mid_feed(handle, feedback)
         cancel = handle.cancel_goal_async()
         self.graph.spin_until(cancel.done, 30.0, "the cancel answer")
         # A second cancel during the retract: rcl_action refuses it (the goal is already
@@ -542,6 +543,31 @@ class TestDrillHole(unittest.TestCase):
         operating = self.latest_state()
         self.assertFalse(operating.fault, operating.fault_reason)
         self.assertFalse(operating.busy)
+
+    def assert_drive_services_refused_mid_feed(self, handle, feedback: list) -> None:
+        """Issue 33 item 2 over DDS: drive_node's own drive-level services, called mid-feed, bypass
+        task_node's busy guard; disable is refused naming the goal, home refused, enable and
+        acknowledge_stop change nothing; the drives stay enabled and the feed goes on deeper."""
+        from quirobot.msg import DrivesState
+        from std_srvs.srv import Trigger
+
+        depth = max(f.depth for f in feedback if f.phase == "feed")
+        answers = {
+            service: self.graph.call(Trigger, f"/quirobot/drives/{service}", Trigger.Request())
+            for service in ("disable", "home", "enable", "acknowledge_stop")
+        }
+        said = {service: (a.success, a.message) for service, a in answers.items()}
+        self.assertFalse(answers["disable"].success, said)
+        self.assertRegex(answers["disable"].message, r"disable refused: goal '\w+' is drilling", said)
+        self.assertFalse(answers["home"].success, said)
+        self.assertIn("home refused", answers["home"].message, said)
+        # On the active drives these change nothing and say so (docs/safety.md).
+        self.assertEqual(said["enable"], (True, "already enabled"))
+        self.assertEqual(said["acknowledge_stop"], (True, "no stop latched"))
+        drives = self.graph.next_message(DrivesState, "/quirobot/drives/state", timeout=30.0)
+        self.assertTrue(drives.enabled, drives.stop_reason)
+        self.assertEqual(drives.stop_reason, "")
+        self.wait_in_feed(handle, feedback, depth + 0.0005)  # still feeding, 0.5 mm deeper
 
     def test_5_drive_fault_during_feed_aborts_and_latches_until_reset(self) -> None:
         from sensor_msgs.msg import JointState
