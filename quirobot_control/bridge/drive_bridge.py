@@ -520,6 +520,11 @@ class DriveBridge:
         """One control period at `now` (s, the adapter's clock): feedback, read, write (PID,
         safety), the period; the state at its end. With the hardware not active (stopped,
         disabled) the state is the drives' own feedback: the hardware reads nothing then."""
+        return self.sample(self.run_period(now))
+
+    def run_period(self, now: float) -> bool:
+        """`step` without its state (an adapter that publishes one state per several periods
+        samples once, after the last): whether the hardware was active in the period."""
         if self._closed:
             raise BridgeError("the drive bridge is closed")
         hw = self.hardware
@@ -540,7 +545,7 @@ class DriveBridge:
             self._home_one_period(now)
         self.backend.after_write()
         self.time += self.dt
-        return self.sample(active)
+        return active
 
     def sample(self, active: bool | None = None) -> JointStateSample:
         """The joint state as the last period left it (running none): the hardware's state

@@ -288,7 +288,8 @@ class DriveNode:
 
         self.node, self.parameters = node, parameters
         self.bridge, self.cycle, self.lockstep = None, None, lockstep  # the drives: attach()
-        self.joint_state_type, self.clock_type = JointState, Clock  # for the per-period messages
+        self._joint_state, self._clock = JointState(), Clock()  # refilled every published period
+        self._names = None  # the joint names in self._joint_state
         self.dt = control.dt  # s, the control period
         self.reported = {"stop": None, "events": 0, "safety": 0, "state": None}
         self.published_cycle = -1  # the cycle of the latest joint state published (real drives)
@@ -305,7 +306,8 @@ class DriveNode:
         if parameters.backend_name == "simulated":
             from geometry_msgs.msg import PointStamped
 
-            self.point_type = PointStamped
+            self._true_tip = PointStamped()
+            self._true_tip.header.frame_id = "world"
             self.true_tip = node.create_publisher(
                 PointStamped, "/quirobot/sim/true_tip", qos_profile_sensor_data
             )
@@ -337,29 +339,34 @@ class DriveNode:
     # --- outputs ---------------------------------------------------------------------------------
     def advance(self, count: int) -> None:
         """Run `count` control periods, then publish the state (and the clock)."""
-        sample = self.bridge.sample()
+        active = None  # the hardware's lifecycle now (no period run)
         for _ in range(count):
-            sample = self.bridge.step(self.bridge_now())
+            active = self.bridge.run_period(self.bridge_now())
             if self.lockstep is not None:
                 self.lockstep.ran(1)
-        self.publish_sample(sample)
+        self.publish_sample(self.bridge.sample(active))  # once, after the last period
 
     def publish_sample(self, sample) -> None:
         """The joint state of a period (and the clock), then the stop and events."""
-        message = self.joint_state_type()
+        # The messages are made once and refilled (publish serialises them): no allocation of
+        # message objects per period.
+        message = self._joint_state
         message.header.stamp = self.stamp()
-        message.name = list(sample.names)
+        if self._names is not sample.names:  # the bridge's own tuple: set once
+            message.name, self._names = list(sample.names), sample.names
         message.position = sample.position
         message.velocity = sample.velocity
         message.effort = sample.effort
         self.states.publish(message)  # before the clock: a controller cycle woken by it reads this
-        if self.true_tip is not None:
-            tip = self.point_type()
-            tip.header.stamp, tip.header.frame_id = message.header.stamp, "world"
+        # Ground truth for tests and benches: serialised only while someone listens.
+        if self.true_tip is not None and self.true_tip.get_subscription_count() > 0:
+            tip = self._true_tip
+            tip.header.stamp = message.header.stamp
             tip.point.x, tip.point.y, tip.point.z = (float(v) for v in self.bridge.backend.true_tip())
             self.true_tip.publish(tip)
         if self.clock is not None:
-            self.clock.publish(self.clock_type(clock=message.header.stamp))
+            self._clock.clock = message.header.stamp
+            self.clock.publish(self._clock)
         self.report(sample.stop_reason)
 
     def report(self, stop_reason: str | None) -> None:
@@ -438,7 +445,8 @@ class DriveNode:
         if self.lockstep is None:
             node.create_timer(self.dt, self.on_timer)
         else:  # the plant runs on commands; a wall-clock guard only (bridge.lockstep)
-            node.create_timer(LOCKSTEP_GUARD_TICK, self.on_lockstep_guard)
+            # Half its shortest limit: the republish comes at most half a limit late.
+            node.create_timer(self.lockstep.republish_after / 2, self.on_lockstep_guard)
         _drilling_context_subscription(node, lambda: self.bridge)
         node.create_timer(1.0, self.publish_status)
 
@@ -642,8 +650,6 @@ def _lockstep(dt: float, parameters: DriveNodeParameters):
     )
 
 
-#: s of wall time between ticks of the lock-step's guard (publish_clock).
-LOCKSTEP_GUARD_TICK = 0.01
 #: s the executor waits at most for work before the main loop looks at the shutdown request again
 #: (its timers wake it every period anyway).
 SPIN_TIMEOUT = 0.1
