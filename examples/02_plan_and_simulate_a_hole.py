@@ -42,6 +42,8 @@ print(f"entry-point error   {hole.entry_error * 1e6:6.2f} um")
 print(f"lateral deviation   {hole.lateral_deviation * 1e6:6.2f} um (during the feed)")
 print(f"deepest point       {hole.max_depth * 1e3:6.3f} mm (planned {task.depth * 1e3:.3f} mm)")
 print(f"peak bone thrust    {hole.peak_thrust:6.2f} N")
+# The drilling monitor's verdict: None when the feed reached its depth without a stop.
+print(f"drilling stop: {hole.drilling_stop}")
 met = targets_met(result.metrics)
 print(
     "precision targets met:",

@@ -73,6 +73,7 @@ def test_plan_and_simulate_a_hole(capsys):
     assert number(r"entry-point error +([0-9.]+) um", out) < 100
     assert number(r"lateral deviation +([0-9.]+) um", out) < 100
     assert abs(number(r"deepest point +([0-9.]+) mm", out) - 2.0) < 0.05
+    assert "drilling stop: None" in out  # no thrust limit, breakthrough or spindle stop
     met = out.split("precision targets met:", 1)[1]
     assert "True" in met and "False" not in met
 
