@@ -1,8 +1,8 @@
 """A block of a docs page written from a results file, between two HTML-comment markers: the
 docs_* scripts print it, rewrite the page with it (--write) or check the page holds it (--check).
 
-Loaded by those scripts by path (scripts/ is no package), as readme_procedures loads
-readme_incision (hence a NamedTuple: a dataclass needs its module in sys.modules).
+Loaded by those scripts by path (scripts/ is no package), as docs_procedures loads
+docs_incision (hence a NamedTuple: a dataclass needs its module in sys.modules).
 """
 
 from __future__ import annotations

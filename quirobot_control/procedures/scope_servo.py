@@ -2,7 +2,7 @@
 `quirobot simulate --task arthroscopy` runs (simulation.arthroscopy_procedure).
 
 A session over the RCM servo (planning.remote_centre) with the mode a teleoperator enters and
-leaves (scope_servo_node's lifecycle `activate` and `deactivate`; README, "Servo the scope"):
+leaves (scope_servo_node's lifecycle `activate` and `deactivate`; docs/ros.md, "Servo the scope"):
 
     state  event                         next   what happens
     off    enter(now) docked, fresh      on     the servo starts from the measured q, re-solved

@@ -1,4 +1,4 @@
-"""launch_testing: a `quirobot simulate` MCAP log replays in RViz2 as the README says.
+"""launch_testing: a `quirobot simulate` MCAP log replays in RViz2 as docs/ros.md says.
 
 The log is stamped in simulated time from 0 s. `display.launch.py replay:=true` puts
 robot_state_publisher and RViz2 on the bag's clock (use_sim_time) and starts no joint publisher;

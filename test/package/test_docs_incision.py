@@ -1,4 +1,4 @@
-"""The README's incision table comes from runs: scripts/readme_incision.py writes it from
+"""docs/simulation.md's incision table comes from runs: scripts/docs_incision.py writes it from
 `quirobot simulate --json` (the shipped incision on both plants, the report's line) and
 bench/results/accuracy.txt; these tests fail when a precision row no longer matches.
 
@@ -14,21 +14,21 @@ import pytest
 from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+PAGE = (ROOT / "docs" / "simulation.md").read_text()
 
 
-script = load_script("readme_incision")
+script = load_script("docs_incision")
 
 
-def test_the_readme_holds_the_generated_table_between_its_markers():
-    documented = README[README.index(script.BEGIN) : README.index(script.END)].splitlines()
+def test_the_page_holds_the_generated_table_between_its_markers():
+    documented = PAGE[PAGE.index(script.BEGIN) : PAGE.index(script.END)].splitlines()
     metrics = [line.split("|")[1].strip() for line in documented[3:]]
     assert documented[1:3] == script.HEADER
     assert metrics == [row[0] for row in script.ROWS]
 
 
 def test_the_monte_carlo_row_is_the_saved_bench_result():
-    (row,) = [line for line in README.splitlines() if line.startswith("| Monte-Carlo p95")]
+    (row,) = [line for line in PAGE.splitlines() if line.startswith("| Monte-Carlo p95")]
     assert f"| {script.micrometres(script.monte_carlo_p95())} |" in row
 
 
@@ -55,10 +55,10 @@ def test_the_check_finds_a_stale_row():
 
 
 @pytest.mark.slow
-def test_the_readme_table_is_what_the_runs_give():
+def test_the_page_table_is_what_the_runs_give():
     runs = {**script.measure(), "monte_carlo_p95": script.monte_carlo_p95()}
-    stale = script.stale_rows(README, runs)
-    assert stale == [], "README.md's incision table is stale: run `python scripts/readme_incision.py --write`"
+    stale = script.stale_rows(PAGE, runs)
+    assert stale == [], "docs/simulation.md's incision table is stale: run scripts/docs_incision.py --write"
 
 
 def test_a_row_matches_within_its_tolerance_and_words():

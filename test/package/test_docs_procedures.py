@@ -1,4 +1,4 @@
-"""The README's arthroscopy and pin tables come from runs: scripts/readme_procedures.py writes
+"""docs/simulation.md's arthroscopy and pin tables come from runs: scripts/docs_procedures.py writes
 them from `quirobot simulate --json`; these tests fail when a row no longer matches a run (the
 full check runs the arthroscopy on both plants, minutes on a shared 2-core machine: slow)."""
 
@@ -10,15 +10,15 @@ import pytest
 from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+PAGE = (ROOT / "docs" / "simulation.md").read_text()
 
 
-script = load_script("readme_procedures")
+script = load_script("docs_procedures")
 
 
-def test_the_readme_holds_each_generated_table_between_its_markers():
+def test_the_page_holds_each_generated_table_between_its_markers():
     for table in script.TABLES:
-        documented = README[README.index(table.begin) : README.index(table.end)].splitlines()
+        documented = PAGE[PAGE.index(table.begin) : PAGE.index(table.end)].splitlines()
         assert documented[1 : 1 + len(table.header)] == list(table.header)
         metrics = [line.split("|")[1].strip() for line in documented[1 + len(table.header) :]]
         assert metrics == [row[0] for row in table.rows]
@@ -43,14 +43,14 @@ def _runs(rcm: float) -> dict:
 
 
 def test_the_check_finds_a_stale_row():
-    text = script.replace_tables(README, _runs(2.7e-4))
+    text = script.replace_tables(PAGE, _runs(2.7e-4))
     assert script.stale_rows(text, _runs(2.7e-4)) == []
     assert len(script.stale_rows(text, _runs(3.1e-4))) == 1
 
 
 @pytest.mark.slow
-def test_the_readme_tables_are_what_the_runs_give():
-    stale = script.stale_rows(README, script.measure())
+def test_the_page_tables_are_what_the_runs_give():
+    stale = script.stale_rows(PAGE, script.measure())
     assert stale == [], (
-        "README.md's procedure tables are stale: run `python scripts/readme_procedures.py --write`"
+        "docs/simulation.md's procedure tables are stale: run `python scripts/docs_procedures.py --write`"
     )
