@@ -83,3 +83,43 @@ def check_plan(trajectory: JointTrajectory, fixtures: VirtualFixtures, what: str
             f"{what}: the drill tip moves at {moves} mm/s within {shown(limit.radius * 1000)} mm "
             f"of the entry in phase {phase} at t = {time:.3f} s, above {which} {allowed} mm/s"
         )
+
+
+#: The phases of an incision in which its drill tip may be past the entry (in the bone).
+IN_BONE_PHASES = ("feed", "dwell", "retract")
+
+
+def check_out_of_bone(
+    trajectory: JointTrajectory,
+    fixtures: VirtualFixtures,
+    entry: np.ndarray,
+    direction: np.ndarray,
+    what: str = "incision",
+) -> None:
+    """PlanningError if the planned drill tip is past the entry plane (into the bone, `entry` (3,)
+    m, unit `direction` (3,) into it) outside the feed, dwell and retract, within the tip-speed
+    limit's radius of the axis (the task's region "near skin and bone"; no limit: no check). A
+    start or park pose with the tip in the bone would move it through bone sideways (a task that
+    parked tool0 where the tip belonged drove the tip 0.68 mm into the bone on its way back to
+    park, where the thrust limit stopped it)."""
+    limit = fixtures.speed_limit
+    if limit is None or not len(trajectory.positions):
+        return
+    tip = tip_positions(trajectory.positions, fixtures.tool)
+    offset = tip - entry
+    depth = offset @ direction
+    lateral = np.linalg.norm(offset - depth[:, None] * direction, axis=1)
+    outside = np.ones(len(depth), dtype=bool)
+    for phase in trajectory.phases:
+        if phase.name in IN_BONE_PHASES:
+            first = int(round(phase.start_time / trajectory.dt))
+            outside[first : int(round(phase.end_time / trajectory.dt)) + 1] = False
+    in_bone = np.nonzero(outside & (depth > 0.0) & (lateral <= limit.radius))[0]
+    if in_bone.size:
+        k = int(in_bone[np.argmax(depth[in_bone])])
+        time = k * trajectory.dt
+        raise PlanningError(
+            f"{what}: the drill tip is {depth[k] * 1000:.3f} mm past the entry, "
+            f"{lateral[k] * 1000:.3f} mm from the axis, in phase {phase_at(trajectory, time)} at "
+            f"t = {time:.3f} s: outside the feed the tip stays out of the bone (park it above the entry)"
+        )

@@ -27,7 +27,7 @@ from quirobot_control.axes.virtual_fixtures import (
     tip_positions,
 )
 from quirobot_control.models.bone import BoneLayer, BoneParameters
-from quirobot_control.planning.fixture_check import check_plan
+from quirobot_control.planning.fixture_check import check_out_of_bone, check_plan
 from quirobot_control.planning.trajectory import (
     JointTrajectory,
     LineLimits,
@@ -402,6 +402,7 @@ def plan_incision(
     trajectory = trajectory.then(_joint_move(withdraw.positions[-1], park, limits, dt, "park", fixtures))
     trajectory = trajectory.then(hold(park, 0.2, dt, "end"))
     check_plan(trajectory, fixtures, "incision")
+    check_out_of_bone(trajectory, fixtures, task.entry, u)
     return trajectory
 
 

@@ -268,3 +268,21 @@ def test_cancel_while_feeding_stops_smoothly_then_retracts(plan, params):
     # Velocity continuous: no step larger than the feed's acceleration limit over one sample.
     steps = np.abs(np.diff(retract.velocities[:, FEED]))
     assert steps.max() <= JointLimits.from_parameters(params).acceleration[FEED] * DT * 1.01
+
+
+def test_a_start_with_the_tip_in_the_bone_is_refused_naming_the_depth(shipped, incision, params):
+    """A goal (or task) whose start pose, its feed retracted, leaves the drill tip past the entry
+    would move the tip through bone sideways on its approach and back to park: refused. The
+    start pose here is on the drilling axis with the tip 1 mm past the entry, as a task that
+    parked tool0 where the tip belonged (its way back to park drove the tip into the bone)."""
+    from quirobot_kinematics import ApproachTarget, ik
+
+    feed = incision.park[FEED]  # ik places the drill tip, `feed` past tool0 along the axis
+    tip = incision.entry + 0.001 * incision.direction
+    start = np.append(ik(ApproachTarget(position=tip, approach=incision.direction), feed=feed), feed)
+    with pytest.raises(GoalRejectedError, match=r"drill tip is 1\.000 mm past the entry.*phase start"):
+        plan_drill_hole(shipped, start, params, DT, feed_mass=FEED_MASS)
+    # 2 mm above the entry on the same axis (where a cancel leaves it) plans.
+    tip = incision.entry - 0.002 * incision.direction
+    above = np.append(ik(ApproachTarget(position=tip, approach=incision.direction), feed=feed), feed)
+    plan_drill_hole(shipped, above, params, DT, feed_mass=FEED_MASS)
