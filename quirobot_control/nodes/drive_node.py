@@ -408,6 +408,7 @@ class DriveNode:
         state.stamp = self.stamp()
         state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
         state.stop_reason = status.stop_reason or ""
+        state.stop_code = int(status.stop_code)
         state.breakthrough = status.breakthrough or ""
         self.drives_state.publish(state)
         array = DiagnosticArray()
@@ -467,9 +468,11 @@ class DriveNode:
         self.advance(due)
 
     def on_lockstep_guard(self) -> None:
+        from quirobot_control.safety.stop_codes import StopCode
+
         action = self.lockstep.on_guard(time.monotonic())
         if action.stop_reason is not None:
-            self.bridge.hardware.stop(action.stop_reason)
+            self.bridge.hardware.stop(action.stop_reason, StopCode.CYCLE_LOST)
         if action.periods or action.stop_reason is not None or action.republish:
             self.advance(action.periods)
 

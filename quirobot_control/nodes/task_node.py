@@ -73,6 +73,7 @@ from quirobot_control.procedures.drill_hole_executor import (
     StackStatus,
 )
 from quirobot_control.safety.hole_context import HoleContext
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, axes_for
 
 #: The cause a goal canceled by the node's deactivation ends with (its result's message).
@@ -255,7 +256,12 @@ class RosMotionPort:
         # The drives' stop arrives here only (drive_node logs it; /quirobot/state shows it).
         with self.lock:
             self.drives = StackStatus(
-                True, message.enabled, message.homed, message.stop_reason, breakthrough=message.breakthrough
+                True,
+                message.enabled,
+                message.homed,
+                message.stop_reason,
+                breakthrough=message.breakthrough,
+                stop_code=StopCode(message.stop_code),
             )
         self.state_changed()
 
@@ -328,6 +334,7 @@ class RosMotionPort:
             missing,
             self.description,
             drives.breakthrough,
+            drives.stop_code,
         )
 
     def measured(self) -> Measurement | None:
@@ -489,6 +496,7 @@ def result_message(result: DrillResult):
         bone_model=result.bone_model,
         bit_in_bone=result.bit_in_bone,
         message=result.message,
+        stop_code=int(result.stop_code),
     )
 
 
@@ -637,7 +645,12 @@ def _make_node():
                 goal_id = bytes(goal_handle.goal_id.uuid).hex()
                 result = self.drill.run(request_from_goal(goal_handle.request, self.task, goal_id))
             except Exception as error:  # a bug must not leave the goal without an end
-                result = DrillResult(Outcome.ABORTED, ErrorCode.ABORTED_FAULT, f"internal error: {error!r}")
+                result = DrillResult(
+                    Outcome.ABORTED,
+                    ErrorCode.ABORTED_FAULT,
+                    f"internal error: {error!r}",
+                    stop_code=StopCode.INTERNAL,
+                )
                 self.get_logger().error(f"DrillHole: {error!r}")
             finally:
                 self.port.goal_handle = None
@@ -838,7 +851,7 @@ class StateReporter:
         with self.lock:
             status = node.port.status()
             missing = executor.waiting_for()
-            fault = f"drives stopped: {status.stop_reason}" if status.stop_reason else executor.fault_reason
+            fault = executor.robot_fault()  # safety.stop_codes.merged_fault, the one rule
             message = OperatingState(
                 ready=not missing,
                 waiting_for="; ".join(missing),
@@ -846,7 +859,8 @@ class StateReporter:
                 homed=status.homed,
                 busy=executor.busy,
                 fault=bool(fault),
-                fault_reason=fault,
+                fault_reason=fault.reason,
+                stop_code=int(fault.code),
                 bit_in_bone=executor.bit_in_bone,
                 phase=executor.phase if executor.started or executor.busy else "starting",
             )
@@ -857,7 +871,7 @@ class StateReporter:
                 homed=message.homed,
                 busy=message.busy,
                 phase=message.phase,
-                fault_reason=fault,
+                fault_reason=fault.reason,
             )
             array = DiagnosticArray()
             array.header.stamp = message.stamp

@@ -47,6 +47,7 @@ from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.safety.drilling_monitor import DrillingEvent, DrillingMonitor
 from quirobot_control.safety.feed_stop import FeedStop
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.realistic_plant import RealisticPlant
@@ -351,7 +352,7 @@ class ClosedLoopSimulation:
                     if event is not None:  # the feed stops this cycle
                         position, velocity, effort = self._commands(k, t)
                         if event.is_fault:  # a fault: the host's one way to stop
-                            hardware.stop(event.message)
+                            hardware.stop(event.message, StopCode.DRILLING_MONITOR)
                     hardware.set_commands(t, position, velocity, None, effort)
                     status = hardware.write(t, self.dt)
             if self.monitor is not None:
