@@ -92,6 +92,7 @@ class SimulationLog:
     measured_velocity: np.ndarray | None = None  # (N, 6) velocities as the drives report them
     wall_time: float = 0.0  # s for the whole run
     stop_reason: str | None = None
+    stop_code: StopCode = StopCode.NONE  # the stop's kind (safety.stop_codes), as the hardware latched it
     events: list[str] = field(default_factory=list)
     stop_time: float | None = None  # s, when the controller stopped; the physics ran on after it
     spindle_speed: np.ndarray | None = None  # (N,) rad/s, with a spindle
@@ -373,9 +374,9 @@ class ClosedLoopSimulation:
         log.wall_time = clock.perf_counter() - started
         event = self.monitor.event if self.monitor is not None else None
         log.drilling_event = event
-        log.stop_reason = hardware.stop_reason
+        log.stop_reason, log.stop_code = hardware.stop_reason, hardware.stop_code
         if log.stop_reason is None and event is not None and not event.success:
-            log.stop_reason = event.message
+            log.stop_reason, log.stop_code = event.message, StopCode.DRILLING_MONITOR
         log.stop_time = None if stopped_at is None else stopped_at * self.dt
         log.events = list(hardware.events)
         if last < count:
