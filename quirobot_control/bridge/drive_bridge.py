@@ -110,6 +110,7 @@ from quirobot_control.hardware.homing import HomingError
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.safety.feed_stop import BreakthroughHold, FeedStop
 from quirobot_control.safety.hole_context import HoleContext
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
@@ -169,6 +170,7 @@ class DrivesStatus:
     #: The far-cortex breakthrough of the hole in force (the drilling monitor's message), None: none
     #: (a monitor fault is the stop_reason). The executor stops holding the feed to its plan on it.
     breakthrough: str | None = None
+    stop_code: StopCode = StopCode.NONE  # the latched stop's kind (safety.stop_codes)
 
     @property
     def enabled(self) -> bool:
@@ -404,7 +406,7 @@ class DriveBridge:
         if event is None:
             return
         if not event.success:
-            hw.stop(event.message)
+            hw.stop(event.message, StopCode.DRILLING_MONITOR)
         elif self._breakthrough is None:  # the feed stop (safety.feed_stop), from the next period
             stop = FeedStop(
                 self.time,
@@ -715,6 +717,7 @@ class DriveBridge:
             stop_reason=hw.stop_reason,
             drives=tuple(drives),
             breakthrough=self.breakthrough,
+            stop_code=hw.stop_code,
         )
 
     @property

@@ -95,6 +95,7 @@ from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, JointStateSample
 from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.sourced_yaml import one_line
 
@@ -520,7 +521,7 @@ class DriveCycle:
     def _cycle(self, now: float, k: int) -> None:
         bridge, stats = self.bridge, self.stats
         if self._unlatched is not None:  # an error while the cycle did not own the bridge
-            bridge.hardware.stop(self._unlatched)
+            bridge.hardware.stop(self._unlatched, StopCode.CYCLE_LOST)
             self._unlatched = None
         command = self.mailbox.take()
         if command is not None:
@@ -553,7 +554,7 @@ class DriveCycle:
             self._quick_stop_backend(report)
             return
         try:
-            bridge.hardware.stop(reason)
+            bridge.hardware.stop(reason, StopCode.CYCLE_LOST)
         except Exception as failure:  # noqa: BLE001  (the drives must stop all the same)
             if report:
                 self.messages.append(f"hardware stop failed ({one_line(failure)}): drives stopped directly")

@@ -87,6 +87,7 @@ from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.homing import HomingError, HomingProgress, HomingSequence, homing_sequence
 from quirobot_control.safety.event_log import EventLog
 from quirobot_control.safety.motion_monitor import SafetyMonitor, SafetyStopError
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import RobotParameters
 
 
@@ -254,6 +255,7 @@ class QuirobotHardware:
         self._by_name: dict[str, _Joint] = {}  # name -> joint of self.joints (_joint)
         self.safety: SafetyMonitor | None = None
         self.stop_reason: str | None = None  # the latched stop (cleared only by acknowledge_stop)
+        self.stop_code = StopCode.NONE  # its kind (safety.stop_codes), set with it
         self.refused: str | None = None  # the last request refused by the lifecycle, and why
         self.log = EventLog()
 
@@ -438,7 +440,7 @@ class QuirobotHardware:
             return CallbackReturn.ERROR
         if self.stop_reason is not None:
             self.log.append(f"stop acknowledged ({note}): {self.stop_reason}")
-        self.stop_reason = None
+        self.stop_reason, self.stop_code = None, StopCode.NONE
         self._homing = None
         try:
             unhomed = self._read_homed()
@@ -569,7 +571,7 @@ class QuirobotHardware:
         try:
             self._write(time, period)
         except SafetyStopError as stop:
-            self.stop(stop.reason)
+            self.stop(stop.reason, stop.code)
             return ReturnType.ERROR
         except Exception as error:  # noqa: BLE001 - whatever it is, every drive stops
             self.stop(f"write failed: {error}")
@@ -638,7 +640,9 @@ class QuirobotHardware:
                     joint.current_command = current
                     joint.drive.command_position(position[k], velocity[k], current)
             except Exception as error:  # noqa: BLE001 - named, then every drive stops
-                raise SafetyStopError(f"command to {joint.name} failed: {error}") from error
+                raise SafetyStopError(
+                    f"command to {joint.name} failed: {error}", StopCode.DRIVE_FAULT
+                ) from error
 
     def _feed_drive_watchdogs(self, measured: list[float]) -> None:
         """While held (category 2) the drives hold by themselves and ignore the commands, but
@@ -650,7 +654,9 @@ class QuirobotHardware:
                 else:
                     joint.drive.command_position(position, 0.0, 0.0)
             except Exception as error:  # noqa: BLE001 - named, then every drive stops
-                raise SafetyStopError(f"command to {joint.name} failed: {error}") from error
+                raise SafetyStopError(
+                    f"command to {joint.name} failed: {error}", StopCode.DRIVE_FAULT
+                ) from error
 
     def _axes_vector(self, values: list[float]) -> list[float]:
         """values in joint_names order -> the values of the fixtures' tool axes (ToolGeometry.axes;
@@ -755,7 +761,9 @@ class QuirobotHardware:
         try:
             feedback = joint.drive.feedback()
         except Exception as error:  # noqa: BLE001 - named, then every drive stops
-            raise SafetyStopError(f"feedback of {joint.name} failed: {error}") from error
+            raise SafetyStopError(
+                f"feedback of {joint.name} failed: {error}", StopCode.DRIVE_FAULT
+            ) from error
         joint.state["position"] = feedback.position
         joint.state["velocity"] = feedback.velocity
         joint.state["effort"] = feedback.effort
@@ -810,8 +818,9 @@ class QuirobotHardware:
         return ReturnType.OK
 
     # --- the one way to stop ------------------------------------------------------------------
-    def stop(self, reason: str) -> None:
-        """Quick-stop every drive and latch why (the first reason is kept until acknowledge_stop).
+    def stop(self, reason: str, code: StopCode = StopCode.DRIVE_FAULT) -> None:
+        """Quick-stop every drive and latch why: `reason` in words, `code` its kind
+        (safety.stop_codes; the first stop's are kept until acknowledge_stop).
 
         Broadcast, then confirm: quick_stop() goes to every drive first (stop category 1: each
         drive ramps at its own quick-stop deceleration and brakes at standstill, no host needed;
@@ -833,7 +842,7 @@ class QuirobotHardware:
         if unconfirmed:
             self.log.record(("stop unconfirmed",), f"stop not yet confirmed by {', '.join(unconfirmed)}")
         if self.stop_reason is None:
-            self.stop_reason = reason
+            self.stop_reason, self.stop_code = reason, code
         if self.safety is not None and self.safety.stop_reason is None:
             self.safety.stop_reason = reason
         # Never refused (every state lists "stop"): out of ACTIVE, nothing else changes.
@@ -952,7 +961,7 @@ class QuirobotHardware:
         return faults
 
     def _fail(self, reason: str) -> CallbackReturn:
-        self.stop_reason = reason
+        self.stop_reason, self.stop_code = reason, StopCode.DRIVE_FAULT
         return CallbackReturn.ERROR
 
     def _safety_monitor(self) -> SafetyMonitor:

@@ -57,8 +57,8 @@ from quirobot_control.planning.tasks import IncisionTask, TaskError, load_task
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.cancel_policy import Action, CancelPolicy, Event, State
 from quirobot_control.procedures.path_check import PathCheck
-from quirobot_control.safety.drilling_monitor import DrillingStop
 from quirobot_control.safety.hole_context import HoleContext
+from quirobot_control.safety.stop_codes import NO_STOP, Stop, StopCode, merged_fault
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 
@@ -191,6 +191,12 @@ class StackStatus:
     #: The drives' far-cortex breakthrough of the hole in force, "" if none: the feed is stopped and
     #: held for the retract (safety.feed_stop), no longer following its plan.
     breakthrough: str = ""
+    stop_code: StopCode = StopCode.NONE  # the kind of the drives' latched stop (safety.stop_codes)
+
+    @property
+    def drive_stop(self) -> Stop:
+        """The drives' latched stop (NO_STOP if none)."""
+        return Stop(self.stop_code, self.stop_reason) if self.stop_reason else NO_STOP
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,9 @@ class DrillResult:
     max_lateral_deviation: float = float("nan")  # m, widest measured tip distance in bone
     bone_model: bool = False
     bit_in_bone: bool = False
+    #: The stop that ended or refused the goal (safety.stop_codes; NONE: none, e.g. a success, a
+    #: cancel, a goal beyond a limit).
+    stop_code: StopCode = StopCode.NONE
 
     @property
     def success(self) -> bool:
@@ -365,7 +374,7 @@ class DrillHoleExecutor:
         self.started = False  # the stack has been ready once
         self.busy = False
         self.phase = ""
-        self.fault_reason = ""  # latched by an aborted goal; reset_fault clears it
+        self.fault = NO_STOP  # latched by an aborted goal; reset_fault clears it
         self.bit_in_bone = False  # the last goal ended with the bit in bone
 
     # --- called from other threads (the node's callbacks) ------------------------------------
@@ -388,8 +397,18 @@ class DrillHoleExecutor:
     def reset_fault(self) -> str:
         """Clear the executor's latch; the reason cleared ("" if none)."""
         with self._lock:
-            reason, self.fault_reason, self.bit_in_bone = self.fault_reason, "", False
+            reason, self.fault, self.bit_in_bone = self.fault.reason, NO_STOP, False
         return reason
+
+    @property
+    def fault_reason(self) -> str:
+        """The latched fault's words ("" if none)."""
+        return self.fault.reason
+
+    def robot_fault(self) -> Stop:
+        """The robot's fault now: the drives' latched stop, else this executor's latch
+        (safety.stop_codes.merged_fault, the one rule)."""
+        return merged_fault(self.port.status().drive_stop, self.fault)
 
     def waiting_for(self) -> list[str]:
         """What a goal waits for now (marks the stack started once nothing is missing)."""
@@ -443,6 +462,7 @@ class _Run:
         self.depth = float("nan")  # the latest measured tip depth past the entry
         self.why = ""  # the error that changed the course, "" for a cancel
         self.code = ErrorCode.ABORTED_FAULT  # the code of that error
+        self.stop_code = StopCode.NONE  # the stop behind that error (safety.stop_codes)
         self.cancels_seen = 0
         self.canceled = False  # a cancel started the way out (the goal ends canceled)
         self.cancel_cause = "canceled"  # or the client's disappearance
@@ -493,10 +513,10 @@ class _Run:
 
     def check_fault(self) -> DrillResult | None:
         """A latched fault refuses at once (no wait: nothing clears it but reset_fault)."""
-        status = self.port.status()
-        fault = f"drives stopped: {status.stop_reason}" if status.stop_reason else self.executor.fault_reason
+        fault = self.executor.robot_fault()
         if fault:
-            return self.refuse(ErrorCode.REJECTED_NOT_READY, f"in fault: {fault} (reset_fault)")
+            self.stop_code = fault.code
+            return self.refuse(ErrorCode.REJECTED_NOT_READY, f"in fault: {fault.reason} (reset_fault)")
         return None
 
     def check_now(self) -> DrillResult | None:
@@ -617,6 +637,7 @@ class _Run:
         statuses = {part: m.status() for part, m in self.active.items()}
         refused = [part for part, s in statuses.items() if s is MotionStatus.REFUSED]
         if refused:
+            self.stop_code = StopCode.CONTROLLER
             reason = "; ".join(self.active[p].reason() for p in refused if self.active[p].reason())
             return self.abort_before_motion(
                 ErrorCode.REJECTED_NOT_READY,
@@ -625,15 +646,18 @@ class _Run:
             )
         pending = [part for part, s in statuses.items() if s is MotionStatus.PENDING]
         if pending and self.port.now() > start:
+            self.stop_code = StopCode.CONTROLLER
             return self.abort_before_motion(
                 ErrorCode.ABORTED_FAULT,
                 f"the {' and '.join(pending)} controller did not accept the plan before its start time",
             )
-        stop = self.port.status().stop_reason
+        stop = self.port.status().drive_stop
         if stop:
-            return self.abort_before_motion(ErrorCode.ABORTED_FAULT, f"drives stopped: {stop}")
+            self.stop_code = stop.code
+            return self.abort_before_motion(ErrorCode.ABORTED_FAULT, f"drives stopped: {stop.reason}")
         measurement = self.port.measured()
         if measurement is None or measurement.age > self.config.states_lost:
+            self.stop_code = StopCode.STATES_LOST
             return self.abort_before_motion(ErrorCode.ABORTED_FAULT, "joint states lost")
         return None
 
@@ -664,15 +688,16 @@ class _Run:
     def next_event(self) -> Event | None:
         """This cycle's event, the most severe first."""
         status = self.port.status()
-        if status.stop_reason:
-            self.why = f"drives stopped: {status.stop_reason}"
-            monitor = any(kind.value in status.stop_reason for kind in DrillingStop)
+        stop = status.drive_stop
+        if stop:
+            self.why, self.stop_code = f"drives stopped: {stop.reason}", stop.code
+            monitor = stop.code is StopCode.DRILLING_MONITOR
             self.code = ErrorCode.ABORTED_MONITOR if monitor else ErrorCode.ABORTED_FAULT
             return Event.DRIVE_STOP
         measurement = self.port.measured()
         if measurement is None or measurement.age > self.config.states_lost:
             age = float("inf") if measurement is None else measurement.age
-            return self.error(f"joint states lost for {age:.2f} s")
+            return self.error(f"joint states lost for {age:.2f} s", StopCode.STATES_LOST)
         if status.breakthrough and not self.breakthrough and self.policy.state is State.DRILLING:
             self.breakthrough = status.breakthrough  # this goal's (latched while it drills)
         if self.policy.state in (State.MOVING, State.DRILLING):  # the plan runs (not a way out)
@@ -683,18 +708,19 @@ class _Run:
                 self.motion, measurement.stamp - self.motion_start, measurement.position, exempt
             )
             if deviation is not None:
-                return self.error(deviation)
+                return self.error(deviation, StopCode.PATH_TOLERANCE)
         for part, motion in self.active.items():
             status_ = motion.status()
             if status_ in (MotionStatus.REFUSED, MotionStatus.ABORTED, MotionStatus.CANCELED):
                 detail = motion.reason() or status_.value
-                return self.error(f"{part} controller stopped the motion: {detail}")
+                return self.error(f"{part} controller stopped the motion: {detail}", StopCode.CONTROLLER)
             if (
                 status_ is MotionStatus.PENDING
                 and self.port.now() - self.sent_at > self.config.response_timeout
             ):
                 return self.error(
-                    f"the {part} controller did not answer within {self.config.response_timeout:.0f} s"
+                    f"the {part} controller did not answer within {self.config.response_timeout:.0f} s",
+                    StopCode.CONTROLLER,
                 )
         cancels = self.executor._cancels_requested()
         if cancels > self.cancels_seen:
@@ -722,8 +748,8 @@ class _Run:
             return True
         return False
 
-    def error(self, why: str) -> Event:
-        self.why, self.code = why, ErrorCode.ABORTED_FAULT
+    def error(self, why: str, stop_code: StopCode) -> Event:
+        self.why, self.code, self.stop_code = why, ErrorCode.ABORTED_FAULT, stop_code
         return Event.ERROR
 
     def act(self, action: Action, event: Event | None, phase: str) -> DrillResult | None:
@@ -733,6 +759,7 @@ class _Run:
         elif action is Action.WITHDRAW:
             if event is Event.MOTION_DONE:
                 self.why = "the motion ended with the bit in a bone phase"
+                self.stop_code = StopCode.CONTROLLER
             self.withdraw()
         elif action is Action.STOP:
             return self.stop(phase)
@@ -846,7 +873,9 @@ class _Run:
         """An ending that latches the fault (and bit_in_bone) until reset_fault."""
         executor = self.executor
         with executor._lock:
-            executor.fault_reason = executor.fault_reason or message
+            # Every path here has named its stop (next_event, error); INTERNAL if one forgot, so
+            # that the latch is never a falsy NONE.
+            executor.fault = executor.fault or Stop(self.stop_code or StopCode.INTERNAL, message)
             executor.bit_in_bone = bit_in_bone
         self.port.state_changed()
         return self.finish(outcome, code, message, bit_in_bone=bit_in_bone)
@@ -862,4 +891,5 @@ class _Run:
             max_lateral_deviation=self.widest,
             bone_model=bool(self.request.task),
             bit_in_bone=bit_in_bone,
+            stop_code=self.stop_code,
         )

@@ -52,14 +52,17 @@ from collections.abc import Sequence
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.safety.event_log import EventLog
+from quirobot_control.safety.stop_codes import StopCode
 
 
 class SafetyStopError(RuntimeError):
-    """Every drive must be quick-stopped; `reason` says why."""
+    """Every drive must be quick-stopped; `reason` says why, `code` (safety.stop_codes) what kind
+    of stop it is (a limit of this monitor unless said otherwise)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, code: StopCode = StopCode.SAFETY_LIMIT) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.code = code
 
 
 class SafetyMonitor:

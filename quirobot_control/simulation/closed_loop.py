@@ -47,6 +47,7 @@ from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.safety.drilling_monitor import DrillingEvent, DrillingMonitor
 from quirobot_control.safety.feed_stop import FeedStop
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.realistic_plant import RealisticPlant
@@ -91,6 +92,7 @@ class SimulationLog:
     measured_velocity: np.ndarray | None = None  # (N, 6) velocities as the drives report them
     wall_time: float = 0.0  # s for the whole run
     stop_reason: str | None = None
+    stop_code: StopCode = StopCode.NONE  # the stop's kind (safety.stop_codes), as the hardware latched it
     events: list[str] = field(default_factory=list)
     stop_time: float | None = None  # s, when the controller stopped; the physics ran on after it
     spindle_speed: np.ndarray | None = None  # (N,) rad/s, with a spindle
@@ -351,7 +353,7 @@ class ClosedLoopSimulation:
                     if event is not None:  # the feed stops this cycle
                         position, velocity, effort = self._commands(k, t)
                         if event.is_fault:  # a fault: the host's one way to stop
-                            hardware.stop(event.message)
+                            hardware.stop(event.message, StopCode.DRILLING_MONITOR)
                     hardware.set_commands(t, position, velocity, None, effort)
                     status = hardware.write(t, self.dt)
             if self.monitor is not None:
@@ -372,9 +374,9 @@ class ClosedLoopSimulation:
         log.wall_time = clock.perf_counter() - started
         event = self.monitor.event if self.monitor is not None else None
         log.drilling_event = event
-        log.stop_reason = hardware.stop_reason
+        log.stop_reason, log.stop_code = hardware.stop_reason, hardware.stop_code
         if log.stop_reason is None and event is not None and not event.success:
-            log.stop_reason = event.message
+            log.stop_reason, log.stop_code = event.message, StopCode.DRILLING_MONITOR
         log.stop_time = None if stopped_at is None else stopped_at * self.dt
         log.events = list(hardware.events)
         if last < count:

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from quirobot_control.drives.interface import DriveState
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, SimulationLog
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import DrillParameters
@@ -143,7 +144,7 @@ class FaultInjector:
             elif injection.kind == "power-fault":
                 sim.drives[injection.joint].inject_fault("injected power-stage fault (over-current)")
             elif injection.kind == "estop":
-                sim.hardware.stop("emergency stop (injected)")
+                sim.hardware.stop("emergency stop (injected)", StopCode.EMERGENCY_STOP)
                 self.detected = t  # the host's own stop: nothing to notice
             elif injection.kind == "spindle-stall" and sim.spindle is not None:
                 sim.spindle.external_torque = 2.0 * sim.spindle.parameters.max_torque

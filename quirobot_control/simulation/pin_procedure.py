@@ -185,6 +185,7 @@ def insert_pin(
     angle, depth, t = 0.0, 0.0, 0.0
     depths, torques, drive = [], [], []
     stop_reason = None
+    stopped_on_torque = False  # set where that stop is decided, never read back from its words
     while t < MAX_DURATION:
         left = task.depth - depth
         if left <= DEPTH_REACHED:
@@ -204,6 +205,7 @@ def insert_pin(
         drive.append(spindle.motor_torque)
         if spindle.motor_torque > task.torque_limit:
             spindle.switch_off()
+            stopped_on_torque = True
             stop_reason = (
                 f"pin insertion torque {spindle.motor_torque:.2f} N*m above the limit "
                 f"{task.torque_limit:.2f} N*m at {depth * 1e3:.2f} mm of {task.depth * 1e3:.2f} mm"
@@ -236,7 +238,7 @@ def insert_pin(
         peak_insertion_torque=max(torques, default=0.0),
         peak_drive_torque=max(drive, default=0.0),
         final_depth=depth,
-        stopped_on_torque=stop_reason is not None and "above the limit" in stop_reason,
+        stopped_on_torque=stopped_on_torque,
         torque_limit=task.torque_limit,
         final_feed_speed=feed,
     )

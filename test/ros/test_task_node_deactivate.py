@@ -1,5 +1,7 @@
 """Deactivating task_node mid-goal cancels the goal (issue 33 item 3: the inactive node drilled the
-remaining 20 mm and reported success), over DDS on the installed package.
+remaining 20 mm and reported success), over DDS on the installed package; /quirobot/state's
+operating state (procedures.operating_state, issue 35 item 1) is BUSY while the goal waits and
+INACTIVE once the node is deactivated.
 
 task_node alone (no drives, no controllers): a DrillHole goal is accepted and waits for the stack
 (feedback phase "waiting"); /task_node/change_state deactivate then ends it at once with
@@ -56,7 +58,9 @@ def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
     from lifecycle_msgs.msg import State, Transition
     from lifecycle_msgs.srv import ChangeState, GetState
     from quirobot.action import DrillHole
+    from quirobot.msg import OperatingState
     from rclpy.action import ActionClient
+    from rclpy.qos import DurabilityPolicy, QoSProfile
 
     from quirobot_control.planning.tasks import load_task
 
@@ -72,6 +76,9 @@ def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
                 rclpy.spin_once(node, timeout_sec=0.05)
 
         client = ActionClient(node, DrillHole, "/quirobot/drill_hole")
+        states: list = []
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(OperatingState, "/quirobot/state", states.append, latched)
         spin_until(lambda: client.server_is_ready(), 120.0, "the DrillHole action server")
         task = load_task("incision")
         goal = DrillHole.Goal()
@@ -101,6 +108,11 @@ def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
             return asked.result().current_state.id == State.PRIMARY_STATE_ACTIVE
 
         spin_until(active, 120.0, "task_node active")
+        spin_until(
+            lambda: states and states[-1].state == OperatingState.STATE_BUSY,
+            60.0,
+            "/quirobot/state BUSY while the goal waits",
+        )
         change = node.create_client(ChangeState, "/task_node/change_state")
         spin_until(change.service_is_ready, 60.0, "/task_node/change_state")
         answer = change.call_async(
@@ -115,6 +127,12 @@ def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
         assert message.error_code == DrillHole.Result.CANCELED_RETRACTED, message.message
         assert not message.success
         assert message.message.startswith("canceled (task_node deactivated)"), message.message
+        assert message.stop_code == DrillHole.Result.STOP_NONE  # a cancel, not a stop
+        spin_until(
+            lambda: states[-1].state == OperatingState.STATE_INACTIVE and not states[-1].busy,
+            60.0,
+            "/quirobot/state INACTIVE after the deactivation",
+        )
         # Inactive, it takes no new goal.
         again = client.send_goal_async(goal)
         spin_until(again.done, 60.0, "the answer to a goal sent to the inactive node")

@@ -28,6 +28,7 @@ from quirobot_control.procedures.drill_hole_executor import (
     StackStatus,
 )
 from quirobot_control.safety.hole_context import HoleContext
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import DrillParameters
 
 #: The drill feed's column in the drill's axis vectors.
@@ -71,6 +72,7 @@ class PlantPort:
     response_delay: dict[str, float] = field(default_factory=dict)  # s, per part; inf: never
     drive_stop_at: float = math.inf
     drive_stop_reason: str = "drill_feed: following error (injected)"
+    drive_stop_code: StopCode = StopCode.SAFETY_LIMIT  # its kind, as the hardware latches it
     states_stop_at: float = math.inf
     states_delay: float = 0.0  # s: the joint states the executor reads are this old (a loaded machine)
     lag_joint: int = -1  # this joint (drill axis index) follows its trajectory `lag` s late from `lag_from` s
@@ -113,6 +115,7 @@ class PlantPort:
             enabled=self.enabled and not self._stop_reason,
             homed=True,
             stop_reason=self._stop_reason,
+            stop_code=self.drive_stop_code if self._stop_reason else StopCode.NONE,
             controllers_missing=missing,
         )
 

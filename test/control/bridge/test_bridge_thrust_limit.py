@@ -17,6 +17,7 @@ import pytest
 from quirobot_control.bridge.drive_bridge import DriveBridge
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.tasks import load_task
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.closed_loop import Drilling
 from quirobot_control.simulation.simulated_backend import simulated_bridge
@@ -118,3 +119,4 @@ def test_a_too_hard_bone_ends_in_the_thrust_limit_stop(parameters, control):
         assert max(efforts) < parameters.drill.feed_effort
         assert max(efforts[:-1]) > limit - 10.0  # it did push hard before the stop
         assert bridge.hardware.stop_reason == reason
+        assert bridge.status().stop_code is StopCode.DRILLING_MONITOR  # what DrivesState carries

@@ -24,6 +24,7 @@ from quirobot_control.hardware.component import (
     hardware_info_from_urdf,
 )
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description
 
@@ -165,6 +166,7 @@ def test_drive_fault_stops_every_drive(parameters, control, info):
     rig.drives["wrist_pitch"].inject_fault("encoder signal lost")
     assert rig.cycle(np.array(Q0)) is ReturnType.ERROR
     rig.assert_all_stopped(r"drive fault on wrist_pitch: encoder signal lost")
+    assert rig.hardware.stop_code is StopCode.DRIVE_FAULT
     assert rig.drives["wrist_pitch"].feedback().state is DriveState.FAULT
 
 
@@ -268,6 +270,7 @@ def test_following_error_stops_every_drive(parameters, control, info):
             break
     assert stopped_at is not None and stopped_at < 200
     rig.assert_all_stopped(r"following error: joint gantry_y is 0\.002\d* from its command \(limit 0\.002\)")
+    assert rig.hardware.stop_code is StopCode.SAFETY_LIMIT
 
 
 def test_on_error_quick_stops(parameters, control, info):

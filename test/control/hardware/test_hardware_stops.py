@@ -30,6 +30,7 @@ from quirobot_control.hardware.component import (
     hardware_info_from_urdf,
 )
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description
@@ -164,6 +165,7 @@ def test_a_jog_into_a_no_go_zone_stops_naming_it(parameters, urdf):
     # Stopped braking ahead of the zone (test_fixture_braking), from where it could still stop.
     assert robot.hw.stop_reason.startswith("virtual fixture: the commanded tool body, stopping from")
     assert robot.hw.stop_reason.endswith("would enter no-go zone 'patient': braking ahead of it")
+    assert robot.hw.stop_code is StopCode.SAFETY_LIMIT  # the kind, set where the stop is decided
     for _ in range(200):
         robot.cycle()
         robot.plant.forward_kinematics()

@@ -22,6 +22,7 @@ from quirobot_control.procedures.drill_hole_executor import (
     ExecutorConfig,
     Outcome,
 )
+from quirobot_control.safety.stop_codes import Stop, StopCode
 from quirobot_description import robot_parameters
 from quirobot_description.parameters import DrillParameters
 from quirobot_kinematics import KinematicModel
@@ -178,14 +179,19 @@ def test_arm_controller_abort_in_bone_withdraws_the_bit_and_aborts(config, task,
 
 
 @pytest.mark.parametrize(
-    ("reason", "code"),
+    ("reason", "stop_code", "code"),
     [
-        ("drill_feed: following error (injected)", ErrorCode.CANCELED_BIT_IN_BONE),
-        ("thrust limit: 81.2 N above 80 N", ErrorCode.ABORTED_MONITOR),
+        ("drill_feed: following error (injected)", StopCode.SAFETY_LIMIT, ErrorCode.CANCELED_BIT_IN_BONE),
+        ("thrust limit: 81.2 N above 80 N", StopCode.DRILLING_MONITOR, ErrorCode.ABORTED_MONITOR),
+        # The code decides, never the words (issue 35 item 1: the executor matched the drilling
+        # monitor's kinds in the text): a monitor stop in other words, and a following error
+        # whose words hold a monitor kind.
+        ("feed force 81.2 N > 80 N", StopCode.DRILLING_MONITOR, ErrorCode.ABORTED_MONITOR),
+        ("feed: following error (thrust limit rig)", StopCode.SAFETY_LIMIT, ErrorCode.CANCELED_BIT_IN_BONE),
     ],
 )
-def test_drive_stop_in_bone_leaves_the_bit_and_says_so(config, task, tip, reason, code):
-    port = PlantPort(task.park, drive_stop_reason=reason)
+def test_drive_stop_in_bone_leaves_the_bit_and_says_so(config, task, tip, reason, stop_code, code):
+    port = PlantPort(task.park, drive_stop_reason=reason, drive_stop_code=stop_code)
     executor = DrillHoleExecutor(port, config)
     port.executor = executor
     original = port.publish_feedback
@@ -201,6 +207,8 @@ def test_drive_stop_in_bone_leaves_the_bit_and_says_so(config, task, tip, reason
     assert result.error_code is code, result.message
     assert result.bit_in_bone and executor.bit_in_bone
     assert reason in result.message
+    assert result.stop_code is stop_code
+    assert executor.fault.code is stop_code  # the latch keeps the kind, for /quirobot/state
     assert tip_track(port, tip, task)[-1][0] > 0.004
 
 
@@ -232,6 +240,7 @@ def test_a_joint_behind_its_plan_aborts_on_the_path_tolerance(config, task):
     assert result.error_code is ErrorCode.ABORTED_FAULT, result.message
     named = r"path tolerance: joint gantry_z is [0-9.e-]+ from its plan .*limit 0\.001"
     assert re.search(named, result.message), result.message
+    assert result.stop_code is StopCode.PATH_TOLERANCE
     assert executor.fault_reason  # latched until reset_fault
     assert all(c.goal is None for c in port.controllers.values())  # nothing left moving
     # Caught within about a feedback period of the first state 1 mm behind (the plant's own record).
@@ -434,7 +443,8 @@ def test_a_latched_fault_refuses_at_once_even_while_controllers_are_down(config,
     """A drive stop deactivates the controllers: the goal must not wait ready_timeout for them."""
     port = PlantPort(task.park, ready_at=math.inf)
     executor = DrillHoleExecutor(port, config)
-    executor.fault_reason = "drives stopped: e-stop"
+    executor.fault = Stop(StopCode.EMERGENCY_STOP, "drives stopped: e-stop")
     result = executor.run(request(task))
     assert result.error_code is ErrorCode.REJECTED_NOT_READY and "in fault" in result.message
+    assert result.stop_code is StopCode.EMERGENCY_STOP
     assert port.time == 0.0

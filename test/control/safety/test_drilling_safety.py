@@ -21,6 +21,7 @@ from quirobot_control.models.bone import BoneLayer
 from quirobot_control.models.spindle import Spindle, SpindleError
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.safety.drilling_monitor import DrillingMonitor, DrillingMonitorSettings, DrillingStop
+from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.faults import (
     BREAKTHROUGH_LIMIT,
     EXTRA_DEPTH_LIMIT,
@@ -245,6 +246,16 @@ def test_every_fault_during_the_feed_ends_safe(parameters, fault_time, kind):
     depth = (log.tip - task.entry) @ task.direction
     at = int(np.searchsorted(log.time, fault_time - 1e-9))
     assert depth[at] == pytest.approx(FAULT_DEPTH, abs=0.1e-3)  # cutting when the fault came
+    # The stop's kind as the hardware latched it (safety.stop_codes), never read from its words.
+    assert (
+        log.stop_code
+        is {
+            "master-loss": StopCode.NONE,
+            "drive-fault": StopCode.DRIVE_FAULT,
+            "estop": StopCode.EMERGENCY_STOP,
+            "spindle-stall": StopCode.DRILLING_MONITOR,
+        }[kind]
+    )
     if kind == "master-loss":
         # The drives stopped themselves within their heartbeat time (no host: no stop reason).
         assert result.metrics.run.stop_reason is None

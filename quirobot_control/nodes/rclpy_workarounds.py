@@ -1,0 +1,78 @@
+"""The rclpy workarounds of the nodes, in one place, each with the upstream issue it covers.
+
+Each is a small function that a later rclpy may make unnecessary: when the issue it names is
+fixed in the rclpy the stack runs on (ROS 2 Jazzy: rclpy 7.1), the function goes and its callers
+use rclpy's own API. rclpy is imported only inside the functions.
+
+- `race_free_action_client` (ros2/rclpy#1123): an ActionClient whose request bookkeeping and
+  response handling share one lock.
+- `take_clock_on(node, other)` (ros2/rclpy#792): the node's /clock subscription moved to another
+  node (its own executor and thread); rclpy offers no public way to do it.
+- `destroy_action_entities(server, clients)` (ros2/rclpy#524): action servers and clients
+  destroyed before their node, not left to the garbage collector.
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+def race_free_action_client(node, action_type, name: str, group):
+    """An rclpy ActionClient whose request bookkeeping and response handling share one lock.
+
+    ros2/rclpy#1123 (fixed upstream after 7.1.6): under a multi-threaded executor a response taken
+    by another thread before the request's sequence number was recorded is dropped and its future
+    never completes (a goal accepted by the controller, its acceptance lost). The lock is the
+    upstream fix."""
+    from rclpy.action import ActionClient
+
+    class RaceFreeActionClient(ActionClient):
+        def __init__(self) -> None:
+            super().__init__(node, action_type, name, callback_group=group)
+            self._request_lock = threading.RLock()
+
+        def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None):
+            with self._request_lock:
+                return super().send_goal_async(goal, feedback_callback, goal_uuid)
+
+        def _cancel_goal_async(self, goal_handle):
+            with self._request_lock:
+                return super()._cancel_goal_async(goal_handle)
+
+        def _get_result_async(self, goal_handle):
+            with self._request_lock:
+                return super()._get_result_async(goal_handle)
+
+        async def execute(self, taken_data):
+            with self._request_lock:
+                return await super().execute(taken_data)
+
+    return RaceFreeActionClient()
+
+
+def take_clock_on(node, other):
+    """`node`'s clock set from /clock taken by `other` (a node spun on a thread of its own); the
+    TimeSource doing it (detach_node() it before destroying `other`).
+
+    ros2/rclpy#792 (open: "Insulate /clock callback on specific thread"): a node's time source
+    subscribes to /clock on the node itself when use_sim_time is set, and rclpy offers no public
+    way to move that subscription; it is detached through the node's private `_time_source`."""
+    from rclpy.time_source import TimeSource
+
+    node._time_source.detach_node()
+    time_source = TimeSource(node=other)
+    time_source.ros_time_is_active = True
+    time_source.attach_clock(node.get_clock())
+    return time_source
+
+
+def destroy_action_entities(server, clients) -> None:
+    """Destroy an action server (None: none) and action clients before their node is.
+
+    ros2/rclpy#524: rclpy's destroy_node leaves action servers and clients (waitables) to the
+    garbage collector, which can run after the node's handle is gone (task_node exited -11 after
+    SIGINT, twice in long CI runs)."""
+    if server is not None:
+        server.destroy()
+    for client in clients:
+        client.destroy()
