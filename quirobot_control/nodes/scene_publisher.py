@@ -33,6 +33,7 @@ class ScenePublisher:
         self.bone = (task.entry, task.direction, bone) if bone is not None else None
         self.axis = None  # (entry, direction, depth) of the running goal
         self.path = None  # planning.scene.DrilledPath of the running goal
+        self._static = None  # (the axis they were built for, their Marker messages)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.publisher = node.create_publisher(MarkerArray, "/quirobot/scene", latched)
         node.create_subscription(
@@ -62,11 +63,15 @@ class ScenePublisher:
         path = self.path
         if path is not None and tip is not None:
             path.add(tip)
-        markers = scene_markers(
-            zones=self.zones,
-            bone=self.bone,
-            planned_axis=self.axis,
-            drilled_path=None if path is None else path.array(),
-            tip=tip,
-        )
-        self.publisher.publish(marker_array(markers, self.node.get_clock().now().to_msg()))
+        stamp = self.node.get_clock().now().to_msg()
+        # The task's bone and zones and the goal's axis change only with the goal: their markers
+        # are built once per axis and restamped; the path and the tip every period.
+        if self._static is None or self._static[0] is not self.axis:
+            fixed = scene_markers(zones=self.zones, bone=self.bone, planned_axis=self.axis)
+            self._static = (self.axis, marker_array(fixed, stamp).markers)
+        moving = scene_markers(drilled_path=None if path is None else path.array(), tip=tip)
+        array = marker_array(moving, stamp, clear=False)
+        for marker in self._static[1]:
+            marker.header.stamp = stamp
+        array.markers[:0] = self._static[1]  # the DELETEALL first, then the scene
+        self.publisher.publish(array)
