@@ -36,7 +36,7 @@ from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, D
 from quirobot_control.procedures.procedure import procedure_for
 from quirobot_control.safety.breakthrough_plan import target_cortex
 from quirobot_control.simulation.arthroscopy_procedure import RCM_TARGET
-from quirobot_control.simulation.incision import run_task
+from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_control.simulation.pin_procedure import DEPTH_TARGET
 from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.data_files import find_data_file
@@ -45,8 +45,6 @@ from quirobot_description.urdf import robot_description
 from quirobot_kinematics import KinematicModel
 
 pytest.importorskip("mujoco")
-
-pytestmark = pytest.mark.slow
 
 
 # --- the hole -------------------------------------------------------------------------------------
@@ -111,6 +109,7 @@ def drill_hole_goal(parameters, tmp_path: Path, variant: str):
     return result, task, tips, far_exit(drilled, task.depth)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(GOAL_VARIANTS))
 def test_a_drill_hole_goal_succeeds_only_with_the_true_hole_in_tolerance(parameters, tmp_path, variant):
     result, task, tips, exit_depth = drill_hole_goal(parameters, tmp_path, variant)
@@ -135,6 +134,7 @@ SIMULATE_VARIANTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(SIMULATE_VARIANTS))
 def test_simulate_incision_succeeds_only_with_the_true_hole_in_tolerance(parameters, tmp_path, variant):
     plant, change = SIMULATE_VARIANTS[variant]
@@ -160,6 +160,33 @@ def test_simulate_incision_succeeds_only_with_the_true_hole_in_tolerance(paramet
     )
     print(f"{variant}: exit {0 if success else 1}; true {numbers}; broken {broken}")
     assert not (success and broken), f"{variant}: success with {broken}"
+
+
+def test_the_hole_check_sees_a_tip_off_the_axis_or_past_the_depth(parameters):
+    """The check can fail: a straight hole to the goal's depth passes; moved sideways by twice the
+    lateral target, or 0.1 mm deeper, it does not; a breakthrough claimed past the far cortex'
+    limit does not."""
+    task = load_task("incision")
+    limit = parameters.drilling.safety.breakthrough_limit
+    along = np.linspace(-0.01, task.depth, 200)[:, None]
+    tips = task.entry + along * task.direction
+    side = np.cross(task.direction, [1.0, 0.0, 0.0])
+    side /= np.linalg.norm(side)
+    assert hole_verdict(tips, task.entry, task.direction, task.depth, None, False, limit)[0] == []
+    moved = tips + 2.0 * TARGETS["lateral_deviation"] * side
+    assert (
+        "from the axis"
+        in hole_verdict(moved, task.entry, task.direction, task.depth, None, False, limit)[0][0]
+    )
+    deeper = tips + 1e-4 * task.direction
+    assert (
+        "past the goal"
+        in hole_verdict(deeper, task.entry, task.direction, task.depth, None, False, limit)[0][0]
+    )
+    far = task.depth - 2.0 * limit
+    assert (
+        "breakthrough" in hole_verdict(tips, task.entry, task.direction, task.depth, far, True, limit)[0][0]
+    )
 
 
 # --- the pin ----------------------------------------------------------------------------------------
@@ -239,6 +266,27 @@ def arthroscopy_file(directory: Path, variant: str) -> Path:
     return path
 
 
+def test_the_scope_check_sees_the_portal_off_the_axis_a_tip_too_deep_and_a_wide_pivot(parameters, tmp_path):
+    """The check can fail: the scope docked as the task starts passes; moved sideways by twice
+    RCM_TARGET, pushed past max_depth or turned past the cone, it does not."""
+    task = procedure_for("arthroscopy").load(arthroscopy_file(tmp_path, "shipped"))
+    scope = parameters.arthroscope
+    length, radius = scope.scope_length, scope.scope_radius
+
+    def verdict(depth: float, axis: np.ndarray, shift: np.ndarray) -> list[str]:
+        origin = task.portal + (depth - length) * axis + shift
+        return scope_verdict(origin[None], axis[None], task, length, radius, RCM_TARGET)[0]
+
+    side = np.cross(task.direction, [1.0, 0.0, 0.0])
+    side /= np.linalg.norm(side)
+    assert verdict(task.depth, task.direction, np.zeros(3)) == []
+    assert "portal" in verdict(task.depth, task.direction, 2.0 * RCM_TARGET * side)[0]
+    assert "past the portal" in verdict(task.max_depth + 1e-4, task.direction, np.zeros(3))[0]
+    turned = np.cos(1.1 * task.cone_half_angle) * task.direction + np.sin(1.1 * task.cone_half_angle) * side
+    assert "entry direction" in verdict(task.depth, turned, np.zeros(3))[0]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("variant", "plant"), [("shipped", "ideal"), ("shipped", "realistic"), ("to_the_bounds", "realistic")]
 )
