@@ -112,8 +112,23 @@ def drill_hole_goal(parameters, tmp_path: Path, variant: str):
     return result, task, tips, far_exit(drilled, task.depth)
 
 
+#: Measured, not yet removed (docs/safety.md): an in-band calibration of another machine (seed 4)
+#: on the realistic plant of machine seed 3: SUCCESS, "lateral deviation 0.0066 mm", the true tip
+#: 0.655 mm from the axis (target 0.1 mm); claimed depth 24.856 mm, true 25.241 mm. Nothing the
+#: robot measures (its encoders through the calibrated kinematics) sees a wrong calibration.
+WRONG_CALIBRATION = pytest.mark.xfail(
+    strict=True, reason="a calibration of another machine is invisible to the robot (docs/safety.md)"
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", list(GOAL_VARIANTS))
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param(name, marks=WRONG_CALIBRATION) if name == "calibration_of_another_machine" else name
+        for name in GOAL_VARIANTS
+    ],
+)
 def test_a_drill_hole_goal_succeeds_only_with_the_true_hole_in_tolerance(parameters, tmp_path, variant):
     result, task, tips, exit_depth = drill_hole_goal(parameters, tmp_path, variant)
     broken, numbers = hole_verdict(
