@@ -19,6 +19,10 @@ true tip within 10 um of each other and within breakthrough_limit; test_simulati
 
 "The accepted margin" of the bone as imaged is the parameter file's
 drilling.safety.breakthrough_exit_tolerance (the CT-planned far cortex' exit within about 1 mm).
+
+Cost: each closed-loop run is a whole shipped task (28 s simulated for a hole): about a minute of
+CPU on the ideal plant, several on the realistic one (its drives in pure Python), 7-9 s for the
+scope's; the closed-loop tests are marked slow, the pin's and the checks' controls are not.
 """
 
 from __future__ import annotations
@@ -81,8 +85,8 @@ GOAL_VARIANTS = {
 
 
 def drill_hole_goal(parameters, tmp_path: Path, variant: str):
-    """(result, true tips (N, 3) m, the plant bone's far exit m) of a DrillHole goal for the shipped
-    incision over the drive bridge, the plant as the variant says."""
+    """(result, the shipped incision task, true tips (N, 3) m, the plant bone's far exit m) of a
+    DrillHole goal for that task over the drive bridge, the plant as the variant says."""
     plant, change, machine, calibration = GOAL_VARIANTS[variant]
     margin = parameters.drilling.safety.breakthrough_exit_tolerance
     imaged = Path(find_data_file("config/tasks/incision.yaml"))
