@@ -21,7 +21,7 @@ true tip within 10 um of each other and within breakthrough_limit; test_simulati
 drilling.safety.breakthrough_exit_tolerance (the CT-planned far cortex' exit within about 1 mm).
 
 Cost: each closed-loop run is a whole shipped task (28 s simulated for a hole): about a minute of
-CPU on the ideal plant, several on the realistic one (its drives in pure Python), 7-9 s for the
+CPU on the ideal plant, about two on the realistic one (its drives in pure Python), 7-9 s for the
 scope's; the closed-loop tests are marked slow, the pin's and the checks' controls are not.
 """
 
