@@ -10,7 +10,8 @@ depth left (approach_rate), and the insertion ends when the pin is within 0.01 m
 or has stopped; the spindle is then switched off and the run goes on until the pin is at rest
 (its feed below REST_FEED), every revolution counted in the depth (a pin still advancing is not
 done: the run fails). Refused before it runs (TaskError, one line): a depth past the bone's far
-side (the layers' sum) by more than the task's protrusion_limit, a depth beyond the feed's stroke
+side (the layers' sum) by more than the task's protrusion_limit, or by more than it less the far
+side's imaging margin (check_pin), a depth beyond the feed's stroke
 between its soft limits, a feed (pitch x speed) above the feed axis' velocity limit. The arm is
 not simulated here (it holds the hole's axis, as after the incision's feed): the run is the
 spindle and the synchronised feed, at the control rate.
@@ -156,7 +157,23 @@ def load_pin(path: Path) -> PinTask:
 
 def check_pin(task: PinTask, params: RobotParameters) -> None:
     """Refuse (TaskError, one line) a task the drill's feed cannot run: a depth beyond the feed's
-    stroke between its soft limits, a feed (pitch x speed) above the feed's velocity limit."""
+    stroke between its soft limits, a feed (pitch x speed) above the feed's velocity limit; and a
+    depth whose tip would end more than the task's protrusion_limit past a far side as near as the
+    imaging allows (the layers' sum less drilling.safety.breakthrough_exit_tolerance, the CT-planned
+    far cortex' exit within about 1 mm): nothing senses the far side during the insertion, so a bone
+    thinner than imaged within that margin must not take the tip past the limit. Before, the
+    shipped 27 mm pin (25 mm bone + the 2 mm limit) reported success 2.79 mm past the far side of a
+    bone 0.8 mm thinner than imaged (test_success_is_honest.py)."""
+    bone = sum(layer.thickness for layer in task.layers)
+    nearest = bone - params.drilling.safety.breakthrough_exit_tolerance
+    if task.depth > nearest + task.protrusion_limit + 1e-9:
+        raise TaskError(
+            f"{task.path.name}: depth: {task.depth * 1e3:.1f} mm would end "
+            f"{(task.depth - nearest) * 1e3:.1f} mm past a far side imaged at {bone * 1e3:.1f} mm but "
+            f"{params.drilling.safety.breakthrough_exit_tolerance * 1e3:.1f} mm nearer "
+            f"(drilling.safety.breakthrough_exit_tolerance), more than protrusion_limit "
+            f"{task.protrusion_limit * 1e3:.1f} mm (at most {(nearest + task.protrusion_limit) * 1e3:.1f} mm)"
+        )
     drill = params.drill
     stroke = drill.feed_upper - drill.feed_lower - 2.0 * drill.feed_soft_margin
     if task.depth > stroke + 1e-12:
