@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from quirobot_description.joint_names import FEED_JOINT, PRISMATIC_JOINTS, REVOLUTE_JOINTS
+
 PI = math.pi
 
 
@@ -76,8 +78,6 @@ class FileSchema:
         return None
 
 
-PRISMATIC = ("gantry_x", "gantry_y", "gantry_z")
-REVOLUTE = ("wrist_yaw", "wrist_pitch")
 LINEAR, ANGULAR = "linear", "angular"
 
 
@@ -109,7 +109,7 @@ _JOINT = {
 }
 
 #: The axes moving along a line: the gantry and the drill's feed.
-_LINEAR_AXES = (*PRISMATIC, "drill_feed")
+_LINEAR_AXES = (*PRISMATIC_JOINTS, FEED_JOINT)
 #: CiA 402 homing (0x6098 method, 0x6099 speeds, 0x609A acceleration, 0x607C offset) of one axis.
 _HOMING = {
     "method": Expect("1", -4.0, 37.0),  # the reader accepts the limit-switch methods 17 and 18
@@ -159,8 +159,8 @@ PARAMETER_FILE = FileSchema(
         "schema_version": TEXT,
         "gravity": Expect("m/s^2", 9.7, 9.9),
         "kinematics.*": Expect("m", 0.0, 2.0),
-        **_joint_keys("joints", PRISMATIC, LINEAR, _JOINT),
-        **_joint_keys("joints", REVOLUTE, ANGULAR, _JOINT),
+        **_joint_keys("joints", PRISMATIC_JOINTS, LINEAR, _JOINT),
+        **_joint_keys("joints", REVOLUTE_JOINTS, ANGULAR, _JOINT),
         "links.*.description": TEXT,
         "links.*.shape": TEXT,
         "links.*.colour": TEXT,
@@ -222,11 +222,11 @@ PARAMETER_FILE = FileSchema(
         "drive.brake_engage_time": Expect("s", 0.0, 0.5),
         "drive.brake_holding_ratio": Expect("1", 0.0, 10.0),
         **{f"drive.quick_stop_deceleration.{n}": Expect("m/s^2", 0.0, 200.0) for n in _LINEAR_AXES},
-        **{f"drive.quick_stop_deceleration.{n}": Expect("rad/s^2", 0.0, 1000.0) for n in REVOLUTE},
+        **{f"drive.quick_stop_deceleration.{n}": Expect("rad/s^2", 0.0, 1000.0) for n in REVOLUTE_JOINTS},
         "drive.master_timeout": Expect("s", 1e-4, 1.0),
         "homing.order": TEXT,
         **_joint_keys("homing", _LINEAR_AXES, LINEAR, _HOMING),
-        **_joint_keys("homing", REVOLUTE, ANGULAR, _HOMING),
+        **_joint_keys("homing", REVOLUTE_JOINTS, ANGULAR, _HOMING),
         "canopen.bitrate": Expect("bit/s", 1e4, 1e6),
         "canopen.sync_period": Expect("s", 1e-4, 0.1),
         "canopen.feedback_timeout_periods": Expect("1", 1.0, 1000.0),
@@ -364,8 +364,8 @@ CONTROL_FILE = FileSchema(
         "pole_placement.bandwidth": Expect("rad/s", 0.0, 1e4),
         "pole_placement.integral_ratio": Expect("1", 0.0, 10.0),
         "pole_placement.derivative_filter": Expect("s", 0.0, 1.0),
-        **_joint_keys("joints", (*PRISMATIC, "drill_feed"), LINEAR, _GAINS),
-        **_joint_keys("joints", REVOLUTE, ANGULAR, _GAINS),
+        **_joint_keys("joints", (*PRISMATIC_JOINTS, FEED_JOINT), LINEAR, _GAINS),
+        **_joint_keys("joints", REVOLUTE_JOINTS, ANGULAR, _GAINS),
         "safety.watchdog_timeout": Expect("s", 0.0, 10.0),
         "safety.watchdog_stop_timeout": Expect("s", 0.0, 10.0),
         "safety.watchdog_startup_timeout": Expect("s", 0.0, 600.0),

@@ -158,17 +158,17 @@ def check_pin(task: PinTask, params: RobotParameters) -> None:
     """Refuse (TaskError, one line) a task the drill's feed cannot run: a depth beyond the feed's
     stroke between its soft limits, a feed (pitch x speed) above the feed's velocity limit."""
     drill = params.drill
-    stroke = drill.feed_upper - drill.feed_lower - 2.0 * drill.feed_soft_margin
+    stroke = drill.feed.upper - drill.feed.lower - 2.0 * drill.feed.soft_margin
     if task.depth > stroke + 1e-12:
         raise TaskError(
             f"{task.path.name}: depth: {task.depth * 1e3:.1f} mm is beyond the drill feed's "
             f"{stroke * 1e3:.1f} mm stroke between its soft limits"
         )
     feed = task.pitch * task.speed / (2.0 * math.pi)
-    if feed > drill.feed_velocity + 1e-12:
+    if feed > drill.feed.velocity + 1e-12:
         raise TaskError(
             f"{task.path.name}: speed: the feed pitch x speed is {feed * 1e3:.1f} mm/s, above the "
-            f"drill feed's velocity limit {drill.feed_velocity * 1e3:.1f} mm/s"
+            f"drill feed's velocity limit {drill.feed.velocity * 1e3:.1f} mm/s"
         )
 
 
