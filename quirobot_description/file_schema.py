@@ -358,7 +358,6 @@ CONTROL_FILE = FileSchema(
     1,
     {
         "schema_version": TEXT,
-        "rate": Expect("Hz", 100.0, 1e5),
         "physics_substeps": Expect("1", 1.0, 100.0),
         "feedforward.gravity": TEXT,
         "feedforward.inverse_dynamics": TEXT,
