@@ -141,7 +141,7 @@ def run_direct(step: float, duration: float, mode: DriveMode) -> dict:
     drives = {axis: drive_for_joint(params, axis) for axis in DRILL_AXES}
     joints = {}
     for axis in DRILL_AXES:
-        damping = params.drill.feed_damping if axis == "drill_feed" else params.joint(axis).damping
+        damping = params.drill.feed.damping if axis == "drill_feed" else params.joint(axis).damping
         joints[axis] = JointModel(control.joint(axis).effective_inertia, damping, position=START[axis])
         drives[axis].advance(0.0, START[axis], 0.0)
     hardware = QuirobotHardware(params, control, lambda name: drives[name], drive_mode=mode)

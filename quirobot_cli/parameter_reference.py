@@ -5,8 +5,9 @@
 
 - docs/node_parameters.md: every ROS parameter of drive_node, task_node and kinematics_node (type,
   default, unit and range, read-only, description), from their `NodeSchema`s;
-- docs/parameter_files.md: every key of the {value, unit, source} files (the robot parameter file,
-  the control configuration, the task files) with its unit and range, from `file_schema`.
+- docs/parameter_files.md: every key of every file a user writes (the robot parameter file, the
+  control configuration, the task files, the calibration and registration files) with its unit
+  and range, from `file_schema.USER_FILES`.
 
 Each page holds its table between BEGIN and END markers; test/package/test_docs_parameters.py fails
 when a table differs from what the schemas say (the pattern of cli_reference and docs/api.md).
@@ -23,14 +24,14 @@ from quirobot_cli.verb_parser import EXIT_USAGE
 from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE
 from quirobot_control.procedures.scope_servo_parameters import SCOPE_SERVO_NODE
 from quirobot_control.procedures.task_node_parameters import TASK_NODE
-from quirobot_description.file_schema import CONTROL_FILE, PARAMETER_FILE, TASK_FILE, FileSchema
+from quirobot_description.file_schema import USER_FILES, FileSchema
 from quirobot_description.node_parameters import NodeParameter, NodeSchema
-from quirobot_kinematics.node_parameters import KINEMATICS_NODE
+from quirobot_kinematics.kinematics_node_parameters import KINEMATICS_NODE
 
 #: The nodes' schemas, in the order of the table.
 NODE_SCHEMAS: tuple[NodeSchema, ...] = (DRIVE_NODE, TASK_NODE, SCOPE_SERVO_NODE, KINEMATICS_NODE)
-#: The {value, unit, source} files' schemas, in the order of the table.
-FILE_SCHEMAS: tuple[FileSchema, ...] = (PARAMETER_FILE, CONTROL_FILE, TASK_FILE)
+#: The {value, unit, source} files' schemas, in the order of the table: every file a user writes.
+FILE_SCHEMAS: tuple[FileSchema, ...] = USER_FILES
 
 
 @dataclass(frozen=True)

@@ -6,17 +6,21 @@ quirobot_control.simulate, ...) take their numbers from it.
 
 Modules (the bottom package: it imports none of the others):
 
-- parameters: `load_parameters`, `RobotParameters`, the model's names (JOINT_NAMES; the
-  commanded axes of a tool, `axes_for(tool)`: the five joints then the tool's own axes, the drill's
-  feed `DrillParameters.feed_joint`); sourced_yaml: the one {value, unit, source} reader;
-  shown_numbers: how a refusal writes its numbers (short; a value never reads as its bound);
+- parameters: `load_parameters`, `RobotParameters`, gathering each section's dataclasses and
+  reader: mechanism_parameters (motors, transmissions, joints, links), tool_parameters (the
+  drill, whose feed is a `JointParameters`, the arthroscope, `axes_for(tool)`: the five joints
+  then the tool's own axes), drive_parameters (drives, homing, CANopen); joint_names: the joint,
+  link and feed names, declared once; file_schema: the schema of every file a user writes;
+  sourced_yaml: the one {value, unit, source} reader; shown_numbers: how a refusal writes its
+  numbers (short; a value never reads as its bound);
 - data_files: `find_data_file`, in a source checkout, a pip install and a colcon install alike;
 - urdf: `robot_description(tool, hardware)`, the xacro expanded; export: a self-contained URDF
   for other engines; frames, inertia: URDF roll-pitch-yaw, solid-body inertias;
 - visual_meshes: the STL visual meshes (meshes/) made from the parameter file (mesh_parameters:
   their own dimensions);
 - validation: `check_urdf(text, params, reference_fk=...)`, the staged check (the reference
-  kinematics passed in); render: a PNG of the robot;
+  kinematics passed in; its stages in urdf_elements, validation_model, validation_engines,
+  validation_ros2_control); render: a PNG of the robot;
 - launch_description: the `robot_description` parameter of a launch file (a ROS adapter: launch
   imported inside it only).
 """

@@ -1,7 +1,10 @@
 """What each key of the {value, unit, source} files may hold: its unit and its plausible range.
 
-One table per file kind (the robot parameter file, the control configuration, the task files),
-read by `sourced_yaml.SourcedReader`, the one reader of those files:
+The one home of the schemas of every file a user writes or hands in (`USER_FILES`): the robot
+parameter file, the control configuration, the task files (incision and line, arthroscopy, pin
+insertion), the calibration file and the registration file. One table per file kind, read by
+`sourced_yaml.SourcedReader`, the one reader of those files (each loader passes its table), and
+written out as docs/parameter_files.md (`python -m quirobot_cli.parameter_reference --write`):
 - a key not in its file's table is refused by name (a typo is never silently ignored);
 - a number whose unit is not the expected one is converted when the file allows it (task files
   and the control configuration: "150 mm" -> 0.15 m) or refused by name (the parameter file:
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+from quirobot_description.joint_names import FEED_JOINT, PRISMATIC_JOINTS, REVOLUTE_JOINTS
 
 PI = math.pi
 
@@ -76,8 +81,6 @@ class FileSchema:
         return None
 
 
-PRISMATIC = ("gantry_x", "gantry_y", "gantry_z")
-REVOLUTE = ("wrist_yaw", "wrist_pitch")
 LINEAR, ANGULAR = "linear", "angular"
 
 
@@ -109,7 +112,7 @@ _JOINT = {
 }
 
 #: The axes moving along a line: the gantry and the drill's feed.
-_LINEAR_AXES = (*PRISMATIC, "drill_feed")
+_LINEAR_AXES = (*PRISMATIC_JOINTS, FEED_JOINT)
 #: CiA 402 homing (0x6098 method, 0x6099 speeds, 0x609A acceleration, 0x607C offset) of one axis.
 _HOMING = {
     "method": Expect("1", -4.0, 37.0),  # the reader accepts the limit-switch methods 17 and 18
@@ -159,8 +162,8 @@ PARAMETER_FILE = FileSchema(
         "schema_version": TEXT,
         "gravity": Expect("m/s^2", 9.7, 9.9),
         "kinematics.*": Expect("m", 0.0, 2.0),
-        **_joint_keys("joints", PRISMATIC, LINEAR, _JOINT),
-        **_joint_keys("joints", REVOLUTE, ANGULAR, _JOINT),
+        **_joint_keys("joints", PRISMATIC_JOINTS, LINEAR, _JOINT),
+        **_joint_keys("joints", REVOLUTE_JOINTS, ANGULAR, _JOINT),
         "links.*.description": TEXT,
         "links.*.shape": TEXT,
         "links.*.colour": TEXT,
@@ -222,11 +225,11 @@ PARAMETER_FILE = FileSchema(
         "drive.brake_engage_time": Expect("s", 0.0, 0.5),
         "drive.brake_holding_ratio": Expect("1", 0.0, 10.0),
         **{f"drive.quick_stop_deceleration.{n}": Expect("m/s^2", 0.0, 200.0) for n in _LINEAR_AXES},
-        **{f"drive.quick_stop_deceleration.{n}": Expect("rad/s^2", 0.0, 1000.0) for n in REVOLUTE},
+        **{f"drive.quick_stop_deceleration.{n}": Expect("rad/s^2", 0.0, 1000.0) for n in REVOLUTE_JOINTS},
         "drive.master_timeout": Expect("s", 1e-4, 1.0),
         "homing.order": TEXT,
         **_joint_keys("homing", _LINEAR_AXES, LINEAR, _HOMING),
-        **_joint_keys("homing", REVOLUTE, ANGULAR, _HOMING),
+        **_joint_keys("homing", REVOLUTE_JOINTS, ANGULAR, _HOMING),
         "canopen.bitrate": Expect("bit/s", 1e4, 1e6),
         "canopen.sync_period": Expect("s", 1e-4, 0.1),
         "canopen.feedback_timeout_periods": Expect("1", 1.0, 1000.0),
@@ -355,7 +358,6 @@ CONTROL_FILE = FileSchema(
     1,
     {
         "schema_version": TEXT,
-        "rate": Expect("Hz", 100.0, 1e5),
         "physics_substeps": Expect("1", 1.0, 100.0),
         "feedforward.gravity": TEXT,
         "feedforward.inverse_dynamics": TEXT,
@@ -364,8 +366,8 @@ CONTROL_FILE = FileSchema(
         "pole_placement.bandwidth": Expect("rad/s", 0.0, 1e4),
         "pole_placement.integral_ratio": Expect("1", 0.0, 10.0),
         "pole_placement.derivative_filter": Expect("s", 0.0, 1.0),
-        **_joint_keys("joints", (*PRISMATIC, "drill_feed"), LINEAR, _GAINS),
-        **_joint_keys("joints", REVOLUTE, ANGULAR, _GAINS),
+        **_joint_keys("joints", (*PRISMATIC_JOINTS, FEED_JOINT), LINEAR, _GAINS),
+        **_joint_keys("joints", REVOLUTE_JOINTS, ANGULAR, _GAINS),
         "safety.watchdog_timeout": Expect("s", 0.0, 10.0),
         "safety.watchdog_stop_timeout": Expect("s", 0.0, 10.0),
         "safety.watchdog_startup_timeout": Expect("s", 0.0, 600.0),
@@ -438,4 +440,103 @@ TASK_FILE = FileSchema(
     max_items={"bone.layers": 16, "no_go_zones": 8},
     # Names appear in every refusal and stop reason, which stay one short line.
     max_text=64,
+)
+
+#: The arthroscopy task file (planning.arthroscopy): its own table, so that a new procedure
+#: leaves TASK_FILE alone; its no-go zones are the task file's.
+ARTHROSCOPY_FILE = FileSchema(
+    "arthroscopy task file",
+    1,
+    {
+        "schema_version": TEXT,
+        "task": TEXT,
+        "portal": Expect("m", -5.0, 5.0),
+        "direction": Expect("1", -10.0, 10.0),
+        "depth": Expect("m", 0.0, 0.5),
+        "min_depth": Expect("m", 0.0, 0.5),
+        "max_depth": Expect("m", 0.0, 0.5),
+        "cone_half_angle": Expect("rad", 0.0, 1.5707963267948966),
+        "tip_speed": Expect("m/s", 1e-4, 0.5),
+        "pivot_rate": Expect("rad/s", 1e-3, 5.0),
+        "timeout": Expect("s", 1e-3, 10.0),
+        "joint_state_timeout": Expect("s", 1e-3, 10.0),
+        "servo_rate": Expect("1/s", 1.0, 1e4),
+        "settle": Expect("s", 0.0, 60.0),
+        "servo.*.duration": Expect("s", 0.0, 60.0),
+        "servo.*.linear": Expect("m/s", -1.0, 1.0),
+        "servo.*.angular": Expect("rad/s", -5.0, 5.0),
+        "servo.*.send": TEXT,
+        **{key: value for key, value in TASK_FILE.keys.items() if key.startswith("no_go_zones")},
+    },
+    leaf_extras=(),
+    max_items={"servo": 64, "no_go_zones": 8},
+    max_text=64,
+)
+
+#: The Schanz-pin insertion task file (simulation.pin_procedure).
+PIN_FILE = FileSchema(
+    "pin task file",
+    1,
+    {
+        "schema_version": TEXT,
+        "task": TEXT,
+        "depth": Expect("m", 0.0, 0.2),
+        "pitch": Expect("m", 1e-4, 0.01),
+        "diameter": Expect("m", 1e-3, 0.02),
+        "speed": Expect("rad/s", 0.1, 200.0),
+        "approach_rate": Expect("1/s", 0.1, 1e3),
+        "torque_limit": Expect("N*m", 0.0, 100.0),
+        "driver_max_torque": Expect("N*m", 0.0, 100.0),
+        "bone_factor": Expect("1", 0.0, 100.0),
+        "protrusion_limit": Expect("m", 0.0, 0.01),
+        "layers.*.name": TEXT,
+        "layers.*.thickness": Expect("m", 0.0, 0.1),
+        "layers.*.torque_per_length": Expect("N*m/m", 0.0, 1e5),
+    },
+    leaf_extras=(),
+    max_items={"layers": 16},
+    max_text=64,
+)
+
+#: The calibration file (`quirobot calibrate --output`, geometric_errors.read_calibration): one
+#: machine's identified geometric errors, signed. Their ranges are the parameter file's largest
+#: tolerance bands; the reader's own check is tighter, each value within the file's band.
+CALIBRATION_FILE = FileSchema(
+    "calibration file",
+    1,
+    {
+        "schema_version": TEXT,
+        **{f"geometric_errors.{name}": Expect("rad", -0.1, 0.1) for name in _GEOMETRIC_ANGLES},
+        **{f"geometric_errors.{name}": Expect("m", -0.01, 0.01) for name in _GEOMETRIC_LENGTHS},
+    },
+    convert_units=False,
+    leaf_extras=(),
+)
+
+#: The registration file (`quirobot register --output`, quirobot_kinematics.registration): the
+#: patient frame in the world, a translation and a unit quaternion (x, y, z, w; the reader checks
+#: its norm). Translations within the workspace's few metres, like a task file's poses.
+REGISTRATION_FILE = FileSchema(
+    "registration file",
+    1,
+    {
+        "schema_version": TEXT,
+        "parent_frame": TEXT,
+        "child_frame": TEXT,
+        "transform.translation": Expect("m", -10.0, 10.0),
+        "transform.rotation": Expect("1", -1.0 - 1e-3, 1.0 + 1e-3),
+    },
+    convert_units=False,
+    leaf_extras=(),
+)
+
+#: Every file a user writes or hands in, in the order of docs/parameter_files.md.
+USER_FILES = (
+    PARAMETER_FILE,
+    CONTROL_FILE,
+    TASK_FILE,
+    ARTHROSCOPY_FILE,
+    PIN_FILE,
+    CALIBRATION_FILE,
+    REGISTRATION_FILE,
 )

@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from quirobot_description.file_schema import CALIBRATION_FILE
 from quirobot_description.shown_numbers import compared
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
 SECTION = "geometric_errors"
 #: Version of the calibration file format.
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = CALIBRATION_FILE.version
 
 
 class CalibrationFileError(ValueError):
@@ -176,15 +177,16 @@ def read_calibration(path: str | Path, tolerances: GeometricTolerances | None = 
     unknown = sorted(set(section) - set(GeometricErrors.names()))
     if unknown:
         raise CalibrationFileError(f"{label}: {SECTION}: unknown key {', '.join(unknown)}")
-    reader = SourcedReader(raw, label, CalibrationFileError)
+    reader = SourcedReader(raw, label, CalibrationFileError, CALIBRATION_FILE)
     zero = GeometricErrors.zero()
     values = {}
     for name in GeometricErrors.names():
         key = f"{SECTION}.{name}"
-        values[name] = reader.number(key)
-        unit = reader.node(key).get("unit")
+        unit = reader.node(key).get("unit") if isinstance(reader.node(key), dict) else None
         if unit != zero.unit(name):
             raise reader.fail(key, f"unit must be {zero.unit(name)}, got {unit!r}")
+        # the band check below is this value's range (tighter than the schema's, which it implies)
+        values[name] = reader.number(key, check_range=False)
     errors = GeometricErrors(**values)
     if tolerances is None:
         from quirobot_description import robot_parameters

@@ -4,7 +4,7 @@ generate_parameter_library's idea (ros2_control's controllers describe each para
 YAML file, and the declarations, the validation and the docs are generated from it), in Python
 and without ROS: every node has one `NodeSchema`, a tuple of `NodeParameter` rows kept beside the
 core it configures (`quirobot_control.bridge.drive_node_parameters`,
-`quirobot_control.procedures.task_node_parameters`, `quirobot_kinematics.node_parameters`).
+`quirobot_control.procedures.task_node_parameters`, `quirobot_kinematics.kinematics_node_parameters`).
 From that one place come:
 
 - the declarations: `quirobot_description.ros_parameters.declare_parameters(node, schema)`, the

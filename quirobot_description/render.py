@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_description.joint_names import FEED_JOINT, JOINT_NAMES
 from quirobot_description.stl import read_stl
-from quirobot_description.validation import geometry_shape, origin_transform
+from quirobot_description.urdf_elements import geometry_shape, origin_transform
 from quirobot_description.visual_meshes import resolve_mesh
 
-#: Joint names of the arm, in the report's order.
-ARM_JOINTS = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "wrist_pitch")
 #: Light direction (world, unit) for face shading.
 LIGHT = np.array([-0.35, -0.55, 0.76])
 #: Longest tile edge (m): big faces are cut into tiles so matplotlib's depth sort works.
@@ -128,10 +127,10 @@ def link_placements(text: str, q: np.ndarray, feed: float | None = None) -> dict
     model = pin.buildModelFromXML(text)
     data = model.createData()
     configuration = pin.neutral(model)
-    for name, value in zip(ARM_JOINTS, q, strict=True):
+    for name, value in zip(JOINT_NAMES, q, strict=True):
         configuration[model.joints[model.getJointId(name)].idx_q] = value
-    if feed is not None and model.existJointName("drill_feed"):
-        configuration[model.joints[model.getJointId("drill_feed")].idx_q] = feed
+    if feed is not None and model.existJointName(FEED_JOINT):
+        configuration[model.joints[model.getJointId(FEED_JOINT)].idx_q] = feed
     pin.framesForwardKinematics(model, data, configuration)
     return {
         frame.name: data.oMf[index].homogeneous.copy()
@@ -156,13 +155,13 @@ def render_png(
 
     root = ET.fromstring(text)
     joints = {joint.get("name"): joint for joint in root.findall("joint")}
-    lower = np.array([float(joints[n].find("limit").get("lower")) for n in ARM_JOINTS])
-    upper = np.array([float(joints[n].find("limit").get("upper")) for n in ARM_JOINTS])
+    lower = np.array([float(joints[n].find("limit").get("lower")) for n in JOINT_NAMES])
+    upper = np.array([float(joints[n].find("limit").get("upper")) for n in JOINT_NAMES])
     q = representative_pose(lower, upper) if q is None else np.asarray(q, dtype=float)
     if q.shape != (5,) or not np.all(np.isfinite(q)):
         raise ValueError(f"q must be 5 finite numbers (d1, d2, d3, theta4, theta5), got {q!r}")
-    if feed is None and "drill_feed" in joints:
-        limit = joints["drill_feed"].find("limit")
+    if feed is None and FEED_JOINT in joints:
+        limit = joints[FEED_JOINT].find("limit")
         feed = 0.5 * (float(limit.get("lower")) + float(limit.get("upper")))
     placements = link_placements(text, q, feed)
     materials = {}
@@ -199,9 +198,7 @@ def render_png(
                     colours.append((*np.clip(rgba[:3] * shade, 0, 1), rgba[3]))
 
     pose = ", ".join(f"{v:.2f}" for v in q)
-    tool = (
-        "drill" if "drill_feed" in joints else ("arthroscope" if "camera_link" in placements else "no tool")
-    )
+    tool = "drill" if FEED_JOINT in joints else ("arthroscope" if "camera_link" in placements else "no tool")
     figure = Figure(figsize=(13, 6.5), dpi=dpi)
     FigureCanvasAgg(figure)
     figure.suptitle(f"QUIROBOT with {tool}, q = ({pose}) (m, m, m, rad, rad)", fontsize=12)

@@ -13,20 +13,11 @@ import math
 import numpy as np
 
 from quirobot_description.frames import rpy_matrix
+from quirobot_description.joint_names import LINK_NAMES
 from quirobot_kinematics.model import KinematicModel, KinematicsError, as_feed, as_joint_vector
 
 #: Every frame of `link_frames`, root first.
-FRAME_NAMES = (
-    "world",
-    "base_link",
-    "x_carriage",
-    "y_carriage",
-    "z_ram",
-    "wrist_yaw_link",
-    "wrist_pitch_link",
-    "tool0",
-    "drill_tip",
-)
+FRAME_NAMES = ("world", "base_link", *LINK_NAMES, "tool0", "drill_tip")
 
 
 def forward_kinematics(q: object, model: KinematicModel, feed: float = 0.0) -> np.ndarray:

@@ -13,10 +13,11 @@ from functools import cached_property
 import numpy as np
 
 from quirobot_description.geometric_errors import GeometricErrors
+from quirobot_description.joint_names import REVOLUTE_JOINTS
 from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 
-#: Index of the revolute joints in q = (d1, d2, d3, theta4, theta5).
-REVOLUTE = (3, 4)
+#: Index of the revolute joints in q = (d1, d2, d3, theta4, theta5): (3, 4).
+REVOLUTE = tuple(JOINT_NAMES.index(name) for name in REVOLUTE_JOINTS)
 
 
 class KinematicsError(ValueError):
@@ -53,8 +54,8 @@ class KinematicModel:
             l5=parameters.l5,
             lower=lower,
             upper=upper,
-            feed_lower=parameters.drill.feed_lower,
-            feed_upper=parameters.drill.feed_upper,
+            feed_lower=parameters.drill.feed.lower,
+            feed_upper=parameters.drill.feed.upper,
         )
 
     def calibrated(self, errors: GeometricErrors | None) -> KinematicModel:

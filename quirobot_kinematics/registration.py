@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from quirobot_description.file_schema import REGISTRATION_FILE
 from quirobot_description.geometric_errors import RegistrationParameters
 from quirobot_description.shown_numbers import compared, shown
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
@@ -52,7 +53,7 @@ from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_fro
 ICP_TOLERANCE = 1e-12
 ICP_ITERATIONS = 100
 #: Version of the registration file format.
-REGISTRATION_VERSION = 1
+REGISTRATION_VERSION = REGISTRATION_FILE.version
 #: How far a registration file's quaternion norm may be from 1. registration_document writes 17
 #: significant digits (norm 1 within 1e-15); one written by hand to 6 decimals is within 1e-6 of
 #: unit norm (each component within 5e-7). A dropped or wrong digit moves the norm by far more
@@ -345,10 +346,8 @@ def read_registration(path: str | Path) -> RegisteredFrame:
     path = Path(path)
     raw = read_yaml_mapping(path, RegistrationFileError, "registration file")
     label = f"registration file {path}"
-    if raw.get("schema_version") != REGISTRATION_VERSION:
-        raise RegistrationFileError(
-            f"{label}: schema_version must be {REGISTRATION_VERSION}, got {raw.get('schema_version')!r}"
-        )
+    # Its schema (file_schema.REGISTRATION_FILE) refuses another schema_version and unknown keys.
+    reader = SourcedReader(raw, label, RegistrationFileError, REGISTRATION_FILE)
     frames = []
     for key in ("parent_frame", "child_frame"):
         name = raw.get(key)
@@ -362,9 +361,9 @@ def read_registration(path: str | Path) -> RegisteredFrame:
             f"{label}: child_frame {frames[1]!r} is one of the robot's own frames (its URDF's links): "
             "published, it would move that link; name the registered frame, e.g. 'patient'"
         )
-    reader = SourcedReader(raw, label, RegistrationFileError)
     for key, unit in (("transform.translation", "m"), ("transform.rotation", "1")):
-        if (given := reader.quantity(key).unit) != unit:
+        leaf = reader.node(key)
+        if (given := leaf.get("unit") if isinstance(leaf, dict) else None) != unit:
             raise reader.fail(key, f"unit must be {unit!r}, got {given!r}")
     translation = reader.vector("transform.translation", 3)
     rotation = reader.vector("transform.rotation", 4)

@@ -412,7 +412,7 @@ class DriveBridge:
                 self.time,
                 feed.command["position"],
                 feed.command["velocity"],
-                self.params.drill.feed_acceleration,
+                self.params.drill.feed.acceleration,
             )
             self._breakthrough = BreakthroughHold(stop)
             self.events.append(

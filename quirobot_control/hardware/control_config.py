@@ -12,6 +12,7 @@ from pathlib import Path
 
 from quirobot_control.drives.interface import DriveMode
 from quirobot_control.drives.pid import PIDGains
+from quirobot_description import robot_parameters
 from quirobot_description.data_files import find_data_file
 from quirobot_description.file_schema import CONTROL_FILE
 from quirobot_description.parameters import RobotParameters, drive_axes
@@ -77,8 +78,13 @@ def design_gains(
     return (1 + 2 * beta) * w * w * scale, beta * w**3 * scale, (2 + beta) * w * scale
 
 
-def load_control_config(path: str | Path | None = None, *, max_currents: dict[str, float]) -> ControlConfig:
+def load_control_config(
+    path: str | Path | None = None, *, max_currents: dict[str, float], control_rate: float | None = None
+) -> ControlConfig:
     """Read config/control.yaml (or `path`); `max_currents` (A per joint) sets each PID's output limit.
+
+    The rate is `control_rate` (Hz; default: the shipped parameter file's drive.control_rate):
+    the control configuration holds none, so the rate is declared once, in the parameter file.
 
     Raises ControlConfigError naming the key for a bad value, DataFileNotFoundError (a
     FileNotFoundError) naming every place looked when no control.yaml is installed.
@@ -118,7 +124,7 @@ def load_control_config(path: str | Path | None = None, *, max_currents: dict[st
             f"{path.name}: feedforward must map gravity/inverse_dynamics to true or false"
         )
     return ControlConfig(
-        rate=reader.number("rate", positive=True),
+        rate=robot_parameters().drive.control_rate if control_rate is None else control_rate,
         physics_substeps=int(substeps),
         gravity_feedforward=feedforward.get("gravity", True),
         inverse_dynamics_feedforward=feedforward.get("inverse_dynamics", True),
@@ -158,4 +164,4 @@ def _overspeed_ratio(value: float, file: str) -> float:
 def control_configuration(params: RobotParameters) -> ControlConfig:
     """config/control.yaml with each joint's current limit from the parameter file."""
     currents = {name: params.axis(name).motor.max_current for name in drive_axes()}
-    return load_control_config(max_currents=currents)
+    return load_control_config(max_currents=currents, control_rate=params.drive.control_rate)

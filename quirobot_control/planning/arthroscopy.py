@@ -21,41 +21,11 @@ import numpy as np
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.planning.remote_centre import RcmLimits, RcmServo
 from quirobot_control.planning.tasks import MAX_TASK_DURATION, TaskError, _Reader, planning_kinematics
-from quirobot_description.file_schema import TASK_FILE, TEXT, Expect, FileSchema
+from quirobot_description.file_schema import ARTHROSCOPY_FILE
 from quirobot_description.parameters import RobotParameters, axes_for
 from quirobot_description.sourced_yaml import read_yaml_mapping
 
 __all__ = ["ARTHROSCOPY_FILE", "ArthroscopyTask", "ServoSegment", "load_arthroscopy", "servo_for"]
-
-#: The arthroscopy task file's keys (its own schema: a new procedure leaves TASK_FILE alone).
-ARTHROSCOPY_FILE = FileSchema(
-    "arthroscopy task file",
-    1,
-    {
-        "schema_version": TEXT,
-        "task": TEXT,
-        "portal": Expect("m", -5.0, 5.0),
-        "direction": Expect("1", -10.0, 10.0),
-        "depth": Expect("m", 0.0, 0.5),
-        "min_depth": Expect("m", 0.0, 0.5),
-        "max_depth": Expect("m", 0.0, 0.5),
-        "cone_half_angle": Expect("rad", 0.0, 1.5707963267948966),
-        "tip_speed": Expect("m/s", 1e-4, 0.5),
-        "pivot_rate": Expect("rad/s", 1e-3, 5.0),
-        "timeout": Expect("s", 1e-3, 10.0),
-        "joint_state_timeout": Expect("s", 1e-3, 10.0),
-        "servo_rate": Expect("1/s", 1.0, 1e4),
-        "settle": Expect("s", 0.0, 60.0),
-        "servo.*.duration": Expect("s", 0.0, 60.0),
-        "servo.*.linear": Expect("m/s", -1.0, 1.0),
-        "servo.*.angular": Expect("rad/s", -5.0, 5.0),
-        "servo.*.send": TEXT,
-        **{key: value for key, value in TASK_FILE.keys.items() if key.startswith("no_go_zones")},
-    },
-    leaf_extras=(),
-    max_items={"servo": 64, "no_go_zones": 8},
-    max_text=64,
-)
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ import numpy as np
 
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.simulation.incision import TARGETS, TaskResult
+from quirobot_description.joint_names import REVOLUTE_JOINTS
 
 PLANNED = {"color": "0.72", "lw": 5.0, "solid_capstyle": "butt"}  # wide grey band under the actual
 ACTUAL = {"color": "tab:red", "lw": 0.9}
 WINDOW = {"color": "tab:green", "alpha": 0.12}
-ANGULAR = ("wrist_yaw", "wrist_pitch")  # joints whose error is an angle (µrad)
+ANGULAR = REVOLUTE_JOINTS  # joints whose error is an angle (µrad)
 #: One colour per joint in every panel.
 JOINT_COLOURS = {
     "gantry_x": "tab:blue",

@@ -126,7 +126,7 @@ class DrillingMonitorSettings:
             arm_depth=None,
             interlock_depth=None,
             feed_mass=feed_mass,
-            feed_damping=drill.feed_damping,
+            feed_damping=drill.feed.damping,
             average_time=safety.thrust_filter_time,
             drilling_context=False,
         )
@@ -153,9 +153,9 @@ class DrillingMonitorSettings:
             arm_depth=None
             if far_cortex_depth is None
             else max(far_cortex_depth - safety.breakthrough_arm_margin, 0.0),
-            interlock_depth=-(drill.feed_velocity**2) / (2.0 * drill.feed_acceleration),
+            interlock_depth=-(drill.feed.velocity**2) / (2.0 * drill.feed.acceleration),
             feed_mass=feed_mass,
-            feed_damping=drill.feed_damping,
+            feed_damping=drill.feed.damping,
             average_time=2.0 * math.pi / spindle.speed,
             exit_depth=None if far_cortex_depth is None else exit_depth,
             exit_tolerance=safety.breakthrough_exit_tolerance,

@@ -135,7 +135,7 @@ def plan_feedforward(
         feed_drive = drive_for_joint(params, DrillParameters.feed_joint)
         efforts[:, feed_index] = (feed_drive.reflected_inertia + drill.bit_mass) * qdd_mid[
             :, feed_index
-        ] + drill.feed_damping * qd_mid[:, feed_index]
+        ] + drill.feed.damping * qd_mid[:, feed_index]
     if gravity:
         efforts += gravity_model(params)(q)
     return efforts
@@ -484,7 +484,7 @@ class ClosedLoopSimulation:
             return event
         position = self.trajectory.positions[k]
         self.feed_stop = FeedStop(
-            t, float(position[feed_index]), float(velocity[feed_index]), self.params.drill.feed_acceleration
+            t, float(position[feed_index]), float(velocity[feed_index]), self.params.drill.feed.acceleration
         )
         # The arm holds where the plan is; only gravity is fed forward (no planned thrust any more).
         self._hold = (position.copy(), self._gravity(position[None, :])[0])

@@ -35,33 +35,10 @@ from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import TaskError
 from quirobot_control.procedures.procedure import SummaryRow, register
 from quirobot_control.simulation.metrics import RunMetrics, TaskMetrics
-from quirobot_description.file_schema import TEXT, Expect, FileSchema
+from quirobot_description.file_schema import PIN_FILE
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
-PIN_FILE = FileSchema(
-    "pin task file",
-    1,
-    {
-        "schema_version": TEXT,
-        "task": TEXT,
-        "depth": Expect("m", 0.0, 0.2),
-        "pitch": Expect("m", 1e-4, 0.01),
-        "diameter": Expect("m", 1e-3, 0.02),
-        "speed": Expect("rad/s", 0.1, 200.0),
-        "approach_rate": Expect("1/s", 0.1, 1e3),
-        "torque_limit": Expect("N*m", 0.0, 100.0),
-        "driver_max_torque": Expect("N*m", 0.0, 100.0),
-        "bone_factor": Expect("1", 0.0, 100.0),
-        "protrusion_limit": Expect("m", 0.0, 0.01),
-        "layers.*.name": TEXT,
-        "layers.*.thickness": Expect("m", 0.0, 0.1),
-        "layers.*.torque_per_length": Expect("N*m/m", 0.0, 1e5),
-    },
-    leaf_extras=(),
-    max_items={"layers": 16},
-    max_text=64,
-)
 #: m: the target's tolerance (the issue's 0.5 mm).
 DEPTH_TARGET = 0.5e-3
 #: m: the insertion ends this close to its depth.
@@ -175,17 +152,17 @@ def check_pin(task: PinTask, params: RobotParameters) -> None:
             f"{task.protrusion_limit * 1e3:.1f} mm (at most {(nearest + task.protrusion_limit) * 1e3:.1f} mm)"
         )
     drill = params.drill
-    stroke = drill.feed_upper - drill.feed_lower - 2.0 * drill.feed_soft_margin
+    stroke = drill.feed.upper - drill.feed.lower - 2.0 * drill.feed.soft_margin
     if task.depth > stroke + 1e-12:
         raise TaskError(
             f"{task.path.name}: depth: {task.depth * 1e3:.1f} mm is beyond the drill feed's "
             f"{stroke * 1e3:.1f} mm stroke between its soft limits"
         )
     feed = task.pitch * task.speed / (2.0 * math.pi)
-    if feed > drill.feed_velocity + 1e-12:
+    if feed > drill.feed.velocity + 1e-12:
         raise TaskError(
             f"{task.path.name}: speed: the feed pitch x speed is {feed * 1e3:.1f} mm/s, above the "
-            f"drill feed's velocity limit {drill.feed_velocity * 1e3:.1f} mm/s"
+            f"drill feed's velocity limit {drill.feed.velocity * 1e3:.1f} mm/s"
         )
 
 

@@ -5,7 +5,7 @@
 Services `compute_fk` and `compute_ik` in the node's namespace (default /quirobot, as
 launch/kinematics.launch.py sets it). Parameters (orientation_mode, orientation_tolerance, which
 may change at run time, and parameter_file): each declared once, with its type, default, unit and
-range, in `quirobot_kinematics.node_parameters` (the table: docs/node_parameters.md).
+range, in `quirobot_kinematics.kinematics_node_parameters` (the table: docs/node_parameters.md).
 
 A thin adapter: messages are copied into the dataclasses of
 `quirobot_kinematics.service_translation` and back; every decision is made there. rclpy and
@@ -18,8 +18,8 @@ import sys
 
 from quirobot_description.parameters import load_parameters
 from quirobot_kinematics import service_translation as st
+from quirobot_kinematics.kinematics_node_parameters import KINEMATICS_NODE
 from quirobot_kinematics.model import KinematicModel
-from quirobot_kinematics.node_parameters import KINEMATICS_NODE
 
 DEFAULT_NAMESPACE = "quirobot"
 NODE_NAME = "kinematics_node"
@@ -69,7 +69,7 @@ def build_node():
     class KinematicsNode(Node):
         def __init__(self) -> None:
             super().__init__(NODE_NAME, namespace=DEFAULT_NAMESPACE)
-            # Declared from their schema (quirobot_kinematics.node_parameters), nowhere else.
+            # Declared from their schema (quirobot_kinematics.kinematics_node_parameters), nowhere else.
             parameters = declare_parameters(self, KINEMATICS_NODE)
             mode = parameters["orientation_mode"]
             tolerance = parameters["orientation_tolerance"]

@@ -90,7 +90,7 @@ def test_drill_tip_moves_along_approach_by_feed(exported_urdf, parameters):
     rng = np.random.default_rng(3)
     for _ in range(50):
         q5 = rng.uniform(parameters.lower_limits, parameters.upper_limits)
-        feed = rng.uniform(parameters.drill.feed_lower, parameters.drill.feed_upper)
+        feed = rng.uniform(parameters.drill.feed.lower, parameters.drill.feed.upper)
         q = _q_full(model, q5)
         q[model.joints[model.getJointId("drill_feed")].idx_q] = feed
         pin.framesForwardKinematics(model, data, q)

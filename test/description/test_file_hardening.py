@@ -135,10 +135,16 @@ def test_implausible_parameter_values_are_refused_naming_the_key(tmp_path, secti
         load_parameters(write(tmp_path, raw))
 
 
-def test_a_10_hz_control_rate_is_refused(tmp_path):
+def test_the_control_configuration_holds_no_control_rate(tmp_path):
+    """One control rate (issue 35): the parameter file's drive.control_rate; control.yaml's own
+    `rate` (1000 Hz, the same fact a second time) is refused as unknown, the loop runs at the
+    parameter file's (a 10 Hz one is refused there: test_implausible_parameter_values_...)."""
     raw = yaml.safe_load(find_data_file(CONTROL_CONFIG_FILE).read_text())
-    raw["rate"]["value"] = 10.0
-    with pytest.raises(ControlConfigError, match=r"rate: 10 Hz is outside the plausible range"):
+    assert load_control_config(write(tmp_path, raw), max_currents=CURRENTS).rate == (
+        load_parameters().drive.control_rate
+    )
+    raw["rate"] = {"value": 1000.0, "unit": "Hz", "source": "a second declaration"}
+    with pytest.raises(ControlConfigError, match=r"unknown key rate"):
         load_control_config(write(tmp_path, raw), max_currents=CURRENTS)
 
 

@@ -45,7 +45,7 @@ def test_the_parameter_file_configures_the_drive_of_every_tool_axis():
         assert axis in params.canopen.node_ids and axis in params.homing
         assert axis in params.drive.quick_stop_deceleration
         assert params.axis(axis).motor is not None
-    assert params.axis("drill_feed") is params.drill
+    assert params.axis("drill_feed") is params.drill.feed
     assert params.axis("gantry_x") is params.joint("gantry_x")
     with pytest.raises(KeyError, match="no axis named 'scope_roll'"):
         params.axis("scope_roll")

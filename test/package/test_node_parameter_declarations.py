@@ -17,7 +17,7 @@ from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE
 from quirobot_control.procedures import task_node_parameters
 from quirobot_control.procedures.scope_servo_parameters import SCOPE_SERVO_NODE
 from quirobot_control.procedures.task_node_parameters import TASK_NODE
-from quirobot_kinematics.node_parameters import KINEMATICS_NODE
+from quirobot_kinematics.kinematics_node_parameters import KINEMATICS_NODE
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = {

@@ -49,7 +49,7 @@ def _interfaces(root: ET.Element) -> dict[str, tuple[list[str], list[str]]]:
 
 
 def _speed_limit(parameters, joint: str) -> float:
-    return parameters.drill.feed_velocity if joint == "drill_feed" else parameters.joint(joint).velocity
+    return parameters.drill.feed.velocity if joint == "drill_feed" else parameters.joint(joint).velocity
 
 
 @pytest.mark.parametrize("name", FILES)

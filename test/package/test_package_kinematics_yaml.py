@@ -8,8 +8,8 @@ import yaml
 
 from quirobot_description.parameters import load_parameters
 from quirobot_kinematics.inverse import DEFAULT_ORIENTATION_TOLERANCE
+from quirobot_kinematics.kinematics_node_parameters import KINEMATICS_NODE
 from quirobot_kinematics.model import KinematicModel
-from quirobot_kinematics.node_parameters import KINEMATICS_NODE
 from quirobot_kinematics.nodes import kinematics_node
 from quirobot_kinematics.service_translation import KinematicsService
 

@@ -25,8 +25,8 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 from launch import LaunchDescription  # noqa: E402
 from quirobot_description.parameters import JOINT_NAMES, load_parameters  # noqa: E402
 from quirobot_kinematics.forward import forward_kinematics  # noqa: E402
+from quirobot_kinematics.kinematics_node_parameters import KINEMATICS_NODE  # noqa: E402
 from quirobot_kinematics.model import KinematicModel  # noqa: E402
-from quirobot_kinematics.node_parameters import KINEMATICS_NODE  # noqa: E402
 from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix  # noqa: E402
 
 Q = [0.7, 1.3, 0.9, 2.1, 0.4]

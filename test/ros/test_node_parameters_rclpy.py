@@ -19,7 +19,7 @@ from quirobot_control.bridge.drive_node_parameters import DRIVE_NODE  # noqa: E4
 from quirobot_control.procedures.task_node_parameters import TASK_NODE  # noqa: E402
 from quirobot_description.node_parameters import NodeParameterError  # noqa: E402
 from quirobot_description.ros_parameters import declare_parameters  # noqa: E402
-from quirobot_kinematics.node_parameters import KINEMATICS_NODE  # noqa: E402
+from quirobot_kinematics.kinematics_node_parameters import KINEMATICS_NODE  # noqa: E402
 
 #: rcl_interfaces/msg/ParameterType, written out (not read from the message package).
 TYPES = {"bool": 1, "integer": 2, "double": 3, "string": 4, "string_array": 9}

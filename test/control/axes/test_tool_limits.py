@@ -23,13 +23,13 @@ def test_the_limits_follow_the_axes_they_are_asked_for(parameters):
         np.testing.assert_array_equal(getattr(scope, name), getattr(drill, name)[arm], err_msg=name)
     # Against the parameter file directly: the feed's row is the drill's, a joint's row its joint's.
     feed = drill.names.index("drill_feed")
-    assert drill.soft_upper[feed] == parameters.drill.feed_upper - parameters.drill.feed_soft_margin
-    assert drill.velocity[feed] == parameters.drill.feed_velocity
+    assert drill.soft_upper[feed] == parameters.drill.feed.upper - parameters.drill.feed.soft_margin
+    assert drill.velocity[feed] == parameters.drill.feed.velocity
     assert (
         scope.soft_lower[2] == parameters.joint("gantry_z").lower + parameters.joint("gantry_z").soft_margin
     )
     assert JointLimits.from_parameters(parameters, ("drill_feed",)).jerk.tolist() == [
-        parameters.drill.feed_jerk
+        parameters.drill.feed.jerk
     ]
 
 

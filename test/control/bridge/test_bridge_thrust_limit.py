@@ -116,7 +116,7 @@ def test_a_too_hard_bone_ends_in_the_thrust_limit_stop(parameters, control):
         assert reason.startswith("thrust limit: feed thrust"), reason
         assert f"above the limit {limit:.1f} N" in reason
         # Stopped while the feed still had authority: its effort never reached the current clamp.
-        assert max(efforts) < parameters.drill.feed_effort
+        assert max(efforts) < parameters.drill.feed.effort_limit
         assert max(efforts[:-1]) > limit - 10.0  # it did push hard before the stop
         assert bridge.hardware.stop_reason == reason
         assert bridge.status().stop_code is StopCode.DRILLING_MONITOR  # what DrivesState carries

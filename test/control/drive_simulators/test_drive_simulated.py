@@ -32,10 +32,7 @@ def test_factory_builds_a_drive_for_every_joint(params, name):
     fb = drive.feedback()
     assert isinstance(fb, DriveFeedback)
     assert fb.state is DriveState.DISABLED and fb.fault is None and fb.current == 0.0
-    transmission = (
-        params.drill.transmission if name == DrillParameters.feed_joint else params.joint(name).transmission
-    )
-    motor = params.drill.motor if name == DrillParameters.feed_joint else params.joint(name).motor
+    transmission, motor = params.axis(name).transmission, params.axis(name).motor
     assert drive.reflected_inertia == pytest.approx(motor.rotor_inertia * transmission.ratio**2)
 
 
@@ -253,14 +250,14 @@ def test_bad_advance_inputs_are_refused(params):
 
 
 def test_simulated_drive_accepts_the_drill(params):
-    drive = SimulatedDrive(params.drill, params.drive)
+    drive = SimulatedDrive(params.drill.feed, params.drive)
     assert drive.name == DrillParameters.feed_joint
     drive.enable()
     drive.command_current(1.0)
     effort = drive.advance(2e-3, 0.0, 0.0)
-    drill = params.drill
+    feed = params.drill.feed
     assert effort == pytest.approx(
-        drill.motor.torque_constant * 1.0 * drill.transmission.ratio * drill.transmission.efficiency, rel=1e-4
+        feed.motor.torque_constant * 1.0 * feed.transmission.ratio * feed.transmission.efficiency, rel=1e-4
     )
 
 

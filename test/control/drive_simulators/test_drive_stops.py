@@ -284,21 +284,21 @@ def test_a_master_frozen_mid_feed_moves_the_tip_less_than_0_2_mm(parameters, rig
     drill = parameters.drill
     rig = rig_for(master_watchdog=True)
     rig.hold(SETTLE_PERIODS)
-    ramp = drill.feed_velocity / drill.feed_acceleration
+    ramp = drill.feed.velocity / drill.feed.acceleration
     for k in range(int(round(1.5 * ramp / rig.dt))):
         t = k * rig.dt
         if t < ramp:
-            target = (START[feed] + 0.5 * drill.feed_acceleration * t * t, drill.feed_acceleration * t)
+            target = (START[feed] + 0.5 * drill.feed.acceleration * t * t, drill.feed.acceleration * t)
         else:
             target = (
-                START[feed] + 0.5 * drill.feed_velocity * ramp + drill.feed_velocity * (t - ramp),
-                drill.feed_velocity,
+                START[feed] + 0.5 * drill.feed.velocity * ramp + drill.feed.velocity * (t - ramp),
+                drill.feed.velocity,
             )
         rig.period(targets_with(feed, target))
     rig.plant.forward_kinematics()
     tip_at_fault = rig.plant.tip.copy()
     v0 = rig.plant.velocity[feed]
-    assert v0 == pytest.approx(drill.feed_velocity, rel=0.02)
+    assert v0 == pytest.approx(drill.feed.velocity, rel=0.02)
     for _ in range(300):
         rig.period(None)
     rig.plant.forward_kinematics()

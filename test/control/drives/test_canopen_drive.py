@@ -68,7 +68,7 @@ def control(params):
 def inertias(params):
     """Effective inertia per axis (kg or kg*m^2) from the control configuration."""
     currents = {j.name: j.motor.max_current for j in params.joints}
-    currents[DrillParameters.feed_joint] = params.drill.motor.max_current
+    currents[DrillParameters.feed_joint] = params.drill.feed.motor.max_current
     control = load_control_config(max_currents=currents)
     return {axis: control.joint(axis).effective_inertia for axis in DRILL_AXES}
 

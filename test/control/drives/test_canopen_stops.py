@@ -133,7 +133,7 @@ def test_a_master_frozen_mid_feed_leaves_every_drive_stopped_by_itself(make_rig,
 
 def test_at_the_fastest_feed_the_tip_still_moves_less_than_the_limit(make_rig, params, control):
     """drill_feed at its velocity limit (tools.drill.feed_velocity, 10 mm/s) when the master freezes."""
-    speed = params.drill.feed_velocity
+    speed = params.drill.feed.velocity
     rig = make_rig(axes=("drill_feed",), positions=FEED_START, mode=DriveMode.CSP)
     enable_all(rig, control)
     move(rig, control, speed, 0.3, dict(FEED_START))

@@ -308,7 +308,7 @@ def test_a_command_stream_lost_while_moving_is_reported_as_such(parameters, cont
 def test_the_effort_limit_bounds_the_command_whatever_the_feed_forward(parameters, control, info):
     rig = _hardware_in(LifecycleState.ACTIVE, parameters, control, info)
     hw = rig.hardware
-    limit = parameters.drill.feed_effort
+    limit = parameters.drill.feed.effort_limit
     for _ in range(5):
         hw.set_commands(rig.t, np.array(Q0), np.zeros(6), effort=np.array([0, 0, 0, 0, 0, 1e12]))
         hw.read(rig.t, DT)

@@ -52,7 +52,7 @@ class Rig:
         self.drives = {name: drive_for_joint(parameters, name) for name in DRILL_AXES}
         self.hardware = QuirobotHardware(parameters, control, lambda name: self.drives[name])
         self.inertia = np.array([control.joint(n).effective_inertia for n in DRILL_AXES])
-        self.damping = np.append(parameters.damping, parameters.drill.feed_damping)
+        self.damping = np.append(parameters.damping, parameters.drill.feed.damping)
         self.q = np.array(q0, dtype=float)
         self.v = np.zeros(6)
         self.t = 0.0

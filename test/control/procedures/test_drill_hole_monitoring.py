@@ -85,7 +85,7 @@ def test_a_cancel_in_bone_is_acted_on_within_a_control_period_whatever_the_feedb
     assert retracts[0] - cancelled_at <= config.dt + 1e-9  # acted on within one monitoring period
     after = [tip_progress(tip(q), task.entry, task.direction)[0] for t, q in port.trace if t >= cancelled_at]
     drill = robot_parameters().drill
-    stopping = task.feed_rate**2 / (2.0 * drill.feed_acceleration) + task.feed_rate * 2 * config.dt
+    stopping = task.feed_rate**2 / (2.0 * drill.feed.acceleration) + task.feed_rate * 2 * config.dt
     assert max(after) - depth_at_cancel <= stopping + 1e-6, (
         f"the tip went on {(max(after) - depth_at_cancel) * 1e3:.3f} mm after the cancel"
     )

@@ -54,7 +54,7 @@ def test_a_cancel_stops_the_feed_at_least_as_fast_as_the_monitors_feed_stop(para
     q[FEED] = 0.02
     cancel = plan_cancel_retract(q, incision, parameters, DT, feed_velocity=feed_rate)
     extra = cancel.positions[:, FEED].max() - q[FEED]
-    monitor_stop = FeedStop(0.0, q[FEED], feed_rate, parameters.drill.feed_acceleration)
+    monitor_stop = FeedStop(0.0, q[FEED], feed_rate, parameters.drill.feed.acceleration)
     assert extra <= monitor_stop.rest_position - q[FEED] + 1e-9, (extra, monitor_stop.rest_position)
     assert extra > 0.0  # it stops, it does not jump back
 
@@ -101,7 +101,7 @@ def test_a_cancel_in_bone_goes_little_deeper_in_closed_loop(parameters, incision
     feed_rate = 0.005
     at_cancel, deepest = _cancelled_in_bone(parameters, incision, feed_rate)
     assert at_cancel > incision.bone.layers[0].thickness  # in bone, past the near cortex
-    planned = feed_rate**2 / (2.0 * parameters.drill.feed_acceleration)
+    planned = feed_rate**2 / (2.0 * parameters.drill.feed.acceleration)
     assert deepest - at_cancel < planned + 0.05e-3, (deepest - at_cancel) * 1e3
 
 

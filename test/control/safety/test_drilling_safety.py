@@ -168,7 +168,7 @@ def test_the_feed_may_not_approach_the_bone_with_the_spindle_not_at_speed(parame
     assert event is not None and event.kind is DrillingStop.SPINDLE_NOT_AT_SPEED
     # The stopping distance of the feed at its velocity limit and acceleration limit (computed).
     drill = parameters.drill
-    assert s.interlock_depth == pytest.approx(-(drill.feed_velocity**2) / (2 * drill.feed_acceleration))
+    assert s.interlock_depth == pytest.approx(-(drill.feed.velocity**2) / (2 * drill.feed.acceleration))
 
 
 # --- the spindle ------------------------------------------------------------------------------
@@ -342,7 +342,7 @@ def test_a_harder_bone_ends_in_the_thrust_limit_stop_through_the_cli(
     # Bounded near the limit: the feed never pushed past its URDF effort limit (the stall
     # pushed 360-415 N against it), the bone's thrust stayed near the thrust limit.
     limit = parameters.drilling.safety.thrust_limit
-    assert metrics["peak_feed_effort"] <= parameters.drill.feed_effort * (1 + 1e-9)
+    assert metrics["peak_feed_effort"] <= parameters.drill.feed.effort_limit * (1 + 1e-9)
     assert limit < metrics["peak_thrust"] < 1.25 * limit
 
 

@@ -79,7 +79,7 @@ def test_a_depth_past_the_far_cortex_by_more_than_the_protrusion_limit_is_refuse
 def test_a_depth_beyond_the_feed_s_stroke_is_refused(tmp_path):
     # A bone thick enough that the far-side check passes: the feed cannot reach the depth.
     drill = PARAMS.drill
-    stroke = drill.feed_upper - drill.feed_lower - 2.0 * drill.feed_soft_margin
+    stroke = drill.feed.upper - drill.feed.lower - 2.0 * drill.feed.soft_margin
 
     def deep(raw):
         raw["layers"][1]["thickness"]["value"] = 0.080
@@ -99,7 +99,7 @@ def test_a_feed_above_the_feed_axis_velocity_limit_is_refused(tmp_path):
         insert_pin(load_pin(_task_file(tmp_path, fast)), PARAMS, 0.001)
     feed = 0.01 * 200.0 / (2 * np.pi)
     assert f"{feed * 1e3:.1f} mm/s" in str(error.value)
-    assert f"velocity limit {PARAMS.drill.feed_velocity * 1e3:.1f} mm/s" in str(error.value)
+    assert f"velocity limit {PARAMS.drill.feed.velocity * 1e3:.1f} mm/s" in str(error.value)
 
 
 def test_the_run_ends_with_the_pin_at_rest(tmp_path):
