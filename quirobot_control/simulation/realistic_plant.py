@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_control.drives.dual_loop import DualLoopFeedback
 from quirobot_control.drives.interface import DriveFeedback, DriveState
@@ -193,6 +194,13 @@ class RealisticPlant:
             )
             for j, drive in enumerate(drives)
         ]
+        #: The wrapped drives advanced together (drive_simulators.drive_array), MujocoPlant.axes order.
+        self.drive_array = DriveArray([drive.inner for drive in self.drives])
+        self._wrist_mask = np.isin(np.arange(len(self.drives)), WRIST)
+        self._drive_position = np.zeros(6)  # what each drive's encoder sees: motor side on the wrist
+        self._drive_speed = np.zeros(6)
+        self._sensed = np.zeros(6)
+        self._holding: np.ndarray | None = None
         k = plant.wrist_gear_stiffness
         self.gear_damping = {
             j: 2.0 * plant.wrist_gear_damping_ratio * math.sqrt(k * self.motor_inertia[j]) for j in WRIST
@@ -272,29 +280,33 @@ class RealisticPlant:
     def tip_quaternion(self) -> np.ndarray:
         return self.rigid.tip_quaternion
 
-    def _encoder_positions(self) -> np.ndarray:
-        q = self.data.qpos.copy()
-        q[list(WRIST)] = self.motor_angle[list(WRIST)]
-        return q
+    def _drive_inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(6,), (6,): the joint positions and velocities the drives see (the wrist's motor side)."""
+        position, speed = self._drive_position, self._drive_speed
+        position[:] = self.data.qpos
+        speed[:] = self.data.qvel
+        for j in WRIST:
+            position[j], speed[j] = self.motor_angle[j], self.motor_speed[j]
+        return position, speed
 
     def sense(self, drives: Sequence = ()) -> None:
         """The sync instant: every encoder samples (motor side), the delayed commands arrive."""
-        q = self._encoder_positions()
-        speed = self.data.qvel.copy()
-        speed[list(WRIST)] = self.motor_speed[list(WRIST)]
-        for j, drive in enumerate(self.drives):
-            drive.inner.advance(0.0, q[j], speed[j])
+        position, speed = self._drive_inputs()
+        self.drive_array.advance(0.0, position, speed, self._sensed)
+        for j, drive in enumerate(self.drives):  # after every drive's sample: none depends on another
             drive.load_position = self.data.qpos[j]
             drive.latch()
 
-    def follow_brakes(self) -> None:
-        holding = np.array(
-            [
-                d.brake_holding_effort if (d.brake_engaged and j not in WRIST) else 0.0
-                for j, d in enumerate(self.drives)
-            ]
-        )
-        self.rigid.set_brakes(holding)
+    def follow_brakes(self) -> tuple[bool, ...]:
+        """Apply the gantry's and the feed's engaged holding brakes (the wrist's act on its motor
+        side, in _step_wrist); return which drives' brakes hold, (6,)."""
+        engaged = self.drive_array.brakes_engaged()
+        holding = np.where(engaged, self.drive_array.holding_effort, 0.0)
+        holding[self._wrist_mask] = 0.0
+        if self._holding is None or not np.array_equal(holding, self._holding):
+            self.rigid.set_brakes(holding)
+            self._holding = holding
+        return engaged
 
     def step_period(
         self,
@@ -308,16 +320,12 @@ class RealisticPlant:
         efforts = self._efforts
         applied = np.zeros(6)
         for _ in range(substeps):
-            q, qd = self.data.qpos, self.data.qvel
-            for j, drive in enumerate(self.drives):
-                if j in WRIST:
-                    efforts[j] = drive.inner.advance(h, self.motor_angle[j], self.motor_speed[j])
-                else:
-                    efforts[j] = drive.inner.advance(h, q[j], qd[j])
+            position, speed = self._drive_inputs()
+            self.drive_array.advance(h, position, speed, efforts)
             applied[:] = efforts
+            engaged = self.follow_brakes()
             for j in WRIST:
-                applied[j] = self._step_wrist(j, h, efforts[j])
-            self.follow_brakes()
+                applied[j] = self._step_wrist(j, h, efforts[j], engaged[j])
             for index, j in enumerate(SCREWS):  # static deflection: the load lags the screw by F/k
                 self.screw_deflection(index, efforts[j])
             self.rigid.forward_kinematics()
@@ -348,14 +356,14 @@ class RealisticPlant:
             return 0.0
         return k * windup + self.gear_damping[j] * (motor_speed - self.data.qvel[j])
 
-    def _step_wrist(self, j: int, h: float, effort: float) -> float:
-        """Advance the motor side of wrist joint j over h; return the load's torque (N*m, mean)."""
+    def _step_wrist(self, j: int, h: float, effort: float, braked: bool) -> float:
+        """Advance the motor side of wrist joint j over h (`braked`: its holding brake holds);
+        return the load's torque (N*m, mean)."""
         J = self.motor_inertia[j]
         dt = h / MOTOR_SUBSTEPS
-        drive = self.drives[j]
         coulomb = self.plant.wrist_coulomb_friction
-        if drive.brake_engaged:
-            coulomb += drive.brake_holding_effort
+        if braked:
+            coulomb += self.drive_array.holding_effort[j]
         viscous = self.plant.wrist_viscous_friction
         total = 0.0
         for _ in range(MOTOR_SUBSTEPS):
