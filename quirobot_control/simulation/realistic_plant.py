@@ -200,7 +200,8 @@ class RealisticPlant:
         self._drive_position = np.zeros(6)  # what each drive's encoder sees: motor side on the wrist
         self._drive_speed = np.zeros(6)
         self._sensed = np.zeros(6)
-        self._holding: np.ndarray | None = None
+        self._engaged: tuple[bool, ...] | None = None  # the brakes follow_brakes last applied
+        self._screw_axes = SCREW_AXES.tolist()
         k = plant.wrist_gear_stiffness
         self.gear_damping = {
             j: 2.0 * plant.wrist_gear_damping_ratio * math.sqrt(k * self.motor_inertia[j]) for j in WRIST
@@ -273,7 +274,14 @@ class RealisticPlant:
     @property
     def tip(self) -> np.ndarray:
         """(3,) true drill tip in the world (m): also moved by the bit's bending."""
-        self._tip[:] = self.rigid.tip + self._offset() + self.bit + self.geometric_shift()
+        if self.geometric is not None:
+            self._tip[:] = self.rigid.tip + self._offset() + self.bit + self.geometric_shift()
+            return self._tip
+        # Plain floats (read at every physics step): tip + (screw + ram) + bit (+ 0, the nominal
+        # machine's geometric shift), the vector form's operations in its order.
+        (t0, t1, t2), (s0, s1, s2) = self.rigid.tip.tolist(), self.screw.tolist()
+        (r0, r1), (b0, b1, b2) = self.ram.tolist(), self.bit.tolist()
+        self._tip[:] = (t0 + (s0 + r0) + b0 + 0.0, t1 + (s1 + r1) + b1 + 0.0, t2 + (s2 + 0.0) + b2 + 0.0)
         return self._tip
 
     @property
@@ -301,11 +309,11 @@ class RealisticPlant:
         """Apply the gantry's and the feed's engaged holding brakes (the wrist's act on its motor
         side, in _step_wrist); return which drives' brakes hold, (6,)."""
         engaged = self.drive_array.brakes_engaged()
-        holding = np.where(engaged, self.drive_array.holding_effort, 0.0)
-        holding[self._wrist_mask] = 0.0
-        if self._holding is None or not np.array_equal(holding, self._holding):
+        if engaged != self._engaged:  # the holding efforts are constant: set only on a change
+            holding = np.where(engaged, self.drive_array.holding_effort, 0.0)
+            holding[self._wrist_mask] = 0.0
             self.rigid.set_brakes(holding)
-            self._holding = holding
+            self._engaged = engaged
         return engaged
 
     def step_period(
@@ -326,8 +334,7 @@ class RealisticPlant:
             engaged = self.follow_brakes()
             for j in WRIST:
                 applied[j] = self._step_wrist(j, h, efforts[j], engaged[j])
-            for index, j in enumerate(SCREWS):  # static deflection: the load lags the screw by F/k
-                self.screw_deflection(index, efforts[j])
+            self._screw_deflections(efforts)
             self.rigid.forward_kinematics()
             force = tip_force(h) if tip_force is not None else None
             force = self._cutting(h, force)
@@ -341,6 +348,16 @@ class RealisticPlant:
         self.screw += SCREW_AXES[index] * (
             -effort / self.plant.screw_axial_stiffness - self.screw @ SCREW_AXES[index]
         )
+
+    def _screw_deflections(self, efforts: np.ndarray) -> None:
+        """`screw_deflection` of every screw in turn, in plain floats (each physics step; the same
+        operations in the same order as the vector form)."""
+        stiffness = self.plant.screw_axial_stiffness
+        s0, s1, s2 = self.screw.tolist()
+        for (a0, a1, a2), effort in zip(self._screw_axes, efforts[list(SCREWS)].tolist(), strict=True):
+            change = -effort / stiffness - (s0 * a0 + s1 * a1 + s2 * a2)
+            s0, s1, s2 = s0 + a0 * change, s1 + a1 * change, s2 + a2 * change
+        self.screw[:] = (s0, s1, s2)
 
     def gear_torque(self, j: int, motor_angle: float, motor_speed: float) -> float:
         """Torque (N*m) the gearbox of wrist joint j transmits: stiffness over the play's dead zone
@@ -387,19 +404,30 @@ class RealisticPlant:
         p = self.plant
         k, m = p.ram_stiffness, p.ram_modal_mass
         c = 2.0 * p.ram_damping_ratio * math.sqrt(k * m)
-        lateral = np.zeros(2) if force is None else force[:2]
-        self.ram_rate += h * (lateral - k * self.ram - c * self.ram_rate) / m
-        self.ram += h * self.ram_rate
+        # Plain floats (each physics step), the vector form's operations in its order.
+        fx, fy = (0.0, 0.0) if force is None else force[:2].tolist()
+        (x, y), (vx, vy) = self.ram.tolist(), self.ram_rate.tolist()
+        vx, vy = vx + h * (fx - k * x - c * vx) / m, vy + h * (fy - k * y - c * vy) / m
+        self.ram_rate[:] = (vx, vy)
+        self.ram[:] = (x + h * vx, y + h * vy)
 
     def _cutting(self, h: float, force: np.ndarray | None) -> np.ndarray | None:
         """Add skiving and the regenerative thrust to the bone's force; bend the bit."""
         if self.drilling is None or self.thrust_model is None:
             return force
         entry, direction = self.drilling
-        depth = float(np.dot(self.tip - entry, direction))
+        # depth = (tip - entry) . direction and thrust = -force . direction in plain floats (each
+        # physics step; the same operations in the same order as the vector form).
+        (tx, ty, tz), (ex, ey, ez) = self.tip.tolist(), entry.tolist()
+        dx, dy, dz = direction.tolist()
+        depth = (tx - ex) * dx + (ty - ey) * dy + (tz - ez) * dz
         bone = self.thrust_model.bone
         engagement = self.thrust_model.engagement(depth)
-        thrust = 0.0 if force is None else float(-force @ direction)
+        if force is None:
+            thrust = 0.0
+        else:
+            fx, fy, fz = force.tolist()
+            thrust = -fx * dx + -fy * dy + -fz * dz
         extra = np.zeros(3)
         # Regenerative thrust: the axial vibration now against one revolution ago.
         period_steps = max(int(round(self.plant.spindle_period / h)), 1)
