@@ -137,14 +137,20 @@ def accuracy_sample(root: Path = REPO) -> list[Speed]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=REPO, help="the checkout to measure (default this one)")
+    parser.add_argument(
+        "--before", type=Path, help="also measure this checkout first (e.g. an older commit's git archive)"
+    )
     add_save_option(parser, "sim_speed.txt")
     args = parser.parse_args()
     with saved_output(args.save):
-        print(f"tree: {args.root}; load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-        print(HEADER)
-        print(simulate(args.root).row())
-        for speed in accuracy_sample(args.root):
-            print(speed.row())
+        for label, root in (("before", args.before), ("now", args.root)):
+            if root is None:
+                continue
+            print(f"{label}: {root}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+            print(HEADER)
+            print(simulate(root).row())
+            for speed in accuracy_sample(root):
+                print(speed.row())
 
 
 if __name__ == "__main__":
