@@ -78,7 +78,7 @@ def accuracy(args: argparse.Namespace) -> int:
     from quirobot_description.parameters import load_parameters
 
     check_samples(args.samples)
-    runner = _runner(args)
+    runner, where = _runner_and_reason(args)
     plot = Path(args.plot)
     output_folder(plot.parent)
     plot = output_file(plot, ".png")
@@ -102,12 +102,13 @@ def accuracy(args: argparse.Namespace) -> int:
     plot_accuracy(result, plot)
     document = result.as_json()
     if args.json:
-        print(json.dumps({**document, "plot": str(plot)}, indent=2))
+        print(json.dumps({**document, "plot": str(plot), "samples_ran": where}, indent=2))
         return 0
     print(
         f"quirobot accuracy: {document['samples']} incisions on the realistic plant "
         f"({document['completed']} completed)"
     )
+    print(f"  samples ran {where}")
     print(f"  {'metric':<20} {'p50':>10} {'p95':>10} {'max':>10}")
     for metric in METRICS:
         scale, unit = (1e3, "mrad") if metric == "axis_angle_error" else (1e6, "um")
@@ -131,6 +132,11 @@ def _runner(args: argparse.Namespace):
     when a local cluster does not pay (accuracy_cluster.cluster_pays: too few samples or fewer
     than 2 idle cores); else a Dask runner on --scheduler or a local cluster of --workers
     processes (default one per idle core)."""
+    return _runner_and_reason(args)[0]
+
+
+def _runner_and_reason(args: argparse.Namespace):
+    """(`_runner`'s runner, where the samples run and why: the words after "samples ran")."""
     cores = local_cores()
     if args.workers is not None and not 0 <= args.workers <= cores:
         raise ValueError(
@@ -141,10 +147,20 @@ def _runner(args: argparse.Namespace):
     if serial and args.scheduler is not None:
         raise ValueError("--scheduler runs the samples on Dask: drop --serial / --workers 0")
     if serial:
-        return None
-    workers = args.workers
-    if workers is None and args.scheduler is None:
-        workers = idle_cores()
-        if not cluster_pays(args.samples, workers):
-            return None
-    return DaskRunner(workers, args.scheduler)
+        return None, "in this process (asked: --serial or --workers 0)"
+    if args.scheduler is not None:
+        return DaskRunner(args.workers, args.scheduler), f"on the Dask scheduler at {args.scheduler} (asked)"
+    if args.workers is not None:
+        return DaskRunner(
+            args.workers
+        ), f"on a local Dask cluster of {args.workers} processes (asked: --workers)"
+    idle = idle_cores()
+    rule = (
+        f"a local Dask cluster pays with 2 idle cores or more and {DASK_MIN_SAMPLES} samples or more "
+        f"(its start-up against the samples' time); here {idle} idle of {cores} cores "
+        "(the cores less the load average), "
+        f"{args.samples} sample{'s' if args.samples != 1 else ''}"
+    )
+    if not cluster_pays(args.samples, idle):
+        return None, f"in this process: {rule}"
+    return DaskRunner(idle), f"on a local Dask cluster of {idle} processes, one per idle core: {rule}"

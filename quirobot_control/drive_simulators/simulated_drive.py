@@ -105,7 +105,7 @@ class SimulatedDrive:
             joint.motor, drive.current_loop_bandwidth, drive.current_loop_rate, self.voltage_limit
         )
         self.encoder = Encoder(drive.encoder_counts_per_rev, joint.transmission.ratio)
-        # _integrate's constants (it runs at every physics step): R ohm, L H, K_V V*s/rad,
+        # advance_drive's electrical constants (it runs at every physics step): R ohm, L H, K_V V*s/rad,
         # current limit A, current-loop period s and the current's decay over one period.
         period = self.loop.period
         self._electrical = (
@@ -117,6 +117,16 @@ class SimulatedDrive:
             math.exp(-period * self.motor.resistance / self.motor.inductance),
         )
         self._velocity_period = 1.0 / drive.control_rate
+        # advance_drive's constants: ratio, motor max speed rad/s, encoder resolution (m or rad
+        # per count), the velocity update's threshold s, torque constant N*m/A, efficiency.
+        self._constants = (
+            joint.transmission.ratio,
+            self.motor.max_speed,
+            self.encoder.resolution,
+            self._velocity_period * (1.0 - 1e-9),
+            self.motor.torque_constant,
+            self.efficiency,
+        )
         self._state = DriveState.DISABLED
         self._fault: str | None = None
         self._reference = 0.0  # A
@@ -347,41 +357,12 @@ class SimulatedDrive:
         between samples is the exact solution of L di/dt = v - R*i - K_V*omega. The current is
         clamped to +-max_current (the drive's hardware limit). A motor speed above the motor's
         max_speed faults the drive ("overspeed"). Effort = K_T * i * ratio * efficiency; the rotor
-        inertia is not applied here (see `reflected_inertia`).
+        inertia is not applied here (see `reflected_inertia`). The law is `advance_drive`'s (the
+        one step that drive_array.DriveArray also runs for every drive of a plant).
         """
-        if not (math.isfinite(dt) and math.isfinite(joint_position) and math.isfinite(joint_velocity)):
-            for label, value in (
-                ("time step", dt),
-                ("joint position", joint_position),
-                ("joint velocity", joint_velocity),
-            ):
-                if not math.isfinite(value):
-                    raise ValueError(f"drive {self.name}: {label} must be a finite number, got {value!r}")
-        if dt < 0.0:
-            raise ValueError(f"drive {self.name}: time step must be >= 0 s, got {dt!r}")
-        speed = self.transmission.ratio * joint_velocity
-        if abs(speed) > self.motor.max_speed and self._state is not DriveState.FAULT:
-            self.inject_fault(
-                f"overspeed: motor at {abs(speed):.1f} rad/s exceeds its rating "
-                f"{self.motor.max_speed:.1f} rad/s"
-            )
-        self._joint_position = joint_position
-        self._sense(dt, joint_position)
-        output = self.control.step(dt, self._raw_position, self._velocity, self.home_switch)
-        if (
-            self._state is DriveState.ENABLED
-            and self.control.stopping is not None
-            and not self.control.halted
-        ):
-            # The drive stopped itself (master watchdog): latched like a commanded quick stop.
-            self._state = self._next_state("quick_stop")
-            self._fault = self.control.fault
-        if output.power:
-            self._reference = output.current
-            self._integrate(dt, speed)
-        elif self._current != 0.0 or self._reference != 0.0:
-            self._switch_off()
-        return self._effort()
+        if not (math.isfinite(dt) and dt >= 0.0):
+            _check_time_step(self.name, dt)
+        return advance_drive(self, dt, joint_position, joint_velocity)
 
     @property
     def _raw_position(self) -> float:
@@ -408,15 +389,91 @@ class SimulatedDrive:
         self._until_sample = 0.0
         self.loop.reset()
 
-    def _integrate(self, dt: float, speed: float) -> None:
-        R, L, K_V, limit, period, full_decay = self._electrical
+    def _effort(self) -> float:
+        return self.motor.torque_constant * self._current * self.transmission.ratio * self.efficiency
+
+
+def _check_time_step(name: str, dt: float) -> None:
+    """ValueError naming the drive for a time step that is not a finite number >= 0 s."""
+    if not math.isfinite(dt):
+        raise ValueError(f"drive {name}: time step must be a finite number, got {dt!r}")
+    if dt < 0.0:
+        raise ValueError(f"drive {name}: time step must be >= 0 s, got {dt!r}")
+
+
+def advance_drive(drive: SimulatedDrive, dt: float, joint_position: float, joint_velocity: float) -> float:
+    """`SimulatedDrive.advance` of one drive over `dt` s (checked >= 0 by the caller): its law in one
+    flat function (encoder and velocity estimate, the controller's step, the sampled PI current
+    loop and the exact current between samples), without the per-sample method calls it used
+    to make: it runs for every drive at every physics step (drive_array.DriveArray). The
+    operations and their order are those of the per-object code it replaced, so results are
+    bit-for-bit the same (test_drive_array)."""
+    if not (math.isfinite(joint_position) and math.isfinite(joint_velocity)):
+        for label, value in (("joint position", joint_position), ("joint velocity", joint_velocity)):
+            if not math.isfinite(value):
+                raise ValueError(f"drive {drive.name}: {label} must be a finite number, got {value!r}")
+    ratio, max_speed, resolution, velocity_threshold, torque_constant, efficiency = drive._constants
+    speed = ratio * joint_velocity
+    if abs(speed) > max_speed and drive._state is not DriveState.FAULT:
+        drive.inject_fault(
+            f"overspeed: motor at {abs(speed):.1f} rad/s exceeds its rating {max_speed:.1f} rad/s"
+        )
+    drive._joint_position = joint_position
+    # The encoder (positions are latched at the start of each advance, so the time since the
+    # previous latch is the previous call's dt) and the velocity's backward difference.
+    position = round(joint_position / resolution) * resolution
+    if drive._raw_origin is None:
+        drive._raw_origin = position
+    if drive._velocity_anchor is None:
+        drive._velocity_anchor = position
+    else:
+        elapsed = drive._velocity_elapsed + drive._previous_dt
+        if elapsed >= velocity_threshold:
+            drive._velocity = (position - drive._velocity_anchor) / elapsed
+            drive._velocity_anchor = position
+            elapsed = 0.0
+        drive._velocity_elapsed = elapsed
+    drive._position = position
+    drive._previous_dt = dt
+    control = drive.control
+    homing = control.settings.homing
+    switch = homing is not None and homing.direction * (joint_position - homing.switch_position) >= 0.0
+    reference, power, _ = control.step_values(
+        dt, position - (drive._raw_origin or 0.0), drive._velocity, switch
+    )
+    state = drive._state
+    if state is DriveState.ENABLED and control.stopping is not None and not control.halted:
+        # The drive stopped itself (master watchdog): latched like a commanded quick stop.
+        drive._state = drive._next_state("quick_stop")
+        drive._fault = control.fault
+    if power:
+        drive._reference = reference
+        # The current loop: PI samples every `period` s (CurrentLoop.update, inlined), the exact
+        # first-order current between them, clamped to the drive's current limit.
+        R, L, K_V, limit, period, full_decay = drive._electrical
+        loop = drive.loop
+        kp, ki_period, voltage_limit = loop._kp, loop._ki_period, loop.voltage_limit
+        loop_resistance, back_emf = loop._resistance, loop._back_emf
+        integral, saturated = loop.integral, loop.saturated
         tolerance = 1e-9 * period
-        update, reference = self.loop.update, self._reference
-        current, voltage, until_sample = self._current, self._voltage, self._until_sample
+        current, voltage, until_sample = drive._current, drive._voltage, drive._until_sample
         remaining = dt
         while remaining > tolerance:
             if until_sample <= tolerance:
-                voltage = update(reference, current, speed)
+                if saturated:  # anti-windup by tracking (CurrentLoop.update)
+                    integral = loop_resistance * current
+                error = reference - current
+                unlimited = kp * error + integral + back_emf * speed
+                voltage = (
+                    voltage_limit
+                    if unlimited > voltage_limit
+                    else -voltage_limit
+                    if unlimited < -voltage_limit
+                    else unlimited
+                )
+                saturated = voltage != unlimited
+                if not saturated:
+                    integral += ki_period * error
                 until_sample = period
             step = remaining if remaining < until_sample else until_sample
             decay = full_decay if step == period else math.exp(-step * R / L)
@@ -425,27 +482,11 @@ class SimulatedDrive:
             current = limit if current > limit else -limit if current < -limit else current
             remaining -= step
             until_sample -= step
-        self._current, self._voltage, self._until_sample = current, voltage, until_sample
-
-    def _sense(self, dt: float, joint_position: float) -> None:
-        # Positions are latched at the start of each advance(), so the time since the previous
-        # latch is the previous call's dt.
-        position = self.encoder.quantize(joint_position)
-        if self._raw_origin is None:
-            self._raw_origin = position
-        if self._velocity_anchor is None:
-            self._velocity_anchor = position
-        else:
-            self._velocity_elapsed += self._previous_dt
-            if self._velocity_elapsed >= self._velocity_period * (1.0 - 1e-9):
-                self._velocity = (position - self._velocity_anchor) / self._velocity_elapsed
-                self._velocity_anchor = position
-                self._velocity_elapsed = 0.0
-        self._position = position
-        self._previous_dt = dt
-
-    def _effort(self) -> float:
-        return self.motor.torque_constant * self._current * self.transmission.ratio * self.efficiency
+        loop.integral, loop.saturated = integral, saturated
+        drive._current, drive._voltage, drive._until_sample = current, voltage, until_sample
+    elif drive._current != 0.0 or drive._reference != 0.0:
+        drive._switch_off()
+    return torque_constant * drive._current * ratio * efficiency
 
 
 def drive_for_joint(

@@ -17,10 +17,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import mcap_ros2
 import numpy as np
-from mcap_ros2.writer import Writer
+from mcap.well_known import SchemaEncoding
+from mcap.writer import LIBRARY_IDENTIFIER as MCAP_LIBRARY
+from mcap.writer import CompressionType
+from mcap.writer import Writer as McapWriter
 
 from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.reporting import cdr
 from quirobot_control.simulation.closed_loop import SimulationLog
 
 _SEPARATOR = "=" * 80 + "\n"
@@ -73,39 +78,33 @@ POSE_STAMPED = (
 
 #: Decimation of the one-shot plan and path messages (every 10th control sample: 100 Hz).
 _PLAN_STRIDE = 10
+#: The writer's library field: what mcap_ros2's Writer wrote when it encoded these logs (the
+#: messages are encoded here now, reporting.cdr, with the same bytes).
+_LIBRARY = f"{MCAP_LIBRARY} mcap-ros2-support/{mcap_ros2.__version__}"
 
 
-def _stamp(t: float) -> dict[str, int]:
-    ns = int(round(t * 1e9))
-    return {"sec": ns // 1_000_000_000, "nanosec": ns % 1_000_000_000}
+class _Log:
+    """An MCAP stream of ROS 2 (CDR) messages: schemas as registered, a channel per topic."""
 
+    def __init__(self, stream) -> None:
+        self.writer = McapWriter(
+            stream, chunk_size=1024 * 1024, compression=CompressionType.ZSTD, enable_crcs=True
+        )
+        self.writer.start(profile="ros2", library=_LIBRARY)
+        self.channels: dict[str, int] = {}
 
-def _pose_stamped(position: np.ndarray, quaternion: np.ndarray, t: float) -> dict:
-    """PoseStamped in `world`: position (3,) m, quaternion (4,) w x y z."""
-    w, x, y, z = (float(v) for v in quaternion)
-    return {
-        "header": {"stamp": _stamp(t), "frame_id": "world"},
-        "pose": {
-            "position": {"x": float(position[0]), "y": float(position[1]), "z": float(position[2])},
-            "orientation": {"x": x, "y": y, "z": z, "w": w},
-        },
-    }
+    def schema(self, datatype: str, definition: str) -> int:
+        return self.writer.register_schema(datatype, SchemaEncoding.ROS2, definition.encode())
 
-
-def _path(points: np.ndarray, times: np.ndarray) -> dict:
-    return {
-        "header": {"stamp": _stamp(0.0), "frame_id": "world"},
-        "poses": [
-            {
-                "header": {"stamp": _stamp(float(t)), "frame_id": "world"},
-                "pose": {
-                    "position": {"x": float(p[0]), "y": float(p[1]), "z": float(p[2])},
-                    "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0},
-                },
-            }
-            for p, t in zip(points, times, strict=True)
-        ],
-    }
+    def write(self, topic: str, schema: int, data: bytes, time_ns: int, sequence: int = 0) -> None:
+        """One message; its topic's channel is registered before its first message."""
+        channel = self.channels.get(topic)
+        if channel is None:
+            channel = self.writer.register_channel(topic=topic, message_encoding="cdr", schema_id=schema)
+            self.channels[topic] = channel
+        self.writer.add_message(
+            channel_id=channel, log_time=time_ns, publish_time=time_ns, sequence=sequence, data=data
+        )
 
 
 def write_mcap(path: str | Path, log: SimulationLog, trajectory: JointTrajectory) -> Path:
@@ -119,69 +118,36 @@ def write_mcap(path: str | Path, log: SimulationLog, trajectory: JointTrajectory
         np.tile([1.0, 0.0, 0.0, 0.0], (count, 1)) if log.tip_orientation is None else log.tip_orientation
     )
     with path.open("wb") as stream:
-        writer = Writer(stream)
-        joint_state = writer.register_msgdef("sensor_msgs/msg/JointState", JOINT_STATE)
-        joint_trajectory = writer.register_msgdef("trajectory_msgs/msg/JointTrajectory", JOINT_TRAJECTORY)
-        nav_path = writer.register_msgdef("nav_msgs/msg/Path", PATH)
-        pose_stamped = writer.register_msgdef("geometry_msgs/msg/PoseStamped", POSE_STAMPED)
+        mcap = _Log(stream)
+        joint_state = mcap.schema("sensor_msgs/msg/JointState", JOINT_STATE)
+        joint_trajectory = mcap.schema("trajectory_msgs/msg/JointTrajectory", JOINT_TRAJECTORY)
+        nav_path = mcap.schema("nav_msgs/msg/Path", PATH)
+        pose_stamped = mcap.schema("geometry_msgs/msg/PoseStamped", POSE_STAMPED)
         stride = slice(None, None, _PLAN_STRIDE)
-        plan = {
-            "header": {"stamp": _stamp(0.0), "frame_id": "world"},
-            "joint_names": list(trajectory.names),
-            "points": [
-                {
-                    "positions": p.tolist(),
-                    "velocities": v.tolist(),
-                    "accelerations": a.tolist(),
-                    "effort": [],
-                    "time_from_start": _stamp(float(t)),
-                }
-                for p, v, a, t in zip(
-                    trajectory.positions[stride],
-                    trajectory.velocities[stride],
-                    trajectory.accelerations[stride],
-                    trajectory.times[stride],
-                    strict=True,
-                )
-            ],
-        }
-        writer.write_message(
-            "/quirobot/planned_trajectory", joint_trajectory, plan, log_time=0, publish_time=0
+        plan = cdr.joint_trajectory(
+            0.0,
+            "world",
+            list(trajectory.names),
+            trajectory.times[stride].tolist(),
+            trajectory.positions[stride].tolist(),
+            trajectory.velocities[stride].tolist(),
+            trajectory.accelerations[stride].tolist(),
         )
-        writer.write_message(
-            "/quirobot/planned_path",
-            nav_path,
-            _path(log.planned_tip[stride], log.time[stride]),
-            log_time=0,
-            publish_time=0,
-        )
-        for k, t in enumerate(log.time):
-            ns = int(round(float(t) * 1e9))
-            message = {
-                "header": {"stamp": _stamp(float(t)), "frame_id": ""},
-                "name": names,
-                "position": log.measured[k].tolist(),
-                "velocity": measured_velocity[k].tolist(),
-                "effort": log.effort[k].tolist(),
-            }
-            writer.write_message(
-                "/joint_states", joint_state, message, log_time=ns, publish_time=ns, sequence=k
-            )
-            writer.write_message(
-                "/quirobot/tip_pose_true",
-                pose_stamped,
-                _pose_stamped(log.tip[k], orientation[k], float(t)),
-                log_time=ns,
-                publish_time=ns,
-                sequence=k,
-            )
+        mcap.write("/quirobot/planned_trajectory", joint_trajectory, plan, 0)
+        planned = cdr.path(0.0, "world", log.time[stride].tolist(), log.planned_tip[stride].tolist())
+        mcap.write("/quirobot/planned_path", nav_path, planned, 0)
+        # Python floats, one list per row: the per-period messages are the bulk of the file.
+        times, measured, velocity = log.time.tolist(), log.measured.tolist(), measured_velocity.tolist()
+        effort, tip = log.effort.tolist(), log.tip.tolist()
+        quaternion = np.asarray(orientation)[:, [1, 2, 3, 0]].tolist()  # (x, y, z, w)
+        for k, t in enumerate(times):
+            ns = int(round(t * 1e9))
+            state = cdr.joint_state(t, "", names, measured[k], velocity[k], effort[k])
+            mcap.write("/joint_states", joint_state, state, ns, sequence=k)
+            pose = cdr.pose_stamped(t, "world", tip[k], quaternion[k])
+            mcap.write("/quirobot/tip_pose_true", pose_stamped, pose, ns, sequence=k)
         end = int(round(float(log.time[-1]) * 1e9)) if len(log.time) else 0
-        writer.write_message(
-            "/quirobot/tip_path",
-            nav_path,
-            _path(log.tip[stride], log.time[stride]),
-            log_time=end,
-            publish_time=end,
-        )
-        writer.finish()
+        actual = cdr.path(0.0, "world", log.time[stride].tolist(), log.tip[stride].tolist())
+        mcap.write("/quirobot/tip_path", nav_path, actual, end)
+        mcap.writer.finish()
     return path

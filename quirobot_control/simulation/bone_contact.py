@@ -7,6 +7,7 @@ plant, drive_node's `simulated_bone` parameter names the task whose bone it is).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,8 @@ class BoneContact:
         # Without it the layers were slabs of infinite width and a tip moving away beside the
         # hole (the return to park) was pushed as if it cut bone.
         self.radius = 0.5 * sum(layer.thickness for layer in drilling.bone.layers)
+        self._entry = np.asarray(drilling.entry, dtype=float).tolist()
+        self._direction = np.asarray(drilling.direction, dtype=float).tolist()
 
     @property
     def force(self) -> float:
@@ -45,14 +48,19 @@ class BoneContact:
 
     def __call__(self, h: float) -> np.ndarray | None:
         """Advance the thrust lag by the physics step h (s) at the tip's current depth and rate."""
-        drilling = self.drilling
-        offset = self.plant.tip - drilling.entry
-        depth = float(np.dot(offset, drilling.direction))
-        if float(np.linalg.norm(offset - depth * drilling.direction)) > self.radius:
+        # Plain floats: this runs at every physics step, where numpy's per-call cost on (3,)
+        # vectors was most of its time; the same operations in the same order as the vector form
+        # (offset = tip - entry, depth = offset . direction, distance = |offset - depth direction|).
+        tx, ty, tz = self.plant.tip.tolist()
+        (ex, ey, ez), (dx, dy, dz) = self._entry, self._direction
+        ox, oy, oz = tx - ex, ty - ey, tz - ez
+        depth = ox * dx + oy * dy + oz * dz
+        rx, ry, rz = ox - depth * dx, oy - depth * dy, oz - depth * dz
+        if math.sqrt(rx * rx + ry * ry + rz * rz) > self.radius:
             self._depth = None  # beside the bone: nothing to cut, the thrust fades
             thrust = self.thrust.update(h, depth, 0.0)
-            return -thrust * drilling.direction if thrust > 0.0 else None
-        rate = 0.0 if self._depth is None else (depth - self._depth) / h
-        self._depth = depth
-        thrust = self.thrust.update(h, depth, rate)
-        return -thrust * drilling.direction if thrust > 0.0 else None
+        else:
+            rate = 0.0 if self._depth is None else (depth - self._depth) / h
+            self._depth = depth
+            thrust = self.thrust.update(h, depth, rate)
+        return np.array([-thrust * dx, -thrust * dy, -thrust * dz]) if thrust > 0.0 else None

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.hardware.component import (
     CallbackReturn,
@@ -299,7 +300,9 @@ class ClosedLoopSimulation:
         )
         plant = self.plant
         plant.reset(trajectory.positions[0])
-        drives = [self.drives[name] for name in self.axes]
+        # The drives advance together, one call per physics step (drive_simulators.drive_array); the
+        # realistic plant steps the drives inside its wrappers.
+        drives = plant.drive_array if isinstance(plant, RealisticPlant) else DriveArray(self.drives.values())
         plant.sense(drives)
         hardware = self.hardware
         if hardware.on_configure() is not CallbackReturn.SUCCESS:

@@ -8,7 +8,8 @@ dynamics with the joint's state and returns its joint effort, applied as a gener
 an optional force at the drill tip (world frame; e.g. the bone's thrust) is applied too. Each
 drive's holding brake, once engaged (the drive stopped driving, see drive_simulators.simulated_drive), is the
 joint's dry friction up to its holding effort (MuJoCo frictionloss, stiffened so that a held
-joint creeps by micrometres per second).
+joint creeps by micrometres per second). The drives advance together (drive_simulators.drive_array:
+one call per physics step for all of them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_description.export import export_urdf
 from quirobot_description.parameters import RobotParameters, axes_for
@@ -62,6 +64,7 @@ class MujocoPlant:
         self.model.dof_solimp[:, :2] = BRAKE_SOLIMP
         self._joint_friction = self.model.dof_frictionloss.copy()
         self._brakes: tuple[bool, ...] | None = None
+        self._drive_array: DriveArray | None = None
         self.data = mujoco.MjData(self.model)
         names = [self.model.joint(i).name for i in range(self.model.njnt)]
         if tuple(names) != self.axes:
@@ -71,18 +74,28 @@ class MujocoPlant:
         self.bit_body = self.model.body(BIT_BODY).id
         self._external = np.zeros(self.model.nv)
         self._efforts = np.zeros(self.model.nv)
+        self._sensed = np.zeros(self.model.nv)  # sense()'s efforts (a zero step: unchanged currents)
 
     def set_brakes(self, holding: np.ndarray) -> None:
         """Engaged holding brakes: (6,) holding effort per joint, N or N*m (0: released)."""
         self.model.dof_frictionloss[:] = self._joint_friction + holding
 
-    def follow_brakes(self, drives: list[SimulatedDrive]) -> None:
+    def follow_brakes(self, drives: Sequence[SimulatedDrive] | DriveArray) -> None:
         """Apply the holding brakes of the drives (`axes` order) that are engaged now."""
-        engaged = tuple(drive.brake_engaged for drive in drives)
+        array = self.drive_array(drives)
+        engaged = array.brakes_engaged()
         if engaged != self._brakes:
-            holding = [d.brake_holding_effort if e else 0.0 for d, e in zip(drives, engaged, strict=True)]
-            self.set_brakes(np.array(holding))
+            self.set_brakes(np.where(engaged, array.holding_effort, 0.0))
             self._brakes = engaged
+
+    def drive_array(self, drives: Sequence[SimulatedDrive] | DriveArray) -> DriveArray:
+        """The drives (`axes` order) as one DriveArray: given, or built once for these drives."""
+        if isinstance(drives, DriveArray):
+            return drives
+        array = self._drive_array
+        if array is None or tuple(array) != tuple(drives):
+            array = self._drive_array = DriveArray(drives)
+        return array
 
     def reset(self, q: np.ndarray) -> None:
         mujoco.mj_resetData(self.model, self.data)
@@ -134,16 +147,14 @@ class MujocoPlant:
             applied += self._external
         mujoco.mj_step(self.model, self.data)
 
-    def sense(self, drives: Sequence[SimulatedDrive]) -> None:
+    def sense(self, drives: Sequence[SimulatedDrive] | DriveArray) -> None:
         """Every drive (`axes` order) samples its encoder at its joint's state now (advance by 0 s):
         the sync instant at the start of a control period, or the start pose after `reset`."""
-        position, velocity = self.data.qpos, self.data.qvel
-        for j, drive in enumerate(drives):
-            drive.advance(0.0, position[j], velocity[j])
+        self.drive_array(drives).advance(0.0, self.data.qpos, self.data.qvel, self._sensed)
 
     def step_period(
         self,
-        drives: Sequence[SimulatedDrive],
+        drives: Sequence[SimulatedDrive] | DriveArray,
         substeps: int,
         tip_force: Callable[[float], np.ndarray | None] | None = None,
     ) -> np.ndarray:
@@ -158,11 +169,10 @@ class MujocoPlant:
         """
         h = self.model.opt.timestep
         efforts = self._efforts
+        array = self.drive_array(drives)
         for _ in range(substeps):
-            position, velocity = self.data.qpos, self.data.qvel
-            for j, drive in enumerate(drives):
-                efforts[j] = drive.advance(h, position[j], velocity[j])
-            self.follow_brakes(drives)
+            array.advance(h, self.data.qpos, self.data.qvel, efforts)
+            self.follow_brakes(array)
             force = None
             if tip_force is not None:
                 # mj_step leaves the body poses at the start of the step it took: bring the tip to

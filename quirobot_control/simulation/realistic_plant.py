@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_control.drives.dual_loop import DualLoopFeedback
 from quirobot_control.drives.interface import DriveFeedback, DriveState
@@ -193,6 +194,14 @@ class RealisticPlant:
             )
             for j, drive in enumerate(drives)
         ]
+        #: The wrapped drives advanced together (drive_simulators.drive_array), MujocoPlant.axes order.
+        self.drive_array = DriveArray([drive.inner for drive in self.drives])
+        self._wrist_mask = np.isin(np.arange(len(self.drives)), WRIST)
+        self._drive_position = np.zeros(6)  # what each drive's encoder sees: motor side on the wrist
+        self._drive_speed = np.zeros(6)
+        self._sensed = np.zeros(6)
+        self._engaged: tuple[bool, ...] | None = None  # the brakes follow_brakes last applied
+        self._screw_axes = SCREW_AXES.tolist()
         k = plant.wrist_gear_stiffness
         self.gear_damping = {
             j: 2.0 * plant.wrist_gear_damping_ratio * math.sqrt(k * self.motor_inertia[j]) for j in WRIST
@@ -265,36 +274,47 @@ class RealisticPlant:
     @property
     def tip(self) -> np.ndarray:
         """(3,) true drill tip in the world (m): also moved by the bit's bending."""
-        self._tip[:] = self.rigid.tip + self._offset() + self.bit + self.geometric_shift()
+        if self.geometric is not None:
+            self._tip[:] = self.rigid.tip + self._offset() + self.bit + self.geometric_shift()
+            return self._tip
+        # Plain floats (read at every physics step): tip + (screw + ram) + bit (+ 0, the nominal
+        # machine's geometric shift), the vector form's operations in its order.
+        (t0, t1, t2), (s0, s1, s2) = self.rigid.tip.tolist(), self.screw.tolist()
+        (r0, r1), (b0, b1, b2) = self.ram.tolist(), self.bit.tolist()
+        self._tip[:] = (t0 + (s0 + r0) + b0 + 0.0, t1 + (s1 + r1) + b1 + 0.0, t2 + (s2 + 0.0) + b2 + 0.0)
         return self._tip
 
     @property
     def tip_quaternion(self) -> np.ndarray:
         return self.rigid.tip_quaternion
 
-    def _encoder_positions(self) -> np.ndarray:
-        q = self.data.qpos.copy()
-        q[list(WRIST)] = self.motor_angle[list(WRIST)]
-        return q
+    def _drive_inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(6,), (6,): the joint positions and velocities the drives see (the wrist's motor side)."""
+        position, speed = self._drive_position, self._drive_speed
+        position[:] = self.data.qpos
+        speed[:] = self.data.qvel
+        for j in WRIST:
+            position[j], speed[j] = self.motor_angle[j], self.motor_speed[j]
+        return position, speed
 
     def sense(self, drives: Sequence = ()) -> None:
         """The sync instant: every encoder samples (motor side), the delayed commands arrive."""
-        q = self._encoder_positions()
-        speed = self.data.qvel.copy()
-        speed[list(WRIST)] = self.motor_speed[list(WRIST)]
-        for j, drive in enumerate(self.drives):
-            drive.inner.advance(0.0, q[j], speed[j])
+        position, speed = self._drive_inputs()
+        self.drive_array.advance(0.0, position, speed, self._sensed)
+        for j, drive in enumerate(self.drives):  # after every drive's sample: none depends on another
             drive.load_position = self.data.qpos[j]
             drive.latch()
 
-    def follow_brakes(self) -> None:
-        holding = np.array(
-            [
-                d.brake_holding_effort if (d.brake_engaged and j not in WRIST) else 0.0
-                for j, d in enumerate(self.drives)
-            ]
-        )
-        self.rigid.set_brakes(holding)
+    def follow_brakes(self) -> tuple[bool, ...]:
+        """Apply the gantry's and the feed's engaged holding brakes (the wrist's act on its motor
+        side, in _step_wrist); return which drives' brakes hold, (6,)."""
+        engaged = self.drive_array.brakes_engaged()
+        if engaged != self._engaged:  # the holding efforts are constant: set only on a change
+            holding = np.where(engaged, self.drive_array.holding_effort, 0.0)
+            holding[self._wrist_mask] = 0.0
+            self.rigid.set_brakes(holding)
+            self._engaged = engaged
+        return engaged
 
     def step_period(
         self,
@@ -308,18 +328,13 @@ class RealisticPlant:
         efforts = self._efforts
         applied = np.zeros(6)
         for _ in range(substeps):
-            q, qd = self.data.qpos, self.data.qvel
-            for j, drive in enumerate(self.drives):
-                if j in WRIST:
-                    efforts[j] = drive.inner.advance(h, self.motor_angle[j], self.motor_speed[j])
-                else:
-                    efforts[j] = drive.inner.advance(h, q[j], qd[j])
+            position, speed = self._drive_inputs()
+            self.drive_array.advance(h, position, speed, efforts)
             applied[:] = efforts
+            engaged = self.follow_brakes()
             for j in WRIST:
-                applied[j] = self._step_wrist(j, h, efforts[j])
-            self.follow_brakes()
-            for index, j in enumerate(SCREWS):  # static deflection: the load lags the screw by F/k
-                self.screw_deflection(index, efforts[j])
+                applied[j] = self._step_wrist(j, h, efforts[j], engaged[j])
+            self._screw_deflections(efforts)
             self.rigid.forward_kinematics()
             force = tip_force(h) if tip_force is not None else None
             force = self._cutting(h, force)
@@ -333,6 +348,16 @@ class RealisticPlant:
         self.screw += SCREW_AXES[index] * (
             -effort / self.plant.screw_axial_stiffness - self.screw @ SCREW_AXES[index]
         )
+
+    def _screw_deflections(self, efforts: np.ndarray) -> None:
+        """`screw_deflection` of every screw in turn, in plain floats (each physics step; the same
+        operations in the same order as the vector form)."""
+        stiffness = self.plant.screw_axial_stiffness
+        s0, s1, s2 = self.screw.tolist()
+        for (a0, a1, a2), effort in zip(self._screw_axes, efforts[list(SCREWS)].tolist(), strict=True):
+            change = -effort / stiffness - (s0 * a0 + s1 * a1 + s2 * a2)
+            s0, s1, s2 = s0 + a0 * change, s1 + a1 * change, s2 + a2 * change
+        self.screw[:] = (s0, s1, s2)
 
     def gear_torque(self, j: int, motor_angle: float, motor_speed: float) -> float:
         """Torque (N*m) the gearbox of wrist joint j transmits: stiffness over the play's dead zone
@@ -348,14 +373,14 @@ class RealisticPlant:
             return 0.0
         return k * windup + self.gear_damping[j] * (motor_speed - self.data.qvel[j])
 
-    def _step_wrist(self, j: int, h: float, effort: float) -> float:
-        """Advance the motor side of wrist joint j over h; return the load's torque (N*m, mean)."""
+    def _step_wrist(self, j: int, h: float, effort: float, braked: bool) -> float:
+        """Advance the motor side of wrist joint j over h (`braked`: its holding brake holds);
+        return the load's torque (N*m, mean)."""
         J = self.motor_inertia[j]
         dt = h / MOTOR_SUBSTEPS
-        drive = self.drives[j]
         coulomb = self.plant.wrist_coulomb_friction
-        if drive.brake_engaged:
-            coulomb += drive.brake_holding_effort
+        if braked:
+            coulomb += self.drive_array.holding_effort[j]
         viscous = self.plant.wrist_viscous_friction
         total = 0.0
         for _ in range(MOTOR_SUBSTEPS):
@@ -379,19 +404,30 @@ class RealisticPlant:
         p = self.plant
         k, m = p.ram_stiffness, p.ram_modal_mass
         c = 2.0 * p.ram_damping_ratio * math.sqrt(k * m)
-        lateral = np.zeros(2) if force is None else force[:2]
-        self.ram_rate += h * (lateral - k * self.ram - c * self.ram_rate) / m
-        self.ram += h * self.ram_rate
+        # Plain floats (each physics step), the vector form's operations in its order.
+        fx, fy = (0.0, 0.0) if force is None else force[:2].tolist()
+        (x, y), (vx, vy) = self.ram.tolist(), self.ram_rate.tolist()
+        vx, vy = vx + h * (fx - k * x - c * vx) / m, vy + h * (fy - k * y - c * vy) / m
+        self.ram_rate[:] = (vx, vy)
+        self.ram[:] = (x + h * vx, y + h * vy)
 
     def _cutting(self, h: float, force: np.ndarray | None) -> np.ndarray | None:
         """Add skiving and the regenerative thrust to the bone's force; bend the bit."""
         if self.drilling is None or self.thrust_model is None:
             return force
         entry, direction = self.drilling
-        depth = float(np.dot(self.tip - entry, direction))
+        # depth = (tip - entry) . direction and thrust = -force . direction in plain floats (each
+        # physics step; the same operations in the same order as the vector form).
+        (tx, ty, tz), (ex, ey, ez) = self.tip.tolist(), entry.tolist()
+        dx, dy, dz = direction.tolist()
+        depth = (tx - ex) * dx + (ty - ey) * dy + (tz - ez) * dz
         bone = self.thrust_model.bone
         engagement = self.thrust_model.engagement(depth)
-        thrust = 0.0 if force is None else float(-force @ direction)
+        if force is None:
+            thrust = 0.0
+        else:
+            fx, fy, fz = force.tolist()
+            thrust = -fx * dx + -fy * dy + -fz * dz
         extra = np.zeros(3)
         # Regenerative thrust: the axial vibration now against one revolution ago.
         period_steps = max(int(round(self.plant.spindle_period / h)), 1)

@@ -21,6 +21,7 @@ import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.bridge.drive_bridge import DriveBridge, open_bridge
+from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.interface import DriveError
 from quirobot_control.hardware.component import hardware_info_from_urdf
@@ -86,6 +87,10 @@ class SimulatedBackend:
         self.drives: dict[str, SimulatedDrive | RealisticDrive] = {
             name: drive for name, drive in zip(axes, self._plant_drives, strict=True) if name in joints
         }
+        # The plant's drives advance together, one call per physics step (drive_simulators.drive_array);
+        # self.drives are their per-joint views, what the bridge talks to.
+        realistic = isinstance(self.plant, RealisticPlant)
+        self._drive_array = self.plant.drive_array if realistic else DriveArray(self._plant_drives)
         limits = JointLimits.from_parameters(params, axes)
         if initial is not None:
             q0 = np.array(initial, dtype=float)
@@ -96,7 +101,7 @@ class SimulatedBackend:
             q0[-1] = limits.soft_lower[-1]
         limits.check_position(q0, "drive bridge: initial pose")
         self.plant.reset(q0)
-        self.plant.sense(self._plant_drives)
+        self.plant.sense(self._drive_array)
         #: An optional tip force (MujocoPlant.step_period's callback), e.g. a bone's thrust
         #: (simulation.bone_contact.BoneContact).
         self.tip_force: Callable[[float], np.ndarray | None] | None = None
@@ -125,11 +130,11 @@ class SimulatedBackend:
 
     def before_read(self) -> None:
         """Latch every encoder at the plant's state."""
-        self.plant.sense(self._plant_drives)
+        self.plant.sense(self._drive_array)
 
     def after_write(self) -> None:
         """One control period of drive electronics and physics (MujocoPlant.step_period)."""
-        self.plant.step_period(self._plant_drives, self.substeps, self.tip_force)
+        self.plant.step_period(self._drive_array, self.substeps, self.tip_force)
         thrust = getattr(self.tip_force, "force", 0.0) if self.tip_force is not None else 0.0
         self.spindle.update(self.dt, float(thrust))
 

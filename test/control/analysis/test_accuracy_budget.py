@@ -205,3 +205,27 @@ def test_a_dask_run_with_two_workers_equals_the_serial_run(parameters):
         assert a.metrics == b.metrics
         assert a.entry.tolist() == b.entry.tolist()
     assert [s.errors for s in serial.system] == [s.errors for s in clustered.system]
+
+
+def test_the_runner_says_where_the_samples_run_and_why(monkeypatch):
+    """The rule (a local cluster only with 2 idle cores and DASK_MIN_SAMPLES samples) is printed
+    with the numbers it was applied to, so a run in this process on a busy machine says why."""
+    import quirobot_cli.accuracy_commands as commands
+    from quirobot_cli.cli import build_parser
+
+    _cores(monkeypatch, 4)
+
+    def reason(words: list[str]) -> str:
+        return commands._runner_and_reason(build_parser().parse_args(["accuracy", *words]))[1]
+
+    monkeypatch.setattr(commands, "idle_cores", lambda: 2)
+    assert reason(["--samples", "3"]) == (
+        "in this process: a local Dask cluster pays with 2 idle cores or more and 4 samples or more "
+        "(its start-up against the samples' time); here 2 idle of 4 cores (the cores less the load "
+        "average), 3 samples"
+    )
+    assert reason(["--samples", "4"]).startswith("on a local Dask cluster of 2 processes, one per idle core")
+    monkeypatch.setattr(commands, "idle_cores", lambda: 1)
+    assert "here 1 idle of 4 cores" in reason(["--samples", "100"])
+    assert reason(["--serial"]) == "in this process (asked: --serial or --workers 0)"
+    assert reason(["--workers", "3"]) == "on a local Dask cluster of 3 processes (asked: --workers)"

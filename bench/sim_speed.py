@@ -1,0 +1,157 @@
+"""How fast the simulation runs: CPU seconds per plant (simulated) second, with sim/wall beside it.
+
+    python bench/sim_speed.py [--root TREE] [--save [FILE]]
+
+One function per measured thing, each returning a `Speed`; `main` prints them all:
+- `simulate`: `quirobot simulate --task incision --plant ideal --json` as a user runs it (a fresh
+  process: imports, planning, the closed loop, the MCAP log and the plot);
+- `accuracy_sample`: `quirobot accuracy`'s samples in one process (the budget's setup excluded):
+  the first (with the first-call costs: scipy, the xacro expansion, the first MuJoCo model) and
+  the next one.
+CPU is the measured process's user + system time (os.wait4's rusage: the child alone), stable on
+a shared machine; sim/wall depends on what else runs. `--root` measures another checkout (e.g.
+`git archive` of an older commit, for a before/after on the same machine and load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench_results import add_save_option, saved_output
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Runs in the measured process (cwd: the tree measured): `quirobot accuracy`'s samples 0 and 1,
+#: each with its CPU, wall and plant time (the closed loop's simulated time), as JSON on stdout.
+_ACCURACY_SAMPLES = """
+import json, time
+from quirobot_control.analysis.accuracy import budget_setup, run_indexed_sample
+from quirobot_control.simulation import closed_loop
+from quirobot_description.parameters import load_parameters
+
+plant_times = []
+run = closed_loop.ClosedLoopSimulation.run
+
+def timed_run(self, *args, **kwargs):
+    log = run(self, *args, **kwargs)
+    plant_times.append(log.simulated_time + self.dt)
+    return log
+
+closed_loop.ClosedLoopSimulation.run = timed_run
+setup = budget_setup(load_parameters(), seed=0)
+samples = []
+for index in (0, 1):
+    cpu, wall = time.process_time(), time.perf_counter()
+    run_indexed_sample(setup, index)
+    samples.append([time.process_time() - cpu, time.perf_counter() - wall, plant_times[-1]])
+print(json.dumps(samples))
+"""
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One measurement: CPU s of the process, its wall time s and the plant time it simulated s."""
+
+    what: str
+    cpu: float
+    wall: float
+    plant: float
+
+    @property
+    def cpu_per_plant_second(self) -> float:
+        return self.cpu / self.plant
+
+    @property
+    def sim_over_wall(self) -> float:
+        return self.plant / self.wall
+
+    def row(self) -> str:
+        return (
+            f"{self.what:<44} {self.cpu:8.2f} {self.plant:8.2f} {self.cpu_per_plant_second:8.3f} "
+            f"{self.wall:8.2f} {self.sim_over_wall:8.3f}"
+        )
+
+
+HEADER = f"{'measured':<44} {'CPU s':>8} {'plant s':>8} {'CPU/pl.s':>8} {'wall s':>8} {'sim/wall':>8}"
+
+
+def _run(arguments: list[str], root: Path) -> tuple[str, float, float]:
+    """Run `python ARGUMENTS` in `root` (its code imported first); (stdout, CPU s, wall s) of it alone."""
+    environment = {**os.environ, "PYTHONPATH": str(root)}
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, *arguments], cwd=root, env=environment, stdout=subprocess.PIPE, text=True
+    )
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 1):  # 1: simulate's targets missed, still a measurement
+        raise RuntimeError(f"{' '.join(arguments[:3])} ... failed with exit code {process.returncode}")
+    return output, usage.ru_utime + usage.ru_stime, wall
+
+
+def simulate(
+    root: Path = REPO, task: str = "incision", plant: str = "ideal", keep: Path | None = None
+) -> Speed:
+    """`quirobot simulate --task TASK --plant PLANT --json` in a fresh process; `keep`: write its
+    JSON there (to compare the numbers of two trees)."""
+    with tempfile.TemporaryDirectory() as output:
+        command = "import sys; from quirobot_cli.cli import main; sys.exit(main(sys.argv[1:]))"
+        arguments = [
+            "simulate",
+            "--task",
+            task,
+            "--plant",
+            plant,
+            "--json",
+            "--no-progress",
+            "--output",
+            output,
+        ]
+        stdout, cpu, wall = _run(["-c", command, *arguments], root)
+    if keep is not None:
+        keep.write_text(stdout)
+    plant_time = json.loads(stdout)["metrics"]["duration"]
+    return Speed(f"quirobot simulate --task {task} --plant {plant}", cpu, wall, plant_time)
+
+
+def accuracy_sample(root: Path = REPO) -> list[Speed]:
+    """`quirobot accuracy`'s first two samples in one process (realistic plant, seed 0)."""
+    stdout, _, _ = _run(["-c", _ACCURACY_SAMPLES], root)
+    first, second = json.loads(stdout.strip().splitlines()[-1])
+    return [
+        Speed("accuracy sample 0 (first in its process)", *first),
+        Speed("accuracy sample 1", *second),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=REPO, help="the checkout to measure (default this one)")
+    parser.add_argument(
+        "--before", type=Path, help="also measure this checkout first (e.g. an older commit's git archive)"
+    )
+    add_save_option(parser, "sim_speed.txt")
+    args = parser.parse_args()
+    with saved_output(args.save):
+        for label, root in (("before", args.before), ("now", args.root)):
+            if root is None:
+                continue
+            print(f"{label}: {root}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+            print(HEADER)
+            print(simulate(root).row())
+            for speed in accuracy_sample(root):
+                print(speed.row())
+
+
+if __name__ == "__main__":
+    main()
