@@ -32,7 +32,7 @@ from quirobot_control.drive_simulators.canopen_slave import (
     run_alone,
     simulator_for_axis,
 )
-from quirobot_control.drives.canopen_master import RPDO1_LAYOUT, RPDO2_LAYOUT
+from quirobot_control.drives.canopen_master.core import RPDO1_LAYOUT, RPDO2_LAYOUT
 from quirobot_control.drives.cia402 import (
     DEFAULT_EDS,
     RPDO1_MAPPING,
