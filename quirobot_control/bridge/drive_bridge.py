@@ -94,19 +94,12 @@ import numpy as np
 from quirobot_control.axes.virtual_fixtures import tip_positions
 from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.drilling_context import HoleSetup, hole_setup
-from quirobot_control.drives.interface import Drive
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    DriveMode,
-    HardwareError,
-    HardwareInfo,
-    LifecycleState,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.drives.interface import Drive, DriveMode
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.hardware.hardware_info import HardwareError, HardwareInfo, hardware_info_from_urdf
 from quirobot_control.hardware.homing import HomingError
+from quirobot_control.hardware.lifecycle import CallbackReturn, LifecycleState, ReturnType
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.safety.feed_stop import BreakthroughHold, FeedStop
 from quirobot_control.safety.hole_context import HoleContext

@@ -93,8 +93,8 @@ import numpy as np
 from quirobot_control.bridge.backend import DriveBackend
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, JointStateSample
-from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.sourced_yaml import one_line
 

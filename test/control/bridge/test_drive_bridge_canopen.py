@@ -39,8 +39,8 @@ from quirobot_control.drive_simulators.canopen_slave import (
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.drives.interface import DriveMode, DriveState
-from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_description.parameters import JOINT_NAMES, axes_for
 from quirobot_description.urdf import robot_description
