@@ -28,7 +28,8 @@ import canopen
 import numpy as np
 from bench_results import add_save_option, saved_output
 
-from quirobot_control.drive_simulators.canopen_slave import JointModel, simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave.joint_model import JointModel
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.canopen_master import canopen_drives_for_robot
 from quirobot_control.drives.interface import DriveMode

@@ -23,7 +23,6 @@ OVER_LIMIT = {
     "quirobot_control/nodes/drive_node.py": "being split by another helper (issue 35 item 4)",
     "quirobot_control/procedures/drill_hole_executor.py": "being split by another helper (issue 35 item 4)",
     # split next on this branch, one commit each (issue 35 item 4)
-    "quirobot_control/drive_simulators/canopen_slave.py": "split in progress (issue 35 item 4)",
     "quirobot_control/bridge/drive_cycle.py": "split in progress (issue 35 item 4)",
     "quirobot_control/bridge/drive_bridge.py": "split in progress (issue 35 item 4)",
 }

@@ -23,12 +23,8 @@ from canopen_rig import FakeClock, RigFactory
 from virtual_can import START, WAIT, network, sdo_downloads, wait_until
 
 from quirobot_cli.canopen_servo_simulator import main
-from quirobot_control.drive_simulators.canopen_slave import (
-    CanopenServoSimulator,
-    JointModel,
-    serve,
-    simulator_for_axis,
-)
+from quirobot_control.drive_simulators.canopen_slave import CanopenServoSimulator, serve, simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave.joint_model import JointModel
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.bus_load import bus_load
 from quirobot_control.drives.canopen_master import (
