@@ -4,6 +4,8 @@
   `DriveBridge` on the backend it is handed, taking the controllers' commands and returning the
   joint states, once per control period (start-up handshake, watchdog, safety layer, the hole's
   drilling monitor);
+- hole_in_force: the drilling part of `DriveBridge` (the hole's monitor swapped in at a period
+  boundary, the feed after a breakthrough, the thrust feed-forward); bridge_error: `BridgeError`;
 - backend: the `DriveBackend` interface (the drives and the I/O points of a cycle),
   `DriveStartupError`;
 - canopen_backend: `CanopenBackend`, CiA 402 drives on the CAN buses of the parameter file;
