@@ -28,17 +28,15 @@ import canopen
 import numpy as np
 from bench_results import add_save_option, saved_output
 
-from quirobot_control.drive_simulators.canopen_slave import JointModel, simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave import simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave.joint_model import JointModel
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.canopen_master import canopen_drives_for_robot
 from quirobot_control.drives.interface import DriveMode
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
+from quirobot_control.hardware.lifecycle import CallbackReturn, ReturnType
 from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_description.urdf import robot_description
 

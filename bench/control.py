@@ -28,8 +28,9 @@ from bench_results import add_save_option, saved_output
 
 from quirobot_control.analysis.step_response import simulate_step
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
-from quirobot_control.hardware.component import QuirobotHardware, hardware_info_from_urdf
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.simulation.incision import TARGETS, run_task, targets_met
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import axes_for, load_parameters

@@ -80,7 +80,8 @@ from canopen.sdo.client import SdoClient
 
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig
-from quirobot_control.bridge.drive_cycle import GC_POLICIES, CycleSettings, start_canopen_cycle
+from quirobot_control.bridge.cycle_exchange import GC_POLICIES, CycleSettings
+from quirobot_control.bridge.drive_cycle import start_canopen_cycle
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_description.urdf import robot_description
@@ -340,7 +341,7 @@ def probe(watchdog: float) -> None:
     `watchdog` s the drives' watchdog)."""
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_PRIORITY))
-    from quirobot_control.bridge.drive_cycle import absolute_sleeper
+    from quirobot_control.bridge.cycle_realtime import absolute_sleeper
 
     sleep_until, stop, window = absolute_sleeper(), threading.Event(), []
     capacity = 3_600_000  # an hour of periods, preallocated: the loop allocates nothing

@@ -14,7 +14,7 @@ import numpy as np
 
 from quirobot_description.frames import rpy_matrix
 from quirobot_description.joint_names import LINK_NAMES
-from quirobot_kinematics.model import KinematicModel, KinematicsError, as_feed, as_joint_vector
+from quirobot_kinematics.model import TOOL0_RPY, KinematicModel, KinematicsError, as_feed, as_joint_vector
 
 #: Every frame of `link_frames`, root first.
 FRAME_NAMES = ("world", "base_link", *LINK_NAMES, "tool0", "drill_tip")
@@ -66,10 +66,6 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
         )
     )
 
-
-#: URDF rpy (rad) of tool0 in wrist_pitch_link (xacro tool0_joint): R = [[0,0,1],[1,0,0],[0,1,0]],
-#: tool z along link 5, as the report's tool frame 5'.
-TOOL0_RPY = (math.pi / 2, 0.0, math.pi / 2)
 
 #: Poses computed per block in the batched FK: the block's output (block * 128 bytes) stays in cache
 #: while its 16 entries are written, which halves the time per pose on 200k poses.

@@ -24,8 +24,7 @@ import numpy as np
 
 from quirobot_description.frames import rpy_matrix
 from quirobot_description.geometric_errors import GeometricErrors
-from quirobot_kinematics.forward import TOOL0_RPY
-from quirobot_kinematics.model import KinematicModel, KinematicsError
+from quirobot_kinematics.model import TOOL0_RPY, KinematicModel, KinematicsError
 
 
 def _homogeneous(rotation: np.ndarray, translation: tuple[float, float, float]) -> np.ndarray:

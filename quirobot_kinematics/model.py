@@ -19,6 +19,10 @@ from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 #: Index of the revolute joints in q = (d1, d2, d3, theta4, theta5): (3, 4).
 REVOLUTE = tuple(JOINT_NAMES.index(name) for name in REVOLUTE_JOINTS)
 
+#: URDF rpy (rad) of tool0 in wrist_pitch_link (xacro tool0_joint): R = [[0,0,1],[1,0,0],[0,1,0]],
+#: tool z along link 5, as the report's tool frame 5'.
+TOOL0_RPY = (math.pi / 2, 0.0, math.pi / 2)
+
 
 class KinematicsError(ValueError):
     """Bad input to a kinematics function (wrong shape, NaN/inf, undefined quantity)."""

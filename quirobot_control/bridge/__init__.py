@@ -4,9 +4,15 @@
   `DriveBridge` on the backend it is handed, taking the controllers' commands and returning the
   joint states, once per control period (start-up handshake, watchdog, safety layer, the hole's
   drilling monitor);
+- hole_in_force: the drilling part of `DriveBridge` (the hole's monitor swapped in at a period
+  boundary, the feed after a breakthrough, the thrust feed-forward); bridge_error: `BridgeError`;
 - backend: the `DriveBackend` interface (the drives and the I/O points of a cycle),
   `DriveStartupError`;
 - canopen_backend: `CanopenBackend`, CiA 402 drives on the CAN buses of the parameter file;
+- drive_cycle: `DriveCycle`, `start_canopen_cycle`, the real drives' cycle in its own thread;
+  cycle_exchange (`CycleSettings`, `CommandMailbox`, `CycleOutput`, `CycleStats`: what crosses
+  between the ROS side and the cycle) and cycle_realtime (`RealtimeReport`, SCHED_FIFO, locked
+  memory, the absolute-deadline sleep) beside it;
 - drilling_context: `hole_setup`, what the bridge runs for a goal's hole (safety.hole_context.
   HoleContext, msg/DrillingContext without ROS): monitor, fixtures, thrust feed-forward;
 - lockstep: `Lockstep`, the simulated plant's clock in lock-step with the controller manager;

@@ -7,12 +7,9 @@ diagnostics, a slow callback, Python's garbage collector triggered there) never 
 Each drive quick-stops itself after canopen.sync_loss_periods missed SYNCs or a missed master
 heartbeat (docs/canopen.md): right for a dead host, wrong for a busy one.
 
-Schedule. The thread sleeps to absolute deadlines `start + k * period` on CLOCK_MONOTONIC
-(clock_nanosleep with TIMER_ABSTIME, ros2_control_node's sleep_until): a relative sleep would add
-each cycle's own duration and wake-up latency to the period and drift. A cycle that starts later
-than one period after its deadline skips the missed deadlines (counted in `CycleStats.skipped`)
-instead of running a burst of back-to-back cycles: the hardware's clocks are wall clocks, so a
-skipped period is a late one, never a lost command.
+Schedule: absolute deadlines `start + k * period` on CLOCK_MONOTONIC (bridge.cycle_realtime's
+`absolute_sleeper`); a cycle more than one period late skips the missed deadlines (counted in
+`CycleStats.skipped`) instead of running a burst.
 
 Crossing from ROS (any other thread) to the cycle, nothing that makes the cycle wait:
 - commands: `post_command(names, position, velocity, now)` into `CommandMailbox`, one slot under
@@ -55,29 +52,17 @@ automatic collector and runs gc.collect(0) in the cycle thread after a cycle tha
 `gc_slack` s to its next deadline (gc.collect(2) every `full_collection_period` s: nothing piles
 up); bench/drive_loop.py measures the three.
 
-Real time, where the OS grants it (reported at start, `RealtimeReport`, never required):
-SCHED_FIFO at `priority` for the cycle thread, at `receive_priority` for the threads that receive
-the TPDOs (`receive_threads`: the canopen networks' notifiers, so feedback is not starved by
-busy processes) and at `process_priority` for every other Python thread of the process (those
-that can hold the GIL: the rclpy executor's, not DDS's own), the memory
-mapped once the bridge is up locked (mlockall MCL_CURRENT: no page fault on the cycle's path
-for what exists then; see lock_memory for why not MCL_FUTURE), and the interpreter's GIL switch interval
-cut to `switch_interval` s (Python's 5 ms default would let a busy ROS thread hold the GIL for
-5 ms past the cycle's deadline). Why every thread: the cycle needs the GIL, and a thread that
-holds it while the scheduler has preempted it (a normal-priority ROS thread under busy
-processes) holds the cycle for its whole wait, tens of ms on this 2-core machine under load
-(bench/drive_loop.py); on SCHED_FIFO only a higher real-time thread can preempt it, and the
-cycle's drop request makes it release the GIL within the switch interval. A thread created
-later inherits its creator's policy. This is the cost of a thread in Python; a separate process
-(shared-memory mailbox) would remove the GIL from the cycle's path.
+Real time, where the OS grants it (SCHED_FIFO for the cycle, the TPDO receivers and the
+process's other Python threads, locked memory, a short GIL switch interval; reported at start as
+a `RealtimeReport`, never required): bridge.cycle_realtime says what and why. The settings and
+the data crossing between the ROS side and the cycle (`CycleSettings`, `CommandMailbox`,
+`CycleOutput`, `CycleStats`): bridge.cycle_exchange.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import ctypes
-import ctypes.util
 import dataclasses
 import gc
 import math
@@ -86,172 +71,30 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-
-import numpy as np
 
 from quirobot_control.bridge.backend import DriveBackend
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
+from quirobot_control.bridge.cycle_exchange import (
+    CommandMailbox,
+    CycleOutput,
+    CycleSettings,
+    CycleStats,
+)
+from quirobot_control.bridge.cycle_realtime import (
+    RealtimeReport,
+    absolute_sleeper,
+    lock_memory,
+    lower_process,
+    raise_process,
+)
 from quirobot_control.bridge.drive_bridge import BridgeError, DriveBridge, JointStateSample
-from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.sourced_yaml import one_line
 
-GC_POLICIES = ("auto", "freeze", "manual")
-#: clock_nanosleep(2) and mlockall(2) constants (Linux).
-_CLOCK_MONOTONIC = 1
-_TIMER_ABSTIME = 1
-_MCL_CURRENT = 1
-
-__all__ = [
-    "GC_POLICIES",
-    "CommandMailbox",
-    "CycleOutput",
-    "CycleSettings",
-    "CycleStats",
-    "DriveCycle",
-    "RealtimeReport",
-    "absolute_sleeper",
-    "lock_memory",
-    "start_canopen_cycle",
-]
-
-
-@dataclass(frozen=True)
-class CycleSettings:
-    """How the cycle thread runs (see the module doc). `priority` 0: no SCHED_FIFO."""
-
-    priority: int = 50  # SCHED_FIFO priority of the cycle thread (ros2_control_node's default 50)
-    #: SCHED_FIFO priority of the TPDO receive threads (`attach`); 0: normal scheduling
-    receive_priority: int = 49
-    #: SCHED_FIFO priority of every other Python thread of the process (the GIL, module doc); 0: none.
-    #: Measured on this loaded machine (8 s runs): with the cycle alone on SCHED_FIFO, lateness
-    #: p99.9 39 ms, max 430 ms; with receivers and process too, p99.9 5.8 ms, max 11 ms.
-    process_priority: int = 40
-    lock_memory: bool = True  # mlockall(MCL_CURRENT) once the bridge is up (lock_memory())
-    #: The cycle thread reads the buses itself once the bridge is up (`receive_in_cycle`): no
-    #: receive thread to hand the GIL to at every frame; False: canopen's receive threads.
-    receive_in_cycle: bool = True
-    gc_policy: str = "freeze"
-    gc_slack: float = 0.5e-3  # s to the next deadline that a manual gen-0 collection needs
-    full_collection_period: float = 10.0  # s between manual full collections
-    switch_interval: float = 2e-4  # s, sys.setswitchinterval while the cycle runs (0: leave it)
-    stats_capacity: int = 1 << 17  # cycles kept in CycleStats (a ring: 131 s at 1 kHz, 4 MB)
-
-    def __post_init__(self) -> None:
-        if self.gc_policy not in GC_POLICIES:
-            raise ValueError(f"gc policy must be one of {', '.join(GC_POLICIES)}, got {self.gc_policy!r}")
-        if not 0 <= int(self.priority) <= 99:
-            raise ValueError(f"SCHED_FIFO priority must be 0..99 (0: none), got {self.priority!r}")
-        if not self.switch_interval >= 0.0 or not math.isfinite(self.switch_interval):
-            raise ValueError(f"switch interval must be >= 0 s, got {self.switch_interval!r}")
-        if int(self.stats_capacity) < 1:
-            raise ValueError(f"stats capacity must be >= 1 cycle, got {self.stats_capacity!r}")
-
-
-@dataclass(frozen=True)
-class RealtimeReport:
-    """What the OS granted the cycle at start-up (each error None when granted)."""
-
-    priority: int  # SCHED_FIFO priority of the cycle thread; 0: none
-    priority_error: str | None
-    receive_threads: int  # TPDO receive threads raised to settings.receive_priority
-    memory_locked: bool
-    memory_error: str | None
-    gc_policy: str
-    switch_interval: float  # s, the interpreter's GIL switch interval in force
-    receive_in_cycle: bool = False  # the cycle thread reads the buses (no receive threads)
-    receive_error: str | None = None  # why not, when asked
-
-    def describe(self) -> str:
-        """One line for the node's log."""
-        raised = f" ({self.receive_threads} TPDO receivers raised)" if self.receive_threads else ""
-        fifo = (
-            f"SCHED_FIFO {self.priority}{raised}"
-            if self.priority
-            else f"normal scheduling ({self.priority_error or 'not asked'})"
-        )
-        reception = (
-            "buses read by the cycle thread"
-            if self.receive_in_cycle
-            else f"buses read by receive threads ({self.receive_error or 'not asked'})"
-        )
-        memory = (
-            "memory locked"
-            if self.memory_locked
-            else f"memory not locked ({self.memory_error or 'not asked'})"
-        )
-        return (
-            f"drive cycle: {fifo}, {reception}, {memory}, gc {self.gc_policy}, GIL switch interval "
-            f"{self.switch_interval * 1e6:.0f} us"
-        )
-
-
-@dataclass(frozen=True)
-class CycleOutput:
-    """One period's result, replaced as a whole each period (`DriveCycle.latest`)."""
-
-    cycle: int  # periods run since start
-    sample: JointStateSample
-
-
-class CommandMailbox:
-    """The latest JointState command, one slot under one lock (latest wins; see the module doc)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._slot: tuple[Sequence[str], Sequence[float], Sequence[float], float] | None = None
-        self.posted = 0  # commands posted
-        self.overwritten = 0  # posted ones replaced before the cycle took them
-
-    def post(
-        self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float], now: float
-    ) -> None:
-        """Leave a command received at `now` (s, time.monotonic) for the cycle; never blocks on it."""
-        item = (names, position, velocity, now)
-        with self._lock:
-            if self._slot is not None:
-                self.overwritten += 1
-            self._slot = item
-            self.posted += 1
-
-    def take(self) -> tuple[Sequence[str], Sequence[float], Sequence[float], float] | None:
-        """The command posted since the last take, or None."""
-        with self._lock:
-            item, self._slot = self._slot, None
-        return item
-
-
-class CycleStats:
-    """Per-cycle measurements in preallocated rings (no allocation in the cycle), all in s.
-
-    lateness[k]: start of cycle k minus its deadline; cpu[k]: the cycle thread's CPU time for
-    cycle k (step, command, request, collection); sync[k]: the monotonic time of the SYNC sent
-    in cycle k (NaN: none); command_to_rpdo[k]: for a cycle that put on the bus the setpoints of a
-    command taken since the last such transmission, the time from posting that command to the
-    transmission (NaN: none; a setpoint sent again while no new command came is no command's
-    latency: how often commands come is the ROS side's, measured there).
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = int(capacity)
-        self.lateness = np.full(self.capacity, np.nan)
-        self.cpu = np.full(self.capacity, np.nan)
-        self.sync = np.full(self.capacity, np.nan)
-        self.command_to_rpdo = np.full(self.capacity, np.nan)
-        self.cycles = 0
-        self.skipped = 0  # deadlines skipped after a cycle more than one period late
-        self.collections = 0  # manual gc.collect calls in the cycle
-
-    def window(self, values: np.ndarray, start: int = 0, end: int | None = None) -> np.ndarray:
-        """`values` (one of the rings) of cycles start..end-1 (end: the cycles run), oldest first;
-        cycles no longer in the ring are left out."""
-        end = self.cycles if end is None else min(end, self.cycles)
-        start = max(start, end - self.capacity, 0)
-        index = np.arange(start, end) % self.capacity
-        return values[index]
+__all__ = ["DriveCycle", "start_canopen_cycle"]
 
 
 class _Call:
@@ -365,7 +208,7 @@ class DriveCycle:
                 )
                 raised += 1
         if 0 < settings.process_priority < settings.priority:
-            self._raised = _raise_process(settings.process_priority, skip=tid)
+            self._raised = raise_process(settings.process_priority, skip=tid)
         self.report = dataclasses.replace(
             report, priority=settings.priority, priority_error=None, receive_threads=raised
         )
@@ -465,7 +308,7 @@ class DriveCycle:
             self._switch_interval = None
         if self._raised:  # the process back to normal scheduling (the thread's own ended with it)
             self._raised = []
-            _lower_process(self.settings.process_priority)
+            lower_process(self.settings.process_priority)
 
     def stall(self, seconds: float) -> None:
         """Test hook: the cycle thread sleeps `seconds` before its next period (a stalled loop,
@@ -671,75 +514,3 @@ def start_canopen_cycle(
             cycle.backend.close()
         raise
     return cycle
-
-
-def _raise_process(priority: int, *, skip: int) -> list[int]:
-    """Every Python thread of this process (those that can hold the GIL; not, e.g., DDS's own C++
-    threads) but `skip` (a native thread id) that is not on SCHED_FIFO yet to SCHED_FIFO
-    `priority` (threads created later inherit their creator's); the ids of those raised."""
-    raised = []
-    for thread in threading.enumerate():
-        tid = thread.native_id
-        if tid is None or tid == skip:
-            continue
-        with contextlib.suppress(OSError):
-            if os.sched_getscheduler(tid) != os.SCHED_FIFO:
-                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
-                raised.append(tid)
-    return raised
-
-
-def _lower_process(priority: int) -> None:
-    """Python threads of this process on SCHED_FIFO `priority` back to normal scheduling."""
-    for thread in threading.enumerate():
-        with contextlib.suppress(OSError, TypeError):
-            tid = thread.native_id
-            if (
-                os.sched_getscheduler(tid) == os.SCHED_FIFO
-                and os.sched_getparam(tid).sched_priority == priority
-            ):
-                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-
-
-def lock_memory() -> tuple[bool, str | None]:
-    """mlockall(MCL_CURRENT): (locked, why not). Not MCL_FUTURE: every later allocation would be
-    faulted in and locked at once by the thread that makes it, holding the GIL (numpy allocates
-    while holding it): the bench measured the cycle's first SYNCs after the bus opened 16-24 ms
-    late with it, under 1 ms without."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False, "no C library"
-    libc = ctypes.CDLL(name, use_errno=True)
-    if libc.mlockall(_MCL_CURRENT) != 0:
-        return False, f"mlockall refused: {os.strerror(ctypes.get_errno())}"
-    return True, None
-
-
-class _Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-
-def absolute_sleeper() -> Callable[[float], None]:
-    """sleep_until(deadline): clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) where the C library
-    has it (ctypes releases the GIL while it sleeps); else time.sleep of what remains."""
-    name = ctypes.util.find_library("c")
-    function = getattr(ctypes.CDLL(name, use_errno=True), "clock_nanosleep", None) if name else None
-    if function is None:
-
-        def sleep_until(deadline: float) -> None:
-            while (remaining := deadline - time.monotonic()) > 0.0:
-                time.sleep(remaining)
-
-        return sleep_until
-    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Timespec), ctypes.c_void_p]
-    request = _Timespec()
-    pointer = ctypes.byref(request)
-
-    def sleep_until(deadline: float) -> None:
-        seconds = math.floor(deadline)
-        request.tv_sec = seconds
-        request.tv_nsec = min(int((deadline - seconds) * 1e9), 999_999_999)
-        while function(_CLOCK_MONOTONIC, _TIMER_ABSTIME, pointer, None) == 4:  # EINTR: again
-            pass
-
-    return sleep_until

@@ -5,7 +5,7 @@ backend, the hardware component and the drives from importing them):
   drives.drive_control's DriveController above them), `drive_for_joint(params, name,
   master_watchdog=False, absolute_encoder=True)`: the drives of `quirobot simulate` and of
   drive_node's simulated backend;
-- canopen_slave: `CanopenServoSimulator`, a simulated CiA 402 drive on a CAN bus (tests, bench,
-  `quirobot canopen-servo-simulator`), SimulatedDrive's drive-side law behind its object
-  dictionary; it watches its master.
+- canopen_slave (a package: profile, joint_model, bus, servo): `CanopenServoSimulator`, a
+  simulated CiA 402 drive on a CAN bus (tests, bench, `quirobot canopen-servo-simulator`),
+  SimulatedDrive's drive-side law behind its object dictionary; it watches its master.
 """

@@ -14,8 +14,9 @@
 - canopen_units: `TorqueScaling`, CiA 402 per-mille torque and current units, `MotionScaling`
   (positions, velocities, accelerations in encoder increments);
 - bus_load: the CAN bus load of one SYNC cycle (CSP or CST);
-- canopen_master: `CanopenDrive`, a real CiA 402 drive behind `Drive` (python `canopen`; CSP,
-  CST, homing, stops configured on the drive), `canopen_drives_for_buses(params, networks)`,
+- canopen_master (a package, one concern per module: core, configuration, state_machine,
+  commands, feedback): `CanopenDrive`, a real CiA 402 drive behind `Drive` (python `canopen`;
+  CSP, CST, homing, stops configured on the drive), `canopen_drives_for_buses(params, networks)`,
   `MasterHeartbeat` (the master's heartbeat, ticked by the control loop);
 
 The simulators (`SimulatedDrive`, the CiA 402 slave) live in quirobot_control.drive_simulators:

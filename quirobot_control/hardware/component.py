@@ -36,15 +36,12 @@ checked (axes.virtual_fixtures.FixtureMonitor), and where each would come to res
 quick-stopped now (braking ahead of the zones); a zone entered or about to be, or the tip too fast
 near the entry, stops every drive naming the zone or the limit.
 
-Interfaces per joint: states position, velocity, effort; commands position, velocity (what the
-URDF declares), plus two optional feed-forward inputs not exported to ros2_control:
-acceleration (m/s^2 or rad/s^2; default: the difference of successive velocity commands) and
-effort (N or N*m, the model-based feed-forward, e.g. inverse dynamics along the plan). A
-non-finite command or feed-forward stops every drive (an infinite effort would otherwise be
-clamped to the full current).
+Interfaces per joint (hardware.command_interfaces): states position, velocity, effort; commands
+position, velocity, and the feed-forward inputs acceleration and effort. A non-finite command or
+feed-forward stops every drive.
 
-Currents: i = PID(position, velocity) + (effort_ff, or M_eff*a_ff without it) / K_i, with
-K_i = K_T * ratio * efficiency, saturated at the drive's current limit. `gravity` (a callable
+Currents (hardware.joint_control, the per-joint law): i = PID + feed-forward / K_i, within the
+drive's current limit and the URDF's effort limit. `gravity` (a callable
 q -> efforts), if given, preloads each PID's integrator with the holding current at activation
 (a bumpless start: no sag while the integrator would build up); it is not evaluated per cycle
 (a Python rigid-body model costs more than the 1 kHz budget), the integrator follows slow
@@ -64,162 +61,48 @@ Every cycle each drive must report the state commanded (ENABLED while ACTIVE): a
 inside read()/write()/set_commands() (a malformed command, a bad period, a drive's exception)
 stops every drive with the reason; set_command and set_commands validate alike.
 
-Effort limits: each joint's current is bounded by min(drive current limit, URDF effort limit /
-K_i), the feed-forward effort by the effort limit (a finite but absurd feed-forward cannot
-command the full current).
+Parts: hardware.lifecycle (the states and the transition table), hardware.hardware_info (the
+URDF's <ros2_control> block), hardware.joint_control (one joint, its control law, and the loops
+over every drive).
 """
 
 from __future__ import annotations
 
-import enum
 import math
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.axes.virtual_fixtures import FixtureMonitor, VirtualFixtures
-from quirobot_control.drives.interface import Drive, DriveFeedback, DriveMode, DriveState
-from quirobot_control.drives.pid import PID
+from quirobot_control.drives.interface import Drive, DriveMode, DriveState
+from quirobot_control.hardware.command_interfaces import CommandInterfaces
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.hardware.hardware_info import HardwareError, HardwareInfo
 from quirobot_control.hardware.homing import HomingError, HomingProgress, HomingSequence, homing_sequence
+from quirobot_control.hardware.joint_control import (
+    JointControl,
+    check_period,
+    drive_faults,
+    on_every_drive,
+    stops_in_progress,
+    unconfirmed_stops,
+)
+from quirobot_control.hardware.lifecycle import (
+    LIFECYCLE_TRANSITIONS,
+    CallbackReturn,
+    LifecycleState,
+    LifecycleTable,
+    ReturnType,
+)
 from quirobot_control.safety.event_log import EventLog
 from quirobot_control.safety.motion_monitor import SafetyMonitor, SafetyStopError
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import RobotParameters
 
 
-class CallbackReturn(enum.Enum):
-    SUCCESS = "success"
-    FAILURE = "failure"
-    ERROR = "error"
-
-
-class ReturnType(enum.Enum):
-    OK = "ok"
-    ERROR = "error"
-
-
-class LifecycleState(enum.Enum):
-    UNCONFIGURED = "unconfigured"
-    INACTIVE = "inactive"
-    ACTIVE = "active"
-    FINALIZED = "finalized"
-
-
-#: (state, request) -> the state it leads to; a pair not listed is refused (ERROR, drives untouched).
-#: The code applies it (QuirobotHardware._transition: a request's callback runs only for a listed
-#: pair, and its SUCCESS lands in the listed state). "acknowledge" is `acknowledge_stop`; read and
-#: write are allowed only while ACTIVE; "stop" (`stop(reason)`) is never refused: every state lists it.
-LIFECYCLE_TRANSITIONS: dict[tuple[LifecycleState, str], LifecycleState] = {
-    (LifecycleState.UNCONFIGURED, "configure"): LifecycleState.INACTIVE,
-    (LifecycleState.INACTIVE, "activate"): LifecycleState.ACTIVE,
-    (LifecycleState.ACTIVE, "deactivate"): LifecycleState.INACTIVE,
-    (LifecycleState.INACTIVE, "cleanup"): LifecycleState.UNCONFIGURED,
-    (LifecycleState.UNCONFIGURED, "error"): LifecycleState.UNCONFIGURED,
-    (LifecycleState.INACTIVE, "error"): LifecycleState.UNCONFIGURED,
-    (LifecycleState.ACTIVE, "error"): LifecycleState.UNCONFIGURED,
-    (LifecycleState.UNCONFIGURED, "acknowledge"): LifecycleState.UNCONFIGURED,
-    (LifecycleState.INACTIVE, "acknowledge"): LifecycleState.INACTIVE,
-    (LifecycleState.INACTIVE, "home"): LifecycleState.INACTIVE,
-    (LifecycleState.ACTIVE, "hold"): LifecycleState.ACTIVE,
-    (LifecycleState.ACTIVE, "read"): LifecycleState.ACTIVE,
-    (LifecycleState.ACTIVE, "write"): LifecycleState.ACTIVE,
-    (LifecycleState.UNCONFIGURED, "stop"): LifecycleState.UNCONFIGURED,
-    (LifecycleState.INACTIVE, "stop"): LifecycleState.INACTIVE,
-    (LifecycleState.ACTIVE, "stop"): LifecycleState.INACTIVE,
-}
-
-
-class HardwareError(ValueError):
-    """Malformed hardware description or an interface that does not exist."""
-
-
-class NotHomedError(HardwareError):
-    """A motion command before every drive reports homed (refused: nothing moves)."""
-
-
-@dataclass(frozen=True)
-class ComponentInfo:
-    name: str
-    command_interfaces: tuple[str, ...]
-    state_interfaces: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class HardwareInfo:
-    """The URDF's <ros2_control> block: name, plugin, <param>s and joints."""
-
-    name: str
-    plugin: str
-    parameters: dict[str, str]
-    joints: tuple[ComponentInfo, ...]
-
-
-def hardware_info_from_urdf(urdf: str) -> HardwareInfo:
-    """Parse the first <ros2_control type="system"> of a URDF XML string."""
-    try:
-        root = ET.fromstring(urdf)
-    except ET.ParseError as error:
-        raise HardwareError(f"robot description is not valid XML: {error}") from error
-    block = root.find("ros2_control")
-    if block is None:
-        raise HardwareError("robot description has no <ros2_control> block")
-    hardware = block.find("hardware")
-    plugin = hardware.findtext("plugin", "").strip() if hardware is not None else ""
-    parameters = {
-        p.get("name", ""): (p.text or "").strip() for p in (hardware.findall("param") if hardware else [])
-    }
-    joints = tuple(
-        ComponentInfo(
-            name=j.get("name", ""),
-            command_interfaces=tuple(c.get("name", "") for c in j.findall("command_interface")),
-            state_interfaces=tuple(s.get("name", "") for s in j.findall("state_interface")),
-        )
-        for j in block.findall("joint")
-    )
-    if not joints:
-        raise HardwareError("the <ros2_control> block lists no joint")
-    return HardwareInfo(name=block.get("name", ""), plugin=plugin, parameters=parameters, joints=joints)
-
-
-@dataclass
-class _Joint:
-    name: str
-    drive: Drive
-    pid: PID
-    current_gain: float  # N/A or N*m/A
-    effective_inertia: float
-    effort_limit: float  # N or N*m, the URDF's <limit effort>
-    state: dict[str, float] = field(default_factory=lambda: {"position": 0.0, "velocity": 0.0, "effort": 0.0})
-    command: dict[str, float] = field(default_factory=lambda: {"position": math.nan, "velocity": 0.0})
-    acceleration: float | None = None
-    effort_ff: float | None = None
-    load_ff: float = 0.0  # N or N*m: a known process load fed forward (set_load_feedforward)
-    last_velocity_command: float = 0.0
-    homed: bool = True  # the drive's last report (DriveFeedback.homed)
-    holding_current: float = 0.0  # A, CSP: the gravity load at activation, fed forward
-    current_command: float = 0.0  # A, CST: the PID's output; CSP: the current feed-forward
-
-    @property
-    def acceleration_capability(self) -> float:
-        """m/s^2 or rad/s^2: the largest force the drive may give over the effective inertia."""
-        return self.pid.gains.output_limit * self.current_gain / self.effective_inertia
-
-
-class CommandError(ValueError):
-    """A command that is not a number, or arrays of the wrong shape."""
-
-
-class QuirobotHardware:
+class QuirobotHardware(CommandInterfaces, LifecycleTable):
     """See the module docstring. Build, then on_init(info) -> on_configure -> on_activate -> read/write."""
-
-    STATE_INTERFACES = ("position", "velocity", "effort")
-    COMMAND_INTERFACES = ("position", "velocity")
-    FEED_FORWARD_INTERFACES = ("acceleration", "effort")
-    _INTERFACES = frozenset(COMMAND_INTERFACES + FEED_FORWARD_INTERFACES)
 
     def __init__(
         self,
@@ -251,8 +134,8 @@ class QuirobotHardware:
         self.set_fixtures(fixtures)
         self.lifecycle = LifecycleState.UNCONFIGURED
         self.info: HardwareInfo | None = None
-        self.joints: list[_Joint] = []
-        self._by_name: dict[str, _Joint] = {}  # name -> joint of self.joints (_joint)
+        self.joints: list[JointControl] = []
+        self._by_name: dict[str, JointControl] = {}  # name -> joint of self.joints (_joint)
         self.safety: SafetyMonitor | None = None
         self.stop_reason: str | None = None  # the latched stop (cleared only by acknowledge_stop)
         self.stop_code = StopCode.NONE  # its kind (safety.stop_codes), set with it
@@ -287,19 +170,10 @@ class QuirobotHardware:
         return self._transition("configure", self._configure)
 
     def _configure(self) -> CallbackReturn:
-        dt = self.control.dt
-        self.joints = []
-        for name in self._names:
-            settings = self.control.joint(name)
-            drive = self.drive_factory(name)
-            gain = _current_gain(self.params, name)
-            effort_limit = _effort_limit(self.params, name)
-            gains = replace(
-                settings.gains, output_limit=min(settings.gains.output_limit, effort_limit / gain)
-            )
-            self.joints.append(
-                _Joint(name, drive, PID(gains, dt), gain, settings.effective_inertia, effort_limit)
-            )
+        self.joints = [
+            JointControl.for_axis(name, self.drive_factory(name), self.params, self.control)
+            for name in self._names
+        ]
         self._by_name = {joint.name: joint for joint in self.joints}
         try:
             self._configured = set()
@@ -337,7 +211,7 @@ class QuirobotHardware:
             self._configure_drives(skip_stopped=False)
             for joint in self.joints:
                 joint.drive.enable()
-            faults = self._read_drives()
+            faults = drive_faults(self.joints)
         except Exception as error:  # noqa: BLE001 - any failure leaves every drive stopped
             self.stop(f"activation failed: {error}")
             return CallbackReturn.ERROR
@@ -392,12 +266,7 @@ class QuirobotHardware:
         return self._transition("deactivate", self._deactivate)
 
     def _deactivate(self) -> CallbackReturn:
-        failures = []
-        for joint in self.joints:
-            try:
-                joint.drive.disable()
-            except Exception as error:  # noqa: BLE001 - every other drive must still be disabled
-                failures.append(f"disabling {joint.name} failed: {error}")
+        failures = on_every_drive(self.joints, lambda drive: drive.disable(), "disabling {joint}")
         if failures:
             self.stop("; ".join(failures))
         return CallbackReturn.ERROR if failures else CallbackReturn.SUCCESS
@@ -429,12 +298,7 @@ class QuirobotHardware:
         if pending:
             self.refused = f"acknowledge refused: stop still in progress on {'; '.join(pending)}; try again"
             return CallbackReturn.ERROR
-        failures = []
-        for joint in self.joints:
-            try:
-                joint.drive.reset_fault()
-            except Exception as error:  # noqa: BLE001 - report every drive that could not reset
-                failures.append(f"reset of {joint.name} failed: {error}")
+        failures = on_every_drive(self.joints, lambda drive: drive.reset_fault(), "reset of {joint}")
         if failures:
             self.refused = "acknowledge refused: " + "; ".join(failures)
             return CallbackReturn.ERROR
@@ -452,106 +316,14 @@ class QuirobotHardware:
             self.safety = self._safety_monitor()
         return CallbackReturn.SUCCESS
 
-    # --- interfaces ---------------------------------------------------------------------------
-    def export_state_interfaces(self) -> list[tuple[str, str]]:
-        return [(j.name, s) for j in (self.info.joints if self.info else ()) for s in j.state_interfaces]
-
-    def export_command_interfaces(self) -> list[tuple[str, str]]:
-        return [(j.name, c) for j in (self.info.joints if self.info else ()) for c in j.command_interfaces]
-
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        return self._names
-
-    def state(self, joint: str, interface: str) -> float:
-        return self._joint(joint).state[interface]
-
-    def set_command(self, joint: str, interface: str, value: float) -> None:
-        """Set one command interface (position, velocity) or feed-forward (acceleration, effort).
-
-        A value that is not a number stops every drive (while ACTIVE) naming the joint, the
-        interface and the value; an unknown joint or interface also raises HardwareError."""
-        try:
-            target = self._joint(joint)
-            if interface not in self._INTERFACES:
-                raise HardwareError(f"joint {joint}: no command interface {interface!r}")
-        except HardwareError as error:
-            self._refuse_command(str(error))
-            raise
-        try:
-            number = _number(value, interface, joint)
-        except CommandError as error:
-            self._refuse_command(str(error))
-            return
-        if interface in self.COMMAND_INTERFACES:
-            self._refuse_motion_before_homing()
-        self._store(target, interface, number)
-
-    def set_commands(
-        self,
-        time: float,
-        position: np.ndarray,
-        velocity: np.ndarray,
-        acceleration: np.ndarray | None = None,
-        effort: np.ndarray | None = None,
-    ) -> None:
-        """All joints at once (arrays (n,) in joint_names order), stamped fresh at `time` s.
-
-        Malformed input (a value that is not a number, an array of the wrong shape, a time that is
-        not a finite number) stops every drive with the reason (while ACTIVE; nothing is raised)."""
-        try:
-            stamp = _number(time, "time", "all")
-            if not math.isfinite(stamp):
-                raise CommandError(f"command time {time!r} is not a finite number")
-            columns = {
-                label: self._column(values, label)
-                for label, values in (
-                    ("position", position),
-                    ("velocity", velocity),
-                    ("acceleration", acceleration),
-                    ("effort", effort),
-                )
-                if values is not None or label in ("position", "velocity")
-            }
-        except CommandError as error:
-            self._refuse_command(str(error))
-            return
-        self._refuse_motion_before_homing()
-        for k, joint in enumerate(self.joints):
-            joint.acceleration = joint.effort_ff = None
-            for label, values in columns.items():
-                self._store(joint, label, values[k])
-        self.command_received(stamp)
-
-    def _refuse_motion_before_homing(self) -> None:
-        """NotHomedError naming the joints whose drive does not report homed: no position or
-        velocity command is taken before homing (nothing is stored; the drives stay disabled,
-        on_activate refuses). While ACTIVE a drive that loses its reference is a stop (read)."""
-        for joint in self.joints:  # the per-cycle case first: every joint homed, nothing built
-            if not joint.homed:
-                break
-        else:
-            return
-        unhomed = self.unhomed
-        if unhomed:
-            reason = f"motion refused: {', '.join(unhomed)} not homed; home() first (while inactive)"
-            self.refused = reason
-            self.log.record(("not homed",), reason)
-            raise NotHomedError(reason)
-
-    def command_received(self, time: float) -> None:
-        """Tell the watchdog a fresh command arrived at `time` (s, the clock given to write())."""
-        if self.safety is not None:
-            self.safety.note_command(time)
-
     # --- control cycle ------------------------------------------------------------------------
     def read(self, time: float, period: float) -> ReturnType:
         """Drive feedback -> state interfaces; a drive not in the commanded state stops every drive."""
         if not self._allowed("read"):
             return ReturnType.ERROR
         try:
-            _check_period(period)
-            faults = self._read_drives()
+            check_period(period)
+            faults = drive_faults(self.joints)
         except Exception as error:  # noqa: BLE001 - whatever it is, every drive stops
             self.stop(f"read failed: {error}")
             return ReturnType.ERROR
@@ -579,7 +351,7 @@ class QuirobotHardware:
         return ReturnType.OK
 
     def _write(self, time: float, period: float) -> None:
-        _check_period(period)
+        check_period(period)
         joints = self.joints
         for joint in joints:
             for label, value in (("acceleration", joint.acceleration), ("effort", joint.effort_ff)):
@@ -614,49 +386,14 @@ class QuirobotHardware:
                 raise SafetyStopError(reason)
         cst = self.drive_mode is DriveMode.CST
         for k, joint in enumerate(joints):
-            if joint.acceleration is not None:
-                acceleration = joint.acceleration
-            else:
-                acceleration = (velocity[k] - joint.last_velocity_command) / period
-            joint.last_velocity_command = velocity[k]
-            if joint.effort_ff is not None:
-                effort = joint.effort_ff
-            else:
-                effort = joint.effective_inertia * acceleration
-            effort = min(max(effort + joint.load_ff, -joint.effort_limit), joint.effort_limit)
-            try:
-                if cst:
-                    current = joint.pid.update(
-                        position[k], measured[k], velocity[k], effort / joint.current_gain
-                    )
-                    joint.current_command = current
-                    joint.drive.command_current(current)
-                else:
-                    # CSP: the drive's PID closes the loop; the host sends the safe target, its
-                    # velocity (0x60B1) and the current feed-forward (0x60B2), within the limit.
-                    limit = joint.pid.gains.output_limit
-                    current = joint.holding_current + effort / joint.current_gain
-                    current = min(max(current, -limit), limit)
-                    joint.current_command = current
-                    joint.drive.command_position(position[k], velocity[k], current)
-            except Exception as error:  # noqa: BLE001 - named, then every drive stops
-                raise SafetyStopError(
-                    f"command to {joint.name} failed: {error}", StopCode.DRIVE_FAULT
-                ) from error
+            joint.command_drive(position[k], velocity[k], measured[k], period, cst)
 
     def _feed_drive_watchdogs(self, measured: list[float]) -> None:
         """While held (category 2) the drives hold by themselves and ignore the commands, but
         their master watchdog wants one every cycle: the held pose (CSP) or no current (CST)."""
+        cst = self.drive_mode is DriveMode.CST
         for joint, position in zip(self.joints, measured, strict=True):
-            try:
-                if self.drive_mode is DriveMode.CST:
-                    joint.drive.command_current(0.0)
-                else:
-                    joint.drive.command_position(position, 0.0, 0.0)
-            except Exception as error:  # noqa: BLE001 - named, then every drive stops
-                raise SafetyStopError(
-                    f"command to {joint.name} failed: {error}", StopCode.DRIVE_FAULT
-                ) from error
+            joint.feed_watchdog(position, cst)
 
     def _axes_vector(self, values: list[float]) -> list[float]:
         """values in joint_names order -> the values of the fixtures' tool axes (ToolGeometry.axes;
@@ -680,23 +417,6 @@ class QuirobotHardware:
         return np.array([j.current_command for j in self.joints])
 
     # --- virtual fixtures -----------------------------------------------------------------------
-    def set_load_feedforward(self, efforts: np.ndarray | None) -> None:
-        """A known process load to feed forward from the next cycle on: efforts (n,) N or N*m in
-        joint_names order (e.g. the bone's predicted thrust balanced by J^T f, a drive bridge's
-        compensation), added to each joint's feed-forward (the effort or M_eff*a) within its
-        effort limit; None: none. Not a number stops every drive, as a malformed command does."""
-        try:
-            n = len(self.joints)
-            values = [0.0] * n if efforts is None else self._column(efforts, "load feed-forward")
-            bad = [j.name for j, v in zip(self.joints, values, strict=True) if not math.isfinite(v)]
-            if bad:
-                raise CommandError(f"non-finite load feed-forward for joint {', '.join(bad)}: {list(values)}")
-        except CommandError as error:
-            self._refuse_command(str(error))
-            return
-        for joint, value in zip(self.joints, values, strict=True):
-            joint.load_ff = float(value)
-
     def set_fixtures(self, fixtures: VirtualFixtures | None) -> None:
         """Enforce `fixtures` (a task's no-go zones and tip-speed limit near the entry,
         planning.tasks.task_fixtures) from the next cycle on; None: none. Every cycle the commanded
@@ -755,26 +475,11 @@ class QuirobotHardware:
             raise HomingError(self.stop_reason)
         return progress
 
-    @staticmethod
-    def _sample(joint: _Joint) -> DriveFeedback:
-        """The drive's feedback, copied to the joint's state interfaces and homed flag."""
-        try:
-            feedback = joint.drive.feedback()
-        except Exception as error:  # noqa: BLE001 - named, then every drive stops
-            raise SafetyStopError(
-                f"feedback of {joint.name} failed: {error}", StopCode.DRIVE_FAULT
-            ) from error
-        joint.state["position"] = feedback.position
-        joint.state["velocity"] = feedback.velocity
-        joint.state["effort"] = feedback.effort
-        joint.homed = feedback.homed
-        return feedback
-
     def _read_homed(self) -> list[str]:
         """Feedback -> state interfaces and each joint's homed flag (any lifecycle state); the
         joints not homed."""
         for joint in self.joints:
-            self._sample(joint)
+            joint.sample()
         return list(self.unhomed)
 
     # --- hold (category 2) ----------------------------------------------------------------------
@@ -783,12 +488,7 @@ class QuirobotHardware:
         holds under power (drive.halt()); commands are ignored until resume(). Not latched."""
         if not self._allowed("hold"):
             return ReturnType.ERROR
-        failures = []
-        for joint in self.joints:
-            try:
-                joint.drive.halt()
-            except Exception as error:  # noqa: BLE001 - a drive that cannot hold stops them all
-                failures.append(f"halt of {joint.name} failed: {error}")
+        failures = on_every_drive(self.joints, lambda drive: drive.halt(), "halt of {joint}")
         if failures:
             self.stop("; ".join([f"hold ({reason}) failed", *failures]))
             return ReturnType.ERROR
@@ -804,7 +504,7 @@ class QuirobotHardware:
         try:
             for joint in self.joints:
                 joint.drive.resume()
-            faults = self._read_drives()
+            faults = drive_faults(self.joints)
         except Exception as error:  # noqa: BLE001 - whatever it is, every drive stops
             self.stop(f"resume failed: {error}")
             return ReturnType.ERROR
@@ -830,12 +530,7 @@ class QuirobotHardware:
         (e.g. a bus error) does not keep the others running: every drive is tried, and the
         failures are added to the reason. Nothing resets by itself: acknowledge_stop(note).
         """
-        failures = []
-        for joint in self.joints:
-            try:
-                joint.drive.quick_stop()
-            except Exception as error:  # noqa: BLE001 - every other drive must still be stopped
-                failures.append(f"quick stop of {joint.name} failed: {error}")
+        failures = on_every_drive(self.joints, lambda drive: drive.quick_stop(), "quick stop of {joint}")
         if failures:
             reason = "; ".join([reason, *failures])
         unconfirmed = self.unconfirmed_stops()
@@ -852,114 +547,15 @@ class QuirobotHardware:
         """The joints whose drive does not (yet) report QUICK_STOP or FAULT itself (or cannot
         say): a state only the host holds (DriveFeedback.confirmed False, e.g. a quick stop sent to
         a drive that still reports Operation enabled) is not a confirmed stop."""
-        unconfirmed = []
-        for joint in self.joints:
-            try:
-                feedback = joint.drive.feedback()
-            except Exception:  # noqa: BLE001 - a drive that cannot answer is not confirmed
-                feedback = None
-            if (
-                feedback is None
-                or feedback.state not in (DriveState.QUICK_STOP, DriveState.FAULT)
-                or not feedback.confirmed
-            ):
-                unconfirmed.append(joint.name)
-        return unconfirmed
+        return unconfirmed_stops(self.joints)
 
     def stops_in_progress(self) -> list[str]:
         """The drives whose stop is not complete, each with why: still ramping or braking under
         power (DriveFeedback.stopping), or stopped only in the host's view (not confirmed by the
         drive: e.g. a quick stop sent that the drive has not reported), or that cannot answer."""
-        pending = []
-        for joint in self.joints:
-            try:
-                feedback = joint.drive.feedback()
-            except Exception as error:  # noqa: BLE001 - a drive that cannot answer is not known stopped
-                pending.append(f"{joint.name} (no feedback: {error})")
-                continue
-            if feedback.stopping:
-                pending.append(f"{joint.name} (ramping or braking)")
-            elif not feedback.confirmed:
-                pending.append(f"{joint.name} (its stop not confirmed by the drive)")
-        return pending
+        return stops_in_progress(self.joints)
 
     # --- internals ----------------------------------------------------------------------------
-    def _next_state(self, request: str) -> LifecycleState | None:
-        """LIFECYCLE_TRANSITIONS[(lifecycle, request)]: the state `request` leads to from here; None
-        if the table does not list the pair (`refused` says so)."""
-        target = LIFECYCLE_TRANSITIONS.get((self.lifecycle, request))
-        if target is None:
-            self.refused = f"{request} refused in state {self.lifecycle.value}"
-        return target
-
-    def _allowed(self, request: str) -> bool:
-        """May `request` run now (the table lists it)? If not, say why in `refused`."""
-        return self._next_state(request) is not None
-
-    def _transition(self, request: str, callback: Callable[[], CallbackReturn]) -> CallbackReturn:
-        """A lifecycle request applied from LIFECYCLE_TRANSITIONS: a pair the table does not list
-        is refused (ERROR, `refused` says why, nothing touched); else `callback()` runs, and its
-        SUCCESS lands in the table's state (a failure leaves the state where the callback left it:
-        a stop inside it takes ACTIVE to INACTIVE)."""
-        target = self._next_state(request)
-        if target is None:
-            return CallbackReturn.ERROR
-        result = callback()
-        if result is CallbackReturn.SUCCESS:
-            self.lifecycle = target
-        return result
-
-    def _refuse_command(self, reason: str) -> None:
-        if self.lifecycle is LifecycleState.ACTIVE:
-            self.stop(reason)
-        else:
-            self.refused = f"command refused: {reason}"
-
-    def _column(self, values: object, label: str) -> list[float]:
-        """values (n,) -> n floats (NaN kept for the safety layer to name); CommandError if the
-        shape is not (n,) or an entry is not a number."""
-        n = len(self.joints)
-        if isinstance(values, np.ndarray) and values.dtype.kind in "fiu" and values.shape == (n,):
-            return values.tolist()  # the usual case, cheaply (NaN kept)
-        array = np.asarray(values, dtype=object)
-        if array.shape != (n,):
-            joints = ", ".join(self._names)
-            raise CommandError(
-                f"{label} command of shape {array.shape}: expected {n} {label} values ({joints})"
-                if array.ndim != 1
-                else f"{len(array)} {label} values for {n} joints ({joints})"
-            )
-        return [_number(v, label, name) for v, name in zip(array, self._names, strict=True)]
-
-    @staticmethod
-    def _store(joint: _Joint, interface: str, value: float) -> None:
-        if interface in ("position", "velocity"):
-            joint.command[interface] = value
-        elif interface == "acceleration":
-            joint.acceleration = value
-        else:
-            joint.effort_ff = value
-
-    def _joint(self, name: str) -> _Joint:
-        joint = self._by_name.get(name)
-        if joint is not None:
-            return joint
-        raise HardwareError(f"no joint {name!r}; joints are {', '.join(self._names)}")
-
-    def _read_drives(self) -> list[str]:
-        """Feedback -> state interfaces; the faults: every drive not ENABLED (the state commanded
-        while active), by name and state."""
-        faults = []
-        for joint in self.joints:
-            feedback = self._sample(joint)
-            if not feedback.homed:
-                faults.append(f"drive {joint.name} lost its home reference: it must home again")
-            if feedback.state is DriveState.FAULT:
-                faults.append(f"drive fault on {joint.name}: {feedback.fault}")
-            elif feedback.state is not DriveState.ENABLED:
-                faults.append(f"drive {joint.name} left Operation enabled: it is {feedback.state.value}")
-        return faults
-
     def _fail(self, reason: str) -> CallbackReturn:
         self.stop_reason, self.stop_code = reason, StopCode.DRIVE_FAULT
         return CallbackReturn.ERROR
@@ -978,33 +574,3 @@ class QuirobotHardware:
             overspeed_ratio=self.control.overspeed_ratio,
             log=self.log,
         )
-
-
-def _number(value: object, interface: str, joint: str) -> float:
-    """float(value) (NaN and inf kept: the safety layer names them), else CommandError."""
-    if isinstance(value, str | bytes) or value is None:
-        raise CommandError(f"{interface} command {value!r} for joint {joint} is not a number")
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise CommandError(f"{interface} command {value!r} for joint {joint} is not a number") from error
-
-
-def _check_period(period: object) -> None:
-    try:
-        value = math.nan if isinstance(period, str | bytes) else float(period)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not 0.0 < value < math.inf:
-        raise SafetyStopError(f"control period {period!r} is not a positive finite number of seconds")
-
-
-def _current_gain(params: RobotParameters, name: str) -> float:
-    """K_T * ratio * efficiency (N/A or N*m/A) of a joint or of a tool's axis (the drill feed)."""
-    source = params.axis(name)
-    return source.motor.torque_constant * source.transmission.ratio * source.transmission.efficiency
-
-
-def _effort_limit(params: RobotParameters, name: str) -> float:
-    """The URDF's <limit effort> (N or N*m) of a joint or of the drill feed."""
-    return params.axis(name).effort_limit

@@ -25,7 +25,7 @@ import numpy as np
 
 from quirobot_description.frames import rpy_matrix
 from quirobot_description.parameters import LINK_NAMES, RobotParameters
-from quirobot_kinematics.forward import TOOL0_RPY
+from quirobot_kinematics.model import TOOL0_RPY
 
 MODEL_NAMES = ("physical", "report")
 

@@ -35,13 +35,10 @@ import numpy as np
 
 from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
+from quirobot_control.hardware.lifecycle import CallbackReturn, ReturnType
 from quirobot_control.models.dynamics import Dynamics, gravity_model
 from quirobot_control.models.rigid_body import build_model, reflected_rotor_inertia
 from quirobot_control.models.spindle import Spindle

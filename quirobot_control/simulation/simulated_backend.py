@@ -24,8 +24,8 @@ from quirobot_control.bridge.drive_bridge import DriveBridge, open_bridge
 from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.interface import DriveError
-from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_control.simulation.realistic_plant import RealisticDrive, RealisticPlant

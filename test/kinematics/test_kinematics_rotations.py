@@ -9,8 +9,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from quirobot_description.frames import rpy_matrix
-from quirobot_kinematics.forward import TOOL0_RPY
-from quirobot_kinematics.model import KinematicsError
+from quirobot_kinematics.model import TOOL0_RPY, KinematicsError
 from quirobot_kinematics.rotations import nearest_rotation
 
 

@@ -85,7 +85,7 @@ VIOLATIONS = [
     ("real-drive-path", "quirobot_control/hardware/component.py", "import quirobot_control.drive_simulators"),
     (
         "cia402-sides",
-        "quirobot_control/drive_simulators/canopen_slave.py",
+        "quirobot_control/drive_simulators/canopen_slave/__init__.py",
         "from quirobot_control.drives import canopen_master",
     ),
 ]

@@ -31,16 +31,13 @@ from virtual_can import START, WAIT, network, sdo_downloads, wait_until
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, BridgeError, DriveBridge
-from quirobot_control.drive_simulators.canopen_slave import (
-    CanopenServoSimulator,
-    JointModel,
-    simulator_for_axis,
-)
+from quirobot_control.drive_simulators.canopen_slave import CanopenServoSimulator, simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave.joint_model import JointModel
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.drives.interface import DriveMode, DriveState
-from quirobot_control.hardware.component import hardware_info_from_urdf
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_description.parameters import JOINT_NAMES, axes_for
 from quirobot_description.urdf import robot_description

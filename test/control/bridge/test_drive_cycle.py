@@ -25,14 +25,11 @@ import pytest
 from virtual_can import START, network, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
-from quirobot_control.bridge.drive_cycle import CommandMailbox, CycleSettings, start_canopen_cycle
-from quirobot_control.drive_simulators.canopen_slave import (
-    HEARTBEAT_ERROR_CODE,
-    SYNC_LOST_ERROR_CODE,
-    run_alone,
-    simulator_for_axis,
-)
-from quirobot_control.drives.canopen_master import RPDO1_LAYOUT, RPDO2_LAYOUT
+from quirobot_control.bridge.cycle_exchange import CommandMailbox, CycleSettings
+from quirobot_control.bridge.drive_cycle import start_canopen_cycle
+from quirobot_control.drive_simulators.canopen_slave import run_alone, simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave.profile import HEARTBEAT_ERROR_CODE, SYNC_LOST_ERROR_CODE
+from quirobot_control.drives.canopen_master.core import RPDO1_LAYOUT, RPDO2_LAYOUT
 from quirobot_control.drives.cia402 import (
     DEFAULT_EDS,
     RPDO1_MAPPING,

@@ -24,7 +24,8 @@ import pytest
 from virtual_can import START, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
-from quirobot_control.bridge.drive_cycle import CycleSettings, start_canopen_cycle
+from quirobot_control.bridge.cycle_exchange import CycleSettings
+from quirobot_control.bridge.drive_cycle import start_canopen_cycle
 from quirobot_control.drive_simulators.canopen_slave import run_alone, simulator_for_axis
 from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.hardware.control_config import control_configuration

@@ -23,12 +23,8 @@ from canopen_rig import FakeClock, RigFactory
 from virtual_can import START, WAIT, network, sdo_downloads, wait_until
 
 from quirobot_cli.canopen_servo_simulator import main
-from quirobot_control.drive_simulators.canopen_slave import (
-    CanopenServoSimulator,
-    JointModel,
-    serve,
-    simulator_for_axis,
-)
+from quirobot_control.drive_simulators.canopen_slave import CanopenServoSimulator, serve, simulator_for_axis
+from quirobot_control.drive_simulators.canopen_slave.joint_model import JointModel
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.bus_load import bus_load
 from quirobot_control.drives.canopen_master import (
@@ -38,13 +34,10 @@ from quirobot_control.drives.canopen_master import (
 from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import Cia402State
 from quirobot_control.drives.interface import Drive, DriveError, DriveMode, DriveState
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration, load_control_config
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
+from quirobot_control.hardware.lifecycle import CallbackReturn, ReturnType
 from quirobot_description.parameters import DrillParameters, axes_for, load_parameters
 from quirobot_description.urdf import robot_description
 

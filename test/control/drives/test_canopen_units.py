@@ -18,7 +18,8 @@ from canopen.profiles.p402 import State402
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quirobot_control.drive_simulators.canopen_slave import JointModel, next_state, statusword_for
+from quirobot_control.drive_simulators.canopen_slave.joint_model import JointModel
+from quirobot_control.drive_simulators.canopen_slave.profile import next_state, statusword_for
 from quirobot_control.drives.bus_load import bus_load, can_frame_bits
 from quirobot_control.drives.canopen_units import TorqueScaling
 from quirobot_control.drives.cia402 import (

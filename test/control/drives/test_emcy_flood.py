@@ -11,11 +11,8 @@ import tracemalloc
 import canopen
 import pytest
 
-from quirobot_control.drives.canopen_master import (
-    EMCY_LOG_LIMIT,
-    EMCY_WARNING_INTERVAL,
-    canopen_drives_for_robot,
-)
+from quirobot_control.drives.canopen_master import canopen_drives_for_robot
+from quirobot_control.drives.canopen_master.feedback import EMCY_LOG_LIMIT, EMCY_WARNING_INTERVAL
 from quirobot_control.drives.interface import DriveState
 from quirobot_description.parameters import load_parameters
 
@@ -38,7 +35,7 @@ def test_an_emcy_flood_keeps_the_logs_bounded_the_warnings_throttled_and_the_cou
     drive = canopen_drives_for_robot(params, network, axes=["gantry_x"], start=False, clock=clock)["gantry_x"]
     cob_id = 0x80 + drive.node_id
     over_voltage = struct.pack("<HB5s", 0x3210, 0x01, bytes(5))
-    caplog.set_level(logging.WARNING, logger="quirobot_control.drives.canopen_master")
+    caplog.set_level(logging.WARNING, logger="quirobot_control.drives.canopen_master.feedback")
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -68,7 +65,7 @@ def test_a_new_error_code_is_warned_at_once_within_a_flood(caplog):
     clock = Clock()
     drive = canopen_drives_for_robot(params, network, axes=["gantry_y"], start=False, clock=clock)["gantry_y"]
     cob_id = 0x80 + drive.node_id
-    caplog.set_level(logging.WARNING, logger="quirobot_control.drives.canopen_master")
+    caplog.set_level(logging.WARNING, logger="quirobot_control.drives.canopen_master.feedback")
     for _ in range(50):
         network.notify(cob_id, struct.pack("<HB5s", 0x3210, 0x01, bytes(5)), 0.0)
     network.notify(cob_id, struct.pack("<HB5s", 0x2310, 0x01, bytes(5)), 0.0)  # over-current

@@ -24,7 +24,7 @@ from quirobot_control.axes.virtual_fixtures import (
     VirtualFixtures,
     tool_segments,
 )
-from quirobot_control.hardware.component import ReturnType
+from quirobot_control.hardware.lifecycle import ReturnType
 from quirobot_control.planning.fixture_check import check_plan
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_description.parameters import axes_for

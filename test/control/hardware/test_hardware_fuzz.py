@@ -25,9 +25,10 @@ from test_hardware_hardening import PlantRig
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drives.interface import DriveState
-from quirobot_control.hardware.component import CallbackReturn, LifecycleState, hardware_info_from_urdf
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.hardware.homing import HomingError
+from quirobot_control.hardware.lifecycle import CallbackReturn, LifecycleState
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_description.parameters import axes_for, load_parameters
 from quirobot_description.urdf import robot_description

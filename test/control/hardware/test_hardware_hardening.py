@@ -18,14 +18,10 @@ from test_hardware_safety import DT, Q0, Rig
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.interface import DriveState
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    LifecycleState,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
+from quirobot_control.hardware.lifecycle import CallbackReturn, LifecycleState, ReturnType
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.simulation.simulated_backend import SimulatedBackend
 from quirobot_description.parameters import axes_for
@@ -178,7 +174,7 @@ EVENTS = ("configure", "activate", "deactivate", "cleanup", "error", "acknowledg
 def test_every_lifecycle_state_and_event(parameters, control, info, state, event):
     """The transition table, pair by pair: an allowed event lands in its target state; a refused
     one returns ERROR, says why and leaves the lifecycle and the drives as they were."""
-    from quirobot_control.hardware.component import LIFECYCLE_TRANSITIONS
+    from quirobot_control.hardware.lifecycle import LIFECYCLE_TRANSITIONS
 
     rig = _hardware_in(state, parameters, control, info)
     hw = rig.hardware

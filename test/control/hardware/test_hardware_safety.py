@@ -15,15 +15,10 @@ import pytest
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.interface import DriveState
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    HardwareInfo,
-    LifecycleState,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import HardwareInfo, hardware_info_from_urdf
+from quirobot_control.hardware.lifecycle import CallbackReturn, LifecycleState, ReturnType
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description

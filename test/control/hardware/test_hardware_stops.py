@@ -23,13 +23,10 @@ from quirobot_control.axes.virtual_fixtures import (
 )
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.interface import DriveError, DriveMode, DriveState
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
+from quirobot_control.hardware.lifecycle import CallbackReturn, ReturnType
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import axes_for

@@ -14,15 +14,12 @@ import pytest
 from quirobot_control.axes.virtual_fixtures import ToolGeometry, tool_segments
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.interface import DriveMode, DriveState
-from quirobot_control.hardware.component import (
-    CallbackReturn,
-    NotHomedError,
-    QuirobotHardware,
-    ReturnType,
-    hardware_info_from_urdf,
-)
+from quirobot_control.hardware.command_interfaces import NotHomedError
+from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.hardware.homing import HomingError, homing_sequence
+from quirobot_control.hardware.lifecycle import CallbackReturn, ReturnType
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import robot_description

@@ -17,15 +17,14 @@ import itertools
 import pytest
 from test_hardware_safety import DT, Q0, Rig
 
-from quirobot_control.hardware.component import (
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.hardware_info import HardwareError, hardware_info_from_urdf
+from quirobot_control.hardware.lifecycle import (
     LIFECYCLE_TRANSITIONS,
     CallbackReturn,
-    HardwareError,
     LifecycleState,
     ReturnType,
-    hardware_info_from_urdf,
 )
-from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.urdf import robot_description
 
 OFF, INACTIVE, ACTIVE = LifecycleState.UNCONFIGURED, LifecycleState.INACTIVE, LifecycleState.ACTIVE

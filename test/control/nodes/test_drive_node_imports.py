@@ -23,7 +23,7 @@ from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.drive_bridge import open_bridge
-from quirobot_control.hardware.component import hardware_info_from_urdf
+from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import robot_description
 
