@@ -55,8 +55,12 @@ class GazeboLaunch:
         folder.mkdir(parents=True, exist_ok=True)
         self.log_path = folder / f"{label}.log"
         self._log = self.log_path.open("w")
+        # gz-transport's own partition: another Gazebo on this machine (same world name) stays apart
+        self.partition = f"quirobot_test_{os.getpid()}_{label}"
+        self.environment = {**os.environ, "GZ_PARTITION": self.partition}
         self.process = subprocess.Popen(
             [ros2, "launch", "quirobot", "gazebo.launch.py", "headless:=true", *arguments],
+            env=self.environment,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own session and process group (SIGINT reaches them all)
