@@ -19,6 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
+from quirobot_kinematics.rotations import matrix_from_quaternion
+
 #: The three controllers of the drill (config/controllers_gazebo.yaml).
 CONTROLLERS = ("joint_state_broadcaster", "joint_trajectory_controller", "drill_feed_controller")
 #: Gazebo aborted here before the fix (controller_manager::update, issue 34).
@@ -135,3 +139,44 @@ def wait_for_controllers(graph, launch: GazeboLaunch, timeout: float = 300.0) ->
             return states
         time.sleep(0.5)
     raise AssertionError(f"controllers not active after {timeout:g} s: {states}; {launch.log_path}")
+
+
+def gazebo_poses(
+    launch: GazeboLaunch, topic: str, timeout: float = 60.0
+) -> tuple[float, dict[str, np.ndarray]]:
+    """One gz.msgs.Pose_V from Gazebo's own transport (`gz topic -e -n 1`, the launch's partition):
+    (its simulated stamp in s, {entity name: (4, 4) pose}). On /world/<world>/dynamic_pose/info (the
+    SceneBroadcaster's) a link's pose is relative to its model and the model's to the world."""
+    text = subprocess.run(
+        ["gz", "topic", "-e", "-n", "1", "-t", topic],
+        env=launch.environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    ).stdout
+    return _stamp(text), {name: pose for name, pose in _poses(text)}
+
+
+def _number(block: str, field: str) -> float:
+    """A protobuf text field of `block` (proto3 leaves zeros out: absent is 0)."""
+    found = re.search(rf"\b{field}: (\S+)", block)
+    return float(found.group(1)) if found else 0.0
+
+
+def _stamp(text: str) -> float:
+    header = re.search(r"^header \{\n  stamp \{\n(.*?)\n  \}", text, flags=re.DOTALL | re.MULTILINE)
+    return _number(header.group(1), "sec") + 1e-9 * _number(header.group(1), "nsec") if header else 0.0
+
+
+def _poses(text: str):
+    for block in re.findall(r"^pose \{\n(.*?)\n\}", text, flags=re.DOTALL | re.MULTILINE):
+        name = re.search(r'^  name: "(.*)"', block, flags=re.MULTILINE).group(1)
+        position = re.search(r"position \{(.*?)\}", block, flags=re.DOTALL)
+        orientation = re.search(r"orientation \{(.*?)\}", block, flags=re.DOTALL)
+        pose = np.eye(4)
+        if position:
+            pose[:3, 3] = [_number(position.group(1), axis) for axis in "xyz"]
+        if orientation:
+            pose[:3, :3] = matrix_from_quaternion(*(_number(orientation.group(1), axis) for axis in "xyzw"))
+        yield name, pose
