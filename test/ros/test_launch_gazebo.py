@@ -77,6 +77,7 @@ def test_five_startups_in_a_row_come_up_and_stop_cleanly(graph):
             assert ROS_TRIGGER_CLOCK in log, f"start-up {attempt}: not on the ROS clock, {launch.log_path}"
             assert code == 0, f"start-up {attempt}: launch exit code {code}, {launch.log_path}"
             assert launch.abnormal_exits() == [], f"start-up {attempt}: {launch.log_path}"
+            print(f"start-up {attempt}: /clock bridge SIGKILLed {launch.bridge_kills()} time(s)")
             assert launch.leftovers() == [], f"start-up {attempt}: left running"
         finally:
             launch.kill()
@@ -114,6 +115,7 @@ def test_a_trajectory_goal_reaches_its_target_and_gazebo_agrees_with_the_fk(grap
     launch = GazeboLaunch(label="gazebo_goal")
     try:
         wait_for_controllers(graph, launch)
+        _check_the_scene(launch, parameters)
         sim_start, _ = gazebo_poses(launch, "/world/empty/dynamic_pose/info")
         wall_start = time.monotonic()
         start = graph.joint_positions()
@@ -170,3 +172,30 @@ def test_a_trajectory_goal_reaches_its_target_and_gazebo_agrees_with_the_fk(grap
         assert launch.leftovers() == []
     finally:
         launch.kill()
+
+
+def _check_the_scene(launch: GazeboLaunch, parameters) -> None:
+    """The incision task's scene (the launch's default task) stands in Gazebo's world as the
+    static model `scene`, at the mount height like the robot: a link per solid of task_node's
+    RViz scene (planning.scene.scene_markers of the same task file), at its pose (within rounding:
+    SDF text of repr'd doubles), each with its shape as collision and visual."""
+    import numpy as np
+
+    from quirobot_control.planning.scene import scene_markers
+    from quirobot_control.planning.tasks import load_task
+    from quirobot_kinematics.rotations import matrix_from_quaternion
+
+    task = load_task("incision")
+    markers = scene_markers(zones=task.no_go_zones, bone=(task.entry, task.direction, task.bone))
+    assert {m.namespace for m in markers} == {"no_go_zones", "bone"}  # the table and the tibia's layers
+    _, poses = gazebo_poses(launch, "/world/empty/pose/info")
+    expected_model = np.eye(4)
+    expected_model[2, 3] = parameters.structure.mount_height
+    np.testing.assert_allclose(poses["scene"], expected_model, atol=1e-12)
+    for marker in markers:
+        name = f"{marker.namespace}_{marker.id}"
+        assert name in poses, f"no {name} in Gazebo's world"
+        np.testing.assert_allclose(poses[name][:3, 3], marker.position, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(
+            poses[name][:3, :3], matrix_from_quaternion(*marker.orientation), atol=1e-12, err_msg=name
+        )
