@@ -135,8 +135,8 @@ def generate_launch_description() -> LaunchDescription:
         parameters=[sim_time],
         output="screen",
         # ros_gz_bridge's parameter_bridge sometimes ignores SIGINT and SIGTERM at shutdown (1 of 5
-        # start-ups in CI's Gazebo test; issue 34 saw it segfault once): launch's SIGKILL ends it
-        # after 2 + 2 s instead of its default 5 + 10 s
+        # start-ups in CI's Gazebo test; it also aborted once on a corrupted heap, and issue 34 saw
+        # it segfault): launch's SIGKILL ends it after 2 + 2 s instead of its default 5 + 10 s
         sigterm_timeout="2",
         sigkill_timeout="2",
     )

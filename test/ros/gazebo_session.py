@@ -86,22 +86,24 @@ class GazeboLaunch:
     def abnormal_exits(self) -> list[str]:
         """The launch's "process has died" lines whose exit code is neither SIGINT's (-2: the
         process ended on the stop's SIGINT) nor SIGTERM's (-15: launch escalates): a crash
-        (Gazebo's abort 134, a segfault -11) or a SIGKILL escalation (-9). Tolerated, and counted
-        in `bridge_kills`: ros_gz_bridge's parameter_bridge killed after ignoring SIGINT and
-        SIGTERM (upstream's shutdown; gazebo.launch.py shortens its escalation)."""
-        died = re.findall(r".*process has died \[pid \d+, exit code (-?\d+).*", self.log())
-        lines = re.findall(r".*process has died \[pid \d+, exit code -?\d+.*", self.log())
+        (Gazebo's abort 134, a segfault -11) or a SIGKILL escalation (-9). Not counted here but in
+        `bridge_failures`: ros_gz_bridge's parameter_bridge (the /clock bridge), whose own
+        shutdown on SIGINT sometimes hangs past SIGINT and SIGTERM (SIGKILLed) or corrupts its heap
+        and aborts ("malloc_consolidate(): unaligned fastbin chunk detected", -6): upstream's,
+        seen in about 1 of 5 stops here; it is still ended, so nothing is left running."""
         return [
             line
-            for line, code in zip(lines, died, strict=True)
-            if code not in ("-2", "-15") and not (code == "-9" and "[parameter_bridge-" in line)
+            for line, code in self._died()
+            if code not in ("-2", "-15") and "[parameter_bridge-" not in line
         ]
 
-    def bridge_kills(self) -> int:
-        """How often launch had to SIGKILL the /clock bridge (reported by the tests)."""
-        return len(
-            re.findall(r"\[parameter_bridge-\d+\]: process has died \[pid \d+, exit code -9", self.log())
-        )
+    def bridge_failures(self) -> list[str]:
+        """The /clock bridge's exits other than SIGINT's (reported by the tests, see above)."""
+        return [line for line, code in self._died() if "[parameter_bridge-" in line and code != "-2"]
+
+    def _died(self) -> list[tuple[str, str]]:
+        """(line, exit code) of each "process has died" line of the launch's log."""
+        return re.findall(r"(.*process has died \[pid \d+, exit code (-?\d+).*)", self.log())
 
     def stop(self, timeout: float = 60.0) -> int | None:
         """SIGINT to the launch's process group, as Ctrl-C does; the launch's exit code, or None if

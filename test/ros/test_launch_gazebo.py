@@ -77,7 +77,7 @@ def test_five_startups_in_a_row_come_up_and_stop_cleanly(graph):
             assert ROS_TRIGGER_CLOCK in log, f"start-up {attempt}: not on the ROS clock, {launch.log_path}"
             assert code == 0, f"start-up {attempt}: launch exit code {code}, {launch.log_path}"
             assert launch.abnormal_exits() == [], f"start-up {attempt}: {launch.log_path}"
-            print(f"start-up {attempt}: /clock bridge SIGKILLed {launch.bridge_kills()} time(s)")
+            print(f"start-up {attempt}: /clock bridge's abnormal exits: {launch.bridge_failures()}")
             assert launch.leftovers() == [], f"start-up {attempt}: left running"
         finally:
             launch.kill()
