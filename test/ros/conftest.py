@@ -13,8 +13,8 @@ if os.environ.get("QUIROBOT_ROS_TIER"):
     import launch_testing  # noqa: F401  (fails loudly when the ROS tier has no ROS)
     import rclpy  # noqa: F401
 
-# colcon test runs the tier as two ctest tests (CMakeLists.txt): the DrillHole module alone, and
-# the rest with it ignored here, so that each has its own 30-minute hang guard.
+# colcon test runs the tier as three ctest tests (CMakeLists.txt): the DrillHole module alone, the
+# Gazebo module alone, and the rest with both ignored here, so that each has its own 30-minute hang guard.
 collect_ignore = [name for name in os.environ.get("QUIROBOT_ROS_TIER_IGNORE", "").split(",") if name]
 
 
