@@ -7,7 +7,10 @@ One function per measured thing, each returning a `Speed`; `main` prints them al
   process: imports, planning, the closed loop, the MCAP log and the plot);
 - `accuracy_sample`: `quirobot accuracy`'s samples in one process (the budget's setup excluded):
   the first (with the first-call costs: scipy, the xacro expansion, the first MuJoCo model) and
-  the next one.
+  the next one;
+- `ros_stack` (`--ros`, in a ROS 2 environment with the package built and sourced): one DrillHole
+  goal on a `ros2 launch quirobot sim.launch.py` of its own (bench/sim_goal.py), idle and with
+  two busy processes per core beside it: each process of the stack and their sum.
 CPU is the measured process's user + system time (os.wait4's rusage: the child alone), stable on
 a shared machine; sim/wall depends on what else runs. `--root` measures another checkout (e.g.
 `git archive` of an older commit, for a before/after on the same machine and load).
@@ -134,11 +137,29 @@ def accuracy_sample(root: Path = REPO) -> list[Speed]:
     ]
 
 
+def ros_stack(busy: int = 0) -> list[Speed]:
+    """One DrillHole goal (the shipped incision) on the simulated ROS stack, launched for it, with
+    `busy` spinning processes beside it: a Speed per process (CPU from /proc) and the stack's."""
+    from sim_goal import launched_stack, measure_goal
+
+    with launched_stack() as stack:
+        run = measure_goal(busy, stack.pid)
+    if run["error_code"] != 0:
+        raise RuntimeError(f"the DrillHole goal failed: {run['message']}")
+    label = f"ROS stack, {busy} busy processes" if busy else "ROS stack, idle"
+    plant, wall = run["plant"], run["wall"]
+    speeds = [Speed(f"{label}: {name}", cpu * plant, wall, plant) for name, cpu in run["cpu"].items()]
+    return [*speeds, Speed(f"{label}: the stack", run["total"] * plant, wall, plant)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=REPO, help="the checkout to measure (default this one)")
     parser.add_argument(
         "--before", type=Path, help="also measure this checkout first (e.g. an older commit's git archive)"
+    )
+    parser.add_argument(
+        "--ros", action="store_true", help="also the simulated ROS stack's processes (a ROS 2 environment)"
     )
     add_save_option(parser, "sim_speed.txt")
     args = parser.parse_args()
@@ -151,6 +172,10 @@ def main() -> None:
             print(simulate(root).row())
             for speed in accuracy_sample(root):
                 print(speed.row())
+        if args.ros:  # the sourced workspace's build, not --root's
+            for busy in (0, 2 * (os.cpu_count() or 1)):
+                for speed in ros_stack(busy):
+                    print(speed.row())
 
 
 if __name__ == "__main__":
