@@ -133,6 +133,7 @@ def test_interfaces_are_generated():
         "bone_model",
         "bit_in_bone",
         "message",
+        "stop_code",
     }
     assert {"enabled", "homed", "busy", "fault", "fault_reason", "phase"} <= set(
         OperatingState.get_fields_and_field_types()
