@@ -434,7 +434,7 @@ CHECKS = (
         "SYNC and heartbeat timing, lost node, emergency messages",
         "drive_node",
         "drive-cycle",
-        "quirobot_control/drives/canopen_master.py",
+        "quirobot_control/drives/canopen_master/feedback.py",
     ),
     Check(
         "the drive's own quick stop, master watchdog, limits (inside each drive)",

@@ -12,10 +12,12 @@ clock (time.monotonic(), s). rclpy is imported only inside functions. `main` is 
 sequence: the parameters (`_declare_parameters`, one block), the robot description, `DriveNode`
 (every publisher, subscription, service and timer), the drives (`_open_drives`), attached to it;
 then spin. DriveNode's methods each translate one thing (a command, a timer tick, a service call,
-a status) between ROS and the bridge. The ROS entities come before the drives: creating one holds
-the GIL inside rclpy for milliseconds, which the real drives' cycle thread would wait through
-(with them made after the cycle started, `bench/drive_loop.py --ros-side drive_node` measured an
-11 ms SYNC gap, past the drives' 10 ms watchdog: every drive stopped itself at start-up).
+a status) between ROS and the bridge; its status half (log, /quirobot/drives/state, /diagnostics)
+is nodes.drive_status.DrivesStatusOut, its services half nodes.drive_services.DriveServices.
+The ROS entities come before the drives: creating one holds the GIL inside rclpy for
+milliseconds, which the real drives' cycle thread would wait through (with them made after the
+cycle started, `bench/drive_loop.py --ros-side drive_node` measured an 11 ms SYNC gap, past the
+drives' 10 ms watchdog: every drive stopped itself at start-up).
 
 Parameters: each declared once, with its type, default, unit and range, in
 `quirobot_control.bridge.drive_node_parameters` (the table: docs/node_parameters.md); a value
@@ -99,6 +101,9 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+
+from quirobot_control.nodes.drive_services import DriveServices
+from quirobot_control.nodes.drive_status import DrivesStatusOut
 
 
 @dataclass(frozen=True)
@@ -271,131 +276,7 @@ def _open_drives(parameters: DriveNodeParameters, params, control, description: 
     return bridge, cycle
 
 
-class _DrivesStatusOut:
-    """DriveNode's drives' state out: the log, /quirobot/drives/state and /diagnostics, and the
-    real drives' latest joint state (the attributes it uses are DriveNode's)."""
-
-    def report(self, stop_reason: str | None) -> None:
-        """The bridge's new events and safety-layer messages in the log; the stop logged once and
-        the status published when the lifecycle or the stop changed."""
-        bridge, reported, logger = self.bridge, self.reported, self.node.get_logger()
-        for event in bridge.events[reported["events"] :]:
-            logger.info(event)
-        reported["events"] = len(bridge.events)
-        log = bridge.hardware.log  # the safety layer's events (clamps, watchdog holds), bounded
-        total = len(log.messages) + log.dropped
-        if total != reported["safety"]:
-            # Real drives: copied by the cycle thread, which appends to it.
-            messages = list(log.messages) if self.cycle is None else _safety_messages(self.cycle)
-            new = min(total - reported["safety"], len(messages))
-            for event in messages[len(messages) - new :]:
-                logger.warning(event)
-            reported["safety"] = total
-        if stop_reason and reported["stop"] != stop_reason:
-            logger.error(f"drives stopped: {stop_reason}")
-        reported["stop"] = stop_reason or None
-        # Cheap per period; homed once a second. The breakthrough ends the executor's feed check.
-        key = (bridge.hardware.lifecycle, stop_reason, bridge.breakthrough)
-        if key != reported["state"]:
-            reported["state"] = key
-            self.publish_status()
-
-    def publish_status(self, status=None) -> None:
-        """/quirobot/drives/state and /diagnostics of the drives' status (read from the cycle
-        thread with real drives); the controllers stopped or started with the drives."""
-        from quirobot.msg import DrivesState
-
-        from quirobot_control.bridge.diagnostics import drive_diagnostics
-        from quirobot_control.bridge.drive_bridge import BridgeError
-        from quirobot_control.nodes.diagnostics_msg import diagnostic_array
-
-        if status is None and self.cycle is not None:
-            try:
-                status = self.cycle.call(lambda b: b.status())
-            except (BridgeError, TimeoutError) as error:  # a stopped or stalled cycle: next time
-                self.node.get_logger().warning(f"drive status not read: {error}")
-                return
-        status = status or self.bridge.status()
-        self.stop_controllers(status.enabled, status.stop_reason)
-        state = DrivesState()
-        state.stamp = self.stamp()
-        state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
-        state.stop_reason = status.stop_reason or ""
-        state.stop_code = int(status.stop_code)
-        state.breakthrough = status.breakthrough or ""
-        self.drives_state.publish(state)
-        self.diagnostics.publish(diagnostic_array(drive_diagnostics(status), state.stamp))
-
-    def _publish_latest(self) -> None:
-        """Real drives, on the node's timer: the cycle's latest joint state if it is new, and the
-        cycle's messages in the log."""
-        cycle = self.cycle
-        while cycle.messages:
-            self.node.get_logger().warning(cycle.messages.popleft())
-        latest = cycle.latest
-        if latest is not None and latest.cycle != self.published_cycle:
-            self.published_cycle = latest.cycle
-            self.publish_sample(latest.sample)
-
-
-class _DriveServices:
-    """DriveNode's services: /quirobot/drives/<lifecycle> (std_srvs/Trigger), ~/inject_fault for
-    tests, and the close (the attributes it uses are DriveNode's)."""
-
-    # --- services --------------------------------------------------------------------------------
-    def _create_services(self) -> None:
-        """/quirobot/drives/<lifecycle> (std_srvs/Trigger), and ~/inject_fault for tests."""
-        from std_srvs.srv import Trigger
-
-        for name, action in (  # self.bridge when called: attach() sets it
-            (
-                "acknowledge_stop",
-                lambda: self.bridge.acknowledge_stop("operator: /quirobot/drives/acknowledge_stop"),
-            ),
-            ("enable", lambda: self.bridge.enable(self.bridge_now())),
-            ("disable", lambda: self.bridge.disable()),
-            ("home", lambda: self.bridge.home()),
-        ):
-            self.node.create_service(Trigger, f"/quirobot/drives/{name}", self._lifecycle_service(action))
-        if self.parameters.fault_injection:
-            self.node.create_service(Trigger, "~/inject_fault", self._inject_fault)
-
-    def _lifecycle_service(self, action):
-        from quirobot_control.bridge.drive_bridge import BridgeError
-
-        def serve(request, response):
-            try:
-                # Real drives: in this thread while the cycle keeps the bus alive (SDO handshakes).
-                response.message = (
-                    action() if self.cycle is None else self.cycle.exclusive(lambda _: action())
-                )
-                response.success = True
-            except (BridgeError, TimeoutError) as error:
-                response.success, response.message = False, " ".join(str(error).split())
-            self.node.get_logger().info(f"{response.message}")
-            self.report(self.bridge.hardware.stop_reason)
-            self.publish_status()
-            return response
-
-        return serve
-
-    def _inject_fault(self, request, response):
-        from quirobot_description.parameters import DrillParameters
-
-        feed = DrillParameters.feed_joint
-        self.bridge.drives[feed].inject_fault("injected by ~/inject_fault (test)")
-        response.success, response.message = True, f"{feed} drive faulted"
-        return response
-
-    def close(self) -> None:
-        """No more cycles (real drives), then every drive stopped and the buses released."""
-        if self.cycle is not None:
-            self.cycle.stop()
-        for problem in self.bridge.close():
-            self.node.get_logger().warning(f"shutdown: {problem}")
-
-
-class DriveNode(_DrivesStatusOut, _DriveServices):
+class DriveNode(DrivesStatusOut, DriveServices):
     """The node's publishers, subscriptions, services and timers over one DriveBridge (or the real
     drives' cycle thread): messages in, the bridge's samples and status out.
 
@@ -615,17 +496,6 @@ def _start_real_cycle(params, control, description: str, can, node):
     cycle = start_canopen_cycle(params, control, description, can=can)
     node.get_logger().info(cycle.report.describe())
     return cycle
-
-
-def _safety_messages(cycle) -> list[str]:
-    """The safety layer's bounded log, copied by the cycle thread (it appends to it); [] if the
-    cycle does not answer (stopped or stalled: the stop itself is reported)."""
-    from quirobot_control.bridge.drive_bridge import BridgeError
-
-    try:
-        return cycle.call(lambda b: list(b.hardware.log.messages))
-    except (BridgeError, TimeoutError):
-        return []
 
 
 def _time_message(nanoseconds: int):

@@ -28,13 +28,8 @@ import numpy as np
 
 from quirobot_control.nodes.rclpy_workarounds import race_free_action_client, take_clock_on
 from quirobot_control.planning.drill_hole import waypoints
-from quirobot_control.procedures.drill_hole_executor import (
-    DrillFeedback,
-    Measurement,
-    MotionRecord,
-    MotionStatus,
-    StackStatus,
-)
+from quirobot_control.procedures.drill_hole_port import Measurement, MotionRecord, MotionStatus, StackStatus
+from quirobot_control.procedures.drill_hole_types import DrillFeedback
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, axes_for

@@ -55,7 +55,7 @@ from quirobot_control.nodes.motion_port import SHUTDOWN_WAIT, RosMotionPort
 from quirobot_control.nodes.rclpy_workarounds import destroy_action_entities
 from quirobot_control.nodes.scene_publisher import ScenePublisher
 from quirobot_control.nodes.state_reporter import StateReporter
-from quirobot_control.procedures.drill_hole_executor import DrillResult, ErrorCode, Outcome
+from quirobot_control.procedures.drill_hole_types import DrillResult, ErrorCode, Outcome
 from quirobot_control.safety.stop_codes import StopCode
 
 #: The cause a goal canceled by the node's deactivation ends with (its result's message).
@@ -124,7 +124,7 @@ def terminal_status(goal_handle, outcome: Outcome):
 def request_from_goal(goal, default_task: str, goal_id: str = ""):
     """The executor's request from a DrillHole goal message (`goal_id`: the goal's UUID, hex)."""
     from quirobot_control.planning.drill_hole import DrillGoal
-    from quirobot_control.procedures.drill_hole_executor import DrillRequest
+    from quirobot_control.procedures.drill_hole_types import DrillRequest
 
     entry, direction = goal.entry.point, goal.direction.vector
     return DrillRequest(

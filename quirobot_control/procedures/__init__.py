@@ -1,7 +1,9 @@
 """Procedures: a surgical task from its request to its result, ROS-free, over a motion port.
 
 - drill_hole_executor: `DrillHoleExecutor` (readiness, checks, plan, execution, cancel, result
-  with `ErrorCode`) and its `MotionPort` (task_node: ROS; tests: an in-process plant);
+  with `ErrorCode`); one goal's run in drill_hole_run, the request, feedback, result and settings
+  in drill_hole_types, its `MotionPort` in drill_hole_port (task_node: ROS; tests: an in-process
+  plant);
 - cancel_policy: `CancelPolicy`, what a cancel, an error or a drive stop does in each state;
 - path_check: `PathCheck`, each joint state against the plan at the state's own stamp (the goal's
   path tolerance, time-aligned: config/controllers.yaml leaves JTC's unchecked).

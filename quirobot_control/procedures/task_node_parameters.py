@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from quirobot_control.procedures.drill_hole_executor import ExecutorConfig
+from quirobot_control.procedures.drill_hole_types import ExecutorConfig
 from quirobot_description.node_parameters import NodeParameter, NodeSchema
 
 __all__ = ["TASK_NODE", "executor_timing"]

@@ -24,13 +24,8 @@ from drill_hole_plant import COLUMNS  # the two controllers' joints (axes_for("d
 
 from quirobot_control.bridge.drive_bridge import DriveBridge
 from quirobot_control.planning.trajectory import JointTrajectory
-from quirobot_control.procedures.drill_hole_executor import (
-    DrillFeedback,
-    Measurement,
-    MotionRecord,
-    MotionStatus,
-    StackStatus,
-)
+from quirobot_control.procedures.drill_hole_port import Measurement, MotionRecord, MotionStatus, StackStatus
+from quirobot_control.procedures.drill_hole_types import DrillFeedback
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.parameters import axes_for
 

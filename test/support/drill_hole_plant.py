@@ -19,14 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from quirobot_control.planning.trajectory import JointTrajectory
-from quirobot_control.procedures.drill_hole_executor import (
-    DrillFeedback,
-    DrillHoleExecutor,
-    Measurement,
-    MotionRecord,
-    MotionStatus,
-    StackStatus,
-)
+from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor
+from quirobot_control.procedures.drill_hole_port import Measurement, MotionRecord, MotionStatus, StackStatus
+from quirobot_control.procedures.drill_hole_types import DrillFeedback
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import DrillParameters

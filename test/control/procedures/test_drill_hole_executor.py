@@ -436,7 +436,7 @@ def test_accept_reserves_the_executor_and_forgets_old_cancels(config, task):
     executor.request_cancel()
     assert executor.accept()
     assert not executor.accept()  # busy
-    assert executor._cancels_requested() == 0
+    assert executor.cancels_requested() == 0
 
 
 def test_a_latched_fault_refuses_at_once_even_while_controllers_are_down(config, task):

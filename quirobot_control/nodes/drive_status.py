@@ -1,0 +1,86 @@
+"""drive_node's status half (`DrivesStatusOut`, a base of nodes.drive_node.DriveNode): the
+bridge's events and the safety layer's messages in the log, the stop logged once, the drives'
+state on /quirobot/drives/state (quirobot/msg/DrivesState, latched) and /diagnostics made from the
+same status, the controllers stopped or started with the drives, and the real drives' latest
+joint state. rclpy and the messages are imported only inside functions (drive_node's docstring).
+"""
+
+from __future__ import annotations
+
+
+class DrivesStatusOut:
+    """DriveNode's drives' state out: the log, /quirobot/drives/state and /diagnostics, and the
+    real drives' latest joint state (the attributes it uses are DriveNode's)."""
+
+    def report(self, stop_reason: str | None) -> None:
+        """The bridge's new events and safety-layer messages in the log; the stop logged once and
+        the status published when the lifecycle or the stop changed."""
+        bridge, reported, logger = self.bridge, self.reported, self.node.get_logger()
+        for event in bridge.events[reported["events"] :]:
+            logger.info(event)
+        reported["events"] = len(bridge.events)
+        log = bridge.hardware.log  # the safety layer's events (clamps, watchdog holds), bounded
+        total = len(log.messages) + log.dropped
+        if total != reported["safety"]:
+            # Real drives: copied by the cycle thread, which appends to it.
+            messages = list(log.messages) if self.cycle is None else _safety_messages(self.cycle)
+            new = min(total - reported["safety"], len(messages))
+            for event in messages[len(messages) - new :]:
+                logger.warning(event)
+            reported["safety"] = total
+        if stop_reason and reported["stop"] != stop_reason:
+            logger.error(f"drives stopped: {stop_reason}")
+        reported["stop"] = stop_reason or None
+        # Cheap per period; homed once a second. The breakthrough ends the executor's feed check.
+        key = (bridge.hardware.lifecycle, stop_reason, bridge.breakthrough)
+        if key != reported["state"]:
+            reported["state"] = key
+            self.publish_status()
+
+    def publish_status(self, status=None) -> None:
+        """/quirobot/drives/state and /diagnostics of the drives' status (read from the cycle
+        thread with real drives); the controllers stopped or started with the drives."""
+        from quirobot.msg import DrivesState
+
+        from quirobot_control.bridge.diagnostics import drive_diagnostics
+        from quirobot_control.bridge.drive_bridge import BridgeError
+        from quirobot_control.nodes.diagnostics_msg import diagnostic_array
+
+        if status is None and self.cycle is not None:
+            try:
+                status = self.cycle.call(lambda b: b.status())
+            except (BridgeError, TimeoutError) as error:  # a stopped or stalled cycle: next time
+                self.node.get_logger().warning(f"drive status not read: {error}")
+                return
+        status = status or self.bridge.status()
+        self.stop_controllers(status.enabled, status.stop_reason)
+        state = DrivesState()
+        state.stamp = self.stamp()
+        state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
+        state.stop_reason = status.stop_reason or ""
+        state.stop_code = int(status.stop_code)
+        state.breakthrough = status.breakthrough or ""
+        self.drives_state.publish(state)
+        self.diagnostics.publish(diagnostic_array(drive_diagnostics(status), state.stamp))
+
+    def _publish_latest(self) -> None:
+        """Real drives, on the node's timer: the cycle's latest joint state if it is new, and the
+        cycle's messages in the log."""
+        cycle = self.cycle
+        while cycle.messages:
+            self.node.get_logger().warning(cycle.messages.popleft())
+        latest = cycle.latest
+        if latest is not None and latest.cycle != self.published_cycle:
+            self.published_cycle = latest.cycle
+            self.publish_sample(latest.sample)
+
+
+def _safety_messages(cycle) -> list[str]:
+    """The safety layer's bounded log, copied by the cycle thread (it appends to it); [] if the
+    cycle does not answer (stopped or stalled: the stop itself is reported)."""
+    from quirobot_control.bridge.drive_bridge import BridgeError
+
+    try:
+        return cycle.call(lambda b: list(b.hardware.log.messages))
+    except (BridgeError, TimeoutError):
+        return []
