@@ -39,7 +39,11 @@ from quirobot_description.urdf import TOOLS
 #: The spawners wait this long (s of wall time) for the controller manager's loop to switch a
 #: controller (default 5 s): with sim_clock the loop runs on drive_node's clock, which a loaded
 #: machine starts late and runs slowly (a 5 s wait failed the broadcaster's activation there).
-SWITCH_TIMEOUT = ["--switch-timeout", "60"]
+#: The switch_controller service answers once its loop has switched (or its `timeout`, this
+#: one): the spawner's wait for that answer (--service-call-timeout, default 10 s) must outlast
+#: it, or the spawner gives up first (at load 15-20 the broadcaster's switch took over 10 s and
+#: its spawner failed, leaving the stack without joint states).
+SWITCH_TIMEOUT = ["--switch-timeout", "60", "--service-call-timeout", "70"]
 
 #: The hardware bringup runs under ros2_control_node (Gazebo brings its own: gazebo.launch.py).
 HARDWARE = ("mock", "real")

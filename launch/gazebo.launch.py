@@ -41,7 +41,14 @@ from quirobot_description.urdf import TOOLS
 
 #: The spawners wait this long (s of wall time) for the controller manager and for a switch
 #: (defaults 10 s and 5 s): Gazebo loads the plugin and the robot first, slowly on a loaded machine.
-SPAWNER_TIMEOUTS = ["--controller-manager-timeout", "120", "--switch-timeout", "60"]
+SPAWNER_TIMEOUTS = [
+    "--controller-manager-timeout",
+    "120",
+    "--switch-timeout",
+    "60",
+    "--service-call-timeout",  # longer than the switch's own timeout (bringup.launch.py says why)
+    "70",
+]
 
 
 def headless_default() -> str:
