@@ -85,7 +85,7 @@ def test_closed_loop_has_the_designed_poles(parameters, control, joint):
 
 
 def _current_gain(parameters, joint):
-    source = parameters.drill if joint == "drill_feed" else parameters.joint(joint)
+    source = parameters.axis(joint)
     return source.motor.torque_constant * source.transmission.ratio * source.transmission.efficiency
 
 
