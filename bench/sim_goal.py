@@ -31,12 +31,12 @@ from bench_results import add_save_option, saved_output
 PROCESSES = ("drive_node", "task_node", "ros2_control_node")
 
 
-def cpu_seconds(session: int | None = None) -> dict[str, float]:
+def cpu_seconds(group: int | None = None) -> dict[str, float]:
     """{process: user + system CPU time (s)} of the stack's processes (the first of each name; in
-    session `session` only, when given: a launch of its own beside another stack)."""
+    process group `group` only, when given: a launch of its own beside another stack)."""
     clock_ticks = os.sysconf("SC_CLK_TCK")
     found = {}
-    within = ["-s", str(session)] if session is not None else []
+    within = ["-g", str(group)] if group is not None else []
     for name in PROCESSES:
         pids = subprocess.run(
             ["pgrep", *within, "-f", f"/{name} "], capture_output=True, text=True
@@ -50,14 +50,20 @@ def cpu_seconds(session: int | None = None) -> dict[str, float]:
 @contextlib.contextmanager
 def launched_stack(timeout: float = 30.0) -> Iterator[subprocess.Popen]:
     """`ros2 launch quirobot sim.launch.py` in its own process group, SIGINT on the way out (the
-    launch passes it on to every node), SIGKILL to the group after `timeout` s."""
-    restore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 (a shell's `&` ignores it)
+    launch passes it on to every node), SIGKILL to the group after `timeout` s. It stays in this
+    session: with the kernel's autogroup scheduling a session shares the CPU as one, and the busy
+    processes must compete with the stack's processes, not with the stack as a whole (as in the
+    ROS tier's load test)."""
+
+    def own_group() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell's `&` ignores it, and the nodes inherit that
+        os.setpgrp()
+
     process = subprocess.Popen(
         ["ros2", "launch", "quirobot", "sim.launch.py"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=restore_sigint,
+        preexec_fn=own_group,
     )
     try:
         yield process
@@ -82,11 +88,11 @@ def busy_processes(count: int) -> Iterator[None]:
             process.wait()
 
 
-def measure_goal(busy: int = 0, session: int | None = None) -> dict:
+def measure_goal(busy: int = 0, group: int | None = None) -> dict:
     """One DrillHole goal (the shipped incision, max_thrust 60 N) on the running stack, with `busy`
     spinning processes beside it: {error_code, message, depth (m), lateral (m), plant (s), wall (s),
     sim_wall, cpu: {process: CPU s per plant s}, total (CPU s per plant s)}; the processes of
-    session `session` (launched_stack's pid) if given."""
+    process group `group` (launched_stack's pid) if given."""
     import rclpy
     from quirobot.action import DrillHole
     from rclpy.action import ActionClient
@@ -113,13 +119,13 @@ def measure_goal(busy: int = 0, session: int | None = None) -> dict:
         while not clock:
             rclpy.spin_once(node, timeout_sec=0.1)
         with busy_processes(busy):
-            cpu_start, wall_start, plant_start = cpu_seconds(session), time.monotonic(), clock[-1]
+            cpu_start, wall_start, plant_start = cpu_seconds(group), time.monotonic(), clock[-1]
             accepted = client.send_goal_async(goal)
             rclpy.spin_until_future_complete(node, accepted)
             done = accepted.result().get_result_async()
             rclpy.spin_until_future_complete(node, done)
             cpu_end, wall, plant = (
-                cpu_seconds(session),
+                cpu_seconds(group),
                 time.monotonic() - wall_start,
                 clock[-1] - plant_start,
             )
@@ -153,8 +159,8 @@ def report(run: dict, label: str = "") -> None:
 
 def main(launch: bool, busy: int) -> None:
     with launched_stack() if launch else contextlib.nullcontext() as stack:
-        session = stack.pid if stack is not None else None
-        report(measure_goal(busy, session), f"{busy} busy processes: " if busy else "")
+        group = stack.pid if stack is not None else None
+        report(measure_goal(busy, group), f"{busy} busy processes: " if busy else "")
 
 
 if __name__ == "__main__":
