@@ -32,8 +32,9 @@ from quirobot_description.plant_parameters import PLANTS
 #: of the lock-step (the joint states, /clock, the command) costs each node it wakes, so the stack
 #: needs less CPU per second of plant time the fewer commands it exchanges (bench/sim_goal.py:
 #: 2.0 CPU s per plant s at 100 Hz against 2.8 at 250 Hz before issue 36's speed work,
-#: bench/results/sim_goal*.txt), and the hole stays the same (the drive bridge's second-order hold between commands; the hole against
-#: quirobot simulate's: test/ros/test_launch_drill_hole.py test_0; docs/drive_from_another_node.md).
+#: bench/results/sim_goal*.txt), and the hole stays the same (the drive bridge's second-order
+#: hold between commands; the hole against quirobot simulate's: test/ros/test_launch_drill_hole.py
+#: test_0; docs/drive_from_another_node.md).
 PERIODS_PER_COMMAND = 10
 
 
