@@ -14,26 +14,16 @@ URDF's ros2_control block) and that every name a node creates is listed here.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
 from typing import NamedTuple
 
+import docs_block  # scripts/ (this script's folder, first on sys.path when it runs)
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "architecture.md"
 IMAGE = ROOT / "docs" / "images" / "architecture.png"
-
-
-def _docs_block():
-    """scripts/docs_block.py (the marked-block machinery), loaded by path."""
-    spec = importlib.util.spec_from_file_location("docs_block", ROOT / "scripts" / "docs_block.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-docs_block = _docs_block()
 
 
 class Thread(NamedTuple):

@@ -1,8 +1,9 @@
 """A block of a docs page written from a results file, between two HTML-comment markers: the
 docs_* scripts print it, rewrite the page with it (--write) or check the page holds it (--check).
 
-Loaded by those scripts by path (scripts/ is no package), as docs_procedures loads
-docs_incision (hence a NamedTuple: a dataclass needs its module in sys.modules).
+Imported by those scripts from their own folder (first on sys.path when a script runs; the
+tests' repo_scripts.load_script puts scripts/ there too). A NamedTuple, not a dataclass: it
+stays usable however a script was loaded.
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@ number on the page is typed by hand. test/package/test_docs_drive_loop.py runs t
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
+
+import docs_block  # scripts/ (this script's folder, first on sys.path when it runs)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "canopen.md"
@@ -22,16 +23,6 @@ RESULTS = ROOT / "bench" / "results" / "drive_loop.txt"
 BEGIN = "<!-- drive_loop results: scripts/docs_drive_loop.py --write -->"
 END = "<!-- end of the drive_loop results -->"
 
-
-def _docs_block():
-    """scripts/docs_block.py (the marked-block machinery), loaded by path."""
-    spec = importlib.util.spec_from_file_location("docs_block", ROOT / "scripts" / "docs_block.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-docs_block = _docs_block()
 BLOCK = docs_block.MarkedBlock(PAGE, BEGIN, END)
 #: Issue 18's targets, each against the table's column: (label, column, index in it, bound, unit).
 TARGETS = (

@@ -11,9 +11,10 @@ test/package/test_docs_sim_load.py runs the check.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
+
+import docs_block  # scripts/ (this script's folder, first on sys.path when it runs)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "drive_from_another_node.md"
@@ -21,16 +22,6 @@ RESULTS = ROOT / "bench" / "results" / "sim_load.txt"
 BEGIN = "<!-- sim_load table: scripts/docs_sim_load.py --write -->"
 END = "<!-- end of the sim_load table -->"
 
-
-def _docs_block():
-    """scripts/docs_block.py (the marked-block machinery), loaded by path."""
-    spec = importlib.util.spec_from_file_location("docs_block", ROOT / "scripts" / "docs_block.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-docs_block = _docs_block()
 BLOCK = docs_block.MarkedBlock(PAGE, BEGIN, END)
 COLUMNS = (
     "label",
