@@ -184,11 +184,11 @@ def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle,
     assert cycle.backend.syncs > syncs  # the bus stayed alive meanwhile
     post(cycle)
     assert wait_until(lambda: started(cycle), 2.0)
-    # From the cycle thread itself (as the homing sequence's requests): its wait takes them.
-    began = time.monotonic()
+    # From the cycle thread itself (as the homing sequence's requests): its wait takes them. A
+    # cycle that did not read the buses while it waited would see every attempt time out
+    # ("unreadable"); no wall-clock bound (one failed under load), the answer is the evidence.
     code = cycle.call(lambda bridge: bridge.backend.drives["gantry_x"].read_error_code(), timeout=2.0)
     assert "unreadable" not in code, code
-    assert time.monotonic() - began < 0.5  # an answer, not canopen's 1 s timeout and a retry
     assert drives.master_lost() == {}
     assert drives.enabled()
 
