@@ -159,7 +159,7 @@ def simulate(args: argparse.Namespace) -> int:
 
     def progress(done: int) -> None:
         if bar is not None:
-            bar.update(done - bar.n)
+            bar.update(min(done, bar.total) - bar.n)
 
     try:
         options = {"progress": progress, "on_plan": on_plan, "plant": args.plant}

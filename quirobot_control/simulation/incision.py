@@ -37,6 +37,7 @@ from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.safety.breakthrough_plan import target_cortex
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
+from quirobot_control.simulation.executor_run import run_drill_hole
 from quirobot_control.simulation.faults import (
     BreakthroughReport,
     FaultError,
@@ -146,6 +147,21 @@ def run_task(
         drilling = monitor = spindle = None
     if on_plan is not None:
         on_plan(trajectory)
+    if isinstance(task, IncisionTask) and _on_the_robot_path(
+        injection, until, process_safety, breakthrough_detection, bone, compensated, plant_parameters
+    ):
+        run = run_drill_hole(
+            task,
+            params,
+            control,
+            depth=task.depth,
+            feed_rate=task.feed_rate,
+            thrust_limit=params.drilling.safety.thrust_limit if max_thrust is None else max_thrust,
+            plant=plant,
+            seed=seed,
+            progress=progress,
+        )
+        return _incision_result(task, run.trajectory, run.log, [], far_cortex, completed=run.result.success)
     simulation = ClosedLoopSimulation(
         params,
         control,
@@ -171,8 +187,48 @@ def run_task(
     if not isinstance(task, IncisionTask):
         metrics = TaskMetrics(run, line=line_metrics(trajectory, log))
         return TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
-    metrics = TaskMetrics(run, incision=incision_metrics(task, trajectory, log))
     faults = [fault_report(injector, log, task.entry, task.direction) for injector in injectors]
+    return _incision_result(task, trajectory, log, faults, far_cortex, completed=run.completed)
+
+
+def _on_the_robot_path(
+    injection: Injection | Sequence[Injection] | None,
+    until: str | None,
+    process_safety: bool,
+    breakthrough_detection: bool,
+    bone: BoneParameters | None,
+    compensated: bool,
+    plant_parameters: PlantParameters | None,
+) -> bool:
+    """Whether an incision runs as the robot runs it (simulation.executor_run: the DrillHole
+    executor over the drive bridge): every run but the studies that reach inside the loop (a fault
+    injected into it, a run cut at a phase, the process safety or its breakthrough detector
+    switched off, a plant bone other than the task's, the uncompensated or a varied plant), which
+    ClosedLoopSimulation still runs (issue 31: its loop retires when those move to the bridge)."""
+    return (
+        injection is None
+        and until is None
+        and process_safety
+        and breakthrough_detection
+        and bone is None
+        and compensated
+        and plant_parameters is None
+    )
+
+
+def _incision_result(
+    task: IncisionTask,
+    trajectory: JointTrajectory,
+    log: SimulationLog,
+    faults: list[FaultReport],
+    far_cortex,
+    *,
+    completed: bool,
+) -> TaskResult:
+    """The incision's TaskResult from its log: metrics, the far cortex' breakthrough report (a far
+    cortex within reach of the planned depth), the safety verdict."""
+    run = replace(common_metrics(log, trajectory), completed=completed)
+    metrics = TaskMetrics(run, incision=incision_metrics(task, trajectory, log))
     breakthrough = None
     if far_cortex is not None and task.depth >= far_cortex.exit - task.bone.point_length:
         breakthrough = breakthrough_report(log, task.entry, task.direction, far_cortex.exit)

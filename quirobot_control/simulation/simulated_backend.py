@@ -108,6 +108,8 @@ class SimulatedBackend:
         #: The drill's spindle (models.spindle, loaded by the bone's thrust): the drive bridge
         #: switches it on and off with the drilling context and its monitor reads it.
         self.spindle = Spindle(params.drilling.spindle)
+        #: (6,) the drives' joint efforts of the last physics step, N or N*m (the plant's buffer).
+        self.last_efforts = np.zeros(len(axes))
 
     def place_bone(self, task: str) -> None:
         """Put the bone of task `task` (a name or path, planning.tasks.load_task; an incision) in
@@ -134,7 +136,7 @@ class SimulatedBackend:
 
     def after_write(self) -> None:
         """One control period of drive electronics and physics (MujocoPlant.step_period)."""
-        self.plant.step_period(self._drive_array, self.substeps, self.tip_force)
+        self.last_efforts = self.plant.step_period(self._drive_array, self.substeps, self.tip_force)
         thrust = getattr(self.tip_force, "force", 0.0) if self.tip_force is not None else 0.0
         self.spindle.update(self.dt, float(thrust))
 
@@ -158,16 +160,17 @@ def simulated_bridge(
     initial: Sequence[float] | None = None,
     absolute_encoders: bool = True,
     plant: str = "ideal",
+    seed: int = 0,
 ) -> DriveBridge:
     """drive_node's bridge (bridge.drive_bridge.open_bridge) on a SimulatedBackend of the joints of
     `robot_description`'s <ros2_control> block (see SimulatedBackend for `initial`,
-    `absolute_encoders`, `plant`). `plant` "realistic": the realistic plant run as `quirobot
+    `absolute_encoders`, `plant`, `seed`). `plant` "realistic": the realistic plant run as `quirobot
     simulate --plant realistic` runs it, with its compensation: the host's PID (control.yaml
     drive_mode.simulation, CST: the dual-loop wrist on the load-side encoders was designed and
     measured with it) and the bone's thrust fed forward. `now`: the adapter's clock, s."""
     joints = [joint.name for joint in hardware_info_from_urdf(robot_description).joints]
     backend = SimulatedBackend(
-        params, control, initial, joints=joints, absolute_encoders=absolute_encoders, plant=plant
+        params, control, initial, joints=joints, absolute_encoders=absolute_encoders, plant=plant, seed=seed
     )
     realistic = plant == "realistic"
     return open_bridge(

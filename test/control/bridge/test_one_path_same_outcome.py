@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from drill_hole_bridge import BridgePort
 
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.drill_hole import DrillGoal, GoalRejectedError, tip_progress
@@ -30,6 +29,7 @@ from quirobot_control.procedures.drill_hole_executor import (
     ErrorCode,
     ExecutorConfig,
 )
+from quirobot_control.simulation.bridge_port import BridgePort
 from quirobot_control.simulation.incision import run_task
 from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.data_files import find_data_file

@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from drill_hole_bridge import BridgePort
 from true_tip import hole_verdict, pin_verdict, scope_axes, scope_verdict
 
 from quirobot_cli.simulation_commands import exit_status
@@ -44,6 +43,7 @@ from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, D
 from quirobot_control.procedures.procedure import procedure_for
 from quirobot_control.safety.breakthrough_plan import target_cortex
 from quirobot_control.simulation.arthroscopy_procedure import RCM_TARGET
+from quirobot_control.simulation.bridge_port import BridgePort
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_control.simulation.pin_procedure import DEPTH_TARGET
 from quirobot_control.simulation.simulated_backend import simulated_bridge

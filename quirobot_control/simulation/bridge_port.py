@@ -1,5 +1,7 @@
 """The ROS path's closed loop without DDS: the DrillHole executor (task_node's core) on the drive
-bridge (drive_node's core) with the simulated backend's plant, one control period at a time.
+bridge (drive_node's core) with the simulated backend's plant, one control period at a time. What
+`quirobot simulate` runs for an incision (simulation.executor_run) and the tests' way to the
+robot's own path in-process.
 
 `BridgePort` is the executor's MotionPort. Its two trajectory controllers (the arm's five joints,
 the feed) sample their trajectory at each control period from its start time, as
@@ -9,7 +11,8 @@ otherwise (the measured pose before any goal, as JTC holds at activation); the c
 compensation and one plant period. The executor's measured state is the bridge's joint state
 (what drive_node publishes), its drilling context reaches `DriveBridge.set_drilling_context` (what
 drive_node does with /quirobot/drilling_context). `tips` records the plant's true drill tip every
-period: the hole, as `quirobot simulate` measures it.
+period: the hole, as `quirobot simulate` measures it; `on_period(port)`, if set, is called after
+each period (a recorder reads the bridge and the plant there).
 
 Not a mock: every number comes from the same bridge, hardware, plant and executor the ROS nodes
 run; only the transport (DDS, the controller manager's scheduling) is left out.
@@ -17,20 +20,24 @@ run; only the transport (DDS, the controller manager's scheduling) is left out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from time import perf_counter
 
 import numpy as np
-from drill_hole_plant import COLUMNS  # the two controllers' joints (axes_for("drill") indices)
 
 from quirobot_control.bridge.drive_bridge import DriveBridge
+from quirobot_control.hardware.lifecycle import LifecycleState
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.procedures.drill_hole_port import Measurement, MotionRecord, MotionStatus, StackStatus
 from quirobot_control.procedures.drill_hole_types import DrillFeedback
 from quirobot_control.safety.hole_context import HoleContext
-from quirobot_description.parameters import axes_for
+from quirobot_description.parameters import DrillParameters, axes_for
 
 #: The drill's commanded axes: the arm's joints, then the feed.
 DRILL_AXES = axes_for("drill")
+#: The two trajectory controllers' columns of DRILL_AXES (the executor's PARTS).
+COLUMNS = {"arm": list(range(DrillParameters.feed_index)), "feed": [DrillParameters.feed_index]}
 
 
 @dataclass
@@ -52,6 +59,10 @@ class BridgePort:
     #: control periods per controller cycle: the controller manager's rate is the drives' over it
     #: (drive_node's controller_rate; between commands the bridge holds the last one)
     periods_per_command: int = 1
+    #: Called after each control period with the port (a recorder), None: nothing.
+    on_period: Callable[[BridgePort], None] | None = None
+    #: Every trajectory sent, with its part and start time (s on the port's clock), in order.
+    sent: list[tuple[str, JointTrajectory, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if tuple(self.bridge.names) != DRILL_AXES:
@@ -62,6 +73,8 @@ class BridgePort:
         self.velocity = np.zeros(6)
         self.goals: dict[str, _Goal | None] = {part: None for part in COLUMNS}
         self.periods = 0
+        self.period_wall = 0.0  # s of wall time the last bridge period took (the controller's cost)
+        self._measured: Measurement | None = None  # this period's joint state, once asked
 
     # --- the port --------------------------------------------------------------------------
     def now(self) -> float:
@@ -72,20 +85,32 @@ class BridgePort:
             self._period()
 
     def status(self) -> StackStatus:
-        status = self.bridge.status()
+        """What drive_node's DrivesState says (nodes.drive_status): from the hardware while it is
+        active (its last feedback), from the drives' own feedback otherwise."""
+        hw = self.bridge.hardware
+        if hw.lifecycle is LifecycleState.ACTIVE:
+            enabled, homed = True, not hw.unhomed
+        else:
+            status = self.bridge.status()
+            enabled, homed = status.enabled, status.homed
         return StackStatus(
             drives_heard=True,
-            enabled=status.enabled,
-            homed=status.homed,
-            stop_reason=status.stop_reason or "",
-            breakthrough=status.breakthrough or "",
+            enabled=enabled,
+            homed=homed,
+            stop_reason=hw.stop_reason or "",
+            breakthrough=self.bridge.breakthrough or "",
+            stop_code=hw.stop_code,
         )
 
     def measured(self) -> Measurement | None:
-        sample = self.bridge.sample()
-        return Measurement(np.array(sample.position), np.array(sample.effort), 0.0, self.time)
+        """The joint state drive_node publishes after the last period (made once per period)."""
+        if self._measured is None:
+            sample = self.bridge.sample()
+            self._measured = Measurement(np.array(sample.position), np.array(sample.effort), 0.0, self.time)
+        return self._measured
 
     def send(self, part: str, trajectory: JointTrajectory, start: float) -> MotionRecord:
+        self.sent.append((part, trajectory, start))
         record = MotionRecord(lambda: self._hold(part, MotionStatus.CANCELED))
         self._hold(part, MotionStatus.CANCELED, "preempted")
         self.goals[part] = _Goal(trajectory, start, record)
@@ -124,13 +149,19 @@ class BridgePort:
         if self.periods % self.periods_per_command == 0:
             self._controllers()
         self.periods += 1
-        self.bridge.step(self.time)
+        began = perf_counter()
+        self.bridge.run_period(self.time)
+        self.period_wall = perf_counter() - began
+        self._measured = None
         self.time += self.dt
+        self.bridge.backend.plant.forward_kinematics()  # the tip now, not at the last physics step's start
         self.tips.append((self.time, self.bridge.backend.true_tip()))
+        if self.on_period is not None:
+            self.on_period(self)
 
     def _controllers(self) -> None:
         """The trajectory controllers' cycle: each samples its goal and the command goes to the bridge."""
-        if self.bridge.status().stop_reason:  # the hardware stopped: the controllers' goals abort
+        if self.bridge.hardware.stop_reason:  # the hardware stopped: the controllers' goals abort
             for part in COLUMNS:
                 self._hold(part, MotionStatus.ABORTED, "the hardware stopped")
         for part, columns in COLUMNS.items():
