@@ -13,8 +13,9 @@ joint_trajectory_controller does.
 
 The log starts when the motion starts (the executor's start time, `start`: the log's time 0, so
 the plan's phases keep their times) and ends when the goal ends, with one row per sample of the
-plan at most; a stop is followed by POST_STOP_TIME of physics, as ClosedLoopSimulation records. `reference`, `planned_tip` and
-`planned_tool0` are the first trajectory sent (the plan) at each period.
+plan at most; a stop is followed by POST_STOP_TIME of physics, as ClosedLoopSimulation records.
+`reference`, `planned_tip` and `planned_tool0` are the first trajectory sent (the plan) at each
+period.
 """
 
 from __future__ import annotations
