@@ -206,7 +206,7 @@ def _on_the_robot_path(
     switched off, a plant bone other than the task's, the uncompensated or a varied plant), which
     ClosedLoopSimulation still runs (issue 31: its loop retires when those move to the bridge)."""
     return (
-        injection is None
+        not (injection if isinstance(injection, Sequence) else injection is not None)  # none, or []
         and until is None
         and process_safety
         and breakthrough_detection

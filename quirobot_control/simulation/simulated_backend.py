@@ -16,6 +16,7 @@ do not show.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from time import perf_counter
 
 import numpy as np
 
@@ -110,6 +111,9 @@ class SimulatedBackend:
         self.spindle = Spindle(params.drilling.spindle)
         #: (6,) the drives' joint efforts of the last physics step, N or N*m (the plant's buffer).
         self.last_efforts = np.zeros(len(axes))
+        #: s of wall time the last period's physics took (drive electronics and MuJoCo): the
+        #: plant's share of a bridge period, which a controller-cost figure leaves out.
+        self.physics_wall = 0.0
 
     def place_bone(self, task: str) -> None:
         """Put the bone of task `task` (a name or path, planning.tasks.load_task; an incision) in
@@ -136,7 +140,9 @@ class SimulatedBackend:
 
     def after_write(self) -> None:
         """One control period of drive electronics and physics (MujocoPlant.step_period)."""
+        began = perf_counter()
         self.last_efforts = self.plant.step_period(self._drive_array, self.substeps, self.tip_force)
+        self.physics_wall = perf_counter() - began
         thrust = getattr(self.tip_force, "force", 0.0) if self.tip_force is not None else 0.0
         self.spindle.update(self.dt, float(thrust))
 
