@@ -141,6 +141,9 @@ class DrivesStatus:
     #: (a monitor fault is the stop_reason). The executor stops holding the feed to its plan on it.
     breakthrough: str | None = None
     stop_code: StopCode = StopCode.NONE  # the latched stop's kind (safety.stop_codes)
+    #: That breakthrough came short of the imaged far cortex' exit: the same feed stop and retract,
+    #: but no success (safety.drilling_monitor's EARLY_BREAKTHROUGH).
+    breakthrough_early: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -540,6 +543,7 @@ class DriveBridge(HoleInForce):
             drives=tuple(drives),
             breakthrough=self.breakthrough,
             stop_code=hw.stop_code,
+            breakthrough_early=self.breakthrough_early,
         )
 
     def close(self) -> list[str]:

@@ -152,9 +152,9 @@ class HoleInForce:
         )
         if event is None:
             return
-        if not event.success:
+        if event.is_fault:
             hw.stop(event.message, StopCode.DRILLING_MONITOR)
-        elif self._breakthrough is None:  # the feed stop (safety.feed_stop), from the next period
+        elif self._breakthrough is None:  # a breakthrough, early or not: the feed stop (safety.feed_stop)
             stop = FeedStop(
                 self.time,
                 feed.command["position"],
@@ -193,7 +193,15 @@ class HoleInForce:
 
     @property
     def breakthrough(self) -> str | None:
-        """The far-cortex breakthrough of the hole in force (the monitor's message), None: none."""
+        """The far-cortex breakthrough of the hole in force, early or not (the monitor's message),
+        None: none."""
         monitor = self.thrust_monitor
         event = monitor.event if monitor is not None else None
-        return event.message if event is not None and event.success else None
+        return event.message if event is not None and not event.is_fault else None
+
+    @property
+    def breakthrough_early(self) -> bool:
+        """That breakthrough came short of the imaged far cortex' exit (no success)."""
+        monitor = self.thrust_monitor
+        event = monitor.event if monitor is not None else None
+        return event is not None and not event.is_fault and not event.success

@@ -60,6 +60,7 @@ class DrivesStatusOut:
         state.stop_reason = status.stop_reason or ""
         state.stop_code = int(status.stop_code)
         state.breakthrough = status.breakthrough or ""
+        state.breakthrough_early = status.breakthrough_early
         self.drives_state.publish(state)
         self.diagnostics.publish(diagnostic_array(drive_diagnostics(status), state.stamp))
 

@@ -113,6 +113,7 @@ class StackListener:
                 message.stop_reason,
                 breakthrough=message.breakthrough,
                 stop_code=StopCode(message.stop_code),
+                breakthrough_early=message.breakthrough_early,
             )
         self.state_changed()
 
@@ -158,6 +159,7 @@ class StackListener:
             self.description,
             drives.breakthrough,
             drives.stop_code,
+            drives.breakthrough_early,
         )
 
     def measured(self) -> Measurement | None:

@@ -127,6 +127,9 @@ class StackStatus:
     #: held for the retract (safety.feed_stop), no longer following its plan.
     breakthrough: str = ""
     stop_code: StopCode = StopCode.NONE  # the kind of the drives' latched stop (safety.stop_codes)
+    #: That breakthrough came short of the imaged far cortex' exit: held and retracted the same
+    #: way, but the goal fails.
+    breakthrough_early: bool = False
 
     @property
     def drive_stop(self) -> Stop:

@@ -97,6 +97,7 @@ class DrillHoleRun:
         self.clients_gone_at = float("nan")  # s, since when no action client is left
         self.path = PathCheck(self.config.tolerance, axes_for("drill"))  # the plan's path, time-aligned
         self.breakthrough = ""  # the drives' far-cortex breakthrough during this goal, "" if none
+        self.breakthrough_early = False  # it came short of the imaged exit: retracted, but no success
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
@@ -189,6 +190,8 @@ class DrillHoleRun:
         name = self.request.task
         if not name:
             return replace(self.config.base_task, no_go_zones=())
+        if isinstance(name, IncisionTask):
+            return name
         try:
             task = load_task(name)
         except (TaskError, OSError, ValueError) as error:
@@ -328,6 +331,7 @@ class DrillHoleRun:
             return self.error(f"joint states lost for {age:.2f} s", StopCode.STATES_LOST)
         if status.breakthrough and not self.breakthrough and self.policy.state is State.DRILLING:
             self.breakthrough = status.breakthrough  # this goal's (latched while it drills)
+            self.breakthrough_early = status.breakthrough_early
         if self.policy.state in (State.MOVING, State.DRILLING):  # the plan runs (not a way out)
             # After a breakthrough the drives stop the feed and hold it for the retract
             # (safety.feed_stop): behind its plan by design, not a path error.
@@ -391,6 +395,14 @@ class DrillHoleRun:
             self.withdraw()
         elif action is Action.STOP:
             return self.stop(phase)
+        elif action is Action.SUCCEED and self.breakthrough_early:  # the plan ran out, the bit retracted
+            self.stop_code = StopCode.DRILLING_MONITOR
+            return self.fail(
+                Outcome.ABORTED,
+                ErrorCode.ABORTED_MONITOR,
+                f"{self.breakthrough}; the feed stopped there and the task retracted the bit "
+                f"(deepest {self.deepest * 1000:.3f} mm of {self.plan.task.depth * 1000:.3f} mm)",
+            )
         elif action is Action.SUCCEED:
             task = self.plan.task
             ended = (

@@ -46,7 +46,9 @@ class Outcome(Enum):
 @dataclass(frozen=True)
 class DrillRequest:
     goal: DrillGoal
-    task: str = ""  # the scene/task file (a name or a path: bone layers, no-go zones); "": no bone model
+    #: The scene/task file (a name or a path: bone layers, no-go zones), or the task itself (an
+    #: in-process caller's: `quirobot simulate` with its depth, feed or bone changed); "": no bone model.
+    task: str | IncisionTask = ""
     frames: tuple[str, ...] = ("world", "world")  # frame_id of the entry and the direction
     goal_id: str = ""  # the goal's id (task_node: the action goal's UUID); "": one is made up
 

@@ -21,7 +21,7 @@ run; only the transport (DDS, the controller manager's scheduling) is left out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from time import perf_counter
 
 import numpy as np
@@ -61,6 +61,12 @@ class BridgePort:
     periods_per_command: int = 1
     #: Called after each control period with the port (a recorder), None: nothing.
     on_period: Callable[[BridgePort], None] | None = None
+    #: Called before each control period with the port (a fault injection), None: nothing.
+    before_period: Callable[[BridgePort], None] | None = None
+    #: False: drive_node is gone (a killed process, a lost bus: the master-loss fault). The bridge
+    #: runs no more periods, the plant goes on with the drives on their own (their watchdogs), and
+    #: the executor hears nothing new: the last joint state ages, the last drive state stays.
+    host_running: bool = True
     #: Every trajectory sent, with its part and start time (s on the port's clock), in order.
     sent: list[tuple[str, JointTrajectory, float]] = field(default_factory=list)
 
@@ -77,6 +83,7 @@ class BridgePort:
         #: cost: safety layer, PID, drilling monitor, fixtures)
         self.period_wall = 0.0
         self._measured: Measurement | None = None  # this period's joint state, once asked
+        self._status: StackStatus | None = None  # the last drive state published
 
     # --- the port --------------------------------------------------------------------------
     def now(self) -> float:
@@ -89,26 +96,33 @@ class BridgePort:
     def status(self) -> StackStatus:
         """What drive_node's DrivesState says (nodes.drive_status): from the hardware while it is
         active (its last feedback), from the drives' own feedback otherwise."""
+        if not self.host_running and self._status is not None:
+            return self._status
         hw = self.bridge.hardware
         if hw.lifecycle is LifecycleState.ACTIVE:
             enabled, homed = True, not hw.unhomed
         else:
             status = self.bridge.status()
             enabled, homed = status.enabled, status.homed
-        return StackStatus(
+        self._status = StackStatus(
             drives_heard=True,
             enabled=enabled,
             homed=homed,
             stop_reason=hw.stop_reason or "",
             breakthrough=self.bridge.breakthrough or "",
             stop_code=hw.stop_code,
+            breakthrough_early=self.bridge.breakthrough_early,
         )
+        return self._status
 
     def measured(self) -> Measurement | None:
-        """The joint state drive_node publishes after the last period (made once per period)."""
+        """The joint state drive_node published after its last period (made once per period),
+        aged by the time since (only without the host does it age)."""
         if self._measured is None:
             sample = self.bridge.sample()
             self._measured = Measurement(np.array(sample.position), np.array(sample.effort), 0.0, self.time)
+        if self.time > self._measured.stamp:
+            return replace(self._measured, age=self.time - self._measured.stamp)
         return self._measured
 
     def send(self, part: str, trajectory: JointTrajectory, start: float) -> MotionRecord:
@@ -148,13 +162,20 @@ class BridgePort:
     def _period(self) -> None:
         """One control period: the controllers' commands (every periods_per_command), then the
         bridge's step."""
-        if self.periods % self.periods_per_command == 0:
-            self._controllers()
+        if self.before_period is not None:
+            self.before_period(self)
         self.periods += 1
-        began = perf_counter()
-        self.bridge.run_period(self.time)
-        self.period_wall = perf_counter() - began - self.bridge.backend.physics_wall
-        self._measured = None
+        if self.host_running:
+            if (self.periods - 1) % self.periods_per_command == 0:
+                self._controllers()
+            began = perf_counter()
+            self.bridge.run_period(self.time)
+            self.period_wall = perf_counter() - began - self.bridge.backend.physics_wall
+            self._measured = None
+        else:  # the drives and the physics only
+            self.bridge.backend.before_read()
+            self.bridge.backend.after_write()
+            self.period_wall = 0.0
         self.time += self.dt
         self.bridge.backend.plant.forward_kinematics()  # the tip now, not at the last physics step's start
         self.tips.append((self.time, self.bridge.backend.true_tip()))

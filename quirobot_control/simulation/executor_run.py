@@ -21,23 +21,25 @@ period.
 from __future__ import annotations
 
 import time as clock
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.models.bone import BoneParameters
 from quirobot_control.planning.tasks import IncisionTask
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, DrillRequest, ExecutorConfig
 from quirobot_control.procedures.drill_hole_types import DrillResult
 from quirobot_control.safety.drilling_monitor import DrillingEvent
-from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.bridge_port import BridgePort
 from quirobot_control.simulation.closed_loop import POST_STOP_TIME, SimulationLog, planned_tip
+from quirobot_control.simulation.faults import FaultInjector
 from quirobot_control.simulation.plant import SimulationError
 from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.parameters import RobotParameters
+from quirobot_description.plant_parameters import PlantParameters
 from quirobot_description.urdf import robot_description
 
 __all__ = ["ExecutorRun", "run_drill_hole"]
@@ -47,7 +49,7 @@ __all__ = ["ExecutorRun", "run_drill_hole"]
 class ExecutorRun:
     """One goal's run: the executor's result, the plan it sent and the log (module docstring)."""
 
-    result: DrillResult
+    result: DrillResult | None  # None: the run ended before the goal (an observation window, `end_time`)
     trajectory: JointTrajectory
     log: SimulationLog
 
@@ -59,6 +61,7 @@ class _Recorder:
         self.rows: list[tuple] = []
         self.start: float | None = None
         self.event: DrillingEvent | None = None
+        self.stop_time: float | None = None  # s on the log's clock: when the hardware stopped
         self.progress = progress
 
     def __call__(self, port: BridgePort) -> None:
@@ -76,6 +79,8 @@ class _Recorder:
         plant = backend.plant
         plant.forward_kinematics()
         hardware = bridge.hardware
+        if self.stop_time is None and hardware.stop_reason is not None:
+            self.stop_time = port.time - self.start
         thrust = getattr(backend.tip_force, "force", 0.0) if backend.tip_force is not None else 0.0
         self.rows.append(
             (
@@ -99,6 +104,70 @@ class _Recorder:
             self.progress(len(self.rows) - 1)
 
 
+class _RunEndError(Exception):
+    """The run's end time has come (raised from the port's period: the executor stops there)."""
+
+
+class _BridgeFaults:
+    """The robot's path as a `simulation.faults.FaultTarget`: the bridge's drives, hardware and
+    hole monitor, the plant's spindle and bone contact, and the port as drive_node (host_running)."""
+
+    def __init__(self, bridge, end_time: float | None) -> None:
+        self.bridge = bridge
+        self.dt = bridge.dt
+        self.end_time = end_time
+        self.port: BridgePort | None = None
+
+    @property
+    def host_running(self) -> bool:
+        return self.port.host_running
+
+    @host_running.setter
+    def host_running(self, running: bool) -> None:
+        self.port.host_running = running
+
+    @property
+    def drives(self):
+        return self.bridge.drives
+
+    @property
+    def hardware(self):
+        return self.bridge.hardware
+
+    @property
+    def spindle(self):
+        return self.bridge.backend.spindle
+
+    @property
+    def contact(self):
+        return self.bridge.backend.tip_force
+
+    @property
+    def monitor(self):
+        return self.bridge.thrust_monitor
+
+    def before_period(
+        self, recorder: _Recorder, injectors: Sequence[FaultInjector]
+    ) -> Callable[[BridgePort], None]:
+        """The port's hook: from the motion's start, each injector at cycle k (the log's row), and
+        the end of the run after `end_time`."""
+
+        def hook(port: BridgePort) -> None:
+            self.port = port
+            if recorder.start is None and port.sent:
+                recorder.start = port.sent[0][2]
+            if recorder.start is None or port.time < recorder.start - 1e-9:
+                return
+            t = port.time - recorder.start
+            if self.end_time is not None and t > self.end_time + 1e-9:
+                raise _RunEndError
+            k = int(round(t / self.dt))
+            for injector in injectors:
+                injector(k, self)
+
+        return hook
+
+
 def run_drill_hole(
     task: IncisionTask,
     params: RobotParameters,
@@ -109,40 +178,71 @@ def run_drill_hole(
     thrust_limit: float,
     plant: str = "ideal",
     seed: int = 0,
+    plant_parameters: PlantParameters | None = None,
+    compensated: bool = True,
+    bone: BoneParameters | None = None,
+    injectors: Sequence[FaultInjector] = (),
+    end_time: float | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ExecutorRun:
     """A DrillHole goal for `task` (its file: bone, no-go zones, standoff, dwell) to `depth` (m) at
     `feed_rate` (m/s) under `thrust_limit` (N), from the task's park pose, on the simulated
-    `plant` with the task's bone in it (`seed`: the realistic plant's encoder noise).
-    `progress(periods)` every 100 recorded periods. Raises SimulationError if the executor never
-    sends the goal (its message)."""
+    `plant` (`seed`: the realistic plant's encoder noise; `plant_parameters`, `compensated`: see
+    SimulatedBackend) with the task's bone in it, or `bone` (the bone drilled where it differs
+    from the imaged one the goal is planned on). `injectors`: faults applied at the start of their
+    control period (simulation.faults; `detected` recorded), on the log's clock. `end_time` (s on
+    the log's clock): the run ends after it (a phase's end); an injection's observation window may
+    end it sooner. `progress(periods)` every 100 recorded periods. Raises SimulationError if the
+    executor never sends the goal (its message)."""
     from quirobot_control.planning.drill_hole import DrillGoal
 
     urdf = robot_description("drill", "real")
-    bridge = simulated_bridge(params, control, urdf, now=0.0, initial=task.park, plant=plant, seed=seed)
-    bridge.backend.place_bone(str(task.path))
+    bridge = simulated_bridge(
+        params,
+        control,
+        urdf,
+        now=0.0,
+        initial=task.park,
+        plant=plant,
+        seed=seed,
+        plant_parameters=plant_parameters,
+        compensated=compensated,
+    )
+    bridge.backend.place_bone(task, bone)
     recorder = _Recorder(progress)
-    port = BridgePort(bridge, on_period=recorder)
+    faults = _BridgeFaults(bridge, end_time)
+    port = BridgePort(bridge, on_period=recorder, before_period=faults.before_period(recorder, injectors))
     # No transport: no lag to allow for (task_node's default allows for the joint states' age).
     config = ExecutorConfig.shipped(params, tracking_lag=0.0)
     goal = DrillGoal(task.entry, task.direction, depth, feed_rate, thrust_limit)
+    result: DrillResult | None = None
     started = clock.perf_counter()
     with bridge:
-        result = DrillHoleExecutor(port, config).run(DrillRequest(goal=goal, task=str(task.path)))
-        if not port.sent:
-            raise SimulationError(f"the DrillHole goal did not start: {result.message}")
-        if bridge.hardware.stop_reason is not None:  # the physics after a stop, as the robot does it
-            port.sleep(POST_STOP_TIME)
+        try:
+            result = DrillHoleExecutor(port, config).run(DrillRequest(goal=goal, task=task))
+            if not port.sent:
+                raise SimulationError(f"the DrillHole goal did not start: {result.message}")
+            if bridge.hardware.stop_reason is not None:  # the physics after a stop, as the robot does it
+                port.sleep(POST_STOP_TIME)
+        except _RunEndError:  # the observation window or the phase asked for is over
+            pass
     wall = clock.perf_counter() - started
+    if faults.end_time is not None:  # the rows up to the end, as ClosedLoopSimulation logs them
+        recorder.rows = [row for row in recorder.rows if row[0] <= faults.end_time + 1e-9]
     trajectory = port.sent[0][1]
     log = _log(recorder, bridge, trajectory, params, result, wall)
     return ExecutorRun(result=result, trajectory=trajectory, log=log)
 
 
-def _log(recorder: _Recorder, bridge, trajectory: JointTrajectory, params, result: DrillResult, wall: float):
-    # One row per sample of the plan at most, as ClosedLoopSimulation's log: row k is the state
-    # at the plan's time k * dt (the controllers' last periods after it add nothing).
-    rows = recorder.rows[: len(trajectory.positions)]
+def _log(
+    recorder: _Recorder, bridge, trajectory: JointTrajectory, params, result: DrillResult | None, wall: float
+) -> SimulationLog:
+    # A goal that succeeded: one row per sample of the plan at most, as ClosedLoopSimulation's log
+    # (row k is the state at the plan's time k * dt; the controllers' last periods add nothing).
+    # Otherwise every row: the executor's retract and withdraw after the plan are what it did.
+    rows = recorder.rows
+    if result is not None and result.success:
+        rows = rows[: len(trajectory.positions)]
     columns = list(zip(*rows, strict=True))
     time = np.array(columns[0])
     # The plan at each recorded period (held at its end after it).
@@ -153,11 +253,11 @@ def _log(recorder: _Recorder, bridge, trajectory: JointTrajectory, params, resul
     if event is not None:  # on the log's clock (the motion's start is 0)
         event = replace(event, time=event.time - start)
     hardware = bridge.hardware
-    stop_reason = None if result.success else result.message
-    stop_code = hardware.stop_code if hardware.stop_code is not StopCode.NONE else result.stop_code
-    stop_time = None
-    if hardware.stop_reason is not None and event is not None and event.is_fault:
-        stop_time = event.time
+    # The robot's latched stop in its own words (as ClosedLoopSimulation logs it), else the goal's
+    # end if it failed (a refusal mid-way, a path tolerance, an early breakthrough).
+    stop_reason, stop_code = hardware.stop_reason, hardware.stop_code
+    if stop_reason is None and result is not None and not result.success:
+        stop_reason, stop_code = result.message, result.stop_code
     return SimulationLog(
         names=bridge.names,
         time=time,
@@ -179,7 +279,7 @@ def _log(recorder: _Recorder, bridge, trajectory: JointTrajectory, params, resul
         stop_reason=stop_reason,
         stop_code=stop_code,
         events=[*bridge.events, *hardware.events],
-        stop_time=stop_time,
+        stop_time=recorder.stop_time,
         spindle_speed=np.array(columns[12]),
         thrust_estimate=np.array(columns[13]),
         drilling_event=event,

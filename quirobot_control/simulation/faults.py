@@ -37,12 +37,19 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
+from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_control.drives.interface import DriveState
+from quirobot_control.hardware.component import QuirobotHardware
+from quirobot_control.models.spindle import Spindle
+from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.safety.stop_codes import StopCode
+from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, SimulationLog
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.parameters import DrillParameters
@@ -106,9 +113,24 @@ _SPEC = re.compile(r"(?P<kind>[^:@]+)(?::(?P<joint>[^:@]+))?@(?P<seconds>[^@]*)"
 _SECONDS = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?")
 
 
+class FaultTarget(Protocol):
+    """What an injection acts on and watches: a ClosedLoopSimulation, or the robot's own path
+    (simulation.executor_run: the drive bridge's drives, hardware and hole monitor, the plant's
+    bone contact and spindle, and the port that stands for drive_node)."""
+
+    dt: float  # s, the control period
+    end_time: float | None  # s: the run ends after this (the observation window), None: the plan's end
+    host_running: bool  # False: the host no longer runs its cycle (master loss)
+    drives: Mapping[str, SimulatedDrive]
+    hardware: QuirobotHardware
+    spindle: Spindle | None
+    contact: BoneContact | None
+    monitor: DrillingMonitor | None
+
+
 class FaultInjector:
-    """Applies an `Injection` to a ClosedLoopSimulation (its before_cycle hook) and records when the
-    fault happened and when the robot noticed it."""
+    """Applies an `Injection` to a `FaultTarget` (called at the start of each control cycle) and
+    records when the fault happened and when the robot noticed it."""
 
     def __init__(self, injection: Injection) -> None:
         self.injection = injection
@@ -125,7 +147,7 @@ class FaultInjector:
 
         simulation.before_cycle = hook
 
-    def __call__(self, k: int, sim: ClosedLoopSimulation) -> None:
+    def __call__(self, k: int, sim: FaultTarget) -> None:
         t = k * sim.dt
         injection = self.injection
         if self.time is None:
@@ -153,7 +175,7 @@ class FaultInjector:
         if self.detected is None and self._noticed(sim):
             self.detected = t
 
-    def _noticed(self, sim: ClosedLoopSimulation) -> bool:
+    def _noticed(self, sim: FaultTarget) -> bool:
         """Has the robot reacted (seen at the start of a cycle: at most one period late)?"""
         kind = self.injection.kind
         if kind == "master-loss":  # the drives' own watchdog: a drive leaves ENABLED

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,11 +28,15 @@ from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, dr
 from quirobot_control.drives.interface import DriveError
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
+from quirobot_control.models.bone import BoneParameters
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_control.simulation.realistic_plant import RealisticDrive, RealisticPlant
 from quirobot_description.parameters import RobotParameters
-from quirobot_description.plant_parameters import PLANTS
+from quirobot_description.plant_parameters import PLANTS, PlantParameters
+
+if TYPE_CHECKING:  # the planner is imported when a bone is placed, not with drive_node's backend
+    from quirobot_control.planning.tasks import IncisionTask
 
 #: Fraction of gantry_z's soft range below its top (the gantry's zero) where the simulated robot
 #: powers up (design assumption: clear of the patient and the operating table below the drilling
@@ -52,12 +57,16 @@ class SimulatedBackend:
         absolute_encoders: bool = True,
         plant: str = "ideal",
         seed: int = 0,
+        plant_parameters: PlantParameters | None = None,
+        compensated: bool = True,
     ) -> None:
         """`initial` (6,): start pose of the plant, its axes' order (MujocoPlant.axes, m, rad); default
         mid-range, gantry_z raised and the drill feed retracted (START_RAISED). `joints`: the
         commanded joints (plant joints). `absolute_encoders` (default): every drive is homed at
         power-up; False: incremental encoders, not homed until the hardware's homing has run.
-        `plant`: "ideal" or "realistic" (module docstring), `seed` its encoder noise."""
+        `plant`: "ideal" or "realistic" (module docstring), `seed` its encoder noise,
+        `plant_parameters` its parameters (default the parameter file's), `compensated` False: its
+        wrists on their motor encoders instead of the design's load-side ones."""
         axes = MujocoPlant.axes
         unknown = [name for name in joints if name not in axes]
         if unknown:
@@ -76,10 +85,10 @@ class SimulatedBackend:
         if plant == "realistic":
             self.plant = RealisticPlant(
                 params,
-                params.plant,
+                plant_parameters or params.plant,
                 self._plant_drives,
                 self.dt / self.substeps,
-                compensated=True,
+                compensated=compensated,
                 rng=np.random.default_rng(seed),
             )
             self._plant_drives = list(self.plant.drives)  # the plant's wrappers (delay, noise)
@@ -115,17 +124,18 @@ class SimulatedBackend:
         #: plant's share of a bridge period, which a controller-cost figure leaves out.
         self.physics_wall = 0.0
 
-    def place_bone(self, task: str) -> None:
-        """Put the bone of task `task` (a name or path, planning.tasks.load_task; an incision) in
-        the plant: its thrust acts on the drill tip from then on."""
+    def place_bone(self, task: str | IncisionTask, bone: BoneParameters | None = None) -> None:
+        """Put the bone of task `task` (an incision: a name or path, planning.tasks.load_task, or
+        the task itself) in the plant, or `bone` at that task's entry (a bone other than the imaged
+        one: thinner, a porous band): its thrust acts on the drill tip from then on."""
         from quirobot_control.planning.tasks import IncisionTask, load_task
         from quirobot_control.simulation.bone_contact import BoneContact
         from quirobot_control.simulation.closed_loop import Drilling
 
-        loaded = load_task(task)
+        loaded = task if isinstance(task, IncisionTask) else load_task(task)
         if not isinstance(loaded, IncisionTask):
             raise ValueError(f"task {task!r} has no bone: give an incision task")
-        contact = BoneContact(self.plant, Drilling(loaded.entry, loaded.direction, loaded.bone))
+        contact = BoneContact(self.plant, Drilling(loaded.entry, loaded.direction, bone or loaded.bone))
         if isinstance(self.plant, RealisticPlant):  # its cutting forces (skiving, chatter) too
             self.plant.set_drilling(loaded.entry, loaded.direction, contact.thrust)
         self.tip_force = contact
@@ -167,16 +177,27 @@ def simulated_bridge(
     absolute_encoders: bool = True,
     plant: str = "ideal",
     seed: int = 0,
+    plant_parameters: PlantParameters | None = None,
+    compensated: bool = True,
 ) -> DriveBridge:
     """drive_node's bridge (bridge.drive_bridge.open_bridge) on a SimulatedBackend of the joints of
     `robot_description`'s <ros2_control> block (see SimulatedBackend for `initial`,
-    `absolute_encoders`, `plant`, `seed`). `plant` "realistic": the realistic plant run as `quirobot
-    simulate --plant realistic` runs it, with its compensation: the host's PID (control.yaml
-    drive_mode.simulation, CST: the dual-loop wrist on the load-side encoders was designed and
-    measured with it) and the bone's thrust fed forward. `now`: the adapter's clock, s."""
+    `absolute_encoders`, `plant`, `seed`, `plant_parameters`, `compensated`). `plant` "realistic":
+    the realistic plant run as `quirobot simulate --plant realistic` runs it, with its compensation:
+    the host's PID (control.yaml drive_mode.simulation, CST: the dual-loop wrist on the load-side
+    encoders was designed and measured with it) and the bone's thrust fed forward (not with
+    `compensated` False). `now`: the adapter's clock, s."""
     joints = [joint.name for joint in hardware_info_from_urdf(robot_description).joints]
     backend = SimulatedBackend(
-        params, control, initial, joints=joints, absolute_encoders=absolute_encoders, plant=plant, seed=seed
+        params,
+        control,
+        initial,
+        joints=joints,
+        absolute_encoders=absolute_encoders,
+        plant=plant,
+        seed=seed,
+        plant_parameters=plant_parameters,
+        compensated=compensated,
     )
     realistic = plant == "realistic"
     return open_bridge(
@@ -186,5 +207,5 @@ def simulated_bridge(
         robot_description,
         now=now,
         drive_mode=control.simulation_drive_mode if realistic else None,
-        thrust_feedforward=realistic,
+        thrust_feedforward=realistic and compensated,  # the compensation's, as simulate's
     )

@@ -1,0 +1,57 @@
+"""Faults injected on the robot's own path (simulation.executor_run: the DrillHole executor over
+the drive bridge, CSP drives), as `quirobot simulate --inject` injects them on ClosedLoopSimulation.
+
+An emergency stop mid-feed must leave the bit no more than EXTRA_DEPTH_LIMIT (0.05 mm) deeper. On
+the robot's path it goes about 0.1 mm deeper: the CSP drives' quick-stop ramp runs on their own
+position loop without the host's gravity feed-forward (the current offset sent with each
+position), so gantry_z sags until its loop winds up and its brake holds (measured: gantry_z
+106 um, wrist_pitch 29 urad after a thrust-limit stop). ClosedLoopSimulation's CST drives start
+their ramp from the output in force and do not sag, which is why `--inject` still runs there.
+Open (docs/safety.md); this test fails until the stop keeps the gravity load held.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
+from quirobot_control.planning.tasks import load_task
+from quirobot_control.simulation.executor_run import run_drill_hole
+from quirobot_control.simulation.faults import EXTRA_DEPTH_LIMIT, FaultInjector, Injection, fault_report
+from quirobot_description.parameters import DrillParameters
+
+pytest.importorskip("mujoco")
+
+DEPTH = 0.004  # m: through the near cortex into the canal (a shorter run)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the CSP drives' stop drops the host's gravity feed-forward: gantry_z sags (docs/safety.md)",
+)
+def test_an_emergency_stop_mid_feed_leaves_the_bit_where_it_was(parameters):
+    task = load_task("incision")
+    control = control_configuration(parameters)
+    limit = parameters.drilling.safety.thrust_limit
+    goal = DrillGoal(task.entry, task.direction, DEPTH, task.feed_rate, limit)
+    feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
+    plan = plan_drill_hole(goal, task.park, parameters, control.dt, task, feed_mass=feed_mass)
+    feed = plan.trajectory.phase("feed")
+    injector = FaultInjector(Injection("estop", round(feed.start_time + 1.5, 3)))  # the tip ~2 mm deep
+    run = run_drill_hole(
+        task,
+        parameters,
+        control,
+        depth=DEPTH,
+        feed_rate=task.feed_rate,
+        thrust_limit=limit,
+        injectors=[injector],
+    )
+    report = fault_report(injector, run.log, task.entry, task.direction)
+    print(report)
+    assert report.not_applied is None and report.detected_after is not None
+    assert run.log.stop_reason is not None and "emergency stop" in run.log.stop_reason
+    assert report.stopped_after is not None
+    assert report.extra_depth <= EXTRA_DEPTH_LIMIT
