@@ -1,4 +1,10 @@
-"""Run a task (incision or line) in closed loop and measure it against the targets.
+"""Run a task (incision or line) and measure it against the targets.
+
+An incision runs on the robot's own path (simulation.executor_run: a DrillHole goal carried by the
+executor over the drive bridge on the simulated backend, what task_node and drive_node run over
+ROS), but for the runs that still need ClosedLoopSimulation's loop: injected faults, and the
+process safety or its breakthrough detector switched off (run_task's comment says why). The line
+runs on ClosedLoopSimulation.
 
 Incision metrics, from the true drill tip of the physics (not the encoders), during the feed
 phase and the dwell at depth:
