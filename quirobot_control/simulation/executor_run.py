@@ -23,6 +23,7 @@ from __future__ import annotations
 import time as clock
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -54,11 +55,30 @@ class ExecutorRun:
     log: SimulationLog
 
 
+class _Row(NamedTuple):
+    """One period's record: SimulationLog's fields of the same names, at the period's end."""
+
+    time: float  # s on the log's clock
+    position: np.ndarray  # (6,) true joints
+    velocity: np.ndarray  # (6,)
+    measured: list[float]  # (6,) the hardware's position states (encoders)
+    measured_velocity: list[float]  # (6,)
+    current: list[float]  # (6,) A, the drives' measured currents
+    effort: np.ndarray  # (6,) N or N*m, the drives' efforts on the plant
+    tip: np.ndarray  # (3,) m, world
+    tip_orientation: np.ndarray  # (4,) w x y z
+    tool0: np.ndarray  # (3,) m, world
+    thrust: float  # N, the bone's
+    controller_time: float  # s of wall time, the bridge's period without the physics
+    spindle_speed: float  # rad/s
+    thrust_estimate: float  # N, the drilling monitor's
+
+
 class _Recorder:
     """The plant and the bridge after each period, from the motion's start on (see the module)."""
 
     def __init__(self, progress: Callable[[int], None] | None) -> None:
-        self.rows: list[tuple] = []
+        self.rows: list[_Row] = []
         self.start: float | None = None
         self.event: DrillingEvent | None = None
         self.stop_time: float | None = None  # s on the log's clock: when the hardware stopped
@@ -83,21 +103,21 @@ class _Recorder:
             self.stop_time = port.time - self.start
         thrust = getattr(backend.tip_force, "force", 0.0) if backend.tip_force is not None else 0.0
         self.rows.append(
-            (
-                port.time - self.start,
-                np.array(plant.position),
-                np.array(plant.velocity),
-                [hardware.state(name, "position") for name in bridge.names],
-                [hardware.state(name, "velocity") for name in bridge.names],
-                [bridge.drives[name].feedback().current for name in bridge.names],
-                np.array(backend.last_efforts),
-                np.array(plant.tip),
-                np.array(plant.tip_quaternion),
-                np.array(plant.tool0),
-                float(thrust),
-                port.period_wall,
-                backend.spindle.speed,
-                monitor.thrust if monitor is not None else 0.0,
+            _Row(
+                time=port.time - self.start,
+                position=np.array(plant.position),
+                velocity=np.array(plant.velocity),
+                measured=[hardware.state(name, "position") for name in bridge.names],
+                measured_velocity=[hardware.state(name, "velocity") for name in bridge.names],
+                current=[bridge.drives[name].feedback().current for name in bridge.names],
+                effort=np.array(backend.last_efforts),
+                tip=np.array(plant.tip),
+                tip_orientation=np.array(plant.tip_quaternion),
+                tool0=np.array(plant.tool0),
+                thrust=float(thrust),
+                controller_time=port.period_wall,
+                spindle_speed=backend.spindle.speed,
+                thrust_estimate=monitor.thrust if monitor is not None else 0.0,
             )
         )
         if self.progress is not None and len(self.rows) % 100 == 1:
@@ -228,7 +248,7 @@ def run_drill_hole(
             pass
     wall = clock.perf_counter() - started
     if faults.end_time is not None:  # the rows up to the end, as ClosedLoopSimulation logs them
-        recorder.rows = [row for row in recorder.rows if row[0] <= faults.end_time + 1e-9]
+        recorder.rows = [row for row in recorder.rows if row.time <= faults.end_time + 1e-9]
     trajectory = port.sent[0][1]
     log = _log(recorder, bridge, trajectory, params, result, wall)
     return ExecutorRun(result=result, trajectory=trajectory, log=log)
@@ -243,8 +263,8 @@ def _log(
     rows = recorder.rows
     if result is not None and result.success:
         rows = rows[: len(trajectory.positions)]
-    columns = list(zip(*rows, strict=True))
-    time = np.array(columns[0])
+    columns = _Row(*(np.array(column) for column in zip(*rows, strict=True)))
+    time = columns.time
     # The plan at each recorded period (held at its end after it).
     index = np.clip(np.round(time / bridge.dt).astype(int), 0, len(trajectory.positions) - 1)
     tip, tool0 = planned_tip(params, trajectory)
@@ -261,26 +281,26 @@ def _log(
     return SimulationLog(
         names=bridge.names,
         time=time,
-        position=np.array(columns[1]),
-        velocity=np.array(columns[2]),
-        measured=np.array(columns[3]),
+        position=columns.position,
+        velocity=columns.velocity,
+        measured=columns.measured,
         reference=trajectory.positions[index],
-        current=np.array(columns[5]),
-        effort=np.array(columns[6]),
-        tip=np.array(columns[7]),
+        current=columns.current,
+        effort=columns.effort,
+        tip=columns.tip,
         planned_tip=tip[index],
-        tool0=np.array(columns[9]),
+        tool0=columns.tool0,
         planned_tool0=tool0[index],
-        thrust=np.array(columns[10]),
-        controller_time=np.array(columns[11]),
-        tip_orientation=np.array(columns[8]),
-        measured_velocity=np.array(columns[4]),
+        thrust=columns.thrust,
+        controller_time=columns.controller_time,
+        tip_orientation=columns.tip_orientation,
+        measured_velocity=columns.measured_velocity,
         wall_time=wall,
         stop_reason=stop_reason,
         stop_code=stop_code,
         events=[*bridge.events, *hardware.events],
         stop_time=recorder.stop_time,
-        spindle_speed=np.array(columns[12]),
-        thrust_estimate=np.array(columns[13]),
+        spindle_speed=columns.spindle_speed,
+        thrust_estimate=columns.thrust_estimate,
         drilling_event=event,
     )
