@@ -203,7 +203,9 @@ def test_simulate_stops_the_feed_at_the_goals_thrust_limit(parameters):
     result = run_task(task, parameters, max_thrust=45.0, until="feed", bone=harder)
     assert result.metrics.incision.feed_end == "thrust limit", result.metrics.run.stop_reason
     assert "above the limit 45.0 N" in result.metrics.run.stop_reason
-    assert result.log.thrust.max() < 60.0  # stopped in the near cortex, well under the plant's 76 N
+    # Stopped in the near cortex: the monitor's thrust estimate at the stop, under the plant's 76 N.
+    # (The thrust on the stopped bit after it: test_robot_path_faults.py, an open hazard.)
+    assert result.log.drilling_event.depth < task.bone.layers[0].thickness
 
 
 @pytest.mark.parametrize(

@@ -399,9 +399,11 @@ def thin_bone(thin_task):
 
 def test_drilling_through_both_cortices_stops_the_feed_at_the_breakthrough(parameters, thin_task, thin_bone):
     """A plan 1 mm past the drilled bone's far cortex (thinner than imaged): the feed stops within
-    BREAKTHROUGH_LIMIT past it (aim 0.2 mm), then dwells and retracts (the run ends there: what
-    follows is the plan's); a safe end."""
-    result = run_task(thin_task, parameters, plant="ideal", until="retract", bone=thin_bone)
+    BREAKTHROUGH_LIMIT past it (aim 0.2 mm), then dwells and retracts; the run ends after the
+    withdraw (what follows is the plan's), by when the feed is back on the plan: the robot's feed
+    stop joins the moving retract from rest (safety.feed_stop), behind the plan during the retract
+    and on it by the withdraw's end; a safe end."""
+    result = run_task(thin_task, parameters, plant="ideal", until="withdraw", bone=thin_bone)
     exit_depth = sum(layer.thickness for layer in THIN_BONE)
     breakthrough = result.breakthrough
     assert breakthrough.exit_depth == pytest.approx(exit_depth)
@@ -413,7 +415,7 @@ def test_drilling_through_both_cortices_stops_the_feed_at_the_breakthrough(param
     log = result.log
     depth = (log.tip - thin_task.entry) @ thin_task.direction
     assert depth.max() == pytest.approx(exit_depth + breakthrough.overshoot)
-    assert depth[-1] < 0.0  # retracted: the feed rejoined the plan
+    assert depth[-1] < 0.0  # retracted and withdrawn: the feed rejoined the plan
     assert np.max(np.abs(log.position[-1, FEED] - log.reference[-1, FEED])) < 1e-5
     assert result.unsafe == []
 

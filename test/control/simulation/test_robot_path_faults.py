@@ -7,10 +7,12 @@ position loop without the host's gravity feed-forward (the current offset sent w
 position), so gantry_z sags until its loop winds up and its brake holds (measured: gantry_z
 106 um, wrist_pitch 29 urad after a thrust-limit stop). ClosedLoopSimulation's CST drives start
 their ramp from the output in force and do not sag, which is why `--inject` still runs there.
-Open (docs/safety.md); this test fails until the stop keeps the gravity load held.
+Open (docs/safety.md); these tests fail until the stop keeps the gravity load held.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -24,13 +26,27 @@ from quirobot_description.parameters import DrillParameters
 pytest.importorskip("mujoco")
 
 DEPTH = 0.004  # m: through the near cortex into the canal (a shorter run)
+SAG_HAZARD = "the CSP drives' stop drops the host's gravity feed-forward: gantry_z sags (docs/safety.md)"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the CSP drives' stop drops the host's gravity feed-forward: gantry_z sags (docs/safety.md)",
-)
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SAG_HAZARD)
+def test_a_thrust_limit_stop_leaves_the_stopped_bit_unloaded(parameters):
+    """A bone twice as hard as imaged under a 45 N goal limit (test_goal_limits.py): the monitor
+    stops the feed in the near cortex; on the stopped bit the bone's thrust must stay below what
+    stopped it (measured: 105.9 N, the bit pushed on by gantry_z's sag, past the robot's 80 N)."""
+    from quirobot_control.simulation.incision import run_task
+
+    task = load_task("incision")
+    harder = replace(
+        task.bone,
+        layers=tuple(replace(layer, thrust_factor=2.0 * layer.thrust_factor) for layer in task.bone.layers),
+    )
+    result = run_task(task, parameters, max_thrust=45.0, until="feed", bone=harder)
+    assert result.metrics.incision.feed_end == "thrust limit", result.metrics.run.stop_reason
+    assert result.log.thrust.max() < 60.0  # stopped in the near cortex, well under the plant's 76 N
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SAG_HAZARD)
 def test_an_emergency_stop_mid_feed_leaves_the_bit_where_it_was(parameters):
     task = load_task("incision")
     control = control_configuration(parameters)
