@@ -75,7 +75,7 @@ import numpy as np
 
 from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.bridge_error import BridgeError
-from quirobot_control.bridge.drilling_context import HoleSetup
+from quirobot_control.bridge.drilling_context import HoleSetup, HoleStatus
 from quirobot_control.bridge.hole_in_force import HoleInForce
 from quirobot_control.drives.interface import Drive, DriveMode
 from quirobot_control.hardware.component import QuirobotHardware
@@ -141,6 +141,9 @@ class DrivesStatus:
     #: (a monitor fault is the stop_reason). The executor stops holding the feed to its plan on it.
     breakthrough: str | None = None
     stop_code: StopCode = StopCode.NONE  # the latched stop's kind (safety.stop_codes)
+    #: The hole in force as the drive side measures it (bridge.drilling_context.HoleStatus: its
+    #: goal, the kinematics of the tip's depth, that depth); None: no drill feed.
+    hole: HoleStatus | None = None
 
     @property
     def enabled(self) -> bool:
@@ -540,6 +543,7 @@ class DriveBridge(HoleInForce):
             drives=tuple(drives),
             breakthrough=self.breakthrough,
             stop_code=hw.stop_code,
+            hole=self.hole.status(),
         )
 
     def close(self) -> list[str]:
