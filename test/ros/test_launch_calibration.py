@@ -26,7 +26,9 @@ file is refused before anything starts: test_task_node_files.py. CI's ROS tier:
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
+import shutil
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
@@ -77,8 +79,10 @@ def machine_errors() -> GeometricErrors:
 
 
 def write_calibration() -> Path:
-    """The calibration file the launch is given (a temporary folder of its own)."""
-    path = Path(tempfile.mkdtemp(prefix="quirobot-calibration-")) / "calibration.yaml"
+    """The calibration file the launch is given (a temporary folder of its own, removed at exit)."""
+    folder = tempfile.mkdtemp(prefix="quirobot-calibration-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = Path(folder) / "calibration.yaml"
     document = calibration_document(machine_errors(), "calibration campaign test_launch_calibration")
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
