@@ -2,7 +2,7 @@
 
     ros2 launch quirobot bringup.launch.py [hardware:=mock|real] [tool:=drill|arthroscope|none]
         [drive_backend:=simulated|canopen] [sim_clock:=false|true] [homing:=false|true]
-        [controller_rate:=HZ] [plant:=ideal|realistic]
+        [controller_rate:=HZ] [plant:=ideal|realistic] [calibration:=FILE]
 
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
 config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
@@ -18,6 +18,11 @@ robot_state_publisher), so load slows the simulation down instead of opening fol
 controller_rate (Hz): the controller manager's update_rate (default: the drives' control rate, as
 in config/controllers.yaml); with sim_clock, drive_node runs whole plant periods per command
 (sim.launch.py: 100 Hz on the drives' 1 kHz, bridge.lockstep).
+calibration: a calibration file (`quirobot calibrate --output`; default none, the nominal machine)
+whose identified joint-origin errors go into the robot description (the xacro's calibration_file:
+robot_state_publisher's tf is the calibrated machine's, as task_node's plan is with sim.launch.py);
+checked before anything starts (quirobot_description.launch_description.checked_calibration: a
+malformed file, or a value outside its tolerance band, ends the launch in one line naming it).
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
@@ -32,7 +37,7 @@ from launch_ros.substitutions import FindPackageShare
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import load_parameters
-from quirobot_description.launch_description import robot_description_parameter
+from quirobot_description.launch_description import checked_calibration, robot_description_parameter
 from quirobot_description.plant_parameters import PLANTS
 from quirobot_description.urdf import TOOLS
 
@@ -60,7 +65,9 @@ def generate_launch_description() -> LaunchDescription:
     hardware = LaunchConfiguration("hardware")
     tool = LaunchConfiguration("tool")
     drive_backend = LaunchConfiguration("drive_backend")
-    robot_description = robot_description_parameter(tool=tool, hardware=hardware)
+    robot_description = robot_description_parameter(
+        tool=tool, hardware=hardware, calibration_file=LaunchConfiguration("calibration")
+    )
     sim_clock = {"use_sim_time": LaunchConfiguration("sim_clock")}
     controller_rate = LaunchConfiguration("controller_rate")  # launch_ros reads it as YAML: an integer
     controllers = PathJoinSubstitution([share, "config", "controllers.yaml"])
@@ -178,6 +185,14 @@ def generate_launch_description() -> LaunchDescription:
                 description="drive_backend:=simulated: drives with incremental encoders, not homed until "
                 "/quirobot/drives/home (default: absolute encoders, homed at start-up)",
             ),
+            DeclareLaunchArgument(
+                "calibration",
+                default_value="",
+                description="a calibration file (quirobot calibrate --output) for the robot description's "
+                "joint origins (default: none, the nominal machine); refused before anything starts if "
+                "malformed or outside the machine's tolerances",
+            ),
+            checked_calibration("calibration"),  # before every node: a bad file starts nothing
             state_publisher,
             control_node,
             drive_node,

@@ -3,6 +3,7 @@
     ros2 launch quirobot sim.launch.py [test_fault_injection:=false|true] [homing:=false|true]
         [controller_rate:=HZ]  (the controller manager's update_rate; default a tenth of the drives')
         [plant:=ideal|realistic]  (the simulated plant; realistic with quirobot simulate's compensation)
+        [calibration:=FILE]  (a calibration file, `quirobot calibrate --output`; default none: nominal)
 
 bringup.launch.py hardware:=real tool:=drill drive_backend:=simulated simulated_bone:=incision
 sim_clock:=true (the simulated plant's time is the ROS time, task_node uses it too)
@@ -12,6 +13,15 @@ incision's bone thrusting on the drill tip) plus `task_node`: the /quirobot/dril
 /quirobot/state and the enable, disable and reset_fault services, and the registered `patient`
 frame (config/registration.yaml on /tf_static) goals may be given in
 (docs/drive_from_another_node.md).
+
+calibration: the machine's calibration file, task_node's calibration_file (DrillHole goals are
+planned with the calibrated kinematics, and the hole's drilling context carries it to drive_node,
+which measures the tip's depth, checks the fixtures and feeds thrust forward on the same model:
+one model on both sides, issue 33 item 6) and the robot description's (bringup.launch.py: tf shows
+the calibrated machine). Checked before anything starts: a malformed file, or one with a value
+outside its tolerance band, ends the launch with one line naming the file and the problem. The
+simulated plant stays the nominal machine whatever the file says (drive_node builds it from the
+parameter file): a calibration here is a model of another machine, which the plan then follows.
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
@@ -24,6 +34,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_description.launch_description import checked_calibration
 from quirobot_description.parameters import load_parameters
 from quirobot_description.plant_parameters import PLANTS
 
@@ -58,6 +69,7 @@ def generate_launch_description() -> LaunchDescription:
             "homing": LaunchConfiguration("homing"),
             "plant": LaunchConfiguration("plant"),
             "controller_rate": LaunchConfiguration("controller_rate"),
+            "calibration": LaunchConfiguration("calibration"),
         }.items(),
     )
     task_node = Node(
@@ -88,6 +100,9 @@ def generate_launch_description() -> LaunchDescription:
                 "registration_file": PathJoinSubstitution(
                     [FindPackageShare("quirobot"), "config", "registration.yaml"]
                 ),
+                # checked_calibration made it an absolute path ("" : the nominal model); a string
+                # parameter even when empty (launch_ros would read "" as YAML's nothing).
+                "calibration_file": ParameterValue(LaunchConfiguration("calibration"), value_type=str),
             }
         ],
         output="screen",
@@ -120,6 +135,15 @@ def generate_launch_description() -> LaunchDescription:
                 choices=["false", "true"],
                 description="drives with incremental encoders: /quirobot/home, then /quirobot/enable",
             ),
+            DeclareLaunchArgument(
+                "calibration",
+                default_value="",
+                description="a calibration file (quirobot calibrate --output): task_node plans and "
+                "drive_node measures the tip with the calibrated kinematics, and the robot description "
+                "has its joint origins (default: none, the nominal model); refused before anything "
+                "starts if malformed or outside the machine's tolerances",
+            ),
+            checked_calibration("calibration"),  # before every node: a bad file starts nothing
             bringup,
             task_node,
         ]

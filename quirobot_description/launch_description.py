@@ -7,16 +7,26 @@ is `ParameterValue(Command([xacro, " ", <share>/urdf/quirobot.urdf.xacro, " tool
 would get the XML parsed as YAML). One builder for every launch file, so the xacro path and the
 argument syntax live in one place.
 
-ROS's launch packages are imported inside `robot_description_parameter` only: this module
-imports (and `xacro_argument_parts` is tested) where ROS is absent.
+`checked_calibration("calibration")` is the launch files' check of a calibration file argument
+(sim.launch.py, bringup.launch.py): at launch, before any node starts, the file is read as every
+consumer reads it (`geometric_errors.read_calibration`: schema, units, each value within its
+tolerance band) and the argument becomes its absolute path (xacro would read a relative one from
+the xacro's folder, the nodes from their working directory); a bad file ends the launch with one
+line naming the file and the problem, and nothing starts.
+
+ROS's launch packages are imported inside `robot_description_parameter` and `checked_calibration`
+only: this module imports (and `xacro_argument_parts` is tested) where ROS is absent.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from quirobot_description.geometric_errors import CalibrationFileError, read_calibration
 from quirobot_description.urdf import HARDWARE, PACKAGE, TOOLS, DescriptionError, check_choice
 
 #: The xacro arguments of quirobot.urdf.xacro (see its header).
-XACRO_ARGUMENTS = ("tool", "hardware", "parameter_file", "controllers_file")
+XACRO_ARGUMENTS = ("tool", "hardware", "parameter_file", "controllers_file", "calibration_file")
 #: Allowed literal values of the xacro arguments that have a fixed set of choices.
 CHOICES = {"tool": TOOLS, "hardware": HARDWARE}
 
@@ -56,3 +66,31 @@ def robot_description_parameter(**arguments: object):
     xacro_file = PathJoinSubstitution([share, "urdf", "quirobot.urdf.xacro"])
     command = [FindExecutable(name="xacro"), " ", xacro_file, *xacro_argument_parts(**arguments)]
     return ParameterValue(Command(command), value_type=str)
+
+
+def calibration_path(value: str, argument: str = "calibration") -> str:
+    """The launch argument `argument`'s calibration file as an absolute path, read and checked
+    (`read_calibration`); "" for "" (the nominal model). CalibrationFileError, one line naming the
+    argument, the file and the problem."""
+    if not value:
+        return ""
+    path = Path(value).expanduser().resolve()
+    try:
+        read_calibration(path)
+    except CalibrationFileError as error:
+        raise CalibrationFileError(f"launch argument {argument}: {' '.join(str(error).split())}") from None
+    return str(path)
+
+
+def checked_calibration(argument: str = "calibration"):
+    """An OpaqueFunction that checks the launch argument `argument` (module docstring) and sets it
+    to the file's absolute path. Put it before the nodes that use the argument: the launch visits
+    it first, so a bad file ends the launch before anything starts."""
+    from launch.actions import OpaqueFunction, SetLaunchConfiguration
+    from launch.substitutions import LaunchConfiguration
+
+    def check(context):
+        value = LaunchConfiguration(argument).perform(context)
+        return [SetLaunchConfiguration(argument, calibration_path(value, argument))]
+
+    return OpaqueFunction(function=check)

@@ -198,7 +198,7 @@ INTERFACES = (
         "diagnostic_msgs/msg/DiagnosticArray",
         ("task_node", "drive_node"),
         (CLIENT,),
-        "quirobot/task, quirobot/drives, quirobot/drives/<joint>",
+        "quirobot/task, quirobot/drives, quirobot/drives/<joint>, quirobot/drilling",
     ),
     # task_node -> ros2_control_node.
     *(

@@ -7,7 +7,9 @@ key-value pairs); the nodes turn it into the message. Levels as diagnostic_msgs 
 - `drive_diagnostics(status)`: one entry per drive ("quirobot/drives/<joint>": state, fault,
   position, current, homed; ERROR with the fault, or with the hardware's latched stop; WARN while
   disabled or not homed) and one for the hardware component ("quirobot/drives": lifecycle and
-  the latched stop, ERROR with its reason).
+  the latched stop, ERROR with its reason), and with a drill feed "quirobot/drilling": the hole
+  the drilling monitor watches as the drive side measures it (goal, the kinematics the tip's depth
+  is measured with, calibrated or nominal, and that depth in m; issue 33 item 6).
 - `task_diagnostic(...)`: task_node's operating state ("quirobot/task": enabled, homed, busy,
   phase, fault; ERROR with the fault's reason, WARN while disabled or not homed).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from quirobot_control.bridge.drilling_context import HoleStatus
 from quirobot_control.bridge.drive_bridge import DrivesStatus
 
 OK, WARN, ERROR = 0, 1, 2
@@ -79,7 +82,27 @@ def drive_diagnostics(status: DrivesStatus) -> list[Diagnostic]:
                 ),
             )
         )
+    if status.hole is not None:
+        entries.append(hole_diagnostic(status.hole))
     return entries
+
+
+def hole_diagnostic(hole: HoleStatus) -> Diagnostic:
+    """The drilling monitor's hole ("quirobot/drilling", see the module docstring); always OK (its
+    faults are the drives' stop)."""
+    depth = "" if hole.tip_depth is None else repr(hole.tip_depth)  # round-trips: FK compares to it
+    if hole.goal_id is None:
+        message = "no hole: the thrust limit on the feed position"
+    else:
+        where = "" if hole.tip_depth is None else f": tip {hole.tip_depth * 1e3:.3f} mm past the entry"
+        message = f"goal {hole.goal_id}{where} ({hole.kinematics} kinematics)"
+    return Diagnostic(
+        OK,
+        "quirobot/drilling",
+        message,
+        "quirobot",
+        (("goal_id", hole.goal_id or ""), ("kinematics", hole.kinematics), ("tip_depth", depth)),
+    )
 
 
 def task_diagnostic(*, enabled: bool, homed: bool, busy: bool, phase: str, fault_reason: str) -> Diagnostic:

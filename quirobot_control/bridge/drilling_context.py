@@ -28,7 +28,18 @@ from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.safety.hole_context import HoleContext, hole_monitor_settings, thrust_limit_only
 from quirobot_description.parameters import DrillParameters, RobotParameters
 
-__all__ = ["HoleSetup", "hole_setup"]
+__all__ = ["HoleSetup", "HoleStatus", "hole_setup"]
+
+
+@dataclass(frozen=True)
+class HoleStatus:
+    """The drive side's view of the hole in force, for /diagnostics (`HoleSetup.status`)."""
+
+    goal_id: str | None  # the goal whose hole it is; None: no hole (the thrust limit only)
+    kinematics: str  # "calibrated" (the plan's calibration) or "nominal": the model of tip_depth
+    #: m, the drilling monitor's latest depth: the tip past the entry along the hole (FK of the
+    #: measured joints) with a hole, else the feed joint's position; None before its first period.
+    tip_depth: float | None
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,19 @@ class HoleSetup:
     feedforward: ThrustFeedForward | None
     context: HoleContext | None
     tool: ToolGeometry  # the tool on the kinematics the tip's depth is measured with (the plan's)
+
+    @property
+    def kinematics(self) -> str:
+        """The model the tip is measured with: "calibrated" (the plan's calibration) or "nominal"."""
+        calibrated = self.context is not None and self.context.calibration is not None
+        return "calibrated" if calibrated else "nominal"
+
+    def status(self) -> HoleStatus | None:
+        """What /diagnostics shows of it; None without a drill feed (nothing is watched)."""
+        if self.monitor is None:
+            return None
+        goal = self.context.goal_id if self.context is not None else None
+        return HoleStatus(goal, self.kinematics, self.monitor.depth)
 
     def describe(self) -> str:
         """What is watched, in one line (drive_node logs it)."""
@@ -60,8 +84,8 @@ class HoleSetup:
         bone = "bone model" if context.bone_model else "no bone model"
         return (
             f"drilling context of goal {context.goal_id}: thrust limit {settings.thrust_limit:.1f} N, "
-            f"{armed} ({bone}), spindle interlock, {zones} no-go zone(s)"
-            + (", thrust feed-forward" if self.feedforward is not None else "")
+            f"{armed} ({bone}), spindle interlock, {zones} no-go zone(s), tip on the {self.kinematics} "
+            "kinematics" + (", thrust feed-forward" if self.feedforward is not None else "")
         )
 
 

@@ -75,7 +75,7 @@ import numpy as np
 
 from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.bridge_error import BridgeError
-from quirobot_control.bridge.drilling_context import HoleSetup
+from quirobot_control.bridge.drilling_context import HoleSetup, HoleStatus
 from quirobot_control.bridge.hole_in_force import HoleInForce
 from quirobot_control.drives.interface import Drive, DriveMode
 from quirobot_control.hardware.component import QuirobotHardware
@@ -144,6 +144,9 @@ class DrivesStatus:
     #: That breakthrough came short of the imaged far cortex' exit: the same feed stop and retract,
     #: but no success (safety.drilling_monitor's EARLY_BREAKTHROUGH).
     breakthrough_early: bool = False
+    #: The hole in force as the drive side measures it (bridge.drilling_context.HoleStatus: its
+    #: goal, the kinematics of the tip's depth, that depth); None: no drill feed.
+    hole: HoleStatus | None = None
 
     @property
     def enabled(self) -> bool:
@@ -544,6 +547,7 @@ class DriveBridge(HoleInForce):
             breakthrough=self.breakthrough,
             stop_code=hw.stop_code,
             breakthrough_early=self.breakthrough_early,
+            hole=self.hole.status(),
         )
 
     def close(self) -> list[str]:

@@ -183,6 +183,7 @@ class DrillingMonitor:
         self.peak = 0.0  # N, the average's peak since the detector armed
         self.event: DrillingEvent | None = None
         self.fault: DrillingEvent | None = None
+        self.depth: float | None = None  # m, the depth of the latest update (None: none yet)
         self._window: deque[float] = deque()
         self._window_sum = 0.0
         # The averages of the last peak_time (cycle index, value), increasing: the front is the
@@ -209,6 +210,7 @@ class DrillingMonitor:
         effort (N, the feed drive's), velocity (m/s, measured), the feed's commanded velocity and
         acceleration; returns the event that stops the feed this cycle (None: go on)."""
         s = self.settings
+        self.depth = depth
         bad = _non_finite(
             time=time,
             dt=dt,

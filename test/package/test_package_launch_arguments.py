@@ -18,6 +18,7 @@ FREE_FORM = {
     "namespace": "any ROS namespace",
     "controller_rate": "a rate in Hz; drive_node refuses one that does not divide the drives' rate",
     "task": "a shipped task name or any task file path",
+    "calibration": "a calibration file path (empty: the nominal model), checked at launch",
 }
 #: Deprecated since launch 1.1.0 (Jazzy's launch warns "Use the 'EqualsSubstitution' and
 #: 'NotEqualsSubstitution' substitutions instead"); PythonExpression for a string comparison is

@@ -1,7 +1,8 @@
 """task_node's file parameters on the installed package: a calibration file it cannot read stops
 the node at start-up with one line naming the file (exit status 2), as a bad parameter does; the
 robot is never planned for with a model the user did not mean (issue 21: the controller uses the
-calibration)."""
+calibration). sim.launch.py's calibration:= argument refuses the same files before any node
+starts (quirobot_description.launch_description.checked_calibration), in one line."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _tcp_offset_of_20_mm() -> str:
     return yaml.safe_dump(calibration_document(errors, "calibration campaign test"))
 
 
-@pytest.mark.parametrize(
+BAD_CALIBRATIONS = pytest.mark.parametrize(
     ("content", "why"),
     [
         ("schema_version: 99\n", "schema_version"),
@@ -42,6 +43,9 @@ def _tcp_offset_of_20_mm() -> str:
     ],
     ids=["wrong schema", "missing file", "20 mm TCP offset"],
 )
+
+
+@BAD_CALIBRATIONS
 def test_a_bad_calibration_file_stops_task_node_in_one_line(installed, tmp_path, content, why):
     path = tmp_path / "calibration.yaml"
     if content is not None:
@@ -56,6 +60,28 @@ def test_a_bad_calibration_file_stops_task_node_in_one_line(installed, tmp_path,
     lines = [line for line in result.stderr.splitlines() if line.startswith("task_node: error:")]
     assert len(lines) == 1, result.stderr[-2000:]
     assert str(path) in lines[0] and why in lines[0], lines[0]
+
+
+@BAD_CALIBRATIONS
+def test_a_bad_calibration_file_ends_sim_launch_before_anything_starts(installed, tmp_path, content, why):
+    """`ros2 launch quirobot sim.launch.py calibration:=FILE` with a file task_node would refuse: the
+    launch ends (non-zero) with one line naming the argument, the file and the problem, and no
+    process was started (nothing can move)."""
+    path = tmp_path / "calibration.yaml"
+    if content is not None:
+        path.write_text(content() if callable(content) else content)
+    result = subprocess.run(
+        ["ros2", "launch", "quirobot", "sim.launch.py", f"calibration:={path}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-2000:]
+    lines = [line for line in output.splitlines() if "launch argument calibration:" in line]
+    assert len(lines) == 1, output[-2000:]
+    assert f"calibration file {path}" in lines[0] and why in lines[0], lines[0]
+    assert "process started" not in output, output[-2000:]
 
 
 def _registration(change) -> str:

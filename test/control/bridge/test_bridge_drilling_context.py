@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from quirobot_control.axes.virtual_fixtures import NoGoZone, ToolGeometry, tip_positions
+from quirobot_control.bridge.diagnostics import drive_diagnostics
 from quirobot_control.bridge.drilling_context import hole_setup
 from quirobot_control.bridge.drive_bridge import BridgeError
 from quirobot_control.hardware.control_config import control_configuration
@@ -271,3 +272,22 @@ def test_the_drive_side_measures_the_tip_with_the_plans_calibration(parameters, 
         expected = float((calibrated - task.entry) @ task.direction)
         assert depth == pytest.approx(expected, abs=1e-12)
         assert abs(depth - float((nominal - task.entry) @ task.direction)) > 1e-4  # the old reading
+    # What drive_node publishes of it (/diagnostics "quirobot/drilling", read over DDS by
+    # test/ros/test_launch_calibration.py): the monitor's depth of a period, on the calibrated FK of
+    # the joints it measured, and named calibrated. The hole without its zones: START is inside the
+    # operating table's, whose fixture would stop the drives before the monitor runs.
+    with bridge_at_start(parameters, control) as bridge:
+        bridge.set_drilling_context("goal-1", dataclasses.replace(hole, zones=()))
+        bridge.command(list(DRILL_AXES), START, now=0.0)
+        for k in range(3):
+            bridge.step(k * control.dt)
+        assert bridge.hardware.stop_reason is None
+        q = np.array([bridge.hardware.state(name, "position") for name in DRILL_AXES])
+        tip = Kinematics(KinematicModel.from_parameters(parameters).calibrated(calibration)).tip(q)
+        depth = float((tip - task.entry) @ task.direction)
+        hole_status = bridge.status().hole
+        assert (hole_status.goal_id, hole_status.kinematics) == ("goal-1", "calibrated")
+        assert hole_status.tip_depth == pytest.approx(depth, abs=1e-12)
+        entry = next(e for e in drive_diagnostics(bridge.status()) if e.name == "quirobot/drilling")
+        assert dict(entry.values)["kinematics"] == "calibrated"
+        assert float(dict(entry.values)["tip_depth"]) == pytest.approx(depth, abs=1e-12)
