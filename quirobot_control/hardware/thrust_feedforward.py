@@ -49,15 +49,20 @@ class ThrustFeedForward:
     def update(self, q: np.ndarray) -> np.ndarray:
         """(6,) joint efforts (N or N*m, axes_for("drill") order) for the commanded joints q (6,) of
         this period."""
-        q = np.asarray(q, dtype=float)[None, :]
-        tip, axis = tips_and_axes(q, self.kinematics)
-        depth = float((tip[0] - self.entry) @ self.direction)
+        q = np.asarray(q, dtype=float)
+        # tips_and_axes of the one pose, by the scalar FK of a (5,) q (the same numbers; the batch
+        # FK's numpy calls on one row cost ~60 us of every period).
+        pose = forward_kinematics(q[: len(JOINT_NAMES)], self.kinematics)
+        axis = pose[:3, 2]
+        tip = pose[:3, 3] + axis * q[DrillParameters.feed_index]
+        depth = float((tip - self.entry) @ self.direction)
         rate = 0.0 if self._depth is None else (depth - self._depth) / self.dt
         self._depth = depth
         thrust = self.model.update(self.dt, depth, rate)
         if thrust == 0.0:  # out of the bone: no Jacobian to evaluate (most of a goal's periods)
-            return np.zeros(q.shape[1])
-        return balancing_efforts(q, tip, axis, -thrust * self.direction[None, :], self.kinematics)[0]
+            return np.zeros(q.shape[0])
+        force = -thrust * self.direction[None, :]
+        return balancing_efforts(q[None, :], tip[None, :], axis[None, :], force, self.kinematics)[0]
 
 
 def tips_and_axes(q: np.ndarray, kinematics: KinematicModel) -> tuple[np.ndarray, np.ndarray]:
