@@ -57,7 +57,7 @@ class PathCheck:
         behind the plan by design until the retract passes it)."""
         measured = np.asarray(position, dtype=float)
         if measured.shape != self.tolerance.shape:
-            raise ValueError(f"path check of {len(self.names)} joints got a position of shape {measured.shape}")
+            raise ValueError(f"path check of {len(self.names)} joints: a position of shape {measured.shape}")
         finite = np.isfinite(measured)
         if not finite.all():  # one call per state, not one per joint (every control period)
             j = int(np.argmin(finite))  # the first joint that is not finite
