@@ -436,7 +436,9 @@ class RealisticPlant:
         else:
             fx, fy, fz = force.tolist()
             thrust = -fx * dx + -fy * dy + -fz * dz
-        extra = np.zeros(3)
+        # The extra force in plain floats as well (the vector form was extra = 0 (3,), extra -= the
+        # regenerative part * direction, extra += the skiving force; the same operations in order).
+        e0 = e1 = e2 = 0.0
         # Regenerative thrust: the axial vibration now against one revolution ago.
         period_steps = max(int(round(self.plant.spindle_period / h)), 1)
         if self._depth_average is None:
@@ -449,17 +451,19 @@ class RealisticPlant:
             before = self._depth_history.pop(0)
             if engagement > 0.0 and thrust > 0.0:
                 regenerative = self.plant.regenerative_stiffness * engagement * (vibration - before)
-                extra -= max(regenerative, -thrust) * direction
+                along = max(regenerative, -thrust)
+                e0, e1, e2 = e0 - along * dx, e1 - along * dy, e2 - along * dz
         # Skiving while the point enters: down the surface, perpendicular to the axis.
         if 0.0 < depth < bone.point_length and not self._engaged_once:
             downhill = np.array([0.0, 0.0, -1.0]) - direction * (-direction[2])
             norm = np.linalg.norm(downhill)
             downhill = downhill / norm if norm > 1e-9 else np.array([1.0, 0.0, 0.0])
             lateral = self.plant.skiving_coefficient * thrust * downhill
-            extra += lateral
+            l0, l1, l2 = lateral.tolist()
+            e0, e1, e2 = e0 + l0, e1 + l1, e2 + l2
             self.bit = lateral / self.plant.bit_stiffness
         elif depth >= bone.point_length:
             self._engaged_once = True  # the hole holds the tip where the entry left it
         if force is None:
-            return extra if np.any(extra) else None
-        return force + extra
+            return np.array([e0, e1, e2]) if (e0 != 0.0 or e1 != 0.0 or e2 != 0.0) else None
+        return np.array([fx + e0, fy + e1, fz + e2])
