@@ -20,7 +20,7 @@ import xacro
 
 from quirobot_description.data_files import DataFileNotFoundError, find_data_file
 from quirobot_description.geometric_errors import read_calibration
-from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
+from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, RobotParameters, load_parameters
 from quirobot_description.visual_meshes import MeshDimensions
 
 #: Tools the description can mount on tool0 (xacro arg `tool`).
@@ -94,9 +94,9 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
     """The xacro expansion as text, cached: the same arguments and file contents (`contents`, part
     of the key, so an edited file expands anew) give the same URDF. A closed-loop simulation
     expands the description twice, about a second of each Monte-Carlo sample before the cache."""
-    del contents  # only the cache key
     arguments = dict(mappings)
-    parameters = load_parameters(arguments["parameter_file"])  # a malformed file fails here, named
+    # A malformed file fails here, named (contents[0]: the parameter file's, the cache key).
+    parameters = _parameters(arguments["parameter_file"], contents[0])
     if MeshDimensions.from_parameters(parameters) != _shipped_mesh_dimensions():
         arguments["meshes"] = "false"  # the shipped meshes are not this machine's parts
     if arguments["calibration_file"]:
@@ -111,12 +111,23 @@ def _expanded(mappings: tuple[tuple[str, str], ...], contents: tuple[bytes | Non
 @functools.lru_cache(maxsize=1)
 def _shipped_mesh_dimensions() -> MeshDimensions:
     """What the shipped meshes were made from (the shipped parameter file)."""
-    return MeshDimensions.from_parameters(load_parameters())
+    path = DEFAULT_PARAMETER_FILE
+    return MeshDimensions.from_parameters(_parameters(str(path), _contents(path)))
+
+
+@functools.lru_cache(maxsize=4)
+def _parameters(path: str, contents: bytes | None) -> RobotParameters:
+    """load_parameters(path), cached as the expansions are (`contents`, the file's bytes, part of
+    the key): the drill's mock and real descriptions and the shipped meshes' check read the same
+    file, ~0.2 s a parse. Only read here (checks and mesh dimensions), never handed out."""
+    del contents  # only the cache key
+    return load_parameters(path)
 
 
 def clear_expansion_cache() -> None:
     """Forget the cached expansions (bench/accuracy.py times a sample with and without them)."""
     _expanded.cache_clear()
+    _parameters.cache_clear()
 
 
 def robot_description(

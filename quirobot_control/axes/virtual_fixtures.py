@@ -146,8 +146,13 @@ class NoGoZone:
                     return False
                 continue
             t1, t2 = (-half - a_local) / d, (half - a_local) / d
-            enter = max(enter, min(t1, t2))
-            leave = min(leave, max(t1, t2))
+            # enter = max(enter, min(t1, t2)), leave = min(leave, max(t1, t2)) as the builtins
+            # pick (the first argument unless the second is strictly beyond it), without their
+            # calls: this runs for every zone and tool part, three poses a cycle.
+            low = t2 if t2 < t1 else t1
+            high = t2 if t2 > t1 else t1
+            enter = low if low > enter else enter
+            leave = high if high < leave else leave
             if enter > leave:
                 return False
         return True

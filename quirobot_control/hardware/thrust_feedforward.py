@@ -49,15 +49,32 @@ class ThrustFeedForward:
     def update(self, q: np.ndarray) -> np.ndarray:
         """(6,) joint efforts (N or N*m, axes_for("drill") order) for the commanded joints q (6,) of
         this period."""
-        q = np.asarray(q, dtype=float)[None, :]
-        tip, axis = tips_and_axes(q, self.kinematics)
-        depth = float((tip[0] - self.entry) @ self.direction)
+        q = np.asarray(q, dtype=float)
+        # tips_and_axes of the one pose, by the scalar FK of a (5,) q (the same numbers; the batch
+        # FK's numpy calls on one row cost ~60 us of every period).
+        pose = forward_kinematics(q[: len(JOINT_NAMES)], self.kinematics)
+        axis = pose[:3, 2]
+        tip = pose[:3, 3] + axis * q[DrillParameters.feed_index]
+        depth = float((tip - self.entry) @ self.direction)
         rate = 0.0 if self._depth is None else (depth - self._depth) / self.dt
         self._depth = depth
         thrust = self.model.update(self.dt, depth, rate)
         if thrust == 0.0:  # out of the bone: no Jacobian to evaluate (most of a goal's periods)
-            return np.zeros(q.shape[1])
-        return balancing_efforts(q, tip, axis, -thrust * self.direction[None, :], self.kinematics)[0]
+            return np.zeros(q.shape[0])
+        force = -thrust * self.direction[None, :]
+        if self.kinematics.errors is not None:
+            # The calibrated chain's FK of five stacked poses and of one differ in the last bits
+            # (its matrix products): its Jacobian stays balancing_efforts' batch.
+            return balancing_efforts(q[None, :], tip[None, :], axis[None, :], force, self.kinematics)[0]
+        # balancing_efforts' Jacobian of the one pose, its shifted poses by the scalar FK as well.
+        arm, feed = len(JOINT_NAMES), q[DrillParameters.feed_index]
+        shifted_tips = []
+        for i in range(arm):
+            shifted = q[:arm].copy()
+            shifted[i] += JACOBIAN_STEP
+            pose = forward_kinematics(shifted, self.kinematics)
+            shifted_tips.append(pose[:3, 3] + pose[:3, 2] * feed)
+        return _balance(q[None, :], tip[None, :], axis[None, :], force, np.array(shifted_tips)[:, None, :])[0]
 
 
 def tips_and_axes(q: np.ndarray, kinematics: KinematicModel) -> tuple[np.ndarray, np.ndarray]:
@@ -79,6 +96,14 @@ def balancing_efforts(
     for i in range(arm):
         shifted[i, :, i] += JACOBIAN_STEP
     shifted_tips = tips_and_axes(shifted.reshape(-1, q.shape[1]), kinematics)[0].reshape(arm, n, 3)
+    return _balance(q, tip, axis, force, shifted_tips)
+
+
+def _balance(
+    q: np.ndarray, tip: np.ndarray, axis: np.ndarray, force: np.ndarray, shifted_tips: np.ndarray
+) -> np.ndarray:
+    """`balancing_efforts` from the tips of the shifted poses (5, N, 3): joint i shifted in [i]."""
+    arm = len(JOINT_NAMES)
     efforts = np.zeros_like(q)
     efforts[:, :arm] = np.einsum("ink,nk->ni", (shifted_tips - tip) / JACOBIAN_STEP, force)
     efforts[:, DrillParameters.feed_index] = np.einsum("nk,nk->n", axis, force)

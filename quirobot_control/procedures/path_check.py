@@ -56,11 +56,12 @@ class PathCheck:
         `exempt`: joints not held to the plan now (the feed stopped by a breakthrough: it stays
         behind the plan by design until the retract passes it)."""
         measured = np.asarray(position, dtype=float)
-        bad = [name for name, value in zip(self.names, measured, strict=True) if not np.isfinite(value)]
-        if bad:
-            return (
-                f"path tolerance: joint {bad[0]} measured {measured[self.names.index(bad[0])]} at {t:.3f} s"
-            )
+        if measured.shape != self.tolerance.shape:
+            raise ValueError(f"path check of {len(self.names)} joints: a position of shape {measured.shape}")
+        finite = np.isfinite(measured)
+        if not finite.all():  # one call per state, not one per joint (every control period)
+            j = int(np.argmin(finite))  # the first joint that is not finite
+            return f"path tolerance: joint {self.names[j]} measured {measured[j]} at {t:.3f} s"
         deviation = np.abs(measured - plan.sample(t)[0])
         if exempt:
             deviation = np.where([name in exempt for name in self.names], 0.0, deviation)

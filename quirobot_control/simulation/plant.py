@@ -75,6 +75,7 @@ class MujocoPlant:
         self._external = np.zeros(self.model.nv)
         self._efforts = np.zeros(self.model.nv)
         self._sensed = np.zeros(self.model.nv)  # sense()'s efforts (a zero step: unchanged currents)
+        self._no_torque = np.zeros(3)  # the tip force's torque (mj_applyFT only reads it)
 
     def set_brakes(self, holding: np.ndarray) -> None:
         """Engaged holding brakes: (6,) holding effort per joint, N or N*m (0: released)."""
@@ -139,7 +140,7 @@ class MujocoPlant:
                 self.model,
                 self.data,
                 tip_force,
-                np.zeros(3),
+                self._no_torque,
                 self.data.xpos[self.tip_body],
                 self.bit_body,
                 self._external,

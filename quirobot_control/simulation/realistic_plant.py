@@ -362,16 +362,20 @@ class RealisticPlant:
     def gear_torque(self, j: int, motor_angle: float, motor_speed: float) -> float:
         """Torque (N*m) the gearbox of wrist joint j transmits: stiffness over the play's dead zone
         plus structural damping while in contact."""
+        return self._gear_torque(j, motor_angle - self.data.qpos[j], motor_speed - self.data.qvel[j])
+
+    def _gear_torque(self, j: int, twist: float, slip: float) -> float:
+        """`gear_torque` from the twist (motor less load angle, rad) and the slip (motor less load
+        speed, rad/s)."""
         k = self.plant.wrist_gear_stiffness
         half_play = 0.5 * self.plant.wrist_gear_backlash
-        twist = motor_angle - self.data.qpos[j]
         if twist > half_play:
             windup = twist - half_play
         elif twist < -half_play:
             windup = twist + half_play
         else:
             return 0.0
-        return k * windup + self.gear_damping[j] * (motor_speed - self.data.qvel[j])
+        return k * windup + self.gear_damping[j] * slip
 
     def _step_wrist(self, j: int, h: float, effort: float, braked: bool) -> float:
         """Advance the motor side of wrist joint j over h (`braked`: its holding brake holds);
@@ -382,12 +386,15 @@ class RealisticPlant:
         if braked:
             coulomb += self.drive_array.holding_effort[j]
         viscous = self.plant.wrist_viscous_friction
+        # Plain floats over the sub-steps (each physics step; the same operations in the same
+        # order): the load side holds still until MuJoCo's step, the motor side is carried here.
+        load_angle, load_speed = float(self.data.qpos[j]), float(self.data.qvel[j])
+        angle, speed = float(self.motor_angle[j]), float(self.motor_speed[j])
         total = 0.0
         for _ in range(MOTOR_SUBSTEPS):
-            transmitted = self.gear_torque(j, self.motor_angle[j], self.motor_speed[j])
+            transmitted = self._gear_torque(j, angle - load_angle, speed - load_speed)
             total += transmitted
-            net = effort - transmitted - viscous * self.motor_speed[j]
-            speed = self.motor_speed[j]
+            net = effort - transmitted - viscous * speed
             if speed == 0.0 and abs(net) <= coulomb:
                 new_speed = 0.0  # stuck: dry friction holds
             else:
@@ -395,8 +402,9 @@ class RealisticPlant:
                 new_speed = speed + dt * (net - coulomb * direction) / J
                 if speed != 0.0 and new_speed * speed < 0.0:
                     new_speed = 0.0  # friction stops it, never reverses it
-            self.motor_speed[j] = new_speed
-            self.motor_angle[j] += dt * new_speed
+            speed = new_speed
+            angle += dt * new_speed
+        self.motor_speed[j], self.motor_angle[j] = speed, angle
         return total / MOTOR_SUBSTEPS
 
     def _step_ram(self, h: float, force: np.ndarray | None) -> None:
@@ -428,7 +436,9 @@ class RealisticPlant:
         else:
             fx, fy, fz = force.tolist()
             thrust = -fx * dx + -fy * dy + -fz * dz
-        extra = np.zeros(3)
+        # The extra force in plain floats as well (the vector form was extra = 0 (3,), extra -= the
+        # regenerative part * direction, extra += the skiving force; the same operations in order).
+        e0 = e1 = e2 = 0.0
         # Regenerative thrust: the axial vibration now against one revolution ago.
         period_steps = max(int(round(self.plant.spindle_period / h)), 1)
         if self._depth_average is None:
@@ -441,17 +451,19 @@ class RealisticPlant:
             before = self._depth_history.pop(0)
             if engagement > 0.0 and thrust > 0.0:
                 regenerative = self.plant.regenerative_stiffness * engagement * (vibration - before)
-                extra -= max(regenerative, -thrust) * direction
+                along = max(regenerative, -thrust)
+                e0, e1, e2 = e0 - along * dx, e1 - along * dy, e2 - along * dz
         # Skiving while the point enters: down the surface, perpendicular to the axis.
         if 0.0 < depth < bone.point_length and not self._engaged_once:
             downhill = np.array([0.0, 0.0, -1.0]) - direction * (-direction[2])
             norm = np.linalg.norm(downhill)
             downhill = downhill / norm if norm > 1e-9 else np.array([1.0, 0.0, 0.0])
             lateral = self.plant.skiving_coefficient * thrust * downhill
-            extra += lateral
+            l0, l1, l2 = lateral.tolist()
+            e0, e1, e2 = e0 + l0, e1 + l1, e2 + l2
             self.bit = lateral / self.plant.bit_stiffness
         elif depth >= bone.point_length:
             self._engaged_once = True  # the hole holds the tip where the entry left it
         if force is None:
-            return extra if np.any(extra) else None
-        return force + extra
+            return np.array([e0, e1, e2]) if (e0 != 0.0 or e1 != 0.0 or e2 != 0.0) else None
+        return np.array([fx + e0, fy + e1, fz + e2])
