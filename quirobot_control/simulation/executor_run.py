@@ -96,8 +96,7 @@ class _Recorder:
         if port.time < self.start - 1e-9:
             return
         backend = bridge.backend
-        plant = backend.plant
-        plant.forward_kinematics()
+        plant = backend.plant  # its kinematics are the period's end's (BridgePort updated them)
         hardware = bridge.hardware
         if self.stop_time is None and hardware.stop_reason is not None:
             self.stop_time = port.time - self.start
