@@ -81,6 +81,39 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
         self.assertTrue(response.success, f"{name}: {response.message}")
         return response.message
 
+    def acknowledge_stop(self, timeout: float = 30.0) -> str:
+        """/quirobot/drives/acknowledge_stop, asked again while a drive's stop is still in progress
+        (its ramp or its brake: the service's own answer says "try again"), for at most `timeout` s
+        (wall time: without sim_clock drive_node's plant runs on the wall clock; a stop takes well
+        under a second of it); any other refusal fails at once."""
+        from std_srvs.srv import Trigger
+
+        name = "/quirobot/drives/acknowledge_stop"
+        client = self.graph.node.create_client(Trigger, name)
+        answer: list[str] = []
+        pending: list = [None]
+
+        def accepted() -> bool:
+            future = pending[0]
+            if future is None:
+                pending[0] = client.call_async(Trigger.Request())
+                return False
+            if not future.done():
+                return False
+            response, pending[0] = future.result(), None
+            if response.success:
+                answer.append(response.message)
+                return True
+            self.assertIn("still in progress", response.message, f"{name}: {response.message}")
+            return False  # ask again
+
+        try:
+            self.graph.spin_until(client.service_is_ready, 60.0, f"service {name}")
+            self.graph.spin_until(accepted, timeout, f"an accepted {name}")
+        finally:
+            self.graph.node.destroy_client(client)
+        return answer[0]
+
     def wait_states(self, expected: dict[str, str], what: str) -> None:
         seen: dict[str, str] = {}
 
@@ -140,7 +173,7 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
             self.assertNotEqual(result.result().status, GoalStatus.STATUS_SUCCEEDED)
         finally:
             client.destroy()
-        self.trigger("/quirobot/drives/acknowledge_stop")
+        self.acknowledge_stop()
         for _ in range(10):  # still inactive after the acknowledge: nothing is enabled yet
             rclpy.spin_once(self.graph.node, timeout_sec=0.1)
         states = self.graph.controller_states()
