@@ -173,13 +173,11 @@ def run_task(
             plant_parameters=plant_parameters,
             compensated=compensated,
             bone=bone,
-            injectors=injectors,
             end_time=end_time,
             progress=progress,
         )
-        faults = [fault_report(injector, run.log, task.entry, task.direction) for injector in injectors]
-        completed = run.result is not None and run.result.success
-        return _incision_result(task, run.trajectory, run.log, faults, far_cortex, completed=completed)
+        completed = run.result is not None and run.result.success  # None: cut at `until`
+        return _incision_result(task, run.trajectory, run.log, [], far_cortex, completed=completed)
     simulation = ClosedLoopSimulation(
         params,
         control,
