@@ -62,11 +62,8 @@ class ThrustFeedForward:
         if thrust == 0.0:  # out of the bone: no Jacobian to evaluate (most of a goal's periods)
             return np.zeros(q.shape[0])
         force = -thrust * self.direction[None, :]
-        if self.kinematics.errors is not None:
-            # The calibrated chain's FK of five stacked poses and of one differ in the last bits
-            # (its matrix products): its Jacobian stays balancing_efforts' batch.
-            return balancing_efforts(q[None, :], tip[None, :], axis[None, :], force, self.kinematics)[0]
-        # balancing_efforts' Jacobian of the one pose, its shifted poses by the scalar FK as well.
+        # balancing_efforts' Jacobian of the one pose, its shifted poses by the scalar FK as well
+        # (on a calibrated chain the same numbers but for the last bits of its matrix products).
         arm, feed = len(JOINT_NAMES), q[DrillParameters.feed_index]
         shifted_tips = []
         for i in range(arm):
