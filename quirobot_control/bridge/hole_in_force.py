@@ -33,6 +33,7 @@ from quirobot_control.axes.virtual_fixtures import tool_points_one
 from quirobot_control.bridge.bridge_error import BridgeError
 from quirobot_control.bridge.drilling_context import HoleSetup, hole_setup
 from quirobot_control.hardware.lifecycle import LifecycleState
+from quirobot_control.safety.drilling_monitor import DrillingEvent
 from quirobot_control.safety.feed_stop import BreakthroughHold, FeedStop
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_control.safety.stop_codes import StopCode
@@ -193,16 +194,22 @@ class HoleInForce:
         hw.set_load_feedforward(feedforward.update(commanded)[self._axes_columns])
 
     @property
+    def _breakthrough_event(self) -> DrillingEvent | None:
+        """The monitor's event of the hole in force if it ended the feed (a breakthrough, early or
+        not), None otherwise."""
+        monitor = self.thrust_monitor
+        event = monitor.event if monitor is not None else None
+        return event if event is not None and not event.is_fault else None
+
+    @property
     def breakthrough(self) -> str | None:
         """The far-cortex breakthrough of the hole in force, early or not (the monitor's message),
         None: none."""
-        monitor = self.thrust_monitor
-        event = monitor.event if monitor is not None else None
-        return event.message if event is not None and not event.is_fault else None
+        event = self._breakthrough_event
+        return event.message if event is not None else None
 
     @property
     def breakthrough_early(self) -> bool:
         """That breakthrough came short of the imaged far cortex' exit (no success)."""
-        monitor = self.thrust_monitor
-        event = monitor.event if monitor is not None else None
-        return event is not None and not event.is_fault and not event.success
+        event = self._breakthrough_event
+        return event is not None and not event.success
