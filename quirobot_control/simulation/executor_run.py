@@ -84,26 +84,31 @@ class _Recorder:
         self.stop_time: float | None = None  # s on the log's clock: when the hardware stopped
         self.progress = progress
 
+    def motion_time(self, port: BridgePort) -> float | None:
+        """s on the log's clock now (the motion's start is 0), None before the motion starts."""
+        if self.start is None and port.sent:
+            self.start = port.sent[0][2]
+        if self.start is None or port.time < self.start - 1e-9:
+            return None
+        return port.time - self.start
+
     def __call__(self, port: BridgePort) -> None:
         bridge = port.bridge
         monitor = bridge.thrust_monitor
         if monitor is not None and bridge.hole.context is not None and monitor.event is not None:
             self.event = self.event or monitor.event  # the hole's: its monitor goes with the goal
-        if self.start is None:
-            if not port.sent:
-                return
-            self.start = port.sent[0][2]
-        if port.time < self.start - 1e-9:
+        t = self.motion_time(port)
+        if t is None:
             return
         backend = bridge.backend
         plant = backend.plant  # its kinematics are the period's end's (BridgePort updated them)
         hardware = bridge.hardware
         if self.stop_time is None and hardware.stop_reason is not None:
-            self.stop_time = port.time - self.start
+            self.stop_time = t
         thrust = getattr(backend.tip_force, "force", 0.0) if backend.tip_force is not None else 0.0
         self.rows.append(
             _Row(
-                time=port.time - self.start,
+                time=t,
                 position=np.array(plant.position),
                 velocity=np.array(plant.velocity),
                 measured=[hardware.state(name, "position") for name in bridge.names],
@@ -173,11 +178,9 @@ class _BridgeFaults:
 
         def hook(port: BridgePort) -> None:
             self.port = port
-            if recorder.start is None and port.sent:
-                recorder.start = port.sent[0][2]
-            if recorder.start is None or port.time < recorder.start - 1e-9:
+            t = recorder.motion_time(port)
+            if t is None:
                 return
-            t = port.time - recorder.start
             if self.end_time is not None and t > self.end_time + 1e-9:
                 raise _RunEndError
             k = int(round(t / self.dt))
