@@ -138,19 +138,10 @@ def run_task(
             feed_mass=control.joint(DrillParameters.feed_joint).effective_inertia,
         )
         trajectory = plan.trajectory
-        drilling = Drilling(task.entry, task.direction, bone or task.bone)
         # The report measures the plant's bone (what is drilled), which may differ from the imaged.
         far_cortex = target_cortex(bone or task.bone, task.depth)
-        if process_safety:
-            settings = plan.monitor
-            if not breakthrough_detection:
-                settings = replace(settings, arm_depth=None, exit_depth=None)
-            monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
-        else:
-            monitor = spindle = None
     else:
         trajectory = plan_line_task(task, params, control.dt)
-        drilling = monitor = spindle = None
     if on_plan is not None:
         on_plan(trajectory)
     end_time = None if until is None else trajectory.phase(until).end_time
@@ -178,6 +169,14 @@ def run_task(
         )
         completed = run.result is not None and run.result.success  # None: cut at `until`
         return _incision_result(task, run.trajectory, run.log, [], far_cortex, completed=completed)
+    drilling = monitor = spindle = None  # ClosedLoopSimulation's bone and drilling process safety
+    if isinstance(task, IncisionTask):
+        drilling = Drilling(task.entry, task.direction, bone or task.bone)
+        if process_safety:
+            settings = plan.monitor
+            if not breakthrough_detection:
+                settings = replace(settings, arm_depth=None, exit_depth=None)
+            monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
     simulation = ClosedLoopSimulation(
         params,
         control,
