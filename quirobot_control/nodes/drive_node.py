@@ -64,7 +64,9 @@ controller_stopper): when the drives stop or are disabled, the controllers of `s
 are deactivated through
 /controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
 deactivation; the reason is /quirobot/drives/state's stop_reason); /quirobot/drives/enable
-reactivates them.
+reactivates them. A controller that took over before drive_node's states reached the controller
+manager (it holds the description's initial pose, which the bridge ignores) is restarted, every
+2 s while its hold stays stale, at most 10 times.
 
 The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
 task_node publishes it at a goal's start and end) is the hole the DrillHole executor decided
@@ -449,7 +451,8 @@ def _drilling_context_subscription(node, bridge_of) -> None:
 
 def _controller_stopper(node, controllers: list[str]):
     """The controllers stop with the drives (bridge.controller_stopper): a callable of the drives'
-    (enabled, stop_reason) that asks /controller_manager/switch_controller, never waiting for it
+    (enabled, stop_reason, stale_controller) that asks /controller_manager/switch_controller (and
+    restarts a controller holding a stale pose), never waiting for it
     (the controller manager switches in its update loop, which the simulated plant's clock drives)."""
     from controller_manager_msgs.srv import SwitchController
 
@@ -469,10 +472,11 @@ def _controller_stopper(node, controllers: list[str]):
             why = response.message if response is not None else str(future.exception())
             node.get_logger().warning(f"controllers not {verb} ({switch.reason}): {why or 'refused'}")
 
-    def update(enabled: bool, stop_reason: str | None) -> None:
+    def update(enabled: bool, stop_reason: str | None, stale_controller: bool) -> None:
         if stopper.pending is None and not client.service_is_ready():
             return  # no controller manager yet: nothing to switch, asked again on the next state
-        switch = stopper.update(enabled, stop_reason)
+        # Restarts of a stale hold are paced on the wall clock: they wait for DDS discovery.
+        switch = stopper.update(enabled, stop_reason, stale_controller, time.monotonic())
         if switch is None:
             return
         request = SwitchController.Request()

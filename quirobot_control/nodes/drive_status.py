@@ -32,7 +32,13 @@ class DrivesStatusOut:
             logger.error(f"drives stopped: {stop_reason}")
         reported["stop"] = stop_reason or None
         # Cheap per period; homed once a second. The breakthrough ends the executor's feed check.
-        key = (bridge.hardware.lifecycle, stop_reason, bridge.breakthrough)
+        key = (
+            bridge.hardware.lifecycle,
+            stop_reason,
+            bridge.breakthrough,
+            bridge.stale_controller,
+            bridge.started,
+        )
         if key != reported["state"]:
             reported["state"] = key
             self.publish_status()
@@ -53,10 +59,11 @@ class DrivesStatusOut:
                 self.node.get_logger().warning(f"drive status not read: {error}")
                 return
         status = status or self.bridge.status()
-        self.stop_controllers(status.enabled, status.stop_reason)
+        self.stop_controllers(status.enabled, status.stop_reason, status.stale_controller)
         state = DrivesState()
         state.stamp = self.stamp()
         state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed
+        state.commanded = status.commanded
         state.stop_reason = status.stop_reason or ""
         state.stop_code = int(status.stop_code)
         state.breakthrough = status.breakthrough or ""

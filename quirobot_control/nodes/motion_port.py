@@ -114,6 +114,7 @@ class StackListener:
                 breakthrough=message.breakthrough,
                 stop_code=StopCode(message.stop_code),
                 breakthrough_early=message.breakthrough_early,
+                commanded=message.commanded,
             )
         self.state_changed()
 
@@ -139,7 +140,14 @@ class StackListener:
     def clear_stop(self) -> None:
         """drive_node acknowledged its stop (it republishes its state; do not show the old one)."""
         with self.lock:
-            self.drives = StackStatus(True, self.drives.enabled, self.drives.homed, "", breakthrough="")
+            self.drives = StackStatus(
+                True,
+                self.drives.enabled,
+                self.drives.homed,
+                "",
+                breakthrough="",
+                commanded=self.drives.commanded,
+            )
 
     def status(self, servers_ready) -> StackStatus:
         """The stack's status; `servers_ready(part)`: that part's action server is up."""
@@ -160,6 +168,7 @@ class StackListener:
             drives.breakthrough,
             drives.stop_code,
             drives.breakthrough_early,
+            drives.commanded,
         )
 
     def measured(self) -> Measurement | None:

@@ -130,6 +130,9 @@ class StackStatus:
     #: That breakthrough came short of the imaged far cortex' exit: held and retracted the same
     #: way, but the goal fails.
     breakthrough_early: bool = False
+    #: The drives take the controllers' commands (drive_node's start-up handshake is done); an
+    #: in-process port is its own commander (True).
+    commanded: bool = True
 
     @property
     def drive_stop(self) -> Stop:
@@ -197,4 +200,6 @@ def waiting_for(
         missing.append("robot description")
     if not started and status.drives_heard and status.homed and not status.enabled and not status.stop_reason:
         missing.append("drives enabled")
+    if status.enabled and not status.commanded:
+        missing.append("drives taking the controllers' commands (drive_node's start-up handshake)")
     return missing

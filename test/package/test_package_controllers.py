@@ -8,6 +8,7 @@ then, so the trajectory would run open loop. Plain YAML and xacro output, no ROS
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -183,3 +184,15 @@ def test_check_refuses_a_velocity_command_in_gazebo(parameters):
     )
     shipped = check_urdf(robot_description("drill", "gazebo"), parameters, samples=20)
     assert next(r for r in shipped if r.name == "ros2_control").status == PASS
+
+
+def test_the_drives_start_up_watchdog_outlasts_a_lost_spawner_answer(parameters):
+    """drive_node's start-up watchdog (activation to the first command) must outlast the spawner's
+    retry of a service answer lost to DDS discovery (bringup.launch.py's --service-call-timeout)
+    plus the start-up itself (about 30 s on a loaded 2-core machine): a 30 s watchdog under a 70 s
+    retry stopped the drives at start-up in CI's ROS tier."""
+    launch = (ROOT / "launch" / "bringup.launch.py").read_text()
+    match = re.search(r'"--service-call-timeout",\s*"([0-9.]+)"', launch)
+    assert match, "bringup.launch.py passes no --service-call-timeout to its spawner"
+    retry = float(match.group(1))
+    assert control_configuration(parameters).watchdog_startup_timeout >= retry + 30.0

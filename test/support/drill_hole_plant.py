@@ -74,6 +74,9 @@ class PlantPort:
     lag: float = 0.0
     lag_from: float = math.inf
     ready_at: float = 0.0  # s: the controllers become active then (a fresh launch)
+    #: s: the drives take the controllers' commands from then on (drive_node's start-up handshake;
+    #: late: a controller restarted for a stale hold)
+    commanded_at: float = 0.0
     enabled: bool = True
     cancel_at: float = math.inf
     clients_gone_at: float = math.inf  # s: the goal's action client disappears then
@@ -112,6 +115,7 @@ class PlantPort:
             stop_reason=self._stop_reason,
             stop_code=self.drive_stop_code if self._stop_reason else StopCode.NONE,
             controllers_missing=missing,
+            commanded=self.time >= self.commanded_at,
         )
 
     def measured(self) -> Measurement | None:

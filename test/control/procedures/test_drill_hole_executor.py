@@ -304,6 +304,24 @@ def test_a_goal_on_a_starting_stack_waits_then_succeeds(config, task):
     assert len(waiting) >= int(5.0 / config.feedback_period) - 2
 
 
+def test_a_goal_waits_until_the_drives_take_the_controllers_commands(config, task):
+    """Controllers active but drive_node not taking their commands yet (its start-up handshake:
+    a controller that took over a stale pose is restarted): the goal waits, then succeeds; a
+    stack that never takes them is refused naming the handshake."""
+    port = PlantPort(task.park, commanded_at=5.0)
+    result, port, _ = run(config, task, port)
+    assert result.error_code is ErrorCode.SUCCESS, result.message
+    early = np.array([q for t, q in port.trace if t < 5.0])
+    assert np.abs(early - task.park).max() == 0.0, "moved before the drives took commands"
+    waiting = [f for f in port.feedback if f.phase == "waiting"]
+    assert len(waiting) >= int(5.0 / config.feedback_period) - 2
+    never = PlantPort(task.park, commanded_at=math.inf)
+    result, never, _ = run(config, task, never)
+    assert result.error_code is ErrorCode.REJECTED_NOT_READY
+    assert "start-up handshake" in result.message
+    assert not never.controllers["arm"].accepted_goals
+
+
 class ClockStartingPort(PlantPort):
     """ROS time with use_sim_time: 0 until the first /clock sample (here 10 s of the plant in),
     then the plant's time. ready_timeout (20 s) counted from 0 would end before the stack is up
