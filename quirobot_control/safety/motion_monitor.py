@@ -263,19 +263,19 @@ class SafetyMonitor:
             v_up = v_max if v_max < v_up else v_up
             # Braking distance: the command can stop at the soft limit decelerating at a_brake.
             room = soft_upper - q_c
-            brake = math.sqrt(2.0 * a_brake * (0.0 if 0.0 > room else room))
+            brake = math.sqrt(2.0 * a_brake * (0.0 if room < 0.0 else room))
             v_up = brake if brake < v_up else v_up
             room = q_c - soft_lower
-            brake = -math.sqrt(2.0 * a_brake * (0.0 if 0.0 > room else room))
+            brake = -math.sqrt(2.0 * a_brake * (0.0 if room < 0.0 else room))
             v_down = brake if brake > v_down else v_down
             # Beyond a soft limit the joint is led back, starting from its command's velocity at
             # a_cmd (a homed joint rests in the soft-stop band: a jump to k_position * excess
             # would be a following error).
             if v_down > 0.0:
-                bound = (0.0 if 0.0 > v_c else v_c) + a_cmd * dt
+                bound = (0.0 if v_c < 0.0 else v_c) + a_cmd * dt
                 v_down = bound if bound < v_down else v_down
             if v_up < 0.0:
-                bound = (0.0 if 0.0 < v_c else v_c) - a_cmd * dt
+                bound = (0.0 if v_c > 0.0 else v_c) - a_cmd * dt
                 v_up = bound if bound > v_up else v_up
             # Slack of 1e-9 of the limit for rounding in the planner's samples.
             slack = 1e-9 * v_max
