@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from quirobot_description.mechanism_parameters import JointParameters
 from quirobot_description.sourced_yaml import SourcedReader
@@ -49,7 +50,7 @@ class HomingParameters:
     acceleration: float  # 0x609A, > 0
     home_offset: float  # 0x607C, the position the drive assigns to the switch's falling edge
 
-    @property
+    @cached_property  # read by every simulated drive at every physics step (its home switch)
     def direction(self) -> int:
         """-1 or +1: the sign of the search motion (towards the switch)."""
         return HOMING_METHOD_DIRECTIONS[self.method]

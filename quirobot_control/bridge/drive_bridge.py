@@ -322,11 +322,9 @@ class DriveBridge(HoleInForce):
                 )
         if not self.started and not self._takes_over(names, position, velocity):
             return
-        for k, name in enumerate(names):
-            self.hardware.set_command(name, "position", position[k])
-            self.hardware.set_command(name, "velocity", velocity[k] if velocity else 0.0)
-        self.hardware.command_received(now)
         velocities = list(velocity) if velocity else [0.0] * len(names)
+        self.hardware.set_motion_commands(names, position, velocities)
+        self.hardware.command_received(now)
         self._command_acceleration = self._acceleration_between(names, velocities, now)
         self._command = (tuple(names), list(position), velocities, now)
 
@@ -406,8 +404,8 @@ class DriveBridge(HoleInForce):
         keys = ("position", "velocity", "effort")
         if active is None:
             active = hw.lifecycle is LifecycleState.ACTIVE
-        if active:
-            state = {key: [hw.state(n, key) for n in self.names] for key in keys}
+        if active:  # the hardware's joints are this bridge's, in its order (both info.joints)
+            state = {key: hw.states(key) for key in keys}
         else:
             feedback = [self.drives[n].feedback() for n in self.names]
             state = {key: [getattr(f, key) for f in feedback] for key in keys}

@@ -58,4 +58,4 @@ class DriveArray:
 
     def brakes_engaged(self) -> tuple[bool, ...]:
         """(n,) whether each drive's holding brake holds now (SimulatedDrive.brake_engaged)."""
-        return tuple(drive.control.brake_holding for drive in self.drives)
+        return tuple([drive.control.brake_holding for drive in self.drives])  # a list builds faster

@@ -53,6 +53,11 @@ class CommandInterfaces:
     def state(self, joint: str, interface: str) -> float:
         return self._joint(joint).state[interface]
 
+    def states(self, interface: str) -> list[float]:
+        """`state(name, interface)` of every joint, in joint_names order (one list per cycle for
+        a joint state message, not a lookup per joint)."""
+        return [joint.state[interface] for joint in self.joints]
+
     def set_command(self, joint: str, interface: str, value: float) -> None:
         """Set one command interface (position, velocity) or feed-forward (acceleration, effort).
 
@@ -73,6 +78,29 @@ class CommandInterfaces:
         if interface in self.COMMAND_INTERFACES:
             self._refuse_motion_before_homing()
         target.store(interface, number)
+
+    def set_motion_commands(
+        self, names: tuple[str, ...] | list[str], position: list[float], velocity: list[float]
+    ) -> None:
+        """`set_command(name, "position", p)` then `set_command(name, "velocity", v)` for each
+        named joint in turn: a JointState command. Done as those calls would do it when every
+        value is a float, every joint known and homed (each cycle's case: nothing to refuse),
+        through them otherwise (the refusals and errors in the same order)."""
+        by_name = self._by_name
+        targets = [by_name.get(name) for name in names]
+        if (
+            None not in targets
+            and all(joint.homed for joint in self.joints)
+            and all(type(value) is float for value in position)
+            and all(type(value) is float for value in velocity)
+        ):
+            for joint, q, v in zip(targets, position, velocity, strict=True):
+                joint.command["position"] = q
+                joint.command["velocity"] = v
+            return
+        for name, q, v in zip(names, position, velocity, strict=True):
+            self.set_command(name, "position", q)
+            self.set_command(name, "velocity", v)
 
     def set_commands(
         self,

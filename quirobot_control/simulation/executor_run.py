@@ -111,8 +111,8 @@ class _Recorder:
                 time=t,
                 position=np.array(plant.position),
                 velocity=np.array(plant.velocity),
-                measured=[hardware.state(name, "position") for name in bridge.names],
-                measured_velocity=[hardware.state(name, "velocity") for name in bridge.names],
+                measured=hardware.states("position"),  # the bridge's joints, its order
+                measured_velocity=hardware.states("velocity"),
                 current=[bridge.drives[name].feedback().current for name in bridge.names],
                 effort=np.array(backend.last_efforts),
                 tip=np.array(plant.tip),
