@@ -18,6 +18,7 @@ rounding. Vectorised over poses: the calibration evaluates it thousands of times
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -35,10 +36,18 @@ def _homogeneous(rotation: np.ndarray, translation: tuple[float, float, float]) 
 
 
 def gantry_axes(errors: GeometricErrors) -> np.ndarray:
-    """(3, 3) rows: the world direction of +d1, +d2 and +d3 (d3 descends)."""
+    """(3, 3) rows: the world direction of +d1, +d2 and +d3 (d3 descends). Read-only: cached per
+    `errors` (the plant evaluates the actual machine every physics step)."""
+    return _gantry_axes(errors)
+
+
+@functools.lru_cache(maxsize=16)
+def _gantry_axes(errors: GeometricErrors) -> np.ndarray:
     g = errors.xy_squareness
     z = np.array([math.tan(errors.z_tilt_x), math.tan(errors.z_tilt_y), -1.0])
-    return np.array([[1.0, 0.0, 0.0], [-math.sin(g), math.cos(g), 0.0], z / np.linalg.norm(z)])
+    axes = np.array([[1.0, 0.0, 0.0], [-math.sin(g), math.cos(g), 0.0], z / np.linalg.norm(z)])
+    axes.setflags(write=False)
+    return axes
 
 
 def _bow(d: np.ndarray, lower: float, upper: float) -> np.ndarray:
@@ -67,6 +76,18 @@ def fixed_transforms(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(4, 4) each: the yaw joint's origin in z_ram, the pitch joint's in wrist_yaw_link, and the
     drill tip (at `feed`) in wrist_pitch_link (URDF joint origins of the actual machine)."""
+    yaw, pitch, tool = _joint_origins(model.l4, model.l5, errors)
+    e = errors
+    tip = _homogeneous(np.eye(3), (e.tcp_offset_x, e.tcp_offset_y, e.tcp_offset_z + feed))
+    return yaw, pitch, tool @ tip
+
+
+@functools.lru_cache(maxsize=16)
+def _joint_origins(
+    l4: float, l5: float, errors: GeometricErrors
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fixed_transforms' feed-independent part (read-only, cached: the plant evaluates the actual
+    machine every physics step): the yaw and pitch joints' origins and tool0 in wrist_pitch_link."""
     e = errors
     yaw = _homogeneous(
         rpy_matrix(e.wrist_yaw_tilt_x, e.wrist_yaw_tilt_y, 0.0),
@@ -74,11 +95,12 @@ def fixed_transforms(
     )
     pitch = _homogeneous(
         rpy_matrix(e.wrist_pitch_tilt_x, 0.0, e.wrist_pitch_tilt_z),
-        (e.wrist_pitch_offset_x, 0.0, -(model.l4 + e.l4_error)),
+        (e.wrist_pitch_offset_x, 0.0, -(l4 + e.l4_error)),
     )
-    tool = _homogeneous(rpy_matrix(*TOOL0_RPY), (model.l5 + e.l5_error, 0.0, 0.0))
-    tip = _homogeneous(np.eye(3), (e.tcp_offset_x, e.tcp_offset_y, e.tcp_offset_z + feed))
-    return yaw, pitch, tool @ tip
+    tool = _homogeneous(rpy_matrix(*TOOL0_RPY), (l5 + e.l5_error, 0.0, 0.0))
+    for T in (yaw, pitch, tool):
+        T.setflags(write=False)
+    return yaw, pitch, tool
 
 
 def actual_forward_kinematics(

@@ -44,6 +44,7 @@ the velocity estimate stays the motor encoder's).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -256,11 +257,7 @@ class RealisticPlant:
         load-side joint positions (zero without geometric errors)."""
         if self.geometric is None:
             return np.zeros(3)
-        errors = (
-            self.geometric
-            if tcp
-            else replace(self.geometric, tcp_offset_x=0.0, tcp_offset_y=0.0, tcp_offset_z=0.0)
-        )
+        errors = self.geometric if tcp else _without_tcp(self.geometric)
         q = self.data.qpos[:5]
         feed = float(self.data.qpos[DrillParameters.feed_index]) if tcp else 0.0
         actual = actual_forward_kinematics(q, self.kinematics, errors, feed)[:3, 3]
@@ -467,3 +464,9 @@ class RealisticPlant:
         if force is None:
             return np.array([e0, e1, e2]) if (e0 != 0.0 or e1 != 0.0 or e2 != 0.0) else None
         return np.array([fx + e0, fy + e1, fz + e2])
+
+
+@functools.lru_cache(maxsize=16)
+def _without_tcp(errors: GeometricErrors) -> GeometricErrors:
+    """`errors` with no TCP offset (tool0's errors), cached: asked every physics step."""
+    return replace(errors, tcp_offset_x=0.0, tcp_offset_y=0.0, tcp_offset_z=0.0)
