@@ -5,8 +5,8 @@
         [controller_rate:=HZ] [plant:=ideal|realistic] [calibration:=FILE]
 
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
-config/controllers.yaml, one spawner (joint_state_broadcaster, the arm's
-joint_trajectory_controller, and drill_feed_controller with tool:=drill, activated together), and for
+config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
+joint_trajectory_controller, and drill_feed_controller with tool:=drill), and for
 hardware:=real the `drive_node` on the other side of joint_state_topic_hardware_interface
 (safety layer, PID per joint, brushless drives; its joints from the same robot description).
 hardware:=mock uses mock_components/GenericSystem. With
@@ -27,8 +27,9 @@ malformed file, or a value outside its tolerance band, ends the launch in one li
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition, UnlessCondition
+from launch.actions import DeclareLaunchArgument, RegisterEventHandler
+from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
 from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
@@ -46,10 +47,11 @@ from quirobot_description.urdf import TOOLS
 #: The switch_controller service answers once its loop has switched (or its `timeout`, this
 #: one): the spawner's wait for that answer (--service-call-timeout, default 10 s) must outlast
 #: it, or the spawner gives up first (at load 15-20 the broadcaster's switch took over 10 s and
-#: its spawner failed, leaving the stack without joint states). A lost answer (see the spawner
-#: below) costs the whole --service-call-timeout before the spawner asks again, so drive_node's
-#: start-up watchdog (control.yaml safety.watchdog_startup_timeout) outlasts it with the start-up
-#: itself (test/package/test_package_controllers.py).
+#: its spawner failed, leaving the stack without joint states). A lost answer (a new spawner's
+#: first service call can lose its answer to DDS discovery: controller_manager_services.
+#: service_caller retries it) costs the whole --service-call-timeout before the spawner asks
+#: again, so drive_node's start-up watchdog (control.yaml safety.watchdog_startup_timeout)
+#: outlasts it with the start-up itself (test/package/test_package_controllers.py).
 SWITCH_TIMEOUT = ["--switch-timeout", "60", "--service-call-timeout", "70"]
 
 #: The hardware bringup runs under ros2_control_node (Gazebo brings its own: gazebo.launch.py).
@@ -87,32 +89,27 @@ def generate_launch_description() -> LaunchDescription:
         remappings=[("~/robot_description", "/robot_description")],
         output="screen",
     )
-
-    # One spawner for every controller (activated together): each spawner is a new process whose
-    # first service call can lose its answer to DDS discovery (controller_manager_services.
-    # service_caller retries it after --service-call-timeout: "with some middlewares it can happen
-    # that the service response doesn't reach the client"), so one process instead of three is a
-    # third of the exposure and of the start-up CPU.
-    def spawner(names: list[str], condition) -> Node:
-        return Node(
-            package="controller_manager",
-            executable="spawner",
-            arguments=[
-                *names,
-                "--activate-as-group",
-                "--controller-manager",
-                "/controller_manager",
-                *SWITCH_TIMEOUT,
-            ],
-            condition=condition,
-        )
-
-    arm = ["joint_state_broadcaster", "joint_trajectory_controller"]
-    drill = EqualsSubstitution(tool, "drill")
-    spawners = [
-        spawner([*arm, "drill_feed_controller"], IfCondition(drill)),
-        spawner(arm, UnlessCondition(drill)),
-    ]
+    broadcaster = Node(
+        package="controller_manager",
+        executable="spawner",
+        arguments=["joint_state_broadcaster", "--controller-manager", "/controller_manager", *SWITCH_TIMEOUT],
+    )
+    arm_controller = Node(
+        package="controller_manager",
+        executable="spawner",
+        arguments=[
+            "joint_trajectory_controller",
+            "--controller-manager",
+            "/controller_manager",
+            *SWITCH_TIMEOUT,
+        ],
+    )
+    feed_controller = Node(
+        package="controller_manager",
+        executable="spawner",
+        arguments=["drill_feed_controller", "--controller-manager", "/controller_manager", *SWITCH_TIMEOUT],
+        condition=IfCondition(EqualsSubstitution(tool, "drill")),
+    )
     drive_node = Node(
         package="quirobot",
         executable="drive_node",
@@ -203,6 +200,10 @@ def generate_launch_description() -> LaunchDescription:
             state_publisher,
             control_node,
             drive_node,
-            *spawners,
+            broadcaster,
+            # The trajectory controllers once the broadcaster is up.
+            RegisterEventHandler(
+                OnProcessExit(target_action=broadcaster, on_exit=[arm_controller, feed_controller])
+            ),
         ]
     )

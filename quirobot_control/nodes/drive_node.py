@@ -65,8 +65,8 @@ are deactivated through
 /controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
 deactivation; the reason is /quirobot/drives/state's stop_reason); /quirobot/drives/enable
 reactivates them. A controller that took over before drive_node's states reached the controller
-manager (it holds the description's initial pose, which the bridge ignores) is restarted, every
-2 s while its hold stays stale, at most 10 times.
+manager holds the description's initial pose, which the bridge ignores (DrivesStatus.
+stale_controller; restarts are off, see _controller_stopper).
 
 The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
 task_node publishes it at a goal's start and end) is the hole the DrillHole executor decided
@@ -458,7 +458,12 @@ def _controller_stopper(node, controllers: list[str]):
 
     from quirobot_control.bridge.controller_stopper import ControllerStopper
 
-    stopper = ControllerStopper(controllers)
+    # No restarts of a stale hold yet: a restarted joint_trajectory_controller re-reads its own
+    # stale command unless controllers.yaml sets set_last_command_interface_value_as_state_on_
+    # activation false, and that setting made re-enabling after a fault with the bit in bone end
+    # in an overspeed stop (docs/safety.md). Until that is fixed a stale hold ends in the start-up
+    # watchdog's stop, goals waiting on DrivesState.commanded meanwhile.
+    stopper = ControllerStopper(controllers, max_restarts=0)
     client = node.create_client(SwitchController, "/controller_manager/switch_controller")
 
     def answered(switch, future) -> None:

@@ -5,10 +5,10 @@ the controllers, robot_state_publisher and drive_node (SimulatedDrives on the Mu
 
 1. every controller becomes active, the plugin's NaN commands before the controllers ran
    stopped nothing, and drive_node takes the controllers' commands (the start-up handshake: at
-   the trajectory controller's activation if drive_node's states had reached the controller
-   manager by then; else its hold is of the description's initial positions, far from the
-   robot, and drive_node restarts the controllers once, bridge.controller_stopper: a goal sent
-   to that stale hold aborted with the robot unmoved);
+   the trajectory controller's activation, drive_node's states having reached the controller
+   manager by then: the broadcaster's spawner runs first; a controller activated before them
+   holds the description's initial positions, far from the robot, and a goal sent to that stale
+   hold aborted with the robot unmoved: an open hazard, docs/safety.md);
 2. a FollowJointTrajectory goal on the arm executes to SUCCESSFUL and drive_node's measured joint
    states reach the goal;
 3. the robot then holds still for 5 s: no stop (the plugin keeps publishing the held command
