@@ -129,7 +129,6 @@ def stack():
     try:
         try:
             graph.wait_for_active_controllers(CONTROLLERS, timeout=300.0)
-            graph.wait_for_drives_commanded()
         except AssertionError as error:
             raise AssertionError(f"{error}; the launch's log ends:\n{launch.text[-5000:]}") from None
         yield launch, graph

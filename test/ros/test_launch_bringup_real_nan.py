@@ -63,9 +63,9 @@ class TestNonFiniteCommand(unittest.TestCase):
         from sensor_msgs.msg import JointState
 
         self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
-        self.graph.wait_for_drives_commanded()
         measured = self.graph.joint_positions(STATES, timeout=60.0)
-        # A goal to where the arm is (the stack's first motion command).
+        # A goal to where the arm is: the trajectory controller then commands the measured pose,
+        # whatever it held at its activation (see test_launch_bringup_real.py, step 2).
         arm = [measured[n] for n in JOINT_NAMES]
         accepted, result, _ = self.graph.follow_trajectory(
             "joint_trajectory_controller", JOINT_NAMES, [(1.0, arm)], timeout=120.0

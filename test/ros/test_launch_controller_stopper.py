@@ -145,7 +145,6 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
         from trajectory_msgs.msg import JointTrajectoryPoint
 
         self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
-        self.graph.wait_for_drives_commanded()
         state = self.graph.next_message(JointState, STATES, timeout=60.0)
         position = dict(zip(state.name, state.position, strict=True))
         # A slow arm goal (20 s, 5 cm along x) in progress when the feed drive faults.
