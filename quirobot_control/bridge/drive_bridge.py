@@ -149,8 +149,8 @@ class DrivesStatus:
     hole: HoleStatus | None = None
     #: Before the start-up handshake, a controller commands a pose far from the measured one: it
     #: took over before the drives' states reached it (it holds what the interfaces held then).
-    #: drive_node restarts the controllers once (bridge.controller_stopper), so they take the
-    #: measured pose over.
+    #: bridge.controller_stopper can restart the controllers on it (off in drive_node: see
+    #: nodes.drive_node._controller_stopper).
     stale_controller: bool = False
     #: The start-up handshake is done: the drives take a controller's commands (until the next enable).
     commanded: bool = False

@@ -164,19 +164,6 @@ class GraphClient:
             rclpy.spin_once(self.node, timeout_sec=0.5)
         return states
 
-    def wait_for_drives_commanded(self, timeout: float = 90.0) -> None:
-        """Until drive_node takes the controllers' commands (/quirobot/drives/state `commanded`: its
-        start-up handshake, after restarting a controller that took over a stale pose): before it
-        a trajectory goal may start from that stale hold or be cancelled by the restart."""
-        from quirobot.msg import DrivesState
-
-        received = self.messages(DrivesState, "/quirobot/drives/state", LATCHED)
-        self.spin_until(
-            lambda: bool(received) and received[-1].commanded,
-            timeout,
-            "drive_node taking the controllers' commands (/quirobot/drives/state commanded)",
-        )
-
     def follow_trajectory(
         self,
         controller: str,
