@@ -5,10 +5,11 @@
         [controller_rate:=HZ] [plant:=ideal|realistic] [calibration:=FILE]
 
 robot_state_publisher (URDF from xacro with the chosen hardware), ros2_control_node with
-config/controllers.yaml, the spawners (joint_state_broadcaster, then the arm's
-joint_trajectory_controller, and drill_feed_controller with tool:=drill), and for
-hardware:=real the `drive_node` on the other side of joint_state_topic_hardware_interface
-(safety layer, PID per joint, brushless drives; its joints from the same robot description).
+config/controllers.yaml, one spawner (joint_state_broadcaster, then the arm's
+joint_trajectory_controller, and drill_feed_controller with tool:=drill; with hardware:=real once
+drive_node's drives are up), and for hardware:=real the `drive_node` on the other side of
+joint_state_topic_hardware_interface (safety layer, PID per joint, brushless drives; its joints
+from the same robot description).
 hardware:=mock uses mock_components/GenericSystem. With
 hardware:=real, drive_backend picks the drive node's drives: simulated (MuJoCo plant) or canopen
 (the CiA 402 servo drives on can0..can2, see docs/canopen.md). sim_clock:=true (drive_backend:=simulated,
@@ -26,15 +27,16 @@ malformed file, or a value outside its tolerance band, ends the launch in one li
 """
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, RegisterEventHandler
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
 from launch.conditions import IfCondition
-from launch.event_handlers import OnProcessExit
+from launch.event_handlers import OnProcessIO
+from launch.events.process import ProcessIO
 from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
+from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, DRIVES_UP
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import load_parameters
 from quirobot_description.launch_description import checked_calibration, robot_description_parameter
@@ -88,27 +90,6 @@ def generate_launch_description() -> LaunchDescription:
         # Jazzy reads /robot_description as a topic; Humble needs the remap.
         remappings=[("~/robot_description", "/robot_description")],
         output="screen",
-    )
-    broadcaster = Node(
-        package="controller_manager",
-        executable="spawner",
-        arguments=["joint_state_broadcaster", "--controller-manager", "/controller_manager", *SWITCH_TIMEOUT],
-    )
-    arm_controller = Node(
-        package="controller_manager",
-        executable="spawner",
-        arguments=[
-            "joint_trajectory_controller",
-            "--controller-manager",
-            "/controller_manager",
-            *SWITCH_TIMEOUT,
-        ],
-    )
-    feed_controller = Node(
-        package="controller_manager",
-        executable="spawner",
-        arguments=["drill_feed_controller", "--controller-manager", "/controller_manager", *SWITCH_TIMEOUT],
-        condition=IfCondition(EqualsSubstitution(tool, "drill")),
     )
     drive_node = Node(
         package="quirobot",
@@ -200,10 +181,42 @@ def generate_launch_description() -> LaunchDescription:
             state_publisher,
             control_node,
             drive_node,
-            broadcaster,
-            # The trajectory controllers once the broadcaster is up.
-            RegisterEventHandler(
-                OnProcessExit(target_action=broadcaster, on_exit=[arm_controller, feed_controller])
-            ),
+            OpaqueFunction(function=controllers_spawner, args=[drive_node]),
         ]
     )
+
+
+def controllers_spawner(context: LaunchContext, drive_node: Node) -> list:
+    """One spawner for every controller, in order: joint_state_broadcaster, the arm's
+    joint_trajectory_controller, and drill_feed_controller with tool:=drill. One process, so the
+    controller manager's services are discovered once (each new spawner's first calls can lose
+    their answers to DDS discovery, SWITCH_TIMEOUT; ros2_control#1934: one spawner for
+    controllers started together), and one at a time (a spawner loads, configures and activates
+    each before the next). With hardware:=real it starts once drive_node says its drives are up
+    (DRIVES_UP): a trajectory controller activated before the drives' states reach the plugin
+    holds the description's initial pose, not the robot's (docs/safety.md)."""
+    controllers = ["joint_state_broadcaster", "joint_trajectory_controller"]
+    if LaunchConfiguration("tool").perform(context) == "drill":
+        controllers.append("drill_feed_controller")
+    spawner = Node(
+        package="controller_manager",
+        executable="spawner",
+        arguments=[*controllers, "--controller-manager", "/controller_manager", *SWITCH_TIMEOUT],
+    )
+    if LaunchConfiguration("hardware").perform(context) != "real":
+        return [spawner]
+    started: list[Node] = []
+
+    def on_drive_node_output(event: ProcessIO) -> list[Node] | None:
+        if started or DRIVES_UP.encode() not in event.text:
+            return None
+        started.append(spawner)
+        return [spawner]
+
+    return [
+        RegisterEventHandler(
+            OnProcessIO(
+                target_action=drive_node, on_stdout=on_drive_node_output, on_stderr=on_drive_node_output
+            )
+        )
+    ]

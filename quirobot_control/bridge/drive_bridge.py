@@ -90,6 +90,9 @@ from quirobot_description.parameters import DrillParameters, RobotParameters, ax
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
+#: How drive_node's log line begins once its drives are up and publishing their states
+#: (bringup.launch.py starts the controllers' spawner on it).
+DRIVES_UP = "drives up"
 
 #: s: commands further apart than this (a stalled stream) give the hold no acceleration (design
 #: assumption: ten periods of the slowest controller rate offered, 100 Hz; beyond, the velocity
@@ -98,6 +101,7 @@ HOLD_ACCELERATION_GAP = 0.1
 
 __all__ = [
     "DRIVE_BACKENDS",
+    "DRIVES_UP",
     "BridgeError",
     "DriveBridge",
     "DriveStartupError",

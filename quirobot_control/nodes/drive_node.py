@@ -104,6 +104,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from quirobot_control.bridge.drive_bridge import DRIVES_UP
 from quirobot_control.nodes.drive_services import DriveServices
 from quirobot_control.nodes.drive_status import DrivesStatusOut
 
@@ -327,7 +328,7 @@ class DriveNode(DrivesStatusOut, DriveServices):
         With the lock-step clock, its first sample (the controller manager's first cycle)."""
         self.bridge, self.cycle = bridge, cycle
         logger = self.node.get_logger()
-        logger.info(f"drives up ({self.parameters.backend_name} backend): {', '.join(bridge.names)}")
+        logger.info(f"{DRIVES_UP} ({self.parameters.backend_name} backend): {', '.join(bridge.names)}")
         if self.lockstep is not None:
             self.advance(0)  # t_0: the first clock sample, the controller manager's first cycle
             logger.info("simulated clock: lock-step with the controller manager")

@@ -44,8 +44,28 @@ def bringup_real() -> LaunchDescription:
 
 def drive_node_log(proc_output) -> str:
     """Everything drive_node wrote so far (stdout and stderr), without colour escapes."""
-    text = "".join(io.text.decode(errors="replace") for io in proc_output if "drive_node" in io.process_name)
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+    return _log(proc_output, ("drive_node",))
+
+
+def start_up_log(proc_output, lines: int = 30) -> str:
+    """The last `lines` lines the spawners, and drive_node's warnings, errors, start-up and
+    controller switches, wrote so far: why a controller did not come up, in a failed test's report."""
+    keep = ("WARN", "ERROR", "FATAL", "start-up", "controllers", "drives up")
+    written = _log(proc_output, ("spawner", "drive_node"), prefix=True).splitlines()
+    shown = [line for line in written if "spawner" in line or any(k in line for k in keep)]
+    return "\n".join(shown[-lines:])
+
+
+def _log(proc_output, processes: tuple[str, ...], prefix: bool = False) -> str:
+    """What the processes named (a substring of their process name) wrote so far, without colour
+    escapes; with `prefix`, process by process, each line after its process name."""
+    texts: dict[str, str] = {}
+    for io in proc_output:
+        if any(p in io.process_name for p in processes):
+            texts[io.process_name] = texts.get(io.process_name, "") + io.text.decode(errors="replace")
+    if prefix:
+        texts = {n: "".join(f"[{n}] {line}\n" for line in t.splitlines()) for n, t in texts.items()}
+    return re.sub(r"\x1b\[[0-9;]*m", "", "".join(texts.values()))
 
 
 def stops(proc_output) -> list[str]:

@@ -149,8 +149,11 @@ class GraphClient:
         response = self.call(ListControllers, f"{CONTROLLER_MANAGER}/list_controllers", request)
         return {c.name: c.state for c in response.controller}
 
-    def wait_for_active_controllers(self, names: Sequence[str], timeout: float = 90.0) -> dict[str, str]:
-        """Wait until every controller in `names` is active; the last states seen."""
+    def wait_for_active_controllers(
+        self, names: Sequence[str], timeout: float = 90.0, record: Callable[[], str] | None = None
+    ) -> dict[str, str]:
+        """Wait until every controller in `names` is active; the last states seen. On a timeout
+        the error ends with `record()` (what the launch printed of the start-up, for CI's log)."""
         states: dict[str, str] = {}
 
         def all_active() -> bool:
@@ -160,7 +163,8 @@ class GraphClient:
         end = time.monotonic() + timeout
         while not all_active():
             if time.monotonic() > end:
-                raise AssertionError(f"controllers not active after {timeout:g} s: {states}")
+                told = f"\n{record()}" if record is not None else ""
+                raise AssertionError(f"controllers not active after {timeout:g} s: {states}{told}")
             rclpy.spin_once(self.node, timeout_sec=0.5)
         return states
 

@@ -49,6 +49,7 @@ from bringup_real import (  # noqa: E402
     STOPPED,
     bringup_real,
     drive_node_log,
+    start_up_log,
     stops,
 )
 from ros_graph import CONTROLLER_MANAGER, GraphClient  # noqa: E402
@@ -107,13 +108,17 @@ class TestRealBringup(unittest.TestCase):
         self.assertEqual(stops(proc_output), [], "drive_node stopped the drives")
 
     def test_1_controllers_become_active_and_nothing_stops(self, proc_output) -> None:
-        states = self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
+        states = self.graph.wait_for_active_controllers(
+            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
+        )
         self.assertEqual({n: states[n] for n in CONTROLLERS}, dict.fromkeys(CONTROLLERS, "active"))
         self.measured()  # drive_node publishes
         self.assert_no_stop(proc_output)
 
     def test_2_a_goal_executes_and_the_drives_reach_it(self, proc_output) -> None:
-        self.graph.wait_for_active_controllers(CONTROLLERS, timeout=180.0)
+        self.graph.wait_for_active_controllers(
+            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
+        )
         type(self).start = self.measured()
         self.execute(self.start + STEP)
         proc_output.assertWaitFor(HANDSHAKE, timeout=30.0, stream="stderr")
