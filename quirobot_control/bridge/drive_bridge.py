@@ -151,11 +151,6 @@ class DrivesStatus:
     #: The hole in force as the drive side measures it (bridge.drilling_context.HoleStatus: its
     #: goal, the kinematics of the tip's depth, that depth); None: no drill feed.
     hole: HoleStatus | None = None
-    #: Before the start-up handshake, a controller commands a pose far from the measured one: it
-    #: took over before the drives' states reached it (it holds what the interfaces held then).
-    #: bridge.controller_stopper can restart the controllers on it (off in drive_node: see
-    #: nodes.drive_node._controller_stopper).
-    stale_controller: bool = False
     #: The start-up handshake is done: the drives take a controller's commands (until the next enable).
     commanded: bool = False
 
@@ -233,8 +228,6 @@ class DriveBridge(HoleInForce):
         self.events: list[str] = []  # start-up handshake notes (the safety layer's are hardware.events)
         self.homing = False  # the hardware's homing sequence runs in `step` (see home())
         self._noted: set[str] = set()
-        #: A controller commands a pose far from the measured one before the handshake (DrivesStatus).
-        self.stale_controller = False
         self._closed = False
         # The last command accepted: joint names, positions, velocities, receipt time (s).
         self._command: tuple[tuple[str, ...], list[float], list[float], float] | None = None
@@ -356,7 +349,6 @@ class DriveBridge(HoleInForce):
             measured = self.hardware.state(name, "position")
             distance = abs(q - measured)
             if distance > self.control.joint(name).following_error:
-                self.stale_controller = True
                 if name not in self._noted:
                     self._noted.add(name)
                     self.events.append(
@@ -365,7 +357,6 @@ class DriveBridge(HoleInForce):
                     )
                 return False
         self.started = True
-        self.stale_controller = False
         self.events.append("start-up: first controller command accepted, command watchdog armed")
         return True
 
@@ -487,7 +478,6 @@ class DriveBridge(HoleInForce):
         if hw.on_activate() is not CallbackReturn.SUCCESS:
             raise BridgeError(hw.refused or f"activation failed: {hw.stop_reason}")
         self.started = False
-        self.stale_controller = False
         self._command = None
         self._noted.clear()
         with self._hole_lock:  # a fresh monitor for the hole in force (its latched fault was acknowledged)
@@ -562,7 +552,6 @@ class DriveBridge(HoleInForce):
             stop_code=hw.stop_code,
             breakthrough_early=self.breakthrough_early,
             hole=self.hole.status(),
-            stale_controller=self.stale_controller,
             commanded=self.started,
         )
 

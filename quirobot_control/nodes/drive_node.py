@@ -64,9 +64,10 @@ controller_stopper): when the drives stop or are disabled, the controllers of `s
 are deactivated through
 /controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
 deactivation; the reason is /quirobot/drives/state's stop_reason); /quirobot/drives/enable
-reactivates them. A controller that took over before drive_node's states reached the controller
-manager holds the description's initial pose, which the bridge ignores (DrivesStatus.
-stale_controller; restarts are off, see _controller_stopper).
+reactivates them. bringup.launch.py starts the controllers' spawner once this node logs that its
+drives are up (DRIVES_UP), so that no trajectory controller takes over before the drives' states
+reach the controller manager (it would hold the description's initial pose, which the bridge
+ignores).
 
 The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
 task_node publishes it at a goal's start and end) is the hole the DrillHole executor decided
@@ -452,19 +453,13 @@ def _drilling_context_subscription(node, bridge_of) -> None:
 
 def _controller_stopper(node, controllers: list[str]):
     """The controllers stop with the drives (bridge.controller_stopper): a callable of the drives'
-    (enabled, stop_reason, stale_controller) that asks /controller_manager/switch_controller (and
-    restarts a controller holding a stale pose), never waiting for it
+    (enabled, stop_reason) that asks /controller_manager/switch_controller, never waiting for it
     (the controller manager switches in its update loop, which the simulated plant's clock drives)."""
     from controller_manager_msgs.srv import SwitchController
 
     from quirobot_control.bridge.controller_stopper import ControllerStopper
 
-    # No restarts of a stale hold yet: a restarted joint_trajectory_controller re-reads its own
-    # stale command unless controllers.yaml sets set_last_command_interface_value_as_state_on_
-    # activation false, and that setting made re-enabling after a fault with the bit in bone end
-    # in an overspeed stop (docs/safety.md). Until that is fixed a stale hold ends in the start-up
-    # watchdog's stop, goals waiting on DrivesState.commanded meanwhile.
-    stopper = ControllerStopper(controllers, max_restarts=0)
+    stopper = ControllerStopper(controllers)
     client = node.create_client(SwitchController, "/controller_manager/switch_controller")
 
     def answered(switch, future) -> None:
@@ -478,11 +473,10 @@ def _controller_stopper(node, controllers: list[str]):
             why = response.message if response is not None else str(future.exception())
             node.get_logger().warning(f"controllers not {verb} ({switch.reason}): {why or 'refused'}")
 
-    def update(enabled: bool, stop_reason: str | None, stale_controller: bool) -> None:
+    def update(enabled: bool, stop_reason: str | None) -> None:
         if stopper.pending is None and not client.service_is_ready():
             return  # no controller manager yet: nothing to switch, asked again on the next state
-        # Restarts of a stale hold are paced on the wall clock: they wait for DDS discovery.
-        switch = stopper.update(enabled, stop_reason, stale_controller, time.monotonic())
+        switch = stopper.update(enabled, stop_reason)
         if switch is None:
             return
         request = SwitchController.Request()

@@ -36,7 +36,6 @@ class DrivesStatusOut:
             bridge.hardware.lifecycle,
             stop_reason,
             bridge.breakthrough,
-            bridge.stale_controller,
             bridge.started,
         )
         if key != reported["state"]:
@@ -59,7 +58,7 @@ class DrivesStatusOut:
                 self.node.get_logger().warning(f"drive status not read: {error}")
                 return
         status = status or self.bridge.status()
-        self.stop_controllers(status.enabled, status.stop_reason, status.stale_controller)
+        self.stop_controllers(status.enabled, status.stop_reason)
         state = DrivesState()
         state.stamp = self.stamp()
         state.lifecycle, state.enabled, state.homed = status.lifecycle, status.enabled, status.homed

@@ -27,6 +27,8 @@ STATES = "/quirobot/joint_states"
 HARDWARE = "QuirobotSystem"
 STOPPED = "drives stopped: "
 HANDSHAKE = "start-up: first controller command accepted"
+#: drive_node's note of a controller command far from the measured pose before the handshake.
+IGNORED = "start-up: ignored a command"
 
 
 def bringup_real() -> LaunchDescription:

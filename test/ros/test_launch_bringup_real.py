@@ -3,14 +3,12 @@
 ros2_control_node (joint_state_topic_hardware_interface, trigger_joint_command_threshold -1),
 the controllers, robot_state_publisher and drive_node (SimulatedDrives on the MuJoCo plant):
 
-1. every controller becomes active, and the plugin's NaN commands before the controllers ran
-   stopped nothing;
-2. a FollowJointTrajectory goal on the arm executes to SUCCESSFUL, drive_node's measured joint
-   states reach the goal, and drive_node has taken the controller's commands (the start-up
-   handshake: at the trajectory controller's activation if drive_node's states had reached the
-   controller manager by then, else its hold is of the description's initial positions, far
-   from the robot, and the handshake is the goal's first command, which starts at the measured
-   state);
+1. every controller becomes active, the plugin's NaN commands before the controllers ran
+   stopped nothing, and the first command drive_node takes is the controllers' activation hold
+   at the measured pose (the launch starts the spawner once the drives are up, so no controller
+   holds the description's initial pose: drive_node would note "start-up: ignored a command");
+2. a FollowJointTrajectory goal on the arm executes to SUCCESSFUL and drive_node's measured joint
+   states reach the goal;
 3. the robot then holds still for 5 s: no stop (the plugin keeps publishing the held command
    every cycle, so the command watchdog stays quiet) and the joint states stay at the goal;
 4. a second goal executes;
@@ -45,6 +43,7 @@ from bringup_real import (  # noqa: E402
     CONTROLLERS,
     HANDSHAKE,
     HARDWARE,
+    IGNORED,
     STATES,
     STOPPED,
     bringup_real,
@@ -113,6 +112,8 @@ class TestRealBringup(unittest.TestCase):
         )
         self.assertEqual({n: states[n] for n in CONTROLLERS}, dict.fromkeys(CONTROLLERS, "active"))
         self.measured()  # drive_node publishes
+        proc_output.assertWaitFor(HANDSHAKE, timeout=60.0, stream="stderr")  # before any goal
+        self.assertNotIn(IGNORED, drive_node_log(proc_output), start_up_log(proc_output))
         self.assert_no_stop(proc_output)
 
     def test_2_a_goal_executes_and_the_drives_reach_it(self, proc_output) -> None:
@@ -121,7 +122,6 @@ class TestRealBringup(unittest.TestCase):
         )
         type(self).start = self.measured()
         self.execute(self.start + STEP)
-        proc_output.assertWaitFor(HANDSHAKE, timeout=30.0, stream="stderr")
         self.assert_no_stop(proc_output)
 
     def test_3_the_robot_holds_still_without_a_stop(self, proc_output) -> None:

@@ -214,16 +214,6 @@ def test_placeholder_commands_far_from_the_robot_are_ignored_and_noted(bridge):
         "start-up: ignored a command of gantry_x at 0, 0.8 from its measured 0.8 "
         "(a controller taking over commands the measured position)"
     ]
-    assert bridge.status().stale_controller  # drive_node restarts the controllers on it
-
-
-def test_the_stale_hold_flag_ends_with_the_handshake(bridge):
-    assert not bridge.status().stale_controller  # NaN or nothing yet: no controller holds anything
-    _, now = run(bridge, 0.05, command=[0.0] * len(NAMES))
-    assert bridge.status().stale_controller
-    _, now = run(bridge, 0.05, command=list(START), start=now)  # the restarted controller's hold
-    assert bridge.started
-    assert not bridge.status().stale_controller
 
 
 def test_the_first_controller_command_arms_the_watchdog(bridge, control):
