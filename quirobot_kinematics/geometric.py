@@ -35,14 +35,10 @@ def _homogeneous(rotation: np.ndarray, translation: tuple[float, float, float]) 
     return T
 
 
+@functools.lru_cache(maxsize=16)
 def gantry_axes(errors: GeometricErrors) -> np.ndarray:
     """(3, 3) rows: the world direction of +d1, +d2 and +d3 (d3 descends). Read-only: cached per
     `errors` (the plant evaluates the actual machine every physics step)."""
-    return _gantry_axes(errors)
-
-
-@functools.lru_cache(maxsize=16)
-def _gantry_axes(errors: GeometricErrors) -> np.ndarray:
     g = errors.xy_squareness
     z = np.array([math.tan(errors.z_tilt_x), math.tan(errors.z_tilt_y), -1.0])
     axes = np.array([[1.0, 0.0, 0.0], [-math.sin(g), math.cos(g), 0.0], z / np.linalg.norm(z)])
