@@ -18,6 +18,7 @@ from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 
 from launch import LaunchDescription
+from quirobot_control.bridge.drive_bridge import DRIVES_UP
 
 CONTROLLERS = ("joint_state_broadcaster", "joint_trajectory_controller", "drill_feed_controller")
 #: drive_node's topics (the <ros2_control> block's joint_commands_topic / joint_states_topic).
@@ -29,6 +30,9 @@ STOPPED = "drives stopped: "
 HANDSHAKE = "start-up: first controller command accepted"
 #: drive_node's note of a controller command far from the measured pose before the handshake.
 IGNORED = "start-up: ignored a command"
+#: s (wall) for the controllers to come up: the launch's spawner asks again after a lost answer
+#: (70 s each, bringup.launch.py's SWITCH_TIMEOUT) on a loaded machine.
+START_UP = 180.0
 
 
 def bringup_real() -> LaunchDescription:
@@ -49,10 +53,18 @@ def drive_node_log(proc_output) -> str:
     return _log(proc_output, ("drive_node",))
 
 
+def wait_for_controllers(graph, proc_output) -> dict[str, str]:
+    """Every controller of CONTROLLERS active within START_UP s (their states); else an error
+    ending with what the spawner and drive_node printed of the start-up (start_up_log)."""
+    return graph.wait_for_active_controllers(
+        CONTROLLERS, timeout=START_UP, record=lambda: start_up_log(proc_output)
+    )
+
+
 def start_up_log(proc_output, lines: int = 30) -> str:
     """The last `lines` lines the spawners, and drive_node's warnings, errors, start-up and
     controller switches, wrote so far: why a controller did not come up, in a failed test's report."""
-    keep = ("WARN", "ERROR", "FATAL", "start-up", "controllers", "drives up")
+    keep = ("WARN", "ERROR", "FATAL", "start-up", "controllers", DRIVES_UP)
     written = _log(proc_output, ("spawner", "drive_node"), prefix=True).splitlines()
     shown = [line for line in written if "spawner" in line or any(k in line for k in keep)]
     return "\n".join(shown[-lines:])

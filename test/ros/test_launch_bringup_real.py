@@ -50,6 +50,7 @@ from bringup_real import (  # noqa: E402
     drive_node_log,
     start_up_log,
     stops,
+    wait_for_controllers,
 )
 from ros_graph import CONTROLLER_MANAGER, GraphClient  # noqa: E402
 
@@ -107,9 +108,7 @@ class TestRealBringup(unittest.TestCase):
         self.assertEqual(stops(proc_output), [], "drive_node stopped the drives")
 
     def test_1_controllers_become_active_and_nothing_stops(self, proc_output) -> None:
-        states = self.graph.wait_for_active_controllers(
-            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
-        )
+        states = wait_for_controllers(self.graph, proc_output)
         self.assertEqual({n: states[n] for n in CONTROLLERS}, dict.fromkeys(CONTROLLERS, "active"))
         self.measured()  # drive_node publishes
         proc_output.assertWaitFor(HANDSHAKE, timeout=60.0, stream="stderr")  # before any goal
@@ -117,9 +116,7 @@ class TestRealBringup(unittest.TestCase):
         self.assert_no_stop(proc_output)
 
     def test_2_a_goal_executes_and_the_drives_reach_it(self, proc_output) -> None:
-        self.graph.wait_for_active_controllers(
-            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
-        )
+        wait_for_controllers(self.graph, proc_output)
         type(self).start = self.measured()
         self.execute(self.start + STEP)
         self.assert_no_stop(proc_output)

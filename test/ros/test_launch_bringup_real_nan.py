@@ -28,14 +28,13 @@ import launch_testing.asserts  # noqa: E402
 import rclpy  # noqa: E402
 from bringup_real import (  # noqa: E402
     COMMANDS,
-    CONTROLLERS,
     HANDSHAKE,
     STATES,
     STOPPED,
     bringup_real,
     drive_node_log,
-    start_up_log,
     stops,
+    wait_for_controllers,
 )
 from ros_graph import GraphClient  # noqa: E402
 
@@ -63,9 +62,7 @@ class TestNonFiniteCommand(unittest.TestCase):
     def test_a_nan_command_stops_every_drive_naming_it(self, proc_output) -> None:
         from sensor_msgs.msg import JointState
 
-        self.graph.wait_for_active_controllers(
-            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
-        )
+        wait_for_controllers(self.graph, proc_output)
         measured = self.graph.joint_positions(STATES, timeout=60.0)
         # A goal to where the arm is: the trajectory controller then commands the measured pose,
         # whatever it held at its activation (see test_launch_bringup_real.py, step 2).

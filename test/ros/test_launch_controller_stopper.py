@@ -26,7 +26,7 @@ import launch_testing.actions  # noqa: E402
 import rclpy  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from bringup_real import CONTROLLERS, STATES, start_up_log  # noqa: E402
+from bringup_real import CONTROLLERS, STATES, wait_for_controllers  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -129,9 +129,7 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
     def test_1_disable_and_enable(self, proc_output) -> None:
         from sensor_msgs.msg import JointState
 
-        self.graph.wait_for_active_controllers(
-            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
-        )
+        wait_for_controllers(self.graph, proc_output)
         self.graph.next_message(JointState, STATES, timeout=60.0)
         self.trigger("/quirobot/drives/disable")
         inactive = {name: "inactive" for name in MOVING}
@@ -146,9 +144,7 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
         from sensor_msgs.msg import JointState
         from trajectory_msgs.msg import JointTrajectoryPoint
 
-        self.graph.wait_for_active_controllers(
-            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
-        )
+        wait_for_controllers(self.graph, proc_output)
         state = self.graph.next_message(JointState, STATES, timeout=60.0)
         position = dict(zip(state.name, state.position, strict=True))
         # A slow arm goal (20 s, 5 cm along x) in progress when the feed drive faults.
@@ -195,9 +191,7 @@ class TestControllersStopWithTheDrives(unittest.TestCase):
         from quirobot_control.nodes.hole_context_msg import to_message
         from quirobot_control.safety.hole_context import HoleContext
 
-        self.graph.wait_for_active_controllers(
-            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
-        )
+        wait_for_controllers(self.graph, proc_output)
         state = self.graph.next_message(JointState, STATES, timeout=60.0)
         q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in DRILL_AXES])
         tip = Kinematics(KinematicModel.from_parameters(load_parameters())).tip(q)

@@ -65,7 +65,7 @@ import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from bringup_real import CONTROLLERS, STATES, start_up_log  # noqa: E402
+from bringup_real import STATES, wait_for_controllers  # noqa: E402
 from busy_load import BUSY_PER_CORE, busy_processes, write_sim_load  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -380,9 +380,7 @@ class TestDrillHole(unittest.TestCase):
     def test_1_state_is_latched_enabled_without_fault(self, proc_output) -> None:
         from sensor_msgs.msg import JointState
 
-        self.graph.wait_for_active_controllers(
-            CONTROLLERS, timeout=180.0, record=lambda: start_up_log(proc_output)
-        )
+        wait_for_controllers(self.graph, proc_output)
         self.graph.next_message(JointState, STATES, timeout=180.0)  # drive_node is up (slow under load)
         state = self.operating_state(lambda m: m.enabled, timeout=120.0)
         self.assertTrue(state.enabled)
