@@ -28,7 +28,7 @@ malformed file, or a value outside its tolerance band, ends the launch in one li
 
 # ruff: noqa: I001  (the repository's launch/ folder makes isort take ROS's `launch` for first-party)
 from launch import LaunchContext, LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, SetLaunchConfiguration
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessIO
 from launch.events.process import ProcessIO
@@ -38,6 +38,7 @@ from launch_ros.substitutions import FindPackageShare
 
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, DRIVES_UP
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.planning.tasks import bone_task
 from quirobot_description.parameters import load_parameters
 from quirobot_description.launch_description import checked_calibration, robot_description_parameter
 from quirobot_description.plant_parameters import PLANTS
@@ -133,8 +134,9 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "simulated_bone",
                 default_value="none",
-                choices=["none", "incision"],
-                description="drive_backend:=simulated: this task's bone in the plant (thrust on the tip)",
+                description="drive_backend:=simulated: this task's bone in the plant (thrust on the tip): "
+                "a shipped task name (incision) or an incision task file, its bone at its entry; "
+                "refused before anything starts if it is neither",
             ),
             DeclareLaunchArgument(
                 "plant",
@@ -178,12 +180,23 @@ def generate_launch_description() -> LaunchDescription:
                 "malformed or outside the machine's tolerances",
             ),
             checked_calibration("calibration"),  # before every node: a bad file starts nothing
+            OpaqueFunction(function=checked_bone),  # the same for the bone's task file
             state_publisher,
             control_node,
             drive_node,
             OpaqueFunction(function=controllers_spawner, args=[drive_node]),
         ]
     )
+
+
+def checked_bone(context: LaunchContext) -> list:
+    """simulated_bone read as drive_node reads it (planning.tasks.bone_task), a file made absolute;
+    a bad one ends the launch with one line naming it and the problem, before any node starts."""
+    return [
+        SetLaunchConfiguration(
+            "simulated_bone", bone_task(LaunchConfiguration("simulated_bone").perform(context))
+        )
+    ]
 
 
 def controllers_spawner(context: LaunchContext, drive_node: Node) -> list:

@@ -4,12 +4,14 @@
         [controller_rate:=HZ]  (the controller manager's update_rate; default a tenth of the drives')
         [plant:=ideal|realistic]  (the simulated plant; realistic with quirobot simulate's compensation)
         [calibration:=FILE]  (a calibration file, `quirobot calibrate --output`; default none: nominal)
+        [bone:=TASK]  (the task whose bone the plant holds, a shipped name or a task file; default incision)
 
-bringup.launch.py hardware:=real tool:=drill drive_backend:=simulated simulated_bone:=incision
+bringup.launch.py hardware:=real tool:=drill drive_backend:=simulated simulated_bone:=BONE
 sim_clock:=true (the simulated plant's time is the ROS time, task_node uses it too)
 (ros2_control_node with joint_state_topic_hardware_interface, the trajectory controllers,
-robot_state_publisher, drive_node's SimulatedDrives on the MuJoCo plant with the shipped
-incision's bone thrusting on the drill tip) plus `task_node`: the /quirobot/drill_hole action,
+robot_state_publisher, drive_node's SimulatedDrives on the MuJoCo plant with the bone of the task
+`bone` (the shipped incision's) thrusting on the drill tip) plus `task_node` (a goal without its own
+task planned on that bone too): the /quirobot/drill_hole action,
 /quirobot/state and the enable, disable and reset_fault services, and the registered `patient`
 frame (config/registration.yaml on /tf_static) goals may be given in
 (docs/drive_from_another_node.md).
@@ -63,7 +65,7 @@ def generate_launch_description() -> LaunchDescription:
             "hardware": "real",
             "tool": "drill",
             "drive_backend": "simulated",
-            "simulated_bone": "incision",
+            "simulated_bone": LaunchConfiguration("bone"),
             "sim_clock": "true",
             "test_fault_injection": LaunchConfiguration("test_fault_injection"),
             "homing": LaunchConfiguration("homing"),
@@ -96,7 +98,7 @@ def generate_launch_description() -> LaunchDescription:
                 "monitor_rate": ParameterValue(LaunchConfiguration("controller_rate"), value_type=float),
                 "tracking_lag": 0.02,
                 "start_delay": 4.0,
-                "task": "incision",
+                "task": LaunchConfiguration("bone"),  # a goal without its own: the plant's bone
                 "registration_file": PathJoinSubstitution(
                     [FindPackageShare("quirobot"), "config", "registration.yaml"]
                 ),
@@ -119,7 +121,7 @@ def generate_launch_description() -> LaunchDescription:
                 "controller_rate",
                 default_value=str(simulation_controller_rate()),
                 description="Hz, the controller manager's update_rate on the simulated clock (default: a "
-                "quarter of the drives' rate; it must divide it: drive_node runs whole plant periods "
+                "tenth of the drives' rate; it must divide it: drive_node runs whole plant periods "
                 "per command)",
             ),
             DeclareLaunchArgument(
@@ -128,6 +130,14 @@ def generate_launch_description() -> LaunchDescription:
                 choices=list(PLANTS),
                 description="the simulated plant: ideal (the controller's own model) or realistic, with "
                 "quirobot simulate's compensation (bringup.launch.py's plant)",
+            ),
+            DeclareLaunchArgument(
+                "bone",
+                default_value="incision",
+                description="the bone in the simulated plant, thrusting on the drill tip: an incision "
+                "task's (a shipped task name, or a task file: its bone at its entry; "
+                "quirobot_control.simulation.simulated_backend.place_bone), none for no bone; also "
+                "task_node's task, the bone model of a goal that names none",
             ),
             DeclareLaunchArgument(
                 "homing",

@@ -244,7 +244,7 @@ def _read_parameters(node) -> None:
     parameters = declare_parameters(node, TASK_NODE)
     node.autostart = parameters["autostart"]
     node.states_topic = parameters["joint_states_topic"]
-    node.task = parameters["task"]
+    node.task = "" if parameters["task"] == "none" else parameters["task"]  # as drive_node's simulated_bone
     node.timing = executor_timing(parameters)
     node.waypoint_period = parameters["waypoint_period"]
     if parameters["registration_file"]:

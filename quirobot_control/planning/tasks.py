@@ -176,6 +176,23 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
     raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
 
 
+def bone_task(value: str) -> str:
+    """A simulated plant's bone, checked (drive_node's `simulated_bone`, the launch files' bone
+    arguments): "" or "none" give "none" (no bone); a shipped task name stays itself; a task file
+    becomes its absolute path (a node reads it from its own working directory). TaskError naming
+    the value and the problem: unreadable, invalid, or not an incision (only an incision has a bone)."""
+    if value in ("", "none"):
+        return "none"
+    path = value if value in TASK_NAMES else str(Path(value).expanduser().resolve())
+    try:
+        task = load_task(path)
+    except (TaskError, OSError) as error:
+        raise TaskError(f"bone {value!r}: {' '.join(str(error).split())}") from None
+    if not isinstance(task, IncisionTask):
+        raise TaskError(f"bone {value!r}: a {type(task).__name__} has no bone; give an incision task")
+    return path
+
+
 class _Reader(SourcedReader):
     def __init__(self, raw: dict[str, Any], path: Path) -> None:
         super().__init__(raw, path.name, TaskError, TASK_FILE)

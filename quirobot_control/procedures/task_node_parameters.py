@@ -31,7 +31,7 @@ TASK_NODE = NodeSchema(
             "string",
             "",
             "The scene/task file a DrillHole goal without its own `task` uses (its bone model, no-go "
-            'zones), e.g. "incision". Empty: no bone model.',
+            'zones), e.g. "incision". Empty or "none": no bone model.',
         ),
         NodeParameter(
             "registration_file",

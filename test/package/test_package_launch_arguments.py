@@ -19,6 +19,8 @@ FREE_FORM = {
     "controller_rate": "a rate in Hz; drive_node refuses one that does not divide the drives' rate",
     "task": "a shipped task name or any task file path",
     "calibration": "a calibration file path (empty: the nominal model), checked at launch",
+    "bone": "none, a shipped incision or an incision task file, checked at launch",
+    "simulated_bone": "none, a shipped incision or an incision task file, checked at launch",
 }
 #: Deprecated since launch 1.1.0 (Jazzy's launch warns "Use the 'EqualsSubstitution' and
 #: 'NotEqualsSubstitution' substitutions instead"); PythonExpression for a string comparison is

@@ -84,6 +84,30 @@ def test_a_bad_calibration_file_ends_sim_launch_before_anything_starts(installed
     assert "process started" not in output, output[-2000:]
 
 
+@pytest.mark.parametrize(
+    ("bone", "why"),
+    [("line", "a LineTask has no bone; give an incision task"), ("absent.yaml", "cannot read task file")],
+    ids=["a task without a bone", "missing file"],
+)
+def test_a_bad_bone_ends_sim_launch_before_anything_starts(installed, tmp_path, bone, why):
+    """`ros2 launch quirobot sim.launch.py bone:=TASK` with a task drive_node could not put in its
+    plant: the launch ends (non-zero) with one line naming the bone and the problem, and no process
+    was started."""
+    result = subprocess.run(
+        ["ros2", "launch", "quirobot", "sim.launch.py", f"bone:={bone}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-2000:]
+    lines = [line for line in output.splitlines() if f"bone {bone!r}:" in line]
+    assert len(lines) == 1, output[-2000:]
+    assert why in lines[0], lines[0]
+    assert "process started" not in output, output[-2000:]
+
+
 def _registration(change) -> str:
     """The shipped registration file with `change` applied to its mapping (issue 33 item 8)."""
     from pathlib import Path

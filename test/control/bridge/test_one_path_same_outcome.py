@@ -10,7 +10,8 @@ thrust limit. The shipped tibia is test_simulate_runs_the_executor.py's case, he
 Before: the second cortex' goal drilled 1.2 mm past the far cortex and reported success while
 simulate stopped at the breakthrough; the soft layer's goal aborted just past the near cortex on
 the feed's path tolerance (the drive side armed on the bone's last layer); the hard near cortex
-was refused by the goal and accepted by simulate. Over DDS: test/ros/test_launch_drill_hole.py.
+was refused by the goal and accepted by simulate. The variants: test/support/bone_variants.py;
+over DDS: test/ros/test_launch_bone_variants.py (the tibia: test/ros/test_launch_drill_hole.py).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+from bone_variants import EXPECTED, SAME_DEPTH, VARIANTS, far_cortex_exit, simulate, variant_file
 
 from quirobot_control.hardware.control_config import control_configuration
-from quirobot_control.planning.drill_hole import DrillGoal, GoalRejectedError, tip_progress
+from quirobot_control.planning.drill_hole import DrillGoal, tip_progress
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.procedures.drill_hole_executor import (
     DrillHoleExecutor,
@@ -31,63 +32,10 @@ from quirobot_control.procedures.drill_hole_executor import (
     ExecutorConfig,
 )
 from quirobot_control.simulation.bridge_port import BridgePort
-from quirobot_control.simulation.incision import run_task
 from quirobot_control.simulation.simulated_backend import simulated_bridge
-from quirobot_description.data_files import find_data_file
 from quirobot_description.urdf import robot_description
 
 pytest.importorskip("mujoco")
-
-SAME_DEPTH = 10e-6  # m, the issue's: the deepest true tip of the two runs
-
-#: The variants' layers after the shipped near cortex and canal ((name, thickness m, thrust factor);
-#: None: the shipped far cortex), and their planned depth (m).
-VARIANTS = {
-    "soft_layer_behind": ([None, ("soft_tissue", 0.004, 0.1)], 0.0252),
-    "second_cortex_behind_a_gap": ([None, ("interosseous_gap", 0.005, 0.0), ("fibula", 0.003, 1.0)], 0.0262),
-    "far_cortex_too_thin": ([("far_cortex", 0.0002, 1.0)], 0.0214),
-    "near_cortex_too_hard": ("hard_near", 0.0252),
-}
-
-
-def variant_file(directory: Path, name: str) -> Path:
-    """The shipped incision task with the variant's bone (and depth), as a user writes it."""
-    raw = yaml.safe_load(Path(find_data_file("config/tasks/incision.yaml")).read_text())
-    layers, depth = VARIANTS[name]
-    shipped = raw["bone"]["layers"]
-    if layers == "hard_near":
-        shipped[0]["thrust_factor"]["value"] = 3.0 * shipped[0]["thrust_factor"]["value"]
-    elif layers is not None:
-        kept = shipped[:2]
-        for layer in layers:
-            if layer is None:
-                kept.append(shipped[2])
-                continue
-            layer_name, thickness, factor = layer
-            kept.append(
-                {
-                    "name": layer_name,
-                    "thickness": {"value": thickness, "unit": "m", "source": "test variant"},
-                    "thrust_factor": {"value": factor, "unit": "1", "source": "test variant"},
-                }
-            )
-        raw["bone"]["layers"] = kept
-    if depth is not None:
-        raw["depth"]["value"] = depth
-    path = directory / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
-
-
-def simulate(task, parameters) -> tuple[str, float, str]:
-    """(outcome, deepest true tip m, reason) of `quirobot simulate --plant ideal`'s run."""
-    try:
-        result = run_task(task, parameters, plant="ideal")
-    except GoalRejectedError as error:
-        return "refused", float("nan"), str(error)
-    run = result.metrics.run
-    outcome = "completed" if run.completed and not result.unsafe else "stopped"
-    return outcome, result.metrics.incision.max_depth, run.stop_reason or ""
 
 
 def drill_hole(path: Path, task, parameters) -> tuple[str, float, str]:
@@ -125,15 +73,8 @@ def test_simulate_and_a_drill_hole_goal_end_the_same_way(parameters, tmp_path, n
         assert simulated[2] in goal[2]  # the same reason
     else:
         assert abs(goal[1] - simulated[1]) <= SAME_DEPTH
-    bone = task.bone
-    far_exit = sum(layer.thickness for layer in bone.layers[:3])  # the tibia's far cortex
+    far_exit = far_cortex_exit(task)  # the tibia's far cortex
     if simulated[0] == "completed" and task.depth > far_exit:  # through it: stopped within 0.5 mm
         assert goal[1] - far_exit <= parameters.drilling.safety.breakthrough_limit
-    expected = {
-        "soft_layer_behind": "completed",
-        "second_cortex_behind_a_gap": "completed",
-        "far_cortex_too_thin": "refused",
-        "near_cortex_too_hard": "refused",
-    }[name]
-    assert simulated[0] == expected, simulated
-    assert np.isfinite(goal[1]) or expected == "refused"
+    assert simulated[0] == EXPECTED[name], simulated
+    assert np.isfinite(goal[1]) or EXPECTED[name] == "refused"

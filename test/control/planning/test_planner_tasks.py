@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from quirobot_control.planning.tasks import IncisionTask, LineTask, TaskError, load_task, task_file
+from quirobot_control.planning.tasks import IncisionTask, LineTask, TaskError, bone_task, load_task, task_file
 
 
 def test_shipped_tasks_load_with_a_source_for_every_number():
@@ -63,3 +63,23 @@ def test_unknown_task_names_and_missing_files_are_refused(tmp_path):
         load_task("knee")
     with pytest.raises(TaskError, match="cannot read task file"):
         load_task(tmp_path / "absent.yaml")
+
+
+def test_a_simulated_bone_is_an_incision_task_checked_before_use(tmp_path, monkeypatch):
+    """The launch files' bone (drive_node's simulated_bone): none, a shipped incision, or an
+    incision task file made absolute; anything else refused naming the value and the problem."""
+    assert bone_task("") == bone_task("none") == "none"
+    assert bone_task("incision") == "incision"
+    raw = yaml.safe_load(task_file("incision").read_text())
+    (tmp_path / "tibia.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)
+    assert bone_task("tibia.yaml") == str(tmp_path / "tibia.yaml")
+    assert load_task(bone_task("tibia.yaml")).bone == load_task("incision").bone
+    with pytest.raises(TaskError, match="bone 'line': a LineTask has no bone"):
+        bone_task("line")
+    with pytest.raises(TaskError, match="bone 'absent.yaml': cannot read task file"):
+        bone_task("absent.yaml")
+    raw["depth"]["value"] = -0.01
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(TaskError, match="bone 'bad.yaml': .*depth: must be > 0"):
+        bone_task("bad.yaml")
