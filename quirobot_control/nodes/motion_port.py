@@ -20,13 +20,16 @@ rclpy is imported only inside functions.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 
 import numpy as np
 
-from quirobot_control.nodes.rclpy_workarounds import race_free_action_client, take_clock_on
+from quirobot_control.nodes.rclpy_workarounds import (
+    race_free_action_client,
+    spin_until_shutdown,
+    take_clock_on,
+)
 from quirobot_control.planning.drill_hole import waypoints
 from quirobot_control.procedures.drill_hole_port import Measurement, MotionRecord, MotionStatus, StackStatus
 from quirobot_control.procedures.drill_hole_types import DrillFeedback
@@ -394,10 +397,7 @@ class InputNode:
         self.thread.start()
 
     def _spin(self) -> None:
-        from rclpy.executors import ExternalShutdownException
-
-        with contextlib.suppress(ExternalShutdownException):  # rclpy shut down: the process ends
-            self.executor.spin()
+        spin_until_shutdown(self.executor, self.node.context)  # rclpy shut down: the process ends
 
     def close(self) -> None:
         """Its executor stopped and its thread ended before its node (and the /clock subscription

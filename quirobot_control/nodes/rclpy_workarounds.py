@@ -10,6 +10,8 @@ use rclpy's own API. rclpy is imported only inside the functions.
   node (its own executor and thread); rclpy offers no public way to do it.
 - `destroy_action_entities(server, clients)` (ros2/rclpy#524): action servers and clients
   destroyed before their node, not left to the garbage collector.
+- `spin_until_shutdown(executor, context)` (ros2/rclpy#398, ros2/ros2cli#854): an executor spun
+  on a thread of its own ends quietly when SIGINT shuts the context down under it.
 """
 
 from __future__ import annotations
@@ -76,3 +78,23 @@ def destroy_action_entities(server, clients) -> None:
         server.destroy()
     for client in clients:
         client.destroy()
+
+
+def spin_until_shutdown(executor, context) -> None:
+    """`executor.spin()` on a thread of its own, ending quietly once `context` is shut down.
+
+    ros2/rclpy#398 (ros2/ros2cli#854, ros-controls/ros2_controllers#2431 for the same race
+    elsewhere): rclpy's signal handler shuts the context down from another thread; an executor
+    that is building its wait set at that moment raises RCLError ("failed to initialize wait set:
+    the given context is not valid") instead of ExternalShutdownException, and the thread died
+    with a traceback in the launch's log at every Ctrl-C that hit it. An error while the context
+    is still valid is raised."""
+    from rclpy.executors import ExternalShutdownException
+
+    try:
+        executor.spin()
+    except ExternalShutdownException:
+        pass
+    except Exception:
+        if context.ok():
+            raise

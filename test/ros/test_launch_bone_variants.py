@@ -1,13 +1,14 @@
 """launch_testing: one task file, the same outcome over DDS as in `quirobot simulate` (issue 31).
 
 For each bone variant the plant can drill (a soft layer behind the far cortex; a second cortex, the
-fibula, behind a gap), `sim.launch.py plant:=ideal bone:=FILE` puts the variant's bone in drive_node's
-plant and a DrillHole goal names the same file as its task. The goal and `quirobot simulate --task
-FILE --plant ideal` (run here) end the same way: both complete, with the deepest true tip of the
-plant (/quirobot/sim/true_tip) within 10 um of simulate's, and the feed stopped within the
-breakthrough limit (0.5 mm) past the far cortex. Before the one path, the second cortex' goal
-drilled on 1.2 mm past the far cortex and reported success, and the soft layer's aborted just past
-the near cortex (the drive side armed on the bone's last layer).
+fibula, behind a gap), `sim.launch.py plant:=ideal bone:=FILE` puts the variant's bone in
+drive_node's plant and a DrillHole goal names the same file as its task. The goal and `ros2 run
+quirobot quirobot simulate --task FILE --plant ideal --json` (run beside the stack) end the same
+way: both complete, with the deepest true tip of the plant (/quirobot/sim/true_tip) within 10 um of
+simulate's, and the feed stopped within the breakthrough limit (0.5 mm) past the far cortex. Before
+the one path, the second cortex' goal drilled on 1.2 mm past the far cortex and reported success,
+and the soft layer's aborted just past the near cortex (the drive side armed on the bone's last
+layer).
 
 On each launch the variants the plan refuses (a far cortex too thin to see, a near cortex too hard
 for the thrust limit) are refused by the goal with simulate's reason: a refusal comes before any
@@ -15,12 +16,14 @@ motion, whatever bone the plant holds. The shipped tibia: test_launch_drill_hole
 same files in-process: test/control/bridge/test_one_path_same_outcome.py; the variants:
 test/support/bone_variants.py.
 
-A launch costs a goal of about 45 s of simulated time and a simulate run of about 20 s of CPU (made
-while the stack starts). CI's ROS tier: `.ci/ros-tier -k bone_variants`.
+A launch costs a goal of about 45 s of simulated time, with simulate's run (about 20 s of CPU)
+beside it: about a minute each here. CI's ROS tier: `.ci/ros-tier -k bone_variants`.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -35,10 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # the 
 
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
+import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from bone_variants import EXPECTED, SAME_DEPTH, far_cortex_exit, simulate, variant_file  # noqa: E402
+from bone_variants import EXPECTED, SAME_DEPTH, far_cortex_exit, variant_file  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -55,6 +59,29 @@ DRILLED = [name for name, outcome in EXPECTED.items() if outcome == "completed"]
 REFUSED = [name for name, outcome in EXPECTED.items() if outcome == "refused"]
 #: The variants' task files, written once for every launch of the module.
 FILES = Path(tempfile.mkdtemp(prefix="quirobot-bone-variants-"))
+
+
+def start_simulate(path: Path) -> subprocess.Popen:
+    """`ros2 run quirobot quirobot simulate --task FILE --plant ideal --json`, started: it runs beside
+    the stack (the goal waits for its result, not the other way round)."""
+    output = FILES / f"{path.stem}_simulate"
+    command = ["ros2", "run", "quirobot", "quirobot", "simulate", "--task", str(path), "--plant", "ideal"]
+    command += ["--json", "--no-progress", "--output", str(output)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def simulate_outcome(process: subprocess.Popen) -> tuple[str, float, str]:
+    """(outcome, deepest true tip m, reason) of a `start_simulate` run: refused (its one error line,
+    exit status 2, nan depth), completed (the run completed, nothing unsafe) or stopped."""
+    out, err = process.communicate(timeout=900)
+    prefix = "quirobot simulate: error: "
+    errors = [line.removeprefix(prefix) for line in err.splitlines() if line.startswith(prefix)]
+    if process.returncode == 2 and len(errors) == 1:
+        return "refused", float("nan"), errors[0]
+    assert out.strip(), f"quirobot simulate exited {process.returncode}: {err[-2000:]}"
+    metrics = json.loads(out)["metrics"]
+    outcome = "completed" if metrics["completed"] and not metrics["unsafe"] else "stopped"
+    return outcome, metrics["max_depth"], metrics["stop_reason"] or ""
 
 
 @pytest.mark.launch_test
@@ -135,8 +162,9 @@ class TestBoneVariants(unittest.TestCase):
         tips = self.graph.messages(PointStamped, "/quirobot/sim/true_tip")  # serialised while heard
         path = variant_file(FILES, variant)
         task = load_task(str(path))
-        simulated = simulate(task, self.parameters)  # while the stack starts
+        simulation = start_simulate(path)  # beside the stack as it starts and drills
         goal = self.run_goal(path, tips)
+        simulated = simulate_outcome(simulation)
         print(f"bone variant {variant}: simulate {simulated}; DrillHole goal {goal}")
         self.assertEqual(simulated[0], EXPECTED[variant], simulated)
         self.assertEqual(goal[0], simulated[0], f"simulate {simulated}, goal {goal}")
@@ -147,9 +175,15 @@ class TestBoneVariants(unittest.TestCase):
     def test_1_the_variants_the_plan_refuses_are_refused_with_simulate_s_reason(self, variant) -> None:
         for name in REFUSED:
             path = variant_file(FILES, name)
-            simulated = simulate(load_task(str(path)), self.parameters)
+            simulated = simulate_outcome(start_simulate(path))
             goal = self.run_goal(path, [])
             print(f"bone variant {name} (plant: {variant}): simulate {simulated}; DrillHole goal {goal}")
             self.assertEqual(simulated[0], "refused", simulated)
             self.assertEqual(goal[0], "refused", goal)
             self.assertIn(simulated[2], goal[2])  # the same reason
+
+
+@launch_testing.post_shutdown_test()
+class TestShutdown(unittest.TestCase):
+    def test_exit_codes(self, proc_info) -> None:
+        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
