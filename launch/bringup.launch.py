@@ -38,6 +38,7 @@ from launch_ros.substitutions import FindPackageShare
 
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, DRIVES_UP
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.controllers import spawned_controllers
 from quirobot_control.planning.tasks import bone_task
 from quirobot_description.parameters import load_parameters
 from quirobot_description.launch_description import checked_calibration, robot_description_parameter
@@ -208,9 +209,7 @@ def controllers_spawner(context: LaunchContext, drive_node: Node) -> list:
     each before the next). With hardware:=real it starts once drive_node says its drives are up
     (DRIVES_UP): a trajectory controller activated before the drives' states reach the plugin
     holds the description's initial pose, not the robot's (docs/safety.md)."""
-    controllers = ["joint_state_broadcaster", "joint_trajectory_controller"]
-    if LaunchConfiguration("tool").perform(context) == "drill":
-        controllers.append("drill_feed_controller")
+    controllers = spawned_controllers(LaunchConfiguration("tool").perform(context))
     spawner = Node(
         package="controller_manager",
         executable="spawner",

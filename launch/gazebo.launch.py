@@ -6,8 +6,9 @@
 Starts Gazebo running (-r, else the spawners time out; server only, -s, where there is no
 display or with headless:=true), robot_state_publisher with the
 hardware:=gazebo description, spawns the robot with its guide plane (report frame 0') at
-structure.mount_height above the floor, bridges /clock, then spawns joint_state_broadcaster and,
-once it is up, joint_trajectory_controller (and drill_feed_controller with the drill).
+structure.mount_height above the floor, bridges /clock, then, once the robot is in the world,
+one spawner starts joint_state_broadcaster, joint_trajectory_controller and (with the drill)
+drill_feed_controller in turn.
 Controllers: config/controllers_gazebo.yaml (named by the description's <gazebo> block; position
 commands only, see there; it also sets the controller manager's use_sim_time before gz_ros2_control
 constructs it, which keeps the start-up from aborting Gazebo: see there). Every node runs on
@@ -29,10 +30,11 @@ from launch.actions import (
 from launch.conditions import IfCondition, UnlessCondition
 from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from quirobot_control.hardware.controllers import spawned_controllers
 from quirobot_control.planning.scene import SceneMarker, scene_markers
 from quirobot_control.planning.tasks import load_task
 from quirobot_description.launch_description import robot_description_parameter
@@ -118,6 +120,21 @@ def _spawn_scene(context, mount_height: float) -> list:
     ]
 
 
+def controllers_spawner(context) -> list[Node]:
+    """One spawner for every controller of the tool, in order (hardware.controllers), as
+    bringup.launch.py starts them: the controller manager's services discovered once."""
+    controllers = spawned_controllers(LaunchConfiguration("tool").perform(context))
+    return [
+        Node(
+            package="controller_manager",
+            executable="spawner",
+            arguments=[*controllers, "--controller-manager", "/controller_manager", *SPAWNER_TIMEOUTS],
+            parameters=[{"use_sim_time": True}],
+            output="screen",
+        )
+    ]
+
+
 def generate_launch_description() -> LaunchDescription:
     tool = LaunchConfiguration("tool")
     mount_height = load_parameters().structure.mount_height  # m, the parameter file's
@@ -148,19 +165,6 @@ def generate_launch_description() -> LaunchDescription:
         sigkill_timeout="2",
     )
 
-    def spawner(controller: str, **kwargs) -> Node:
-        return Node(
-            package="controller_manager",
-            executable="spawner",
-            arguments=[controller, "--controller-manager", "/controller_manager", *SPAWNER_TIMEOUTS],
-            parameters=[sim_time],
-            output="screen",
-            **kwargs,
-        )
-
-    broadcaster = spawner("joint_state_broadcaster")
-    arm = spawner("joint_trajectory_controller")
-    feed = spawner("drill_feed_controller", condition=IfCondition(EqualsSubstitution(tool, "drill")))
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -189,7 +193,9 @@ def generate_launch_description() -> LaunchDescription:
             state_publisher,
             clock,
             spawn,
-            RegisterEventHandler(OnProcessExit(target_action=spawn, on_exit=[broadcaster])),
-            RegisterEventHandler(OnProcessExit(target_action=broadcaster, on_exit=[arm, feed])),
+            # Once the robot is in the world (and with it gz_ros2_control's controller manager).
+            RegisterEventHandler(
+                OnProcessExit(target_action=spawn, on_exit=[OpaqueFunction(function=controllers_spawner)])
+            ),
         ]
     )

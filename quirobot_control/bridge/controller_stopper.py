@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from quirobot_control.hardware.controllers import ARM_CONTROLLER, FEED_CONTROLLER
+
 __all__ = ["DEFAULT_STOPPED_CONTROLLERS", "ControllerStopper", "ControllerSwitch"]
 
 #: The controllers that move the robot (config/controllers.yaml); the joint_state_broadcaster
 #: only reads and stays active.
-DEFAULT_STOPPED_CONTROLLERS = ("joint_trajectory_controller", "drill_feed_controller")
+DEFAULT_STOPPED_CONTROLLERS = (ARM_CONTROLLER, FEED_CONTROLLER)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from quirobot_control.hardware.controllers import ARM_CONTROLLER, FEED_CONTROLLER
 from quirobot_control.nodes.rclpy_workarounds import (
     race_free_action_client,
     spin_until_shutdown,
@@ -40,7 +41,7 @@ from quirobot_description.parameters import JOINT_NAMES, DrillParameters, axes_f
 #: The drill's commanded axes (DrillHole drills): the arm's joints, then the feed.
 DRILL_AXES = axes_for("drill")
 #: The trajectory controllers a plan is split over (bringup.launch.py spawns them).
-CONTROLLERS = {"arm": "joint_trajectory_controller", "feed": "drill_feed_controller"}
+CONTROLLERS = {"arm": ARM_CONTROLLER, "feed": FEED_CONTROLLER}
 COLUMNS = {"arm": list(range(len(JOINT_NAMES))), "feed": [DrillParameters.feed_index]}
 #: s of wall time without joint states after which they count as lost on any clock (a
 #: simulation that stopped altogether stops its clock too).

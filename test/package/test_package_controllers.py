@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.hardware.controllers import CONTROLLERS, spawned_controllers
 from quirobot_description.parameters import JOINT_NAMES
 from quirobot_description.urdf import HARDWARE, TOOLS, robot_description
 from quirobot_description.validation import FAIL, PASS, check_urdf
@@ -58,6 +59,18 @@ def test_update_rate_is_the_drive_control_rate(name, parameters):
     assert (
         _load(name)["controller_manager"]["ros__parameters"]["update_rate"] == parameters.drive.control_rate
     )
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_named_controllers_are_the_files(name):
+    """hardware.controllers names every controller the file declares (the launch files spawn
+    them by those names), the broadcaster first, and only those."""
+    manager = _load(name)["controller_manager"]["ros__parameters"]
+    declared = [key for key, value in manager.items() if isinstance(value, dict) and "type" in value]
+    assert sorted(declared) == sorted(CONTROLLERS)
+    assert CONTROLLERS[0] == "joint_state_broadcaster"
+    assert spawned_controllers("drill") == list(CONTROLLERS)
+    assert spawned_controllers("arthroscope") == spawned_controllers("none") == list(CONTROLLERS[:2])
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -19,8 +19,8 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 
 from launch import LaunchDescription
 from quirobot_control.bridge.drive_bridge import DRIVES_UP
+from quirobot_control.hardware.controllers import CONTROLLERS
 
-CONTROLLERS = ("joint_state_broadcaster", "joint_trajectory_controller", "drill_feed_controller")
 #: drive_node's topics (the <ros2_control> block's joint_commands_topic / joint_states_topic).
 COMMANDS = "/quirobot/joint_commands"
 STATES = "/quirobot/joint_states"

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from quirobot_control.hardware.controllers import CONTROLLERS
 from quirobot_kinematics.rotations import matrix_from_quaternion
 
 #: The three controllers of the drill (config/controllers_gazebo.yaml).
-CONTROLLERS = ("joint_state_broadcaster", "joint_trajectory_controller", "drill_feed_controller")
 #: Gazebo aborted here before the fix (controller_manager::update, issue 34).
 TIME_SOURCE_CRASH = "can't compare times with different time sources"
 #: The controller manager's choice of clock, logged by its constructor.
@@ -74,9 +74,10 @@ class GazeboLaunch:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_for_spawners(self, count: int = len(CONTROLLERS), timeout: float = 120.0) -> None:
-        """Until `count` spawners have ended cleanly (the start-up is over; a SIGINT before would
-        interrupt them, exit code -2); AssertionError after `timeout` s of wall time."""
+    def wait_for_spawners(self, count: int = 1, timeout: float = 120.0) -> None:
+        """Until `count` spawners (the launch's one) have ended cleanly (the start-up is over; a
+        SIGINT before would interrupt them, exit code -2); AssertionError after `timeout` s of
+        wall time."""
         end = time.monotonic() + timeout
         while len(re.findall(r"\[spawner-\d+\]: process has finished cleanly", self.log())) < count:
             if time.monotonic() > end:

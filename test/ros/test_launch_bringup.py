@@ -25,11 +25,11 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 from ros_graph import GraphClient  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
+from quirobot_control.hardware.controllers import CONTROLLERS  # noqa: E402
 from quirobot_description.parameters import JOINT_NAMES, load_parameters  # noqa: E402
 from quirobot_kinematics.forward import forward_kinematics  # noqa: E402
 from quirobot_kinematics.model import KinematicModel  # noqa: E402
 
-CONTROLLERS = ("joint_state_broadcaster", "joint_trajectory_controller", "drill_feed_controller")
 #: An in-limit arm pose (m, m, m, rad, rad) and drill-feed position (m) to drive to.
 ARM_GOAL = [0.62, 0.81, 0.35, 0.6, 0.9]
 FEED_GOAL = 0.03

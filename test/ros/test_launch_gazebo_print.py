@@ -167,8 +167,32 @@ def test_gazebo_print_starts_the_bridge_the_spawn_and_the_spawners():
         f"exec='create'), '-topic', '/robot_description', '-name', 'quirobot', '-z', '{mount_height}'"
         in printed
     )
-    spawned = re.findall(r"exec='spawner'\), '(\w+)'", printed)
-    assert spawned == ["joint_state_broadcaster", "joint_trajectory_controller", "drill_feed_controller"]
+    # The spawner is made once the robot is in the world (an OpaqueFunction on the spawn's exit).
+    assert re.search(r"OnProcessExit.*OpaqueFunction", printed, re.DOTALL), printed[-2000:]
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_gazebo_starts_every_controller_of_the_tool_from_one_spawner(tool):
+    """gazebo.launch.py's spawner for `tool`, evaluated as launch evaluates it: one process for
+    the broadcaster, the arm's and (with the drill) the feed's controllers, in that order."""
+    import importlib.util
+
+    from ament_index_python.packages import get_package_share_directory
+    from launch.utilities import perform_substitutions
+
+    from launch import LaunchContext
+
+    path = os.path.join(get_package_share_directory("quirobot"), "launch", "gazebo.launch.py")
+    spec = importlib.util.spec_from_file_location("gazebo_launch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    context = LaunchContext()
+    context.launch_configurations["tool"] = tool
+    (spawner,) = module.controllers_spawner(context)
+    arguments = [perform_substitutions(context, part) for part in spawner.cmd[1:]]
+    expected = ["joint_state_broadcaster", "joint_trajectory_controller"]
+    expected += ["drill_feed_controller"] if tool == "drill" else []
+    assert arguments[: arguments.index("--controller-manager")] == expected, arguments
 
 
 def test_a_bad_choice_is_refused_by_launch():
