@@ -156,11 +156,12 @@ def calibration_document(errors: GeometricErrors, source: str, extra: dict[str, 
     return document
 
 
-def read_calibration(path: str | Path, tolerances: GeometricTolerances | None = None) -> GeometricErrors:
+def read_calibration(path: str | Path, tolerances: GeometricTolerances) -> GeometricErrors:
     """The identified GeometricErrors of a calibration file (`quirobot calibrate --output`).
 
-    Every value must lie within its tolerance band, `tolerances` (default: the shipped parameter
-    file's `geometric_errors`): a machine identified outside its bands is not the machine the
+    Every value must lie within its tolerance band, `tolerances` (the parameter file's
+    `geometric_errors`, RobotParameters.geometric, given by the caller: this module is below the
+    parameter file's loader, which imports it): a machine identified outside its bands is not the machine the
     model describes (a 20 mm TCP offset where the band is +/-1 mm is a wrong file or a wrong
     unit), and CalibrationFileError names the value and the band.
     """
@@ -188,10 +189,6 @@ def read_calibration(path: str | Path, tolerances: GeometricTolerances | None = 
         # the band check below is this value's range (tighter than the schema's, which it implies)
         values[name] = reader.number(key, check_range=False)
     errors = GeometricErrors(**values)
-    if tolerances is None:
-        from quirobot_description import robot_parameters
-
-        tolerances = robot_parameters().geometric
     outside = tolerances.outside(errors)
     if outside:
         more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""

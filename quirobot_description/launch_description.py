@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from quirobot_description import robot_parameters
 from quirobot_description.geometric_errors import CalibrationFileError, read_calibration
 from quirobot_description.urdf import HARDWARE, PACKAGE, TOOLS, DescriptionError, check_choice
 
@@ -76,7 +77,7 @@ def calibration_path(value: str, argument: str = "calibration") -> str:
         return ""
     path = Path(value).expanduser().resolve()
     try:
-        read_calibration(path)
+        read_calibration(path, robot_parameters().geometric)
     except CalibrationFileError as error:
         raise CalibrationFileError(f"launch argument {argument}: {' '.join(str(error).split())}") from None
     return str(path)

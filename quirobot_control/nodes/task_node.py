@@ -251,9 +251,10 @@ def _read_parameters(node) -> None:
         node.frame_broadcaster = broadcast_registration(node, parameters["registration_file"])
     node.calibration = None  # the nominal model
     if parameters["calibration_file"]:
+        from quirobot_description import robot_parameters
         from quirobot_description.geometric_errors import read_calibration
 
-        node.calibration = read_calibration(parameters["calibration_file"])
+        node.calibration = read_calibration(parameters["calibration_file"], robot_parameters().geometric)
 
 
 def execute_goal(node, goal_handle):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from quirobot_description import robot_parameters
 from quirobot_description.joint_names import FEED_JOINT, JOINT_NAMES, LINK_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,4 +100,4 @@ def test_the_registration_and_calibration_files_refuse_an_unknown_key(tmp_path):
     path = tmp_path / "calibration.yaml"
     path.write_text(yaml.safe_dump(calibration))
     with pytest.raises(CalibrationFileError, match="unknown key tcp_offset_x"):
-        read_calibration(path)
+        read_calibration(path, robot_parameters().geometric)

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from quirobot_cli.cli import main
+from quirobot_description import robot_parameters
 from quirobot_description.geometric_errors import (
     CalibrationFileError,
     GeometricErrors,
@@ -47,7 +48,7 @@ def test_the_shipped_band_of_the_tcp_offset_is_a_fraction_of_a_millimetre(tolera
 def test_a_20_mm_tcp_offset_is_refused_naming_the_value_and_the_band(tmp_path):
     path = _file(tmp_path, TCP_20_MM)
     with pytest.raises(CalibrationFileError) as refused:
-        read_calibration(path)
+        read_calibration(path, robot_parameters().geometric)
     message = str(refused.value)
     assert "\n" not in message and str(path) in message
     assert "tcp_offset_x 0.02 m is outside its tolerance band +/-0.0003 m" in message, message
@@ -59,12 +60,12 @@ def test_a_20_mm_tcp_offset_is_refused_naming_the_value_and_the_band(tmp_path):
 def test_every_error_just_outside_its_band_is_refused_and_at_its_band_loads(tmp_path, tolerances, name):
     band = getattr(tolerances.tolerance, name)
     at_band = replace(GeometricErrors.zero(), **{name: -band})
-    assert read_calibration(_file(tmp_path, at_band)) == at_band
+    assert read_calibration(_file(tmp_path, at_band), robot_parameters().geometric) == at_band
     past = replace(GeometricErrors.zero(), **{name: -band * (1.0 + 1e-9)})
     with pytest.raises(
         CalibrationFileError, match=rf"{name} -\S+ \S+ is outside its tolerance band"
     ) as refused:
-        read_calibration(_file(tmp_path, past))
+        read_calibration(_file(tmp_path, past), robot_parameters().geometric)
     given, edge = str(refused.value).split(f"{name} -")[1].split(" is outside its tolerance band +/-")
     assert given.split()[0] != edge.split()[0]  # the two numbers differ as written
 
@@ -105,7 +106,7 @@ def test_quirobot_calibrate_writes_only_values_within_the_bands(tmp_path, capsys
             == 0
         )
         capsys.readouterr()
-        identified = read_calibration(output)
+        identified = read_calibration(output, robot_parameters().geometric)
         assert np.all(np.abs(identified.vector()) <= tolerances.tolerance.vector())
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from quirobot_description import robot_parameters
 from quirobot_description.geometric_errors import GeometricErrors, calibration_document, read_calibration
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_kinematics import ApproachTarget, KinematicModel, fk, ik, kinematic_model
@@ -148,7 +149,7 @@ def test_a_calibrated_model_moves_fk_and_ik_to_the_actual_machine(model, tmp_pat
     errors = drawn_errors(11)
     path = tmp_path / "calibration.yaml"
     path.write_text(yaml.safe_dump(calibration_document(errors, "calibration campaign test/seed 11")))
-    assert read_calibration(path) == errors
+    assert read_calibration(path, robot_parameters().geometric) == errors
     calibrated = kinematic_model(calibration=path)
     q = np.array([0.8, 1.1, 0.5, 1.0, 0.4])
     np.testing.assert_allclose(
@@ -179,7 +180,7 @@ def test_a_calibration_file_with_a_wrong_unit_is_refused_by_key(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(document))
     with pytest.raises(ValueError, match="l4_error: unit must be m"):
-        read_calibration(path)
+        read_calibration(path, robot_parameters().geometric)
 
 
 def _calibration_file(tmp_path, errors: GeometricErrors):

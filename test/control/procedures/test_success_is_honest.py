@@ -47,6 +47,7 @@ from quirobot_control.simulation.bridge_port import BridgePort
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_control.simulation.pin_procedure import DEPTH_TARGET
 from quirobot_control.simulation.simulated_backend import simulated_bridge
+from quirobot_description import robot_parameters
 from quirobot_description.data_files import find_data_file
 from quirobot_description.geometric_errors import calibration_document, read_calibration
 from quirobot_description.urdf import robot_description
@@ -103,7 +104,7 @@ def drill_hole_goal(parameters, tmp_path: Path, variant: str):
         path = tmp_path / "calibration.yaml"
         drawn = parameters.geometric.sample(np.random.default_rng(calibration))
         path.write_text(yaml.safe_dump(calibration_document(drawn, f"test seed {calibration}")))
-        errors = read_calibration(path)
+        errors = read_calibration(path, robot_parameters().geometric)
     port = BridgePort(bridge)
     config = ExecutorConfig.shipped(parameters, tracking_lag=0.0, calibration=errors)
     goal = DrillGoal(
