@@ -65,7 +65,9 @@ _IDLE = (S.WAITING, S.UNHOMED, S.DISABLED, S.READY)
 
 
 def _next(state: OperatingState, event: Event) -> OperatingState:
-    """The table's rules (module docstring); `TRANSITIONS` is this, every pair spelt out."""
+    """The table's rules (module docstring); `TRANSITIONS` is this function evaluated at every
+    (state, event) pair, a table built once at import (test_operating_state checks every pair
+    against rules written out separately)."""
     if event is E.DEACTIVATED:
         return S.INACTIVE
     if state is S.INACTIVE:
@@ -94,7 +96,7 @@ def _next(state: OperatingState, event: Event) -> OperatingState:
     return moves.get((state, event), state)
 
 
-#: The whole table: (state, event) -> next state, every pair.
+#: The whole table: (state, event) -> next state, every pair (computed from `_next` at import).
 TRANSITIONS: dict[tuple[OperatingState, Event], OperatingState] = {
     (state, event): _next(state, event) for state in OperatingState for event in Event
 }
