@@ -1,13 +1,13 @@
 """Where the package's data files are: one locator for a source checkout, pip and colcon installs.
 
 A data file is named by its path under share/quirobot after install (setup.py's data_files),
-e.g. "config/control.yaml", "config/tasks/incision.yaml", "config/quirobot.yaml",
-"urdf/quirobot.urdf.xacro", "config/quirobot_drive.eds". `find_data_file(name)` returns the
+e.g. "quirobot.yaml" (the parameter file), "urdf/quirobot.urdf.xacro", "config/control.yaml",
+"config/tasks/incision.yaml", "config/quirobot_drive.eds". `find_data_file(name)` returns the
 first of these that exists:
 
-1. package data beside the modules: <packages root>/quirobot_description/<name>, then
-   quirobot_control/<name> (the parameter file, the xacro, the EDS: setup.py's package_data;
-   in a source checkout the packages root is the repository);
+1. package data beside the modules: <packages root>/quirobot_description/<name> (the parameter
+   file, the xacro, the meshes: setup.py's package_data; in a source checkout the packages root
+   is the repository);
 2. the repository root of a source checkout (package.xml beside the packages): config/...;
 3. share/quirobot of the prefix that holds the packages (pip into a venv or --prefix:
    <prefix>/lib/pythonX.Y/site-packages; pip --target: the target itself; colcon:
@@ -16,8 +16,9 @@ first of these that exists:
    (what ament_index_python's get_package_share_directory does; read here without ROS);
 5. share/quirobot under sys.prefix (pip's data_files in the running environment).
 
-The xacro's relative path to the parameter file holds in each place: urdf/ and config/ are
-siblings in quirobot_description/ and in share/quirobot/.
+The xacro's relative path to the parameter file (../quirobot.yaml) holds in each place: urdf/
+and quirobot.yaml are side by side in quirobot_description/ and in share/quirobot/. Everything
+else the stack is configured with is in config/ (one home; share/quirobot/config installed).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 PACKAGE = "quirobot"
 #: Python packages whose folders hold package data (setup.py package_data), in search order.
-DATA_PACKAGES = ("quirobot_description", "quirobot_control")
+DATA_PACKAGES = ("quirobot_description",)
 #: The packages root: the repository in a source checkout, site-packages (or a --target) installed.
 PACKAGES_ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """The robot's parameter file, read into typed, validated dataclasses.
 
-The YAML (config/quirobot.yaml, see data_files.py) is the single source of truth for every
+The YAML (quirobot_description/quirobot.yaml, see data_files.py) is the single source of truth for every
 physical number; every numeric leaf is {value, unit, source}. `load_parameters` rejects a
 malformed file with a `ParameterError` naming the offending key, so a bad file never yields a
 half-built model. Values are SI: m, rad, kg, kg*m^2, N, N*m, V, A, ohm, H.
@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 #: Shipped with the package (package data and share/quirobot/config).
-DEFAULT_PARAMETER_FILE = find_data_file("config/quirobot.yaml")
+DEFAULT_PARAMETER_FILE = find_data_file("quirobot.yaml")
 
 
 class ParameterError(ValueError):

@@ -107,13 +107,14 @@ def test_cmakelists_installs_what_setup_py_installs(monkeypatch):
     }
     folders = {folder for folder, _ in cmake["share"]}
     assert folders == {
-        f"share/quirobot/{f}" for f in ("urdf", "config", "config/tasks", "launch", "rviz", "meshes")
+        f"share/quirobot/{f}" for f in (".", "urdf", "config", "config/tasks", "launch", "rviz", "meshes")
     }
     # every visual mesh where package://quirobot/meshes/NAME.stl finds it
     for path in (ROOT / "quirobot_description" / "meshes").glob("*.stl"):
         assert ("share/quirobot/meshes", path.relative_to(ROOT).as_posix()) in cmake["share"]
     assert ("share/quirobot/urdf", "quirobot_description/urdf/quirobot.urdf.xacro") in cmake["share"]
-    assert ("share/quirobot/config", "quirobot_control/config/quirobot_drive.eds") in cmake["share"]
+    assert ("share/quirobot/config", "config/quirobot_drive.eds") in cmake["share"]
+    assert ("share/quirobot/.", "quirobot_description/quirobot.yaml") in cmake["share"]
     # Every launch file and shipped task is installed (a pattern that missed some would fail here).
     for pattern, folder in (("launch/*.launch.py", "launch"), ("config/tasks/*.yaml", "config/tasks")):
         for path in ROOT.glob(pattern):

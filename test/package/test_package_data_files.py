@@ -37,9 +37,9 @@ SOURCES = (
 @pytest.mark.parametrize(
     ("name", "source"),
     [
-        ("config/quirobot.yaml", "quirobot_description/config/quirobot.yaml"),
+        ("quirobot.yaml", "quirobot_description/quirobot.yaml"),
         ("urdf/quirobot.urdf.xacro", "quirobot_description/urdf/quirobot.urdf.xacro"),
-        ("config/quirobot_drive.eds", "quirobot_control/config/quirobot_drive.eds"),
+        ("config/quirobot_drive.eds", "config/quirobot_drive.eds"),
         ("config/control.yaml", "config/control.yaml"),
         ("config/controllers.yaml", "config/controllers.yaml"),
         ("config/kinematics.yaml", "config/kinematics.yaml"),
@@ -76,7 +76,6 @@ def test_missing_file_names_the_file_and_every_place_looked(tmp_path, monkeypatc
     assert all(str(place) in message for place in places)
     expected = {
         ROOT / "quirobot_description/config/nothing.yaml",
-        ROOT / "quirobot_control/config/nothing.yaml",
         ROOT / "config/nothing.yaml",
         tmp_path.resolve() / "share/quirobot/config/nothing.yaml",
         Path(sys.prefix).resolve() / "share/quirobot/config/nothing.yaml",
@@ -143,3 +142,21 @@ def test_pip_prefix_install_finds_every_file_beside_the_packages(pip_installed, 
     # -S: no site (no .pth import hooks: the repository's editable install stays out)
     report = run_loaders([sys.executable, "-S"], tmp_path, environment)
     assert_installed_copy(report, pip_installed)
+
+
+def test_one_config_home():
+    """Everything the stack is configured with is in config/ (the parameter file, what the robot
+    is, sits with its loader in quirobot_description/): no second config folder in the packages."""
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    folders = {
+        "/".join(parts[: k + 1])
+        for parts in (Path(path).parts for path in tracked)
+        for k, part in enumerate(parts[:-1])
+        if part == "config"
+    }
+    assert folders == {"config"}
+    assert (ROOT / "quirobot_description" / "quirobot.yaml").is_file()

@@ -48,7 +48,7 @@ def test_share_files_are_the_source_trees(prefix):
     for relative in (
         "package.xml",
         "urdf/quirobot.urdf.xacro",
-        "config/quirobot.yaml",
+        "quirobot.yaml",
         "config/control.yaml",
         "config/controllers.yaml",
         "config/controllers_gazebo.yaml",

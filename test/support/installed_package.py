@@ -42,7 +42,7 @@ meshes = sorted({m.get("filename") for m in absolute.iter("mesh")})  # the visua
 print(json.dumps({
     "modules": [m.__file__ for m in (quirobot_control, quirobot_description, quirobot_kinematics)],
     "files": {
-        "config/quirobot.yaml": str(params.path),
+        "quirobot.yaml": str(params.path),
         "config/control.yaml": str(find_data_file(CONTROL_CONFIG_FILE)),  # as control_configuration
         "config/tasks/incision.yaml": str(incision.path),
         "config/tasks/line.yaml": str(line.path),
