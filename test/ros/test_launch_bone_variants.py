@@ -22,7 +22,9 @@ beside it: about a minute each here. CI's ROS tier: `.ci/ros-tier -k bone_varian
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,6 +61,7 @@ DRILLED = [name for name, outcome in EXPECTED.items() if outcome == "completed"]
 REFUSED = [name for name, outcome in EXPECTED.items() if outcome == "refused"]
 #: The variants' task files, written once for every launch of the module.
 FILES = Path(tempfile.mkdtemp(prefix="quirobot-bone-variants-"))
+atexit.register(shutil.rmtree, FILES, ignore_errors=True)
 
 
 def start_simulate(path: Path) -> subprocess.Popen:
@@ -163,7 +166,12 @@ class TestBoneVariants(unittest.TestCase):
         path = variant_file(FILES, variant)
         task = load_task(str(path))
         simulation = start_simulate(path)  # beside the stack as it starts and drills
-        goal = self.run_goal(path, tips)
+        try:
+            goal = self.run_goal(path, tips)
+        except BaseException:
+            simulation.kill()  # the goal failed: its reference is not waited for
+            simulation.wait()
+            raise
         simulated = simulate_outcome(simulation)
         print(f"bone variant {variant}: simulate {simulated}; DrillHole goal {goal}")
         self.assertEqual(simulated[0], EXPECTED[variant], simulated)
