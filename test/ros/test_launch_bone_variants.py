@@ -45,6 +45,7 @@ import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bone_variants import EXPECTED, SAME_DEPTH, far_cortex_exit, variant_file  # noqa: E402
+from drill_hole_goal import drill_hole_goal  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -122,18 +123,9 @@ class TestBoneVariants(unittest.TestCase):
     def goal(self, path: Path):
         """A DrillHole goal for the task file at `path`: its entry, direction, depth and feed rate in
         the world frame, the robot's thrust limit, and the file as the goal's task."""
-        from quirobot.action import DrillHole
-
         task = load_task(str(path))
-        goal = DrillHole.Goal()
-        goal.entry.header.frame_id = goal.direction.header.frame_id = "world"
-        goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in task.entry)
-        d = task.direction
-        goal.direction.vector.x, goal.direction.vector.y, goal.direction.vector.z = (float(v) for v in d)
-        goal.depth, goal.feed_rate = task.depth, task.feed_rate
-        goal.max_thrust = self.parameters.drilling.safety.thrust_limit
-        goal.task = str(path)
-        return goal
+        limit = self.parameters.drilling.safety.thrust_limit
+        return drill_hole_goal(task.entry, task.direction, task.depth, task.feed_rate, limit, task=str(path))
 
     def run_goal(self, path: Path, tips: list) -> tuple[str, float, str]:
         """(outcome, deepest true tip m past the entry, message) of a DrillHole goal for `path`:

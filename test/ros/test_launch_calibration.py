@@ -48,6 +48,7 @@ import yaml  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bringup_real import STATES, drive_node_log  # noqa: E402
+from drill_hole_goal import drill_hole_goal  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -150,12 +151,7 @@ class TestCalibrationOverDds(unittest.TestCase):
         client = ActionClient(self.graph.node, DrillHole, "/quirobot/drill_hole")
         try:
             self.graph.spin_until(client.server_is_ready, 240.0, "the /quirobot/drill_hole server")
-            goal = DrillHole.Goal()
-            goal.entry.header.frame_id = goal.direction.header.frame_id = "world"
-            goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in self.task.entry)
-            d = self.task.direction
-            goal.direction.vector.x, goal.direction.vector.y, goal.direction.vector.z = (float(v) for v in d)
-            goal.depth, goal.feed_rate, goal.max_thrust = DEPTH, self.task.feed_rate, 60.0
+            goal = drill_hole_goal(self.task.entry, self.task.direction, DEPTH, self.task.feed_rate, 60.0)
             sent = client.send_goal_async(goal)
             self.graph.spin_until(sent.done, 60.0, "the goal's acceptance")
             self.assertTrue(sent.result().accepted)

@@ -67,6 +67,7 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bringup_real import STATES, wait_for_controllers  # noqa: E402
 from busy_load import BUSY_PER_CORE, busy_processes, write_sim_load  # noqa: E402
+from drill_hole_goal import drill_hole_goal  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -175,21 +176,12 @@ class TestDrillHole(unittest.TestCase):
     def goal(self, entry=None, frame: str = "world"):
         """The shipped incision's goal (or `entry`, m, world), expressed in `frame`: "world", or
         "patient" (sim.launch.py's registration: the test's own inverse of the file's transform)."""
-        from quirobot.action import DrillHole
-
-        goal = DrillHole.Goal()
         entry = self.task.entry if entry is None else np.asarray(entry)
         d = self.task.direction
         if frame == "patient":
             rotation, translation = patient_registration()
             entry, d = rotation.T @ (entry - translation), rotation.T @ d  # a point; a vector
-        goal.entry.header.frame_id = goal.direction.header.frame_id = frame
-        goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in entry)
-        goal.direction.vector.x, goal.direction.vector.y, goal.direction.vector.z = (float(v) for v in d)
-        goal.depth = self.task.depth
-        goal.feed_rate = self.task.feed_rate
-        goal.max_thrust = 60.0
-        return goal
+        return drill_hole_goal(entry, d, self.task.depth, self.task.feed_rate, 60.0, frame)
 
     def send(self, goal, feedback: list):
         self.graph.spin_until(lambda: self.client.server_is_ready(), 120.0, "the /quirobot/drill_hole server")

@@ -55,6 +55,7 @@ def task_node(installed, tmp_path):
 
 def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
     import rclpy
+    from drill_hole_goal import drill_hole_goal
     from lifecycle_msgs.msg import State, Transition
     from lifecycle_msgs.srv import ChangeState, GetState
     from quirobot.action import DrillHole
@@ -81,13 +82,7 @@ def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
         node.create_subscription(OperatingState, "/quirobot/state", states.append, latched)
         spin_until(lambda: client.server_is_ready(), 120.0, "the DrillHole action server")
         task = load_task("incision")
-        goal = DrillHole.Goal()
-        goal.entry.header.frame_id = goal.direction.header.frame_id = "world"
-        goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in task.entry)
-        goal.direction.vector.x, goal.direction.vector.y, goal.direction.vector.z = (
-            float(v) for v in task.direction
-        )
-        goal.depth, goal.feed_rate, goal.max_thrust = task.depth, task.feed_rate, 60.0
+        goal = drill_hole_goal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
         feedback: list = []
         sent = client.send_goal_async(goal, feedback_callback=lambda m: feedback.append(m.feedback))
         spin_until(sent.done, 60.0, "the goal's acceptance")
