@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # the 
 
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bone_variants import EXPECTED, SAME_DEPTH, far_cortex_exit, variant_file  # noqa: E402
 from drill_hole_goal import drill_hole_goal  # noqa: E402
+from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -185,5 +185,5 @@ class TestBoneVariants(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestShutdown(unittest.TestCase):
-    def test_exit_codes(self, proc_info) -> None:
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
+    def test_exit_codes(self, proc_info, proc_output) -> None:
+        assert_exit_codes(proc_info, proc_output)

@@ -36,7 +36,6 @@ pytest.importorskip("launch_testing")
 pytest.importorskip("rclpy")
 
 import launch_testing  # noqa: E402
-import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from bringup_real import (  # noqa: E402
@@ -52,6 +51,7 @@ from bringup_real import (  # noqa: E402
     stops,
     wait_for_controllers,
 )
+from exit_codes import assert_exit_codes  # noqa: E402
 from ros_graph import CONTROLLER_MANAGER, GraphClient  # noqa: E402
 
 from quirobot_description.parameters import JOINT_NAMES  # noqa: E402
@@ -158,9 +158,9 @@ class TestRealBringup(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestShutdown(unittest.TestCase):
-    def test_exit_codes(self, proc_info) -> None:
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
+    def test_exit_codes(self, proc_info, proc_output) -> None:
+        assert_exit_codes(proc_info, proc_output)
 
-    def test_drive_node_stops_the_drives_and_exits_cleanly(self, proc_info) -> None:
+    def test_drive_node_stops_the_drives_and_exits_cleanly(self, proc_info, proc_output) -> None:
         # Status 0: SIGINT (or launch's SIGTERM) reached its clean stop (bridge.close()).
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0], process="drive_node")
+        assert_exit_codes(proc_info, proc_output, allowed=(0,), process="drive_node")

@@ -37,7 +37,7 @@ if missing_tools():
     pytest.skip(f"not installed: {', '.join(missing_tools())}", allow_module_level=True)
 
 import launch_testing.actions
-import launch_testing.asserts
+from exit_codes import assert_exit_codes
 import rclpy
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
@@ -195,5 +195,5 @@ def _stop(process: subprocess.Popen) -> None:
 
 @launch_testing.post_shutdown_test()
 class TestDisplayShutdown(unittest.TestCase):
-    def test_exit_codes(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
+    def test_exit_codes(self, proc_info, proc_output):
+        assert_exit_codes(proc_info, proc_output)

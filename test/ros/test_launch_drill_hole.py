@@ -60,7 +60,6 @@ pytest.importorskip("rclpy")
 
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
@@ -68,6 +67,7 @@ from ament_index_python.packages import get_package_share_directory  # noqa: E40
 from bringup_real import STATES, wait_for_controllers  # noqa: E402
 from busy_load import BUSY_PER_CORE, busy_processes, write_sim_load  # noqa: E402
 from drill_hole_goal import drill_hole_goal  # noqa: E402
+from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -787,5 +787,5 @@ class TestDrillHole(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestShutdown(unittest.TestCase):
-    def test_exit_codes(self, proc_info) -> None:
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
+    def test_exit_codes(self, proc_info, proc_output) -> None:
+        assert_exit_codes(proc_info, proc_output)

@@ -17,8 +17,8 @@ pytest.importorskip("launch_testing")
 pytest.importorskip("launch_ros")
 
 import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
 import launch_testing.util  # noqa: E402
+from exit_codes import assert_exit_codes  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
@@ -62,5 +62,16 @@ class TestCanopenStartUpFailure(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestShutdown(unittest.TestCase):
-    def test_exit_code_is_one(self, proc_info, drive_node):
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[1], process=drive_node)
+    def test_exit_code_is_one(self, proc_info, proc_output, drive_node):
+        assert_exit_codes(proc_info, proc_output, allowed=(1,), process=drive_node)
+
+    def test_a_wrong_exit_code_is_reported_with_what_the_node_printed(
+        self, proc_info, proc_output, drive_node
+    ):
+        # The shared check itself (exit_codes.py) on a real exit: status 1 where 0 is expected is
+        # reported with the node's own last lines, the cause CI would otherwise not show.
+        with self.assertRaises(AssertionError) as raised:
+            assert_exit_codes(proc_info, proc_output, allowed=(0,), process=drive_node)
+        message = str(raised.exception)
+        self.assertIn("exited with code 1", message)
+        self.assertIn(f"drive start-up failed: CAN bus can0 ({INTERFACE} channel can0)", message)

@@ -16,8 +16,8 @@ pytest.importorskip("launch_testing")
 pytest.importorskip("launch_ros")
 
 import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
 import launch_testing.util  # noqa: E402
+from exit_codes import assert_exit_codes  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
@@ -54,5 +54,5 @@ class TestOutOfRangeParameter(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestShutdown(unittest.TestCase):
-    def test_exit_code_is_one(self, proc_info, drive_node):
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[1], process=drive_node)
+    def test_exit_code_is_one(self, proc_info, proc_output, drive_node):
+        assert_exit_codes(proc_info, proc_output, allowed=(1,), process=drive_node)

@@ -15,10 +15,10 @@ pytest.importorskip("launch_testing")
 pytest.importorskip("rclpy")
 
 import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
+from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 
@@ -142,5 +142,5 @@ class TestKinematicsServices(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestShutdown(unittest.TestCase):
-    def test_exit_codes(self, proc_info) -> None:
-        launch_testing.asserts.assertExitCodes(proc_info)
+    def test_exit_codes(self, proc_info, proc_output) -> None:
+        assert_exit_codes(proc_info, proc_output, allowed=(0,))

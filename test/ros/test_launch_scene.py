@@ -28,7 +28,7 @@ pytest.importorskip("launch_testing")
 pytest.importorskip("rclpy")
 
 import launch_testing.actions
-import launch_testing.asserts
+from exit_codes import assert_exit_codes
 import rclpy
 from ament_index_python.packages import get_package_share_directory
 from geometry_msgs.msg import TwistStamped
@@ -210,5 +210,5 @@ class TestScene(unittest.TestCase):
 
 @launch_testing.post_shutdown_test()
 class TestSceneShutdown(unittest.TestCase):
-    def test_exit_codes(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2, -15])
+    def test_exit_codes(self, proc_info, proc_output):
+        assert_exit_codes(proc_info, proc_output)

@@ -1,5 +1,6 @@
 """Real rclpy: `spin_until_shutdown` ends quietly when the context is shut down under a spinning
-executor, and raises what the executor raised while the context is still valid.
+executor, and raises what the executor raised while the context is still valid; `shutdown_executor`
+waits for the callbacks a MultiThreadedExecutor is running, which rclpy's own shutdown does not.
 
 The race itself (ros2/rclpy#398: the signal handler shuts the context down while the executor
 builds its wait set, RCLError instead of ExternalShutdownException) depends on thread timing and
@@ -14,7 +15,10 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from quirobot_control.nodes.rclpy_workarounds import spin_until_shutdown  # noqa: E402
+from quirobot_control.nodes.rclpy_workarounds import shutdown_executor, spin_until_shutdown  # noqa: E402
+
+#: s a callback runs in the shutdown tests: long against a shutdown that does not wait.
+CALLBACK_SECONDS = 1.0
 
 
 def executor_failing_in_spin(context, shut_down_first: bool):
@@ -52,3 +56,68 @@ def test_an_executor_failing_on_a_valid_context_raises():
             spin_until_shutdown(executor_failing_in_spin(context, shut_down_first=False), context)
     finally:
         context.shutdown()
+
+
+class SpinningWithACallback:
+    """A real node on its own context and a MultiThreadedExecutor whose spin has returned (as
+    task_node's does on SIGINT) with its timer's callback still running on one of the executor's
+    threads, for CALLBACK_SECONDS s; `close()` it."""
+
+    def __init__(self) -> None:
+        import threading
+        import time
+
+        from rclpy.context import Context
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.task import Future
+
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("shutdown_probe", context=self.context)
+        started, self.ended = Future(), threading.Event()
+
+        def callback() -> None:
+            self.timer.cancel()
+            started.set_result(True)
+            time.sleep(CALLBACK_SECONDS)
+            self.ended.set()
+
+        self.timer = self.node.create_timer(0.001, callback)
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.executor.add_node(self.node)
+        self.executor.spin_until_future_complete(started, timeout_sec=30.0)
+        assert started.done(), "the timer's callback never started"
+
+    def close(self) -> None:
+        self.ended.wait(30.0)
+        self.node.destroy_node()
+        self.context.shutdown()
+
+
+def test_rclpy_shutdown_does_not_wait_for_a_running_callback():
+    """The upstream bug the workaround covers: when this fails, the rclpy in use waits by itself
+    (ros2/rclpy#1309 reached it) and `shutdown_executor` can go."""
+    probe = SpinningWithACallback()
+    try:
+        assert probe.executor.shutdown(timeout_sec=10 * CALLBACK_SECONDS)
+        assert not probe.ended.is_set(), "rclpy's Executor.shutdown waited for the callback"
+    finally:
+        probe.close()
+
+
+def test_shutdown_executor_waits_for_a_running_callback():
+    probe = SpinningWithACallback()
+    try:
+        assert shutdown_executor(probe.executor, timeout=30.0)
+        assert probe.ended.is_set(), "shutdown_executor returned with the callback still running"
+    finally:
+        probe.close()
+
+
+def test_shutdown_executor_says_when_a_callback_outlasts_its_timeout():
+    probe = SpinningWithACallback()
+    try:
+        assert not shutdown_executor(probe.executor, timeout=0.05 * CALLBACK_SECONDS)
+        assert not probe.ended.is_set()
+    finally:
+        probe.close()
