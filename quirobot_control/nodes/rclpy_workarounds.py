@@ -12,11 +12,14 @@ use rclpy's own API. rclpy is imported only inside the functions.
   destroyed before their node, not left to the garbage collector.
 - `spin_until_shutdown(executor, context)` (ros2/rclpy#398, ros2/ros2cli#854): an executor spun
   on a thread of its own ends quietly when SIGINT shuts the context down under it.
+- `shutdown_executor(executor, timeout)` (ros2/rclpy#893, fixed by ros2/rclpy#1309 after 7.1): a
+  MultiThreadedExecutor's shutdown that waits for the callbacks its threads are running.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 
 def race_free_action_client(node, action_type, name: str, group):
@@ -98,3 +101,28 @@ def spin_until_shutdown(executor, context) -> None:
     except Exception:
         if context.ok():
             raise
+
+
+def shutdown_executor(executor, timeout: float) -> bool:
+    """Shut `executor` down once its spin has returned, and wait at most `timeout` s (wall) for the
+    callbacks it handed to its threads to end; True if they did (its node may then be destroyed),
+    False if one still runs (destroying its node under it crashed task_node on SIGINT in CI).
+
+    ros2/rclpy#893 (fixed upstream by ros2/rclpy#1309, not in 7.1): Executor.shutdown(timeout_sec)
+    returns True at once, the callbacks a MultiThreadedExecutor runs on its ThreadPoolExecutor
+    still running (it sets its shutdown flag before the check that would wait: measured, 0.0 s
+    with a 2 s callback running, test_rclpy_workarounds.py), and the pool is never shut down. The
+    wait reads the executor's private `_futures` (the tasks it submitted to its pool) and shuts
+    down its private `_executor` (that pool), as the upstream fix does. A SingleThreadedExecutor
+    runs its callbacks on the thread that spins it: join that thread instead."""
+    executor.shutdown(timeout_sec=0.0)  # no callback is started from here on
+    deadline = time.monotonic() + timeout
+    submitted = list(getattr(executor, "_futures", ()))
+    while not all(task.done() for task in submitted):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    pool = getattr(executor, "_executor", None)
+    if pool is not None:
+        pool.shutdown(wait=True)
+    return True

@@ -46,13 +46,14 @@ table: docs/node_parameters.md); a value outside its range stops it with one lin
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import numpy as np
 
 from quirobot_control.nodes.motion_port import SHUTDOWN_WAIT, RosMotionPort
-from quirobot_control.nodes.rclpy_workarounds import destroy_action_entities
+from quirobot_control.nodes.rclpy_workarounds import destroy_action_entities, shutdown_executor
 from quirobot_control.nodes.scene_publisher import ScenePublisher
 from quirobot_control.nodes.state_reporter import StateReporter
 from quirobot_control.procedures.drill_hole_types import DrillResult, ErrorCode, Outcome
@@ -60,6 +61,8 @@ from quirobot_control.safety.stop_codes import StopCode
 
 #: The cause a goal canceled by the node's deactivation ends with (its result's message).
 DEACTIVATED = "canceled (task_node deactivated)"
+#: ... and by the node's shutdown (SIGINT): a goal still running then ends as soon as it can.
+SHUT_DOWN = "canceled (task_node shut down)"
 #: s (wall) a service call to drive_node, or the drives' confirmation of an enable, may take.
 SERVICE_TIMEOUT = 10.0
 
@@ -86,11 +89,17 @@ def main(args: list[str] | None = None) -> int:
         pass
     finally:
         # The executor's callbacks (a goal's loop, the state timer) end before their node is
-        # destroyed: a callback still running on a destroyed node crashed task_node on shutdown
-        # once in CI (exit -11 after SIGINT).
-        executor.shutdown(timeout_sec=SHUTDOWN_WAIT)
-        node.destroy_node()
+        # destroyed: a callback still running on a destroyed node crashed task_node on SIGINT in
+        # CI (exit -11), and rclpy's own executor.shutdown does not wait for them.
+        node.stop_goal(SHUT_DOWN)
+        ended = shutdown_executor(executor, SHUTDOWN_WAIT)
+        if ended:
+            node.destroy_node()
         rclpy.try_shutdown()
+    if not ended:  # the pool's threads would hold the interpreter's exit until launch kills it
+        print(f"task_node: a callback still ran {SHUTDOWN_WAIT:g} s after shutdown; exiting", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)
     return 0
 
 
@@ -204,6 +213,11 @@ def _make_node():
             self.publish_state()
             return super().on_activate(state)
 
+        def stop_goal(self, cause: str) -> None:
+            """Cancel the running goal, if any, with `cause` (as a client's cancel is)."""
+            if hasattr(self, "drill") and self.drill.busy:
+                self.drill.request_cancel(cause)
+
         def on_deactivate(self, state) -> TransitionCallbackReturn:
             # No new goal; a running one is canceled as a client's cancel is (in bone the feed
             # retracts along the axis) and ends canceled: an inactive node drilled the rest of the
@@ -211,7 +225,7 @@ def _make_node():
             # /quirobot/state says INACTIVE at once.
             self.active = False
             if hasattr(self, "drill") and self.drill.busy:
-                self.drill.request_cancel(DEACTIVATED)
+                self.stop_goal(DEACTIVATED)
                 self.get_logger().warning("deactivated mid-goal: the DrillHole goal is canceled")
             self.publish_state()
             return super().on_deactivate(state)
@@ -265,12 +279,10 @@ def execute_goal(node, goal_handle):
         goal_id = bytes(goal_handle.goal_id.uuid).hex()
         result = node.drill.run(request_from_goal(goal_handle.request, node.task, goal_id))
     except Exception as error:  # a bug must not leave the goal without an end
-        result = DrillResult(
-            Outcome.ABORTED,
-            ErrorCode.ABORTED_FAULT,
-            f"internal error: {error!r}",
-            stop_code=StopCode.INTERNAL,
-        )
+        # rclpy shut down under the goal (SIGINT: main cancels it, its motions then fail to send):
+        # said as such, not as a bug; the drives stop with drive_node's own shutdown.
+        cause = "task_node shut down mid-goal" if not node.context.ok() else f"internal error: {error!r}"
+        result = DrillResult(Outcome.ABORTED, ErrorCode.ABORTED_FAULT, cause, stop_code=StopCode.INTERNAL)
         node.get_logger().error(f"DrillHole: {error!r}")
     finally:
         node.port.goal_handle = None
