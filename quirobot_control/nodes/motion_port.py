@@ -403,8 +403,8 @@ class InputNode:
     def close(self) -> None:
         """Its executor stopped and its thread ended before its node (and the /clock subscription
         setting the task node's clock) is destroyed: nothing runs on a destroyed node."""
-        self.executor.shutdown(timeout_sec=SHUTDOWN_WAIT)
-        if self.thread.is_alive():
+        self.executor.shutdown(timeout_sec=0.0)  # wakes its spin; rclpy's shutdown does not wait:
+        if self.thread.is_alive():  # the callbacks run on this thread, joined instead
             self.thread.join(timeout=SHUTDOWN_WAIT)
         if self.time_source is not None:
             self.time_source.detach_node()
