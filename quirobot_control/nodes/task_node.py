@@ -252,13 +252,14 @@ def _read_parameters(node) -> None:
     """The node's parameters, declared from their schema (procedures.task_node_parameters, nowhere
     else), as its attributes; the registration broadcast and the calibration read (a bad file stops
     the node in one line: main)."""
+    from quirobot_control.planning.tasks import NO_BONE
     from quirobot_control.procedures.task_node_parameters import TASK_NODE, executor_timing
     from quirobot_description.ros_parameters import declare_parameters
 
     parameters = declare_parameters(node, TASK_NODE)
     node.autostart = parameters["autostart"]
     node.states_topic = parameters["joint_states_topic"]
-    node.task = "" if parameters["task"] == "none" else parameters["task"]  # as drive_node's simulated_bone
+    node.task = "" if parameters["task"] in NO_BONE else parameters["task"]
     node.timing = executor_timing(parameters)
     node.waypoint_period = parameters["waypoint_period"]
     if parameters["registration_file"]:

@@ -176,12 +176,17 @@ def load_task(name: str | Path) -> IncisionTask | LineTask:
     raise TaskError(f"{path.name}: task must be one of {', '.join(TASK_NAMES)}, got {kind!r}")
 
 
+#: The values that name no bone: task_node's `task`, the launch files' bone arguments (drive_node's
+#: `simulated_bone` spells them itself: the real-drive path loads no planner).
+NO_BONE = ("", "none")
+
+
 def bone_task(value: str) -> str:
     """A simulated plant's bone, checked (drive_node's `simulated_bone`, the launch files' bone
     arguments): "" or "none" give "none" (no bone); a shipped task name stays itself; a task file
     becomes its absolute path (a node reads it from its own working directory). TaskError naming
     the value and the problem: unreadable, invalid, or not an incision (only an incision has a bone)."""
-    if value in ("", "none"):
+    if value in NO_BONE:
         return "none"
     path = value if value in TASK_NAMES else str(Path(value).expanduser().resolve())
     try:
