@@ -98,6 +98,7 @@ def measure_goal(busy: int = 0, group: int | None = None) -> dict:
     from rclpy.action import ActionClient
     from rosgraph_msgs.msg import Clock
 
+    from quirobot_control.nodes.drill_hole_goal import drill_hole_goal
     from quirobot_control.planning.tasks import load_task
 
     rclpy.init()
@@ -110,12 +111,7 @@ def measure_goal(busy: int = 0, group: int | None = None) -> dict:
         client = ActionClient(node, DrillHole, "/quirobot/drill_hole")
         client.wait_for_server()
         task = load_task("incision")
-        goal = DrillHole.Goal()
-        goal.entry.header.frame_id = goal.direction.header.frame_id = "world"
-        goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in task.entry)
-        direction = goal.direction.vector
-        direction.x, direction.y, direction.z = (float(v) for v in task.direction)
-        goal.depth, goal.feed_rate, goal.max_thrust = task.depth, task.feed_rate, 60.0
+        goal = drill_hole_goal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
         while not clock:
             rclpy.spin_once(node, timeout_sec=0.1)
         with busy_processes(busy):

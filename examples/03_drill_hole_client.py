@@ -16,11 +16,13 @@ docs/drive_from_another_node.md describes every phase and error code.
 
 import argparse
 
+from quirobot_control.nodes.drill_hole_goal import drill_hole_goal
 from quirobot_control.planning.tasks import load_task
 
 
 def goal_values(depth: float | None = None, max_thrust: float = 60.0) -> dict:
-    """The shipped incision as DrillHole goal fields (m, m/s, N); `depth` overrides its depth."""
+    """The shipped incision as DrillHole goal fields (m, m/s, N; drill_hole_goal's arguments, the
+    world frame); `depth` overrides its depth."""
     task = load_task("incision")
     return {
         "entry": task.entry,  # (3,) m, world
@@ -30,20 +32,6 @@ def goal_values(depth: float | None = None, max_thrust: float = 60.0) -> dict:
         "max_thrust": max_thrust,  # N: the goal's bound, below the robot's own 80 N limit
         "task": "incision",  # the bone model task_node's monitors use
     }
-
-
-def make_goal(values: dict):
-    """A quirobot/action/DrillHole goal message of `values` (goal_values)."""
-    from quirobot.action import DrillHole
-
-    goal = DrillHole.Goal(depth=float(values["depth"]), feed_rate=float(values["feed_rate"]))
-    goal.max_thrust, goal.task = float(values["max_thrust"]), values["task"]
-    goal.entry.header.frame_id = goal.direction.header.frame_id = "world"
-    goal.entry.point.x, goal.entry.point.y, goal.entry.point.z = (float(v) for v in values["entry"])
-    goal.direction.vector.x, goal.direction.vector.y, goal.direction.vector.z = (
-        float(v) for v in values["direction"]
-    )
-    return goal
 
 
 def main() -> int:
@@ -69,7 +57,7 @@ def main() -> int:
             f"thrust {f.thrust:5.1f} N  {f.progress:4.0%}"
         )
 
-    sent = client.send_goal_async(make_goal(goal_values(args.depth)), feedback_callback=show)
+    sent = client.send_goal_async(drill_hole_goal(**goal_values(args.depth)), feedback_callback=show)
     rclpy.spin_until_future_complete(node, sent)
     handle = sent.result()
     if not handle.accepted:

@@ -44,7 +44,6 @@ import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bone_variants import EXPECTED, SAME_DEPTH, far_cortex_exit, variant_file  # noqa: E402
-from drill_hole_goal import drill_hole_goal  # noqa: E402
 from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -52,6 +51,7 @@ from rclpy.action import ActionClient  # noqa: E402
 from ros_graph import GraphClient  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
+from quirobot_control.nodes.drill_hole_goal import drill_hole_goal  # noqa: E402
 from quirobot_control.planning.drill_hole import tip_progress  # noqa: E402
 from quirobot_control.planning.tasks import load_task  # noqa: E402
 from quirobot_control.procedures.drill_hole_executor import ErrorCode  # noqa: E402

@@ -47,7 +47,6 @@ import yaml  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bringup_real import STATES, drive_node_log  # noqa: E402
-from drill_hole_goal import drill_hole_goal  # noqa: E402
 from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -55,6 +54,7 @@ from rclpy.action import ActionClient  # noqa: E402
 from ros_graph import LATCHED, GraphClient  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
+from quirobot_control.nodes.drill_hole_goal import drill_hole_goal  # noqa: E402
 from quirobot_control.planning.drill_hole import tip_progress  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics, load_task  # noqa: E402
 from quirobot_description.geometric_errors import GeometricErrors, calibration_document  # noqa: E402

@@ -66,7 +66,6 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bringup_real import STATES, wait_for_controllers  # noqa: E402
 from busy_load import BUSY_PER_CORE, busy_processes, write_sim_load  # noqa: E402
-from drill_hole_goal import drill_hole_goal  # noqa: E402
 from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -74,6 +73,7 @@ from rclpy.action import ActionClient  # noqa: E402
 from ros_graph import LATCHED, GraphClient  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
+from quirobot_control.nodes.drill_hole_goal import drill_hole_goal  # noqa: E402
 from quirobot_control.planning.drill_hole import tip_progress  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics, load_task  # noqa: E402
 from quirobot_control.procedures.drill_hole_executor import ErrorCode  # noqa: E402

@@ -55,7 +55,6 @@ def task_node(installed, tmp_path):
 
 def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
     import rclpy
-    from drill_hole_goal import drill_hole_goal
     from lifecycle_msgs.msg import State, Transition
     from lifecycle_msgs.srv import ChangeState, GetState
     from quirobot.action import DrillHole
@@ -63,6 +62,7 @@ def test_deactivating_task_node_mid_goal_cancels_the_goal(task_node):
     from rclpy.action import ActionClient
     from rclpy.qos import DurabilityPolicy, QoSProfile
 
+    from quirobot_control.nodes.drill_hole_goal import drill_hole_goal
     from quirobot_control.planning.tasks import load_task
 
     rclpy.init()

@@ -1,5 +1,6 @@
-"""Shared by the ROS tier's DrillHole clients: a quirobot/action/DrillHole goal message from its
-values, so each test states only what differs (the task, the depth, the frame)."""
+"""A quirobot/action/DrillHole goal message from its values, for a Python client of the stack (the
+example client, bench/sim_goal.py, the ROS tier's tests): each states only what differs (the
+task, the depth, the frame). The message package is imported inside the function."""
 
 from __future__ import annotations
 
