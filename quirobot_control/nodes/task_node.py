@@ -294,6 +294,8 @@ def execute_goal(node, goal_handle):
         node.get_logger().info(
             f"DrillHole {result.outcome.value} ({result.error_code.name}): {result.message}"
         )
+    if not node.context.ok():  # shut down: no status can be sent any more (rclpy's own abort fails)
+        return result_message(result)
     terminal_status(goal_handle, result.outcome)()
     node.publish_state()
     return result_message(result)
