@@ -12,7 +12,7 @@ use rclpy's own API. rclpy is imported only inside the functions.
   destroyed before their node, not left to the garbage collector.
 - `spin_until_shutdown(executor, context)` (ros2/rclpy#398, ros2/ros2cli#854): an executor spun
   on a thread of its own ends quietly when SIGINT shuts the context down under it.
-- `shutdown_executor(executor, timeout)` (ros2/rclpy#893, fixed by ros2/rclpy#1309 after 7.1): a
+- `shutdown_executor(executor, timeout)` (ros2/rclpy#893, fixed by ros2/rclpy#1309, not in 7.1.6): a
   MultiThreadedExecutor's shutdown that waits for the callbacks its threads are running.
 """
 
@@ -108,7 +108,7 @@ def shutdown_executor(executor, timeout: float) -> bool:
     callbacks it handed to its threads to end; True if they did (its node may then be destroyed),
     False if one still runs (destroying its node under it crashed task_node on SIGINT in CI).
 
-    ros2/rclpy#893 (fixed upstream by ros2/rclpy#1309, not in 7.1): Executor.shutdown(timeout_sec)
+    ros2/rclpy#893 (fixed upstream by ros2/rclpy#1309, not in 7.1.6): Executor.shutdown(timeout_sec)
     returns True at once, the callbacks a MultiThreadedExecutor runs on its ThreadPoolExecutor
     still running (it sets its shutdown flag before the check that would wait: measured, 0.0 s
     with a 2 s callback running, test_rclpy_workarounds.py), and the pool is never shut down. The
