@@ -4,30 +4,57 @@ process that did not is reported with the end of what it printed.
 launch_testing's own assertExitCodes names the process and its code only ("Proc task_node-4
 exited with code -11"): the cause (faulthandler's stacks of a crashed node, a traceback) is in
 the process's output, which CI does not keep. Here it is in the failure's message.
+
+One upstream exception, narrow and loud: an rclcpp node run with use_sim_time can deadlock while
+it is destroyed (ros2/rclcpp#2962, open: TimeSource::destroy_clock_sub joins its clock thread
+while holding the lock that thread needs). Seen here on robot_state_publisher at the end of a
+launch test in CI: its signal handler logged SIGINT and then SIGTERM, the process never ended,
+and launch killed it (-9) 15 s later. For the upstream C++ nodes this project runs with
+use_sim_time (UPSTREAM_SHUTDOWN_DEADLOCK: robot_state_publisher, and ros2_control_node, which has
+the same rclcpp TimeSource), a -9 at the launch's shutdown passes with a printed note naming the
+issue; any other code fails as before, and the project's own nodes get no such allowance.
 """
 
 from __future__ import annotations
 
-import launch_testing.asserts
 from launch_testing.util import resolveProcesses
 
 #: A node stopped by the launch's shutdown: it returned 0 or died of its SIGINT or SIGTERM.
 STOPPED = (0, -2, -15)
+#: Launch's SIGKILL, after SIGINT and SIGTERM went unanswered.
+KILLED = -9
+#: Upstream rclcpp nodes run with use_sim_time (launch/bringup.launch.py, sim.launch.py): their
+#: destruction can deadlock in rclcpp's TimeSource (module docstring).
+UPSTREAM_SHUTDOWN_DEADLOCK = ("robot_state_publisher", "ros2_control_node")
+UPSTREAM_ISSUE = "ros2/rclcpp#2962 (TimeSource::destroy_clock_sub deadlock with use_sim_time)"
 #: Lines of a failing process's output quoted in the failure.
 TAIL_LINES = 60
 
 
 def assert_exit_codes(proc_info, proc_output, allowed=STOPPED, process=None) -> None:
-    """launch_testing's assertExitCodes over `proc_info` (or only `process`: a name or the launch
-    action), each failure with the last TAIL_LINES lines the failing process printed (stdout and
-    stderr, in order)."""
-    try:
-        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=list(allowed), process=process)
-    except AssertionError as error:
-        checked = (proc_info[item] for item in resolveProcesses(proc_info, process=process))
-        failed = [info.process_name for info in checked if info.returncode not in allowed]
-        tails = [f"--- the last lines of {name}:\n{output_tail(proc_output, name)}" for name in failed]
-        raise AssertionError("\n".join([str(error), *tails])) from None
+    """Every process of `proc_info` (or only `process`: a name or the launch action) ended with a
+    code in `allowed`; AssertionError naming each that did not, with the last TAIL_LINES lines it
+    printed (stdout and stderr, in order)."""
+    failures = []
+    for item in resolveProcesses(proc_info, process=process):
+        info = proc_info[item]
+        if info.returncode in allowed:
+            continue
+        if upstream_deadlock(info.process_name, info.returncode, allowed):
+            print(f"exit_codes: {info.process_name} killed ({KILLED}) at shutdown: {UPSTREAM_ISSUE}")
+            continue
+        failures.append(
+            f"Proc {info.process_name} exited with code {info.returncode} (allowed: {list(allowed)})\n"
+            f"--- the last lines of {info.process_name}:\n{output_tail(proc_output, info.process_name)}"
+        )
+    assert not failures, "\n".join(failures)
+
+
+def upstream_deadlock(process_name: str, returncode: int, allowed) -> bool:
+    """Whether a process's end is the upstream shutdown deadlock: one of UPSTREAM_SHUTDOWN_DEADLOCK,
+    killed by launch, where a stop by the launch's shutdown was expected."""
+    node = process_name.rsplit("-", 1)[0]  # launch names a process "<executable>-<n>"
+    return returncode == KILLED and tuple(allowed) == STOPPED and node in UPSTREAM_SHUTDOWN_DEADLOCK
 
 
 def output_tail(proc_output, process_name: str, lines: int = TAIL_LINES) -> str:
