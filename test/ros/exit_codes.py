@@ -9,10 +9,11 @@ One upstream exception, narrow and loud: an rclcpp node run with use_sim_time ca
 it is destroyed (ros2/rclcpp#2962, open: TimeSource::destroy_clock_sub joins its clock thread
 while holding the lock that thread needs). Seen here on robot_state_publisher at the end of a
 launch test in CI, consistent with it: its signal handler logged SIGINT and then SIGTERM, it
-printed nothing else and never ended, and launch killed it (-9) 15 s later. For the upstream C++ nodes this project runs with
-use_sim_time (UPSTREAM_SHUTDOWN_DEADLOCK: robot_state_publisher, and ros2_control_node, which has
-the same rclcpp TimeSource), a -9 at the launch's shutdown passes with a printed note naming the
-issue; any other code fails as before, and the project's own nodes get no such allowance.
+printed nothing else and never ended, and launch killed it (-9) 15 s later. For the upstream C++
+nodes this project runs with use_sim_time (UPSTREAM_SHUTDOWN_DEADLOCK: robot_state_publisher, and
+ros2_control_node, which has the same rclcpp TimeSource), a -9 at the launch's shutdown passes
+with a printed note naming the issue; any other code fails as before, and the project's own
+nodes get no such allowance.
 """
 
 from __future__ import annotations
