@@ -14,6 +14,10 @@ use rclpy's own API. rclpy is imported only inside the functions.
   on a thread of its own ends quietly when SIGINT shuts the context down under it.
 - `shutdown_executor(executor, timeout)` (ros2/rclpy#893, fixed by ros2/rclpy#1309, not in 7.1.6): a
   MultiThreadedExecutor's shutdown that waits for the callbacks its threads are running.
+- `sigint_without_keyboard_interrupt()` and `join_signal_thread()`: SIGINT ends a node through
+  rclpy's own signal thread only, and that thread is finished before any executor is destroyed
+  (rclpy's signal thread triggers every executor's guard condition from a list that destroying an
+  executor frees: a segfault in that thread).
 """
 
 from __future__ import annotations
@@ -126,3 +130,35 @@ def shutdown_executor(executor, timeout: float) -> bool:
     if pool is not None:
         pool.shutdown(wait=True)
     return True
+
+
+def sigint_without_keyboard_interrupt() -> None:
+    """SIGINT ends the node through rclpy's signal handling only: call before rclpy.init.
+
+    rclpy's SIGINT handler chains to the one it finds (Python's, which raises KeyboardInterrupt
+    in the main thread at whatever bytecode it is running: inside the executor's thread-pool
+    locks, it left a worker blocked on a lock and the process hung at exit, 1 of 11 SIGINTs in
+    the stress run of join_signal_thread). With a handler that does nothing, rclpy's own signal
+    thread shuts the context down and the executor's spin returns at a point of its choosing
+    (ExternalShutdownException, or the RCLError of ros2/rclpy#398: spin_until_shutdown)."""
+    import signal
+
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+
+
+def join_signal_thread() -> None:
+    """rclpy's signal thread finished and its handlers removed, before any executor is destroyed.
+
+    On SIGINT, rclpy's deferred signal-handling thread (signal_handler.cpp) walks the global list
+    of every executor's SIGINT guard condition, triggering each, and shuts the contexts down. The
+    node, woken at once, destroyed its executors: each unregisters its guard condition (the list
+    is reallocated and the old one freed) and finalizes it, while that thread may still be
+    walking the list. Measured with a task_node-shaped process (a MultiThreadedExecutor, a second
+    node on its own thread) and SIGINT at random moments beside 2 busy processes: 2 segfaults in
+    60 (faulthandler: no Python frame in the crashing thread, as task_node's -11 in CI); 0 in 150
+    with this call first (and sigint_without_keyboard_interrupt). rclpy's uninstall_signal_handlers
+    joins that thread; a later SIGINT then reaches Python's (no-op) handler and SIGTERM its default
+    (the process ends, as launch's escalation intends)."""
+    from rclpy.signals import uninstall_signal_handlers
+
+    uninstall_signal_handlers()

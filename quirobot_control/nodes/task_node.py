@@ -53,7 +53,13 @@ import time
 import numpy as np
 
 from quirobot_control.nodes.motion_port import SHUTDOWN_WAIT, RosMotionPort
-from quirobot_control.nodes.rclpy_workarounds import destroy_action_entities, shutdown_executor
+from quirobot_control.nodes.rclpy_workarounds import (
+    destroy_action_entities,
+    join_signal_thread,
+    shutdown_executor,
+    sigint_without_keyboard_interrupt,
+    spin_until_shutdown,
+)
 from quirobot_control.nodes.scene_publisher import ScenePublisher
 from quirobot_control.nodes.state_reporter import StateReporter
 from quirobot_control.procedures.drill_hole_types import DrillResult, ErrorCode, Outcome
@@ -71,9 +77,10 @@ def main(args: list[str] | None = None) -> int:
     import faulthandler
 
     import rclpy
-    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from rclpy.executors import MultiThreadedExecutor
 
     faulthandler.enable()  # a crash prints every thread's Python stack (to the launch's log)
+    sigint_without_keyboard_interrupt()
     rclpy.init(args=args)
     try:
         node = _make_node()
@@ -84,13 +91,12 @@ def main(args: list[str] | None = None) -> int:
     executor = MultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
     try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spin_until_shutdown(executor, node.context)
     finally:
-        # The executor's callbacks (a goal's loop, the state timer) end before their node is
-        # destroyed: a callback still running on a destroyed node crashed task_node on SIGINT in
-        # CI (exit -11), and rclpy's own executor.shutdown does not wait for them.
+        # rclpy's signal thread is done before an executor is destroyed, and the executor's
+        # callbacks (a goal's loop, the state timer) end before their node is: either crashed
+        # task_node on SIGINT in CI (exit -11). rclpy's own executor.shutdown does not wait.
+        join_signal_thread()
         node.stop_goal(SHUT_DOWN)
         ended = shutdown_executor(executor, SHUTDOWN_WAIT)
         if ended:
