@@ -156,9 +156,9 @@ def join_signal_thread() -> None:
     walking the list. Measured with a task_node-shaped process (a MultiThreadedExecutor, a second
     node on its own thread) and SIGINT at random moments beside 2 busy processes: 2 segfaults in
     60 (faulthandler: no Python frame in the crashing thread, as task_node's -11 in CI); 0 in 150
-    with this call first (and sigint_without_keyboard_interrupt). rclpy's uninstall_signal_handlers
-    joins that thread; a later SIGINT then reaches Python's (no-op) handler and SIGTERM its default
-    (the process ends, as launch's escalation intends)."""
+    with this call first (and sigint_without_keyboard_interrupt); bench/sigint_race.py repeats it.
+    rclpy's uninstall_signal_handlers joins that thread; a later SIGINT then reaches Python's
+    (no-op) handler and SIGTERM its default (the process ends, as launch's escalation intends)."""
     from rclpy.signals import uninstall_signal_handlers
 
     uninstall_signal_handlers()
