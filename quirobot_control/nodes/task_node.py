@@ -219,10 +219,13 @@ def _make_node():
             self.publish_state()
             return super().on_activate(state)
 
-        def stop_goal(self, cause: str) -> None:
-            """Cancel the running goal, if any, with `cause` (as a client's cancel is)."""
-            if hasattr(self, "drill") and self.drill.busy:
+        def stop_goal(self, cause: str) -> bool:
+            """Cancel the running goal, if any, with `cause` (as a client's cancel is); whether
+            one was running."""
+            running = hasattr(self, "drill") and self.drill.busy
+            if running:
                 self.drill.request_cancel(cause)
+            return running
 
         def on_deactivate(self, state) -> TransitionCallbackReturn:
             # No new goal; a running one is canceled as a client's cancel is (in bone the feed
@@ -230,8 +233,7 @@ def _make_node():
             # hole and reported success (issue 33 item 3). The retract runs on after this returns;
             # /quirobot/state says INACTIVE at once.
             self.active = False
-            if hasattr(self, "drill") and self.drill.busy:
-                self.stop_goal(DEACTIVATED)
+            if self.stop_goal(DEACTIVATED):
                 self.get_logger().warning("deactivated mid-goal: the DrillHole goal is canceled")
             self.publish_state()
             return super().on_deactivate(state)
