@@ -10,10 +10,12 @@ in lock-step with the control loop:
 - start-up: open every bus, configure and start each kept node (SDO, NMT operational: the
   joint's PID gains of the control configuration into the drive's position loop, which runs its
   stop ramps, and the drive's watchdog on the master's heartbeat), one SYNC per bus so that
-  feedback flows; the drives are enabled later by the hardware component. Any
+  feedback flows; the drives are enabled later by the hardware component. Each started drive's
+  serial number (CiA 301 identity 0x1018:04, by SDO, once) makes `machine`, the machine on the
+  buses that a calibration must name (quirobot_description.machine_identity). Any
   failure (no such interface or channel, a node that does not answer, a drive whose motor data
-  disagree with the parameter file, no feedback) closes what was opened and raises
-  `DriveStartupError` naming the bus and node; no drive has been enabled.
+  disagree with the parameter file, a serial number not read, no feedback) closes what was opened
+  and raises `DriveStartupError` naming the bus and node; no drive has been enabled.
 - `before_read()`: one SYNC on every bus (sent by the loop itself, no free-running timer) and
   the master's heartbeat when due (`MasterHeartbeat`, canopen.heartbeat_period: a stalled loop
   stops both, and every drive stops itself within drive.master_timeout), then wait for every
@@ -72,6 +74,7 @@ from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import DEFAULT_EDS
 from quirobot_control.drives.interface import DriveError, DriveMode
 from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_description.machine_identity import MachineIdentity
 from quirobot_description.parameters import RobotParameters, drive_axes
 
 #: s, how long a bus's reader thread blocks in one receive: bounds how long close() waits for it.
@@ -128,6 +131,9 @@ def parse_channel_map(text: str) -> dict[str, str]:
 
 class CanopenBackend:
     """The bridge's drives on CANopen (see the module docstring)."""
+
+    #: The started drives' serial numbers (0x1018:04), read at start-up: which machine this is.
+    machine: MachineIdentity
 
     def __init__(
         self,
@@ -410,14 +416,18 @@ class CanopenBackend:
             )
 
     def _start_drives(self) -> None:
+        """Start every drive, then read its serial number (by SDO, once: never in the cycle)."""
         channels = self.params.canopen.channels
+        serials = {}
         for name, drive in self.drives.items():
             try:
                 drive.start()
+                serials[name] = drive.read_serial_number()
             except (DriveError, CanopenConfigurationError) as error:
                 raise DriveStartupError(
                     f"{self.config.describe(channels[name])}: {_one_line(error)}"
                 ) from error
+        self.machine = MachineIdentity.of(serials)
 
     def _first_feedback(self) -> None:
         """Feedback must flow before the hardware enables anything: one SYNC, every node answers."""

@@ -73,3 +73,33 @@ def sdo_downloads(frames, node_id, index):
             if frame_index == index:
                 values.append(int.from_bytes(frame.data[4 : 4 + size], "little"))
     return values
+
+
+def sdo_uploads(frames, node_id, index, subindex):
+    """What the node answered to SDO uploads (reads) of `index`:`subindex`, in order: the value of
+    each expedited upload response (CiA 301: scs 2, e = 1), or ("abort", code) for an abort."""
+    answers = []
+    for frame in frames:
+        if frame.arbitration_id != 0x580 + node_id or len(frame.data) != 8:
+            continue
+        frame_index, frame_subindex = struct.unpack_from("<HB", frame.data, 1)
+        if (frame_index, frame_subindex) != (index, subindex):
+            continue
+        command = frame.data[0]
+        if command == 0x80:  # abort transfer
+            answers.append(("abort", struct.unpack_from("<I", frame.data, 4)[0]))
+        elif command & 0xE2 == 0x42:  # expedited upload response
+            size = 4 - ((command >> 2) & 0x3) if command & 0x1 else 4
+            answers.append(int.from_bytes(frame.data[4 : 4 + size], "little"))
+    return answers
+
+
+def sdo_upload_requests(frames, node_id, index, subindex):
+    """How many SDO upload (read) requests the master sent to the node for `index`:`subindex`."""
+    return sum(
+        1
+        for frame in frames
+        if frame.arbitration_id == 0x600 + node_id
+        and frame.data[0] == 0x40
+        and tuple(struct.unpack_from("<HB", frame.data, 1)) == (index, subindex)
+    )

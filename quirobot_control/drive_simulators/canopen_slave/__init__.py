@@ -50,6 +50,10 @@ What it does, as a real drive would:
   ignores every controlword; torque off, category 0, for any other), sets 0x603F
   and the error register 0x1001, and sends an EMCY; only a fault reset (rising edge of
   controlword bit 7) clears it: nothing here resets or restarts by itself.
+- Identity: the serial number 0x1018:04 names the simulated drive's machine
+  (quirobot_description.machine_identity): by default the nominal simulated machine's
+  (`simulated_machine(None)`) for the drive's joint, `serial_number` another; 0x1018:01..03 are
+  the EDS's. A restart keeps it.
 - Test hooks: `stop_feedback()` silences the TPDOs (a dead node seen from the master),
   `stop_sdo_server()` leaves SDO requests unanswered (a hung SDO server), `reboot()` restarts the
   node (power loss, reset: boot-up frame, pre-operational, configuration back to the EDS's).
@@ -94,6 +98,7 @@ from quirobot_control.drives.cia402 import (
     Cia402State,
 )
 from quirobot_control.drives.pid import GainError, PIDGains
+from quirobot_description.machine_identity import MAX_SERIAL, SERIAL_NUMBER_OBJECT, simulated_machine
 from quirobot_description.parameters import RobotParameters, drive_axes
 
 __all__ = ["CanopenServoSimulator", "run_alone", "serve", "simulator_for_axis"]
@@ -116,6 +121,7 @@ class CanopenServoSimulator(SlaveBus, SlaveServo):
         *,
         eds: str | Path = DEFAULT_EDS,
         sync_loss_periods: int = 0,
+        serial_number: int | None = None,
     ) -> None:
         """`sync_period`: simulated seconds per SYNC; `drive` starts as it is (normally DISABLED).
 
@@ -123,11 +129,23 @@ class CanopenServoSimulator(SlaveBus, SlaveServo):
         drive has lost its master (0: not watched). The drive's own command watchdog
         (master_timeout of its DriveController) is replaced by the CiA 301 ones: SYNC loss and
         the consumer heartbeat 0x1016, acting per the abort-connection option code 0x6007.
+        `serial_number`: 0x1018:04 (UNSIGNED32); None, the nominal simulated machine's for the
+        drive's joint (drive.name).
         """
         if not math.isfinite(sync_period) or sync_period <= 0.0:
             raise ValueError(f"SYNC period must be a positive number of seconds, got {sync_period!r}")
         if int(sync_loss_periods) != sync_loss_periods or sync_loss_periods < 0:
             raise ValueError(f"SYNC-loss periods must be a whole number >= 0, got {sync_loss_periods!r}")
+        if serial_number is None:
+            ((_, serial_number),) = simulated_machine(None, (drive.name,)).serials
+        if (
+            isinstance(serial_number, bool)
+            or not isinstance(serial_number, int)
+            or not 0 <= serial_number <= MAX_SERIAL
+        ):
+            raise ValueError(
+                f"serial number must be a whole number in [0, {MAX_SERIAL}], got {serial_number!r}"
+            )
         self.node = canopen.LocalNode(node_id, str(eds))
         self.drive = drive
         self.joint = joint
@@ -177,6 +195,9 @@ class CanopenServoSimulator(SlaveBus, SlaveServo):
             1: self._encode(POSITION_ENCODER_RESOLUTION, drive.encoder.counts_per_rev, 1),
             2: self._encode(POSITION_ENCODER_RESOLUTION, 1, 2),
         }
+        # Sub-index 4 only: 0x1018:01..03 keep the EDS's values (LocalNode falls back to them).
+        identity, sub = SERIAL_NUMBER_OBJECT
+        store[identity] = {sub: self._encode(identity, serial_number, sub)}
         self.node.add_read_callback(self._on_read)
         self.node.add_write_callback(self._on_write)
         drive.advance(0.0, joint.position, joint.velocity)  # latch the encoder at the start position
@@ -311,6 +332,7 @@ def simulator_for_axis(
     eds: str | Path = DEFAULT_EDS,
     sync_period: float | None = None,
     absolute_encoder: bool = True,
+    serial_number: int | None = None,
 ) -> CanopenServoSimulator:
     """A simulated drive for one axis (JOINT_NAMES or the drill feed), numbers from the parameter file.
 
@@ -319,7 +341,8 @@ def simulator_for_axis(
     `sync_period`: simulated seconds per SYNC (default canopen.sync_period; the drive bridge in
     CST SYNCs every control period). SYNC loss after canopen.sync_loss_periods periods of
     canopen.sync_period. `absolute_encoder=False`: the position counts from the power-up
-    position until homing (homing.<axis>: the switch, the home offset).
+    position until homing (homing.<axis>: the switch, the home offset). `serial_number`:
+    0x1018:04, default the nominal simulated machine's (CanopenServoSimulator).
     """
     if axis not in params.canopen.node_ids:
         raise ValueError(f"no CANopen node id for axis {axis!r}")
@@ -334,6 +357,7 @@ def simulator_for_axis(
         period,
         eds=eds,
         sync_loss_periods=max(1, round(loss_time / period)),
+        serial_number=serial_number,
     )
 
 

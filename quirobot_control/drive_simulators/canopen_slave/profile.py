@@ -25,6 +25,7 @@ from quirobot_control.drives.cia402 import (
     Cia402State,
 )
 from quirobot_control.drives.interface import DriveMode
+from quirobot_description.machine_identity import SERIAL_NUMBER_OBJECT
 
 ERROR_REGISTER = 0x1001
 #: Error code of the SimulatedDrive's own overspeed fault (CiA 402: velocity speed controller).
@@ -54,8 +55,14 @@ CONFIGURATION_OBJECTS = (
     HOME_OFFSET,
 )
 FAULT_STATES = (Cia402State.FAULT, Cia402State.FAULT_REACTION_ACTIVE)
-#: Objects a restart keeps (the drive's rating, written at the factory; everything else is volatile).
-FACTORY_OBJECTS = (MOTOR_RATED_CURRENT, MOTOR_RATED_TORQUE, POSITION_ENCODER_RESOLUTION)
+#: Objects a restart keeps (the drive's rating and its identity 0x1018, serial number included,
+#: written at the factory; everything else is volatile).
+FACTORY_OBJECTS = (
+    MOTOR_RATED_CURRENT,
+    MOTOR_RATED_TORQUE,
+    POSITION_ENCODER_RESOLUTION,
+    SERIAL_NUMBER_OBJECT[0],
+)
 SDO_VALUE_RANGE_EXCEEDED = 0x06090030  # CiA 301 SDO abort codes
 SDO_STATE_CONFLICT = 0x08000022  # data cannot be transferred in the present device state
 

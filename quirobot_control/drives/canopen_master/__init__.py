@@ -222,6 +222,7 @@ class CanopenDrive(
         self._drive_fault_text: str | None = None  # text of the current fault's error code
         self._emcy_fault = False  # an EMCY with a non-zero error code arrived
         self._rebooted = False  # a boot-up frame since the last configuration: reconfigure first
+        self.serial_number: int | None = None  # 0x1018:04, once read_serial_number() has read it
         # (clock(), error code, error register) of the latest EMCY_LOG_LIMIT EMCYs; every one counted
         self.emcy_log: collections.deque[tuple[float, int, int]] = collections.deque(maxlen=EMCY_LOG_LIMIT)
         self.emcy_count = 0

@@ -5,7 +5,8 @@ against the parameter file), the stops (quick-stop option and deceleration, abor
 option, consumer heartbeat on the master's, read back), the position-loop gains 0x60FB, the
 homing objects, the mode 0x6060 (checked in 0x6061), the PDOs (RPDO1/2 event-driven, TPDO1/2 on
 SYNC, decoded by precompiled structs); then NMT operational. A restart whose boot-up frame was
-missed is found by reading the stop options back (`_configuration_lost`).
+missed is found by reading the stop options back (`_configuration_lost`). `read_serial_number`
+reads the drive's serial number (0x1018:04) for the owner of the bus, once at start-up.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from quirobot_control.drives.cia402 import (
 )
 from quirobot_control.drives.interface import DriveError, DriveMode
 from quirobot_control.drives.pid import PIDGains
+from quirobot_description.machine_identity import SERIAL_NUMBER_OBJECT
 from quirobot_description.parameters import (
     HomingParameters,
 )
@@ -101,6 +103,21 @@ class CanopenDriveConfiguration:
             self._position_counts, self._velocity_counts, self._current_actual = position, velocity, current
             self._tpdo_times = [None, None]  # the watchdog arms at the first TPDOs
             self._rebooted = False
+
+    def read_serial_number(self) -> int:
+        """The drive's serial number, CiA 301 identity 0x1018:04 (UNSIGNED32), read by SDO: which
+        machine this is (quirobot_description.machine_identity). Once, at start-up (the owner of
+        the bus, after start()); never in the cycle. Kept in `serial_number`. DriveError naming
+        the object if the drive does not answer it."""
+        index, subindex = SERIAL_NUMBER_OBJECT
+        try:
+            serial = self.node.sdo[index][subindex].raw
+        except COMMUNICATION_ERRORS as error:
+            raise DriveError(
+                f"{self._who()}: serial number 0x{index:04X}:{subindex:02X} not readable: {error}"
+            ) from error
+        self.serial_number = serial
+        return serial
 
     def _check_scaling(self) -> None:
         expected = {

@@ -26,7 +26,8 @@ import can.interfaces.virtual
 import canopen
 import numpy as np
 import pytest
-from virtual_can import START, WAIT, network, sdo_downloads, wait_until
+from canopen.sdo import SdoAbortedError
+from virtual_can import START, WAIT, network, sdo_downloads, sdo_upload_requests, sdo_uploads, wait_until
 
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend, parse_channel_map
@@ -39,6 +40,7 @@ from quirobot_control.drives.interface import DriveMode, DriveState
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.models.dynamics import gravity_model
+from quirobot_description.machine_identity import SERIAL_NUMBER_OBJECT, MachineIdentity, simulated_machine
 from quirobot_description.parameters import JOINT_NAMES, axes_for
 from quirobot_description.urdf import robot_description
 
@@ -395,6 +397,84 @@ def test_a_drive_with_other_motor_data_fails_start_up(make_buses, make_bridge, p
     ):
         make_bridge(buses)
     assert all(sim.state is Cia402State.SWITCH_ON_DISABLED for sim in buses.simulators.values())
+
+
+class WithoutSerialNumber(CanopenServoSimulator):
+    """A drive whose identity object has no serial number: a read of 0x1018:04 aborts."""
+
+    def _on_read(self, index, subindex, od):
+        if (index, subindex) == SERIAL_NUMBER_OBJECT:
+            raise SdoAbortedError(0x06090011)  # CiA 301: sub-index does not exist
+        return super()._on_read(index, subindex, od)
+
+
+def test_start_up_reads_each_drive_serial_number_once_the_machine_on_the_buses(
+    make_buses, parameters, control
+):
+    """`machine`: the serial numbers (0x1018:04) of the started drives, as the slaves answered
+    them on the bus; the nominal simulated machine with the default slaves. Read once at
+    start-up: the cycle sends no SDO for it."""
+    buses = make_buses()
+    backend = CanopenBackend(parameters, control, buses.config, feedback_wait=WAIT)
+    try:
+        for _ in range(5):
+            backend.before_read()
+            backend.after_write()
+    finally:
+        backend.close()
+    assert backend.machine == simulated_machine(None, DRILL_AXES)
+    sent = {bus: buses.frames(bus) for bus in buses.sniffers}
+    for axis, serial in backend.machine.serials:
+        node = parameters.canopen.node_ids[axis]
+        frames = sent[parameters.canopen.channels[axis]]
+        assert sdo_upload_requests(frames, node, *SERIAL_NUMBER_OBJECT) == 1, axis
+        assert sdo_uploads(frames, node, *SERIAL_NUMBER_OBJECT) == [serial], axis
+
+
+def test_a_drive_with_another_serial_number_is_another_machine(make_buses, parameters, control):
+    """One replaced drive (another serial number) and no feed drive (a tool without one): the
+    machine names the started drives, with the serial number the replaced one answers."""
+    replaced = simulator_for_axis(
+        parameters,
+        "wrist_pitch",
+        inertia=control.joint("wrist_pitch").effective_inertia,
+        position=START["wrist_pitch"],
+        sync_period=control.dt,
+        serial_number=0x5EED0005,
+    )
+    buses = make_buses(simulators={"wrist_pitch": replaced})
+    backend = CanopenBackend(parameters, control, buses.config, joints=JOINT_NAMES, feedback_wait=WAIT)
+    backend.close()
+    nominal = dict(simulated_machine(None, JOINT_NAMES).serials)
+    assert backend.machine == MachineIdentity.of({**nominal, "wrist_pitch": 0x5EED0005})
+    assert simulated_machine(None).differs_from(backend.machine) == (
+        "drive wrist_pitch has serial number 0x5EED0005, the calibrated machine's 0x00000005"
+    )
+
+
+def test_a_drive_whose_serial_number_read_aborts_fails_start_up_naming_the_object(
+    make_buses, parameters, control
+):
+    node = parameters.canopen.node_ids["wrist_pitch"]
+    anonymous = WithoutSerialNumber(
+        node,
+        drive_for_joint(parameters, "wrist_pitch"),
+        JointModel(inertia=control.joint("wrist_pitch").effective_inertia, damping=0.0),
+        control.dt,
+    )
+    buses = make_buses(simulators={"wrist_pitch": anonymous})
+    with pytest.raises(DriveStartupError) as raised:
+        CanopenBackend(parameters, control, buses.config, feedback_wait=WAIT)
+    bus = parameters.canopen.channels["wrist_pitch"]
+    assert str(raised.value) == (
+        f"CAN bus {bus} (virtual channel {buses.config.channels[bus]}): drive wrist_pitch (CANopen "
+        f"node {node}): serial number 0x1018:04 not readable: Code 0x06090011, Subindex does not exist"
+    )
+    assert sdo_uploads(buses.frames(bus), node, *SERIAL_NUMBER_OBJECT) == [("abort", 0x06090011)]
+    for axis, sim in buses.simulators.items():
+        assert sim.state is Cia402State.SWITCH_ON_DISABLED, axis
+        assert wait_until(lambda sim=sim: sim.nmt_state == "PRE-OPERATIONAL"), axis
+    assert open_buses(buses.config.channels.values()) == 3 * 2  # the bridge's buses are closed
 
 
 def test_an_interface_that_does_not_exist_is_named(parameters, control):

@@ -19,8 +19,9 @@ import uuid
 import can
 import canopen
 import pytest
+from canopen.sdo import SdoAbortedError
 from canopen_rig import FakeClock, RigFactory
-from virtual_can import START, WAIT, network, sdo_downloads, wait_until
+from virtual_can import START, WAIT, network, sdo_downloads, sdo_uploads, wait_until
 
 from quirobot_cli.canopen_servo_simulator import main
 from quirobot_control.drive_simulators.canopen_slave import CanopenServoSimulator, serve, simulator_for_axis
@@ -32,12 +33,13 @@ from quirobot_control.drives.canopen_master import (
     canopen_drives_for_robot,
 )
 from quirobot_control.drives.canopen_units import CanopenConfigurationError
-from quirobot_control.drives.cia402 import Cia402State
+from quirobot_control.drives.cia402 import DEFAULT_EDS, Cia402State
 from quirobot_control.drives.interface import Drive, DriveError, DriveMode, DriveState
 from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import control_configuration, load_control_config
 from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.hardware.lifecycle import CallbackReturn, ReturnType
+from quirobot_description.machine_identity import SERIAL_NUMBER_OBJECT, simulated_machine
 from quirobot_description.parameters import DrillParameters, axes_for, load_parameters
 from quirobot_description.urdf import robot_description
 
@@ -221,6 +223,51 @@ def test_an_unconnected_network_is_refused(params):
 def test_unknown_axis_is_refused(params):
     with pytest.raises(ValueError, match="no CANopen node id for axis 'elbow'"):
         canopen_drives_for_robot(params, canopen.Network(), axes=["elbow"])
+
+
+def test_the_slave_answers_its_serial_number_and_the_master_reads_it(params, inertias):
+    """0x1018:04 is the nominal simulated machine's serial number for the drive's joint, or the one
+    the simulator is given; 0x1018:01..03 stay the EDS's (the slave's read callback keys its
+    values by index: the serial number must not answer them); read-only; a restart keeps it."""
+    channel = f"quirobot-test-{uuid.uuid4().hex}"
+    slave, master = network(channel), network(channel)
+    sniffer = can.Bus(interface="virtual", channel=channel)
+    index, subindex = SERIAL_NUMBER_OBJECT
+    other = 0xC0FFEE05
+    try:
+        simulators = {
+            "gantry_y": simulator_for_axis(params, "gantry_y", inertia=inertias["gantry_y"]),
+            "wrist_pitch": simulator_for_axis(
+                params, "wrist_pitch", inertia=inertias["wrist_pitch"], serial_number=other
+            ),
+        }
+        for simulator in simulators.values():
+            simulator.attach(slave)
+        drives = canopen_drives_for_robot(params, master, axes=list(simulators), start=False)
+        expected = {"gantry_y": dict(simulated_machine(None).serials)["gantry_y"], "wrist_pitch": other}
+        eds = canopen.objectdictionary.import_od(str(DEFAULT_EDS))[index]
+        for axis, drive in drives.items():
+            assert drive.serial_number is None
+            assert drive.read_serial_number() == expected[axis] == drive.serial_number, axis
+            identity = [drive.node.sdo[index][sub].raw for sub in (1, 2, 3)]
+            assert identity == [eds[sub].default for sub in (1, 2, 3)], axis
+        frames = []
+        while (message := sniffer.recv(timeout=0)) is not None:
+            frames.append(message)
+        for axis, drive in drives.items():
+            assert sdo_uploads(frames, drive.node_id, index, subindex) == [expected[axis]], axis
+        wrist = drives["wrist_pitch"]
+        with pytest.raises(SdoAbortedError) as refused:
+            wrist.node.sdo[index][subindex].raw = 7
+        assert refused.value.code == 0x06010002  # CiA 301: attempt to write a read-only object
+        simulators["wrist_pitch"].reboot()
+        assert wrist.read_serial_number() == other
+        with pytest.raises(ValueError, match="serial number"):
+            simulator_for_axis(params, "gantry_y", inertia=inertias["gantry_y"], serial_number=2**32)
+    finally:
+        master.disconnect()
+        slave.disconnect()
+        sniffer.shutdown()
 
 
 # --- enable, torque, motion ---------------------------------------------------------------------
