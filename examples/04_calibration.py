@@ -16,6 +16,7 @@ import yaml
 
 from quirobot_description import robot_parameters
 from quirobot_description.geometric_errors import calibration_document
+from quirobot_description.machine_identity import simulated_machine
 from quirobot_kinematics import ApproachTarget, KinematicModel, fk, ik, kinematic_model
 from quirobot_kinematics.calibration import calibrate_machine
 
@@ -31,7 +32,8 @@ for stage, errors in (("nominal model", report.before), ("calibrated", report.af
 
 with tempfile.TemporaryDirectory() as folder:
     path = Path(folder) / "calibration.yaml"  # what `quirobot calibrate --output` writes
-    path.write_text(yaml.safe_dump(calibration_document(campaign.identified, "examples/04, seed 1")))
+    machine = simulated_machine(1)  # the machine measured: its drives' serial numbers (0x1018:04)
+    path.write_text(yaml.safe_dump(calibration_document(campaign.identified, "examples/04, seed 1", machine)))
     model = kinematic_model(calibration=path)  # FK and IK of this machine
     # The shipped incision's entry and direction (tilted 30 deg: straight down, the wrist's yaw
     # would not matter to an approach target and the correction would have no unique answer).

@@ -102,6 +102,7 @@ def generate_launch_description() -> LaunchDescription:
                 "robot_description": robot_description,
                 "simulated_bone": LaunchConfiguration("simulated_bone"),
                 "plant": LaunchConfiguration("plant"),
+                "simulated_machine": LaunchConfiguration("machine"),
                 "test_fault_injection": LaunchConfiguration("test_fault_injection"),
                 "publish_clock": LaunchConfiguration("sim_clock"),
                 "controller_rate": controller_rate,
@@ -138,6 +139,13 @@ def generate_launch_description() -> LaunchDescription:
                 description="drive_backend:=simulated: this task's bone in the plant (thrust on the tip): "
                 "a shipped task name (incision) or an incision task file, its bone at its entry; "
                 "refused before anything starts if it is neither",
+            ),
+            DeclareLaunchArgument(
+                "machine",
+                default_value="-1",
+                description="drive_backend:=simulated: the simulated machine, the seed `quirobot calibrate "
+                "--seed` draws it with (its drives' serial numbers, which a calibration must name; on the "
+                "realistic plant its geometric errors); -1: the nominal machine",
             ),
             DeclareLaunchArgument(
                 "plant",

@@ -70,6 +70,7 @@ def generate_launch_description() -> LaunchDescription:
             "test_fault_injection": LaunchConfiguration("test_fault_injection"),
             "homing": LaunchConfiguration("homing"),
             "plant": LaunchConfiguration("plant"),
+            "machine": LaunchConfiguration("machine"),
             "controller_rate": LaunchConfiguration("controller_rate"),
             "calibration": LaunchConfiguration("calibration"),
         }.items(),
@@ -123,6 +124,12 @@ def generate_launch_description() -> LaunchDescription:
                 description="Hz, the controller manager's update_rate on the simulated clock (default: a "
                 "tenth of the drives' rate; it must divide it: drive_node runs whole plant periods "
                 "per command)",
+            ),
+            DeclareLaunchArgument(
+                "machine",
+                default_value="-1",
+                description="the simulated machine: the seed `quirobot calibrate --seed` draws it with; -1: "
+                "the nominal machine (bringup.launch.py's machine)",
             ),
             DeclareLaunchArgument(
                 "plant",

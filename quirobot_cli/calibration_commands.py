@@ -52,6 +52,7 @@ def calibrate(args: argparse.Namespace) -> int:
     from quirobot_cli.output_paths import new_output_file, output_folder, write_output_text
     from quirobot_description import robot_parameters
     from quirobot_description.geometric_errors import GeometricErrors, calibration_document
+    from quirobot_description.machine_identity import simulated_machine
     from quirobot_kinematics import KinematicModel
     from quirobot_kinematics.calibration import PoseErrors, calibrate_machine
 
@@ -68,9 +69,10 @@ def calibrate(args: argparse.Namespace) -> int:
         f"calibration campaign {date}/seed {args.seed}: {args.tracker} tracker, {len(campaign.poses)} poses "
         f"(noise amplification index {campaign.observability:.3g}), TCP by pivoting"
     )
+    machine = simulated_machine(args.seed)  # the simulated machine measured: its drives' serial numbers
     write_output_text(
         output,
-        yaml.safe_dump(calibration_document(campaign.identified, source), sort_keys=False),
+        yaml.safe_dump(calibration_document(campaign.identified, source, machine), sort_keys=False),
         force=args.force,
     )
     names = GeometricErrors.names()
@@ -88,6 +90,7 @@ def calibrate(args: argparse.Namespace) -> int:
         "condition_number": campaign.condition_number,
         "tracker": args.tracker,
         "poses": len(campaign.poses),
+        "machine": machine.text(),
         "output": str(output),
     }
     if args.json:
@@ -102,5 +105,5 @@ def calibrate(args: argparse.Namespace) -> int:
     for stage in ("before", "after"):
         row = " ".join(f"{document[stage]['position_error'][k] * 1e3:>8.3f}" for k in ("p50", "p95", "max"))
         print(f"  {stage:<22} {row}  mm")
-    print(f"  calibration file: {output}")
+    print(f"  calibration file: {output}, of the machine with drives {machine.text()}")
     return 0

@@ -500,12 +500,14 @@ PIN_FILE = FileSchema(
 
 #: The calibration file (`quirobot calibrate --output`, geometric_errors.read_calibration): one
 #: machine's identified geometric errors, signed. Their ranges are the parameter file's largest
-#: tolerance bands; the reader's own check is tighter, each value within the file's band.
+#: tolerance bands; the reader's own check is tighter, each value within the file's band. Version 2
+#: names the machine: its drives' serial numbers (machine_identity: CiA 301 0x1018:04, UNSIGNED32).
 CALIBRATION_FILE = FileSchema(
     "calibration file",
-    1,
+    2,
     {
         "schema_version": TEXT,
+        "machine.drive_serial_numbers.*": Expect("1", 0.0, 4294967295.0),
         **{f"geometric_errors.{name}": Expect("rad", -0.1, 0.1) for name in _GEOMETRIC_ANGLES},
         **{f"geometric_errors.{name}": Expect("m", -0.01, 0.01) for name in _GEOMETRIC_LENGTHS},
     },

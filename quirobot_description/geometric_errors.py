@@ -19,7 +19,8 @@ geometric, which composes them with the nominal chain):
 * tcp_offset_x/y/z (m): the drill tip at feed 0 in tool0 (bit runout and stick-out length).
 
 A calibration file (`quirobot calibrate`) holds identified values of the same names, each with
-its source "calibration campaign <date/seed>"; `read_calibration` loads it.
+its source "calibration campaign <date/seed>", and the machine they were identified on (its drives'
+serial numbers, machine_identity); `read_calibration_file` loads both, `read_calibration` the values.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from typing import Any
 import numpy as np
 
 from quirobot_description.file_schema import CALIBRATION_FILE
+from quirobot_description.machine_identity import MAX_SERIAL, SERIAL_NUMBER_OBJECT, MachineIdentity
 from quirobot_description.shown_numbers import compared
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 
 SECTION = "geometric_errors"
+#: The calibration file's machine: its drives' serial numbers, by joint.
+MACHINE_SECTION = "machine.drive_serial_numbers"
 #: Version of the calibration file format.
 CALIBRATION_VERSION = CALIBRATION_FILE.version
 
@@ -144,9 +148,19 @@ def read_geometric_tolerances(reader: SourcedReader) -> GeometricTolerances:
     return GeometricTolerances(GeometricErrors(**tolerance), GeometricErrors(**sigma))
 
 
-def calibration_document(errors: GeometricErrors, source: str, extra: dict[str, Any] | None = None) -> dict:
-    """The calibration file's mapping: every identified value {value, unit, source}."""
+def calibration_document(
+    errors: GeometricErrors, source: str, machine: MachineIdentity, extra: dict[str, Any] | None = None
+) -> dict:
+    """The calibration file's mapping: every identified value {value, unit, source}, and the machine
+    identified (its drives' serial numbers)."""
     document: dict[str, Any] = {"schema_version": CALIBRATION_VERSION}
+    index, sub = SERIAL_NUMBER_OBJECT
+    document["machine"] = {
+        "drive_serial_numbers": {
+            joint: {"value": serial, "unit": "1", "source": f"drive {joint}'s 0x{index:04X}:{sub:02X}"}
+            for joint, serial in machine.serials
+        }
+    }
     document[SECTION] = {
         name: {"value": float(getattr(errors, name)), "unit": errors.unit(name), "source": source}
         for name in GeometricErrors.names()
@@ -156,8 +170,22 @@ def calibration_document(errors: GeometricErrors, source: str, extra: dict[str, 
     return document
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration file: the identified geometric errors and the machine they belong to."""
+
+    errors: GeometricErrors
+    machine: MachineIdentity
+
+
 def read_calibration(path: str | Path, tolerances: GeometricTolerances) -> GeometricErrors:
-    """The identified GeometricErrors of a calibration file (`quirobot calibrate --output`).
+    """The identified GeometricErrors of a calibration file (read_calibration_file)."""
+    return read_calibration_file(path, tolerances).errors
+
+
+def read_calibration_file(path: str | Path, tolerances: GeometricTolerances) -> Calibration:
+    """A calibration file (`quirobot calibrate --output`): its identified GeometricErrors and its
+    machine (the drives' serial numbers it was identified on).
 
     Every value must lie within its tolerance band, `tolerances` (the parameter file's
     `geometric_errors`, RobotParameters.geometric, given by the caller: this module is below the
@@ -171,6 +199,7 @@ def read_calibration(path: str | Path, tolerances: GeometricTolerances) -> Geome
     if raw.get("schema_version") != CALIBRATION_VERSION:
         raise CalibrationFileError(
             f"{label}: schema_version must be {CALIBRATION_VERSION}, got {raw.get('schema_version')!r}"
+            + (" (version 1 names no machine: calibrate again)" if raw.get("schema_version") == 1 else "")
         )
     section = raw.get(SECTION)
     if not isinstance(section, dict):
@@ -195,7 +224,18 @@ def read_calibration(path: str | Path, tolerances: GeometricTolerances) -> Geome
         raise CalibrationFileError(
             f"{label}: {SECTION}.{outside[0]}{more} (parameter file {SECTION}: the machine's tolerances)"
         )
-    return errors
+    machine_section = raw.get("machine")
+    drives = machine_section.get("drive_serial_numbers") if isinstance(machine_section, dict) else None
+    if not isinstance(drives, dict) or not drives:
+        raise CalibrationFileError(
+            f"{label}: {MACHINE_SECTION}: missing (the serial numbers of the machine's drives, by joint)"
+        )
+    serials = {joint: reader.whole(f"{MACHINE_SECTION}.{joint}", 0, MAX_SERIAL) for joint in drives}
+    try:
+        machine = MachineIdentity.of(serials)
+    except ValueError as error:
+        raise CalibrationFileError(f"{label}: {MACHINE_SECTION}: {error}") from None
+    return Calibration(errors, machine)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from quirobot_control.drives.interface import Drive
+from quirobot_description.machine_identity import MachineIdentity
 
 
 class DriveStartupError(ValueError):
@@ -30,6 +31,9 @@ class DriveBackend(Protocol):
 
     #: One Drive per commanded joint (the joints the backend was opened for), keyed by name.
     drives: dict[str, Drive]
+    #: Which machine these drives are: their serial numbers (quirobot_description.machine_identity),
+    #: what a calibration must name for the bridge to drill on it.
+    machine: MachineIdentity
 
     def before_read(self) -> None: ...
 

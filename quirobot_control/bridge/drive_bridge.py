@@ -153,6 +153,8 @@ class DrivesStatus:
     hole: HoleStatus | None = None
     #: The start-up handshake is done: the drives take a controller's commands (until the next enable).
     commanded: bool = False
+    #: The last hole refused (DriveBridge.hole_refused): (its goal_id, why), None: none.
+    hole_refused: tuple[str, str] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -240,6 +242,9 @@ class DriveBridge(HoleInForce):
         #: step's; guarded by _hole_lock), None: none waiting.
         self._pending_hole: HoleSetup | None = None
         self._hole_lock = threading.Lock()
+        #: The last hole refused (set_drilling_context): (its goal_id, why), None: none. The
+        #: executor, which sent it, ends its goal on it (DrivesStatus.hole_refused).
+        self.hole_refused: tuple[str, str] | None = None
         #: The feed after a breakthrough of the hole in force (safety.feed_stop), None: none.
         self._breakthrough: BreakthroughHold | None = None
         self.drive_mode = drive_mode
@@ -553,6 +558,7 @@ class DriveBridge(HoleInForce):
             breakthrough_early=self.breakthrough_early,
             hole=self.hole.status(),
             commanded=self.started,
+            hole_refused=self.hole_refused,
         )
 
     def close(self) -> list[str]:

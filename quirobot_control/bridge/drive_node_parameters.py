@@ -12,6 +12,7 @@ from dataclasses import fields
 from quirobot_control.bridge.controller_stopper import DEFAULT_STOPPED_CONTROLLERS
 from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS
 from quirobot_control.bridge.lockstep import Lockstep
+from quirobot_description.machine_identity import MAX_SIMULATED_SEED
 from quirobot_description.node_parameters import NodeParameter, NodeSchema
 from quirobot_description.plant_parameters import PLANTS
 
@@ -75,6 +76,18 @@ DRIVE_NODE = NodeSchema(
             "compensation `quirobot simulate --plant realistic` gives it: the host's PID on the load-side "
             "wrist encoders and the bone's thrust fed forward.",
             choices=PLANTS,
+        ),
+        NodeParameter(
+            "simulated_machine",
+            "integer",
+            -1,
+            "Simulated backend: which simulated machine the drives are (quirobot_description."
+            "machine_identity: their serial numbers, which a calibration must name, and on the realistic "
+            "plant its geometric errors): the seed `quirobot calibrate --seed` draws it with; -1: the "
+            "nominal machine.",
+            unit="1",
+            low=-1,
+            high=MAX_SIMULATED_SEED,
         ),
         NodeParameter(
             "test_fault_injection",

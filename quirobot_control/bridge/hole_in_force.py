@@ -59,8 +59,36 @@ class HoleInForce:
         """Drill goal `goal_id`'s hole `context` from the next period on (None: that goal's hole
         ends): prepared here, swapped in by `step` at the period boundary (module docstring). What
         will be watched, as text. BridgeError, with nothing changed, for a hole while another
-        goal's is active or waiting, a context whose goal_id is not `goal_id`, or an end that is
-        not the active goal's (an end with no hole active changes nothing)."""
+        goal's is active or waiting, a context whose goal_id is not `goal_id`, a calibrated hole
+        on drives that are not its calibration's machine (_check_machine), or an end that is not
+        the active goal's (an end with no hole active changes nothing). A hole refused is kept in
+        `hole_refused` for its goal to see (DrivesStatus)."""
+        try:
+            return self._set_drilling_context(goal_id, context)
+        except BridgeError as error:
+            if context is not None:
+                self.hole_refused = (goal_id, str(error))
+            raise
+
+    def _check_machine(self, goal_id: str, context: HoleContext) -> None:
+        """A calibrated hole only on its calibration's machine: an in-band calibration of another
+        machine is invisible to everything the robot measures (quirobot_description.
+        machine_identity), so the drives' serial numbers are what tells."""
+        if context.calibration is None:
+            return
+        drives = getattr(self.backend, "machine", None)
+        why = (
+            "the drives' serial numbers are unknown"
+            if drives is None
+            else context.calibration_machine.differs_from(drives)
+        )
+        if why is not None:
+            raise BridgeError(
+                f"drilling context of goal {goal_id!r} refused: its calibration is of another machine: {why} "
+                "(calibrate this machine: quirobot calibrate)"
+            )
+
+    def _set_drilling_context(self, goal_id: str, context: HoleContext | None) -> str:
         with self._hole_lock:
             current = (self._pending_hole or self.hole).context
             if context is not None:
@@ -68,6 +96,7 @@ class HoleInForce:
                     raise BridgeError(
                         f"drilling context names goal {context.goal_id!r}, sent for {goal_id!r}"
                     )
+                self._check_machine(goal_id, context)
                 if current is not None:
                     raise BridgeError(
                         f"drilling context of goal {goal_id!r} refused: goal {current.goal_id!r}'s hole is "

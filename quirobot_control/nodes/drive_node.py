@@ -122,6 +122,7 @@ class DriveNodeParameters:
     can_channels: str
     simulated_bone: str
     plant: str  # simulated backend: ideal or realistic
+    machine: int | None  # simulated backend: the simulated machine's seed, None the nominal one
     fault_injection: bool
     publish_clock: bool
     controller_rate: int  # Hz, 0: the drives' control rate
@@ -216,6 +217,7 @@ def _declare_parameters(node) -> DriveNodeParameters:
         can_channels=parameters["can_channels"],
         simulated_bone=parameters["simulated_bone"],
         plant=parameters["plant"],
+        machine=None if parameters["simulated_machine"] < 0 else parameters["simulated_machine"],
         fault_injection=parameters["test_fault_injection"],
         publish_clock=parameters["publish_clock"],
         controller_rate=parameters["controller_rate"],
@@ -260,10 +262,11 @@ def _open_drives(parameters: DriveNodeParameters, params, control, description: 
     can = CanBusConfig(p.can_interface, parse_channel_map(p.can_channels))
     simulated = p.backend_name == "simulated"
     bone = p.simulated_bone not in ("", "none")
-    if (bone or p.fault_injection or p.publish_clock or p.homing or p.plant != "ideal") and not simulated:
+    special = bone or p.fault_injection or p.publish_clock or p.homing or p.plant != "ideal"
+    if (special or p.machine is not None) and not simulated:
         raise ValueError(
-            "simulated_bone, plant, test_fault_injection, publish_clock and homing are for the simulated "
-            "backend (real drives report whether they are homed)"
+            "simulated_bone, plant, simulated_machine, test_fault_injection, publish_clock and homing are "
+            "for the simulated backend (real drives report whether they are homed, and their serial numbers)"
         )
     start = 0.0 if p.publish_clock else time.monotonic()
     cycle = None if simulated else _start_real_cycle(params, control, description, can, node)
@@ -273,7 +276,13 @@ def _open_drives(parameters: DriveNodeParameters, params, control, description: 
         from quirobot_control.simulation.simulated_backend import simulated_bridge
 
         bridge = simulated_bridge(
-            params, control, description, now=start, absolute_encoders=not p.homing, plant=p.plant
+            params,
+            control,
+            description,
+            now=start,
+            absolute_encoders=not p.homing,
+            plant=p.plant,
+            machine=p.machine,
         )
     if bone:
         bridge.backend.place_bone(p.simulated_bone)

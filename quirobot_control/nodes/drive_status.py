@@ -37,6 +37,8 @@ class DrivesStatusOut:
             stop_reason,
             bridge.breakthrough,
             bridge.started,
+            bridge.hole.context and bridge.hole.context.goal_id,  # a goal waits for its hole
+            bridge.hole_refused,
         )
         if key != reported["state"]:
             reported["state"] = key
@@ -67,6 +69,9 @@ class DrivesStatusOut:
         state.stop_code = int(status.stop_code)
         state.breakthrough = status.breakthrough or ""
         state.breakthrough_early = status.breakthrough_early
+        state.hole_goal_id = (status.hole.goal_id or "") if status.hole is not None else ""
+        refused = status.hole_refused
+        state.hole_refused_goal_id, state.hole_refused = refused if refused is not None else ("", "")
         self.drives_state.publish(state)
         self.diagnostics.publish(diagnostic_array(drive_diagnostics(status), state.stamp))
 

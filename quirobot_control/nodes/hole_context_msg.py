@@ -16,6 +16,7 @@ from quirobot_control.axes.virtual_fixtures import NoGoZone
 from quirobot_control.models.bone import BoneLayer, BoneParameters
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_description.geometric_errors import GeometricErrors
+from quirobot_description.machine_identity import MachineIdentity
 from quirobot_kinematics.rotations import matrix_from_quaternion, quaternion_from_matrix
 
 __all__ = ["from_message", "to_message"]
@@ -80,6 +81,7 @@ def to_message(goal_id: str, context: HoleContext | None, stamp):
     if context.calibration is not None:
         message.calibration_names = list(GeometricErrors.names())
         message.calibration_values = [float(v) for v in context.calibration.vector()]
+        message.calibration_machine = context.calibration_machine.text()
     bone = context.bone
     message.bone_model = bone is not None
     if bone is not None:
@@ -136,6 +138,9 @@ def from_message(message) -> tuple[str, HoleContext | None]:
                 f"drilling context: calibration names differ from the model's: {', '.join(missing)}"
             )
         calibration = GeometricErrors(**{name: float(value) for name, value in values.items()})
+    machine = None
+    if message.calibration_machine:
+        machine = MachineIdentity.from_text(str(message.calibration_machine))
     context = HoleContext(
         goal_id=goal_id,
         entry=np.array(_xyz(message.entry)),
@@ -150,5 +155,6 @@ def from_message(message) -> tuple[str, HoleContext | None]:
         entry_speed=_or_none(float(message.entry_speed)),
         bone=bone,
         calibration=calibration,
+        calibration_machine=machine,
     )
     return goal_id, context

@@ -119,6 +119,9 @@ class StackListener:
                 stop_code=StopCode(message.stop_code),
                 breakthrough_early=message.breakthrough_early,
                 commanded=message.commanded,
+                hole_goal_id=message.hole_goal_id,
+                hole_refused_goal_id=message.hole_refused_goal_id,
+                hole_refused=message.hole_refused,
             )
         self.state_changed()
 
@@ -173,6 +176,9 @@ class StackListener:
             drives.stop_code,
             drives.breakthrough_early,
             drives.commanded,
+            drives.hole_goal_id,
+            drives.hole_refused_goal_id,
+            drives.hole_refused,
         )
 
     def measured(self) -> Measurement | None:

@@ -275,9 +275,9 @@ def _read_parameters(node) -> None:
     node.calibration = None  # the nominal model
     if parameters["calibration_file"]:
         from quirobot_description import robot_parameters
-        from quirobot_description.geometric_errors import read_calibration
+        from quirobot_description.geometric_errors import read_calibration_file
 
-        node.calibration = read_calibration(parameters["calibration_file"], robot_parameters().geometric)
+        node.calibration = read_calibration_file(parameters["calibration_file"], robot_parameters().geometric)
 
 
 def execute_goal(node, goal_handle):

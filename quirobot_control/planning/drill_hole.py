@@ -44,6 +44,7 @@ from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
 from quirobot_control.safety.hole_context import GoalLimitError, HoleContext, hole_monitor_settings
 from quirobot_description.file_schema import TASK_FILE
 from quirobot_description.geometric_errors import GeometricErrors
+from quirobot_description.machine_identity import MachineIdentity
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters, axes_for
 from quirobot_description.shown_numbers import compared, shown
 from quirobot_kinematics import forward_kinematics
@@ -90,8 +91,9 @@ class DrillPlan:
     bone_model: bool = True  # the task's bone is the imaged bone (False: no bone model)
     calibration: GeometricErrors | None = None  # the kinematics it was planned with (None: nominal)
 
-    def hole_context(self, goal_id: str) -> HoleContext:
-        """What the drive side watches while this plan drills (safety.hole_context)."""
+    def hole_context(self, goal_id: str, machine: MachineIdentity | None = None) -> HoleContext:
+        """What the drive side watches while this plan drills (safety.hole_context); `machine`: the
+        machine its calibration was identified on (needed with a calibration)."""
         task, monitor = self.task, self.monitor
         limit = task.entry_speed_limit
         return HoleContext(
@@ -108,6 +110,7 @@ class DrillPlan:
             entry_speed=None if limit is None else limit.speed,
             bone=task.bone if self.bone_model else None,
             calibration=self.calibration,
+            calibration_machine=machine,
         )
 
 

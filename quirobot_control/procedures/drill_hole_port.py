@@ -133,6 +133,12 @@ class StackStatus:
     #: The drives take the controllers' commands (drive_node's start-up handshake is done); an
     #: in-process port is its own commander (True).
     commanded: bool = True
+    #: The goal whose hole the drive side runs ("" none: the thrust limit alone): a goal moves only
+    #: once its own is in force.
+    hole_goal_id: str = ""
+    #: The drive side's last hole refused: its goal ("" none) and why.
+    hole_refused_goal_id: str = ""
+    hole_refused: str = ""
 
     @property
     def drive_stop(self) -> Stop:

@@ -109,9 +109,10 @@ class DrillHoleRun:
             return plan
         self.plan = plan
         goal_id = self.request.goal_id or uuid.uuid4().hex
-        self.port.publish_context(goal_id, plan.hole_context(goal_id))
+        machine = None if self.config.calibration is None else self.config.calibration.machine
+        self.port.publish_context(goal_id, plan.hole_context(goal_id, machine))
         try:
-            return self.drive()
+            return self.wait_hole_in_force(goal_id) or self.drive()
         finally:
             self.port.publish_context(goal_id, None)
 
@@ -139,6 +140,35 @@ class DrillHoleRun:
             )
             self.port.sleep(self.config.feedback_period)
         return None
+
+    def wait_hole_in_force(self, goal_id: str) -> DrillResult | None:
+        """Nothing moves before the drive side runs this goal's hole (its monitor, fixtures and
+        kinematics): a hole it refuses (a calibration of another machine, another goal's hole
+        active) refuses the goal with the drive side's reason, as does no answer within
+        response_timeout; nothing has moved."""
+        deadline = self.port.now() + self.config.response_timeout
+        while True:
+            status = self.port.status()
+            if status.hole_goal_id == goal_id:
+                return None
+            if status.hole_refused_goal_id == goal_id:
+                return self.refuse(
+                    ErrorCode.REJECTED_NOT_READY, f"the drives refused the goal's hole: {status.hole_refused}"
+                )
+            if (refused := self.check_fault()) is not None:
+                return refused
+            if self.executor.cancels_requested():
+                cause = self.executor.cancel_requested_cause()
+                return self.finish(
+                    Outcome.CANCELED, ErrorCode.CANCELED_RETRACTED, f"{cause} before motion: nothing moved"
+                )
+            if self.port.now() > deadline:
+                return self.refuse(
+                    ErrorCode.REJECTED_NOT_READY,
+                    f"the drives did not take the goal's hole within {self.config.response_timeout:.0f} s "
+                    "(drive_node's /quirobot/drives/state names the hole it runs)",
+                )
+            self.port.sleep(self.config.dt)  # in process the hole is in force a period later
 
     def check_fault(self) -> DrillResult | None:
         """A latched fault refuses at once (no wait: nothing clears it but reset_fault)."""
@@ -217,7 +247,7 @@ class DrillHoleRun:
                 task,
                 start_tolerance=config.goal_tolerance,
                 bone_model=bool(self.request.task),
-                calibration=config.calibration,
+                calibration=None if config.calibration is None else config.calibration.errors,
                 feed_mass=config.feed_mass,
             )
         except GoalRejectedError as error:  # InvalidGoalError too: its kind is INVALID

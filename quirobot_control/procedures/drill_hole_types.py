@@ -17,7 +17,7 @@ import numpy as np
 from quirobot_control.planning.drill_hole import DrillGoal
 from quirobot_control.planning.tasks import IncisionTask
 from quirobot_control.safety.stop_codes import StopCode
-from quirobot_description.geometric_errors import GeometricErrors
+from quirobot_description.geometric_errors import Calibration
 from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 
 
@@ -99,15 +99,16 @@ class ExecutorConfig:
     ready_timeout: float = 300.0  # s a goal waits for the stack (a fresh launch took > 60 s under load)
     response_timeout: float = 10.0  # s a retract or withdraw waits for its acceptance
     client_lost: float = 1.0  # s without any action client that count as a cancel
-    #: The machine's identified geometric errors (a `quirobot calibrate` file): goals are planned
-    #: and the tip measured with that machine's kinematics; None: the nominal model.
-    calibration: GeometricErrors | None = None
+    #: The machine's calibration (a `quirobot calibrate` file: its identified geometric errors and
+    #: the machine they belong to): goals are planned and the tip measured with that machine's
+    #: kinematics, on that machine's drives only; None: the nominal model.
+    calibration: Calibration | None = None
 
     @classmethod
     def shipped(
         cls,
         params: RobotParameters | None = None,
-        calibration: GeometricErrors | None = None,
+        calibration: Calibration | None = None,
         **options: float,
     ) -> ExecutorConfig:
         """From the shipped files: the parameter file (or `params`), the control period and the
@@ -128,12 +129,13 @@ class ExecutorConfig:
         # by the sourced reader's hardened YAML parse (size, depth, duplicate keys), no schema.
         path = find_data_file("config/controllers.yaml")
         controllers = read_yaml_mapping(path, ValueError, "controllers file")
+        model = KinematicModel.from_parameters(params)
         return cls(
             params=params,
             dt=control.dt,
             tolerance=np.array([control.joint(name).path_tolerance for name in axes_for("drill")]),
             goal_tolerance=path_tolerances(controllers, kind="goal"),
-            tip=Kinematics(KinematicModel.from_parameters(params).calibrated(calibration)).tip,
+            tip=Kinematics(model.calibrated(None if calibration is None else calibration.errors)).tip,
             base_task=load_task("incision"),
             feed_mass=control.joint(DrillParameters.feed_joint).effective_inertia,
             calibration=calibration,

@@ -30,6 +30,7 @@ from quirobot_control.axes.virtual_fixtures import EntrySpeedLimit, NoGoZone, To
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
 from quirobot_description.geometric_errors import GeometricErrors
+from quirobot_description.machine_identity import MachineIdentity
 from quirobot_description.parameters import RobotParameters
 
 __all__ = ["GoalLimitError", "HoleContext", "hole_monitor_settings", "thrust_limit_only"]
@@ -61,6 +62,9 @@ class HoleContext:
     #: The machine's identified geometric errors the plan was made with (None: the nominal model):
     #: the drive side measures the tip with the same kinematics (issue 33 item 6).
     calibration: GeometricErrors | None = None
+    #: The machine that calibration was identified on (its drives' serial numbers): the drive side
+    #: takes a calibrated hole only on that machine's drives (bridge.hole_in_force).
+    calibration_machine: MachineIdentity | None = None
 
     def __post_init__(self) -> None:
         entry = np.asarray(self.entry, dtype=float)
@@ -80,6 +84,11 @@ class HoleContext:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f"drilling context: {name} must be >= 0 m or absent, got {value!r}")
+        if (self.calibration is None) != (self.calibration_machine is None):
+            raise ValueError(
+                "drilling context: a calibration needs the machine it was identified on (drive serial "
+                "numbers), and only a calibration has one"
+            )
         if (self.entry_speed is None) != (self.entry_speed_radius is None):
             raise ValueError("drilling context: the entry speed limit needs both its radius and its speed")
         if self.entry_speed is not None and not (

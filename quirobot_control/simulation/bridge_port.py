@@ -20,12 +20,14 @@ run; only the transport (DDS, the controller manager's scheduling) is left out.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from time import perf_counter
 
 import numpy as np
 
+from quirobot_control.bridge.bridge_error import BridgeError
 from quirobot_control.bridge.drive_bridge import DriveBridge
 from quirobot_control.hardware.lifecycle import LifecycleState
 from quirobot_control.planning.trajectory import JointTrajectory
@@ -112,6 +114,9 @@ class BridgePort:
             breakthrough=self.bridge.breakthrough or "",
             stop_code=hw.stop_code,
             breakthrough_early=self.bridge.breakthrough_early,
+            hole_goal_id=context.goal_id if (context := self.bridge.hole.context) is not None else "",
+            hole_refused_goal_id=refused[0] if (refused := self.bridge.hole_refused) else "",
+            hole_refused=refused[1] if refused else "",
         )
         return self._status
 
@@ -141,7 +146,9 @@ class BridgePort:
 
     def publish_context(self, goal_id: str, context: HoleContext | None) -> None:
         self.contexts.append(context)
-        self.bridge.set_drilling_context(goal_id, context)
+        # A hole refused is in the bridge's status (hole_refused) for the goal, as over drive_node.
+        with contextlib.suppress(BridgeError):
+            self.bridge.set_drilling_context(goal_id, context)
 
     def state_changed(self) -> None:
         pass

@@ -10,7 +10,11 @@ backend drives the joints it is opened for (those of the launched robot descript
 description's tool has none) keeps its drive disabled, so its holding brake holds it where it
 started. `true_tip()` is the plant's drill tip (the realistic plant's with its compliances), what
 `quirobot simulate`'s hole metrics use: simulation ground truth, which the joint states (encoders)
-do not show.
+do not show. `machine` is the simulated machine (quirobot_description.machine_identity.
+simulated_machine: the drives' serial numbers, which a calibration must name): a seed draws that
+machine's geometric errors into the realistic plant, as `quirobot calibrate --seed` draws them (the
+ideal plant is the controller's own model: no geometric errors, whichever machine it is); None,
+the default, is the nominal machine.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from quirobot_control.models.bone import BoneParameters
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_control.simulation.realistic_plant import RealisticDrive, RealisticPlant
+from quirobot_description.machine_identity import MachineIdentity, simulated_machine
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.plant_parameters import PLANTS, PlantParameters
 
@@ -59,6 +64,7 @@ class SimulatedBackend:
         seed: int = 0,
         plant_parameters: PlantParameters | None = None,
         compensated: bool = True,
+        machine: int | None = None,
     ) -> None:
         """`initial` (6,): start pose of the plant, its axes' order (MujocoPlant.axes, m, rad); default
         mid-range, gantry_z raised and the drill feed retracted (START_RAISED). `joints`: the
@@ -66,7 +72,8 @@ class SimulatedBackend:
         power-up; False: incremental encoders, not homed until the hardware's homing has run.
         `plant`: "ideal" or "realistic" (module docstring), `seed` its encoder noise,
         `plant_parameters` its parameters (default the parameter file's), `compensated` False: its
-        wrists on their motor encoders instead of the design's load-side ones."""
+        wrists on their motor encoders instead of the design's load-side ones. `machine`: the
+        simulated machine's seed (module docstring), None the nominal machine."""
         axes = MujocoPlant.axes
         unknown = [name for name in joints if name not in axes]
         if unknown:
@@ -92,11 +99,15 @@ class SimulatedBackend:
                 rng=np.random.default_rng(seed),
             )
             self._plant_drives = list(self.plant.drives)  # the plant's wrappers (delay, noise)
+            if machine is not None:
+                self.plant.geometric = params.geometric.sample(np.random.default_rng(machine))
         else:
             self.plant = MujocoPlant(params, armature, self.dt / self.substeps)
         self.drives: dict[str, SimulatedDrive | RealisticDrive] = {
             name: drive for name, drive in zip(axes, self._plant_drives, strict=True) if name in joints
         }
+        #: The drives' serial numbers (0x1018:04): which machine this is.
+        self.machine: MachineIdentity = simulated_machine(machine, self.drives)
         # The plant's drives advance together, one call per physics step (drive_simulators.drive_array);
         # self.drives are their per-joint views, what the bridge talks to.
         realistic = isinstance(self.plant, RealisticPlant)
@@ -179,10 +190,11 @@ def simulated_bridge(
     seed: int = 0,
     plant_parameters: PlantParameters | None = None,
     compensated: bool = True,
+    machine: int | None = None,
 ) -> DriveBridge:
     """drive_node's bridge (bridge.drive_bridge.open_bridge) on a SimulatedBackend of the joints of
     `robot_description`'s <ros2_control> block (see SimulatedBackend for `initial`,
-    `absolute_encoders`, `plant`, `seed`, `plant_parameters`, `compensated`). `plant` "realistic":
+    `absolute_encoders`, `plant`, `seed`, `plant_parameters`, `compensated`, `machine`). `plant` "realistic":
     the realistic plant run as `quirobot simulate --plant realistic` runs it, with its compensation:
     the host's PID (control.yaml drive_mode.simulation, CST: the dual-loop wrist on the load-side
     encoders was designed and measured with it) and the bone's thrust fed forward (not with
@@ -198,6 +210,7 @@ def simulated_bridge(
         seed=seed,
         plant_parameters=plant_parameters,
         compensated=compensated,
+        machine=machine,
     )
     realistic = plant == "realistic"
     return open_bridge(

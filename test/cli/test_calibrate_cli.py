@@ -7,7 +7,9 @@ import json
 import numpy as np
 
 from quirobot_cli.cli import main
-from quirobot_description.geometric_errors import GeometricErrors
+from quirobot_description import robot_parameters
+from quirobot_description.geometric_errors import GeometricErrors, read_calibration_file
+from quirobot_description.machine_identity import simulated_machine
 from quirobot_kinematics import fk, kinematic_model
 
 
@@ -25,6 +27,11 @@ def test_calibrate_json_has_the_issues_keys_and_writes_a_loadable_file(tmp_path,
     assert "calibration campaign" in text and "seed 3" in text
     calibrated = kinematic_model(calibration=output)
     assert calibrated.errors == GeometricErrors(**document["identified"])
+    # The file names the machine measured: simulated machine 3's drives (what drive_node's
+    # simulated_machine:=3 runs), and only that one.
+    machine = read_calibration_file(output, robot_parameters().geometric).machine
+    assert machine == simulated_machine(3) and document["machine"] == machine.text()
+    assert simulated_machine(3).differs_from(simulated_machine(3)) is None
     q = np.array([1.0, 1.0, 0.8, 2.0, 0.3])
     assert np.linalg.norm(fk(q, model=calibrated)[:3, 3] - fk(q)[:3, 3]) > 1e-5
 

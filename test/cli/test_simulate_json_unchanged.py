@@ -14,7 +14,10 @@ and their verdicts) and the log and plot paths, which name the test's folder.
 
 "incision_shipped" was printed again when `quirobot simulate` moved to the robot's own path (the
 DrillHole executor over the drive bridge, issue 31): the same keys, the new path's values (CSP
-drives; depth overshoot 3.11 um, was 2.86; final depth error 0.51 um, was 0.05). The fault
+drives; depth overshoot 3.11 um, was 2.86; final depth error 0.51 um, was 0.05), and again when a
+goal began to wait for the drive side to run its hole (issue 33: a calibration of another machine
+refused before anything moves): the plan starts one control period later, which moved the peaks
+by up to 0.4 % (gantry_y's current 19.883 A, was 19.958) and the depth overshoot to 2.93 um. The fault
 injection and the line still run ClosedLoopSimulation and keep the documents of 61f9f7a.
 """
 

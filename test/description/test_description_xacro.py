@@ -60,11 +60,14 @@ def test_launch_helper_passes_the_calibration_file_to_xacro(tmp_path, parameters
     import yaml
 
     from quirobot_description.geometric_errors import calibration_document
+    from quirobot_description.machine_identity import simulated_machine
 
     band = parameters.geometric.tolerance  # every error at its band's edge: a plausible machine
     errors = dataclasses.replace(band, xy_squareness=-band.xy_squareness)
     path = tmp_path / "calibration.yaml"
-    path.write_text(yaml.safe_dump(calibration_document(errors, "calibration campaign test")))
+    path.write_text(
+        yaml.safe_dump(calibration_document(errors, "calibration campaign test", simulated_machine(None)))
+    )
 
     def expanded(value: str) -> str:
         parts = xacro_argument_parts(tool="drill", hardware="real", calibration_file=_Substituted(value))

@@ -83,6 +83,7 @@ def test_the_registration_and_calibration_files_refuse_an_unknown_key(tmp_path):
         calibration_document,
         read_calibration,
     )
+    from quirobot_description.machine_identity import simulated_machine
     from quirobot_kinematics.registration import (
         RegistrationFileError,
         read_registration,
@@ -95,7 +96,9 @@ def test_the_registration_and_calibration_files_refuse_an_unknown_key(tmp_path):
     path.write_text(yaml.safe_dump(registration))
     with pytest.raises(RegistrationFileError, match="unknown key transform.scale"):
         read_registration(path)
-    calibration = calibration_document(GeometricErrors.zero(), "calibration campaign test")
+    calibration = calibration_document(
+        GeometricErrors.zero(), "calibration campaign test", simulated_machine(None)
+    )
     calibration["tcp_offset_x"] = {"value": 0.0, "unit": "m", "source": "test"}  # outside its section
     path = tmp_path / "calibration.yaml"
     path.write_text(yaml.safe_dump(calibration))

@@ -11,13 +11,16 @@ import yaml
 
 from quirobot_description.geometric_errors import CalibrationFileError, GeometricErrors, calibration_document
 from quirobot_description.launch_description import calibration_path
+from quirobot_description.machine_identity import simulated_machine
 
 
 def test_a_calibration_file_becomes_its_absolute_path(tmp_path, monkeypatch, parameters):
     errors = dataclasses.replace(
         GeometricErrors.zero(), tcp_offset_z=parameters.geometric.tolerance.tcp_offset_z
     )
-    (tmp_path / "calibration.yaml").write_text(yaml.safe_dump(calibration_document(errors, "campaign test")))
+    (tmp_path / "calibration.yaml").write_text(
+        yaml.safe_dump(calibration_document(errors, "campaign test", simulated_machine(None)))
+    )
     monkeypatch.chdir(tmp_path)
     assert calibration_path("calibration.yaml") == str(tmp_path / "calibration.yaml")
     assert calibration_path("") == ""
@@ -26,7 +29,7 @@ def test_a_calibration_file_becomes_its_absolute_path(tmp_path, monkeypatch, par
 def test_a_calibration_outside_its_band_is_one_line_naming_the_argument_and_the_file(tmp_path):
     errors = dataclasses.replace(GeometricErrors.zero(), tcp_offset_x=0.02)  # the band is +/-0.3 mm
     path = tmp_path / "calibration.yaml"
-    path.write_text(yaml.safe_dump(calibration_document(errors, "campaign test")))
+    path.write_text(yaml.safe_dump(calibration_document(errors, "campaign test", simulated_machine(None))))
     with pytest.raises(CalibrationFileError) as raised:
         calibration_path(str(path))
     message = str(raised.value)

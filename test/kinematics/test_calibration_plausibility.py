@@ -21,6 +21,7 @@ from quirobot_description.geometric_errors import (
     calibration_document,
     read_calibration,
 )
+from quirobot_description.machine_identity import simulated_machine
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, load_parameters
 from quirobot_kinematics import KinematicModel, kinematic_model
 from quirobot_kinematics.calibration import CalibrationError, run_campaign
@@ -33,7 +34,9 @@ def tolerances():
 
 def _file(tmp_path, errors: GeometricErrors):
     path = tmp_path / "calibration.yaml"
-    path.write_text(yaml.safe_dump(calibration_document(errors, "calibration campaign test")))
+    path.write_text(
+        yaml.safe_dump(calibration_document(errors, "calibration campaign test", simulated_machine(None)))
+    )
     return path
 
 

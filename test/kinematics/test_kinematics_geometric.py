@@ -12,6 +12,7 @@ import pytest
 
 from quirobot_description import robot_parameters
 from quirobot_description.geometric_errors import GeometricErrors, calibration_document, read_calibration
+from quirobot_description.machine_identity import simulated_machine
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_kinematics import ApproachTarget, KinematicModel, fk, ik, kinematic_model
 from quirobot_kinematics.forward import forward_kinematics
@@ -148,7 +149,11 @@ def test_a_calibrated_model_moves_fk_and_ik_to_the_actual_machine(model, tmp_pat
 
     errors = drawn_errors(11)
     path = tmp_path / "calibration.yaml"
-    path.write_text(yaml.safe_dump(calibration_document(errors, "calibration campaign test/seed 11")))
+    path.write_text(
+        yaml.safe_dump(
+            calibration_document(errors, "calibration campaign test/seed 11", simulated_machine(None))
+        )
+    )
     assert read_calibration(path, robot_parameters().geometric) == errors
     calibrated = kinematic_model(calibration=path)
     q = np.array([0.8, 1.1, 0.5, 1.0, 0.4])
@@ -175,7 +180,9 @@ def test_a_calibrated_model_moves_fk_and_ik_to_the_actual_machine(model, tmp_pat
 def test_a_calibration_file_with_a_wrong_unit_is_refused_by_key(tmp_path):
     import yaml
 
-    document = calibration_document(GeometricErrors.zero(), "calibration campaign test")
+    document = calibration_document(
+        GeometricErrors.zero(), "calibration campaign test", simulated_machine(None)
+    )
     document["geometric_errors"]["l4_error"]["unit"] = "mm"
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(document))
@@ -187,7 +194,9 @@ def _calibration_file(tmp_path, errors: GeometricErrors):
     import yaml
 
     path = tmp_path / "calibration.yaml"
-    path.write_text(yaml.safe_dump(calibration_document(errors, "calibration campaign test")))
+    path.write_text(
+        yaml.safe_dump(calibration_document(errors, "calibration campaign test", simulated_machine(None)))
+    )
     return path
 
 
@@ -294,7 +303,9 @@ def test_quirobot_urdf_says_the_straightness_it_leaves_out(tmp_path, capsys, ver
 
 @pytest.mark.parametrize("verb", ["urdf", "export"])
 def test_quirobot_urdf_refuses_a_bad_calibration_file_by_key(tmp_path, capsys, verb):
-    document = calibration_document(GeometricErrors.zero(), "calibration campaign test")
+    document = calibration_document(
+        GeometricErrors.zero(), "calibration campaign test", simulated_machine(None)
+    )
     document["geometric_errors"]["wrist_yaw_tilt_x"]["unit"] = "deg"
     path = tmp_path / "bad.yaml"
     import yaml

@@ -21,6 +21,7 @@ FREE_FORM = {
     "calibration": "a calibration file path (empty: the nominal model), checked at launch",
     "bone": "none, a shipped incision or an incision task file, checked at launch",
     "simulated_bone": "none, a shipped incision or an incision task file, checked at launch",
+    "machine": "a simulated machine's seed (-1: the nominal one); drive_node refuses one out of range",
 }
 #: Deprecated since launch 1.1.0 (Jazzy's launch warns "Use the 'EqualsSubstitution' and
 #: 'NotEqualsSubstitution' substitutions instead"); PythonExpression for a string comparison is

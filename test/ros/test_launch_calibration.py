@@ -58,6 +58,7 @@ from quirobot_control.nodes.drill_hole_goal import drill_hole_goal  # noqa: E402
 from quirobot_control.planning.drill_hole import tip_progress  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics, load_task  # noqa: E402
 from quirobot_description.geometric_errors import GeometricErrors, calibration_document  # noqa: E402
+from quirobot_description.machine_identity import simulated_machine  # noqa: E402
 from quirobot_description.parameters import axes_for, load_parameters  # noqa: E402
 from quirobot_kinematics import KinematicModel  # noqa: E402
 
@@ -84,7 +85,9 @@ def write_calibration() -> Path:
     folder = tempfile.mkdtemp(prefix="quirobot-calibration-")
     atexit.register(shutil.rmtree, folder, True)
     path = Path(folder) / "calibration.yaml"
-    document = calibration_document(machine_errors(), "calibration campaign test_launch_calibration")
+    document = calibration_document(
+        machine_errors(), "calibration campaign test_launch_calibration", simulated_machine(None)
+    )
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
 

@@ -29,9 +29,10 @@ def _tcp_offset_of_20_mm() -> str:
     import yaml
 
     from quirobot_description.geometric_errors import GeometricErrors, calibration_document
+    from quirobot_description.machine_identity import simulated_machine
 
     errors = replace(GeometricErrors.zero(), tcp_offset_x=0.02)
-    return yaml.safe_dump(calibration_document(errors, "calibration campaign test"))
+    return yaml.safe_dump(calibration_document(errors, "calibration campaign test", simulated_machine(None)))
 
 
 BAD_CALIBRATIONS = pytest.mark.parametrize(

@@ -90,12 +90,16 @@ class PlantPort:
     cancel_alls: int = 0
     sent: list[tuple[str, JointTrajectory, float]] = field(default_factory=list)  # (part, trajectory, start)
     frames: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (4, 4) world_from_frame
+    #: The drive side's answer to a hole: "" takes it at once, else refuses it with this reason;
+    #: None: never answers (a drive side that is not there).
+    hole_answer: str | None = ""
 
     def __post_init__(self) -> None:
         self.position = np.asarray(self.position, dtype=float).copy()
         self.controllers = {part: Controller(columns) for part, columns in COLUMNS.items()}
         self._deliveries: list[tuple[float, MotionRecord, str]] = []  # (when, record, part; "" refused)
         self._stop_reason = ""
+        self._hole = ("", "", "")  # the drive side's (hole in force, refused goal, why)
 
     # --- the port --------------------------------------------------------------------------
     def now(self) -> float:
@@ -116,6 +120,9 @@ class PlantPort:
             stop_code=self.drive_stop_code if self._stop_reason else StopCode.NONE,
             controllers_missing=missing,
             commanded=self.time >= self.commanded_at,
+            hole_goal_id=self._hole[0],
+            hole_refused_goal_id=self._hole[1],
+            hole_refused=self._hole[2],
         )
 
     def measured(self) -> Measurement | None:
@@ -158,6 +165,12 @@ class PlantPort:
     def publish_context(self, goal_id: str, context: HoleContext | None) -> None:
         self.contexts.append(context)
         self.context_goals.append(goal_id)
+        if context is None:
+            self._hole = ("", *self._hole[1:])
+        elif self.hole_answer == "":
+            self._hole = (goal_id, *self._hole[1:])
+        elif self.hole_answer is not None:
+            self._hole = (self._hole[0], goal_id, self.hole_answer)
 
     def state_changed(self) -> None:
         pass

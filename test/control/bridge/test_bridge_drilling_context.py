@@ -27,6 +27,7 @@ from quirobot_control.safety.hole_context import HoleContext
 from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.closed_loop import Drilling
 from quirobot_control.simulation.simulated_backend import simulated_bridge
+from quirobot_description.machine_identity import simulated_machine
 from quirobot_description.parameters import DrillParameters, axes_for
 from quirobot_description.urdf import robot_description
 
@@ -259,7 +260,7 @@ def test_the_drive_side_measures_the_tip_with_the_plans_calibration(parameters, 
     plan = plan_drill_hole(
         goal, task.park, parameters, control.dt, task, feed_mass=feed_mass, calibration=calibration
     )
-    hole = plan.hole_context("goal-1")
+    hole = plan.hole_context("goal-1", simulated_machine(None))  # the bridge's: the nominal machine
     assert hole.calibration == calibration
     with bridge_at_start(parameters, control) as bridge:
         bridge.set_drilling_context("goal-1", hole)
@@ -291,3 +292,36 @@ def test_the_drive_side_measures_the_tip_with_the_plans_calibration(parameters, 
         entry = next(e for e in drive_diagnostics(bridge.status()) if e.name == "quirobot/drilling")
         assert dict(entry.values)["kinematics"] == "calibrated"
         assert float(dict(entry.values)["tip_depth"]) == pytest.approx(depth, abs=1e-12)
+
+
+def test_a_calibrated_hole_is_taken_only_on_its_calibrations_machine(parameters, control):
+    """Issue 33: an in-band calibration of another machine is invisible to what the robot measures
+    (test_success_is_honest.py: success with the true tip 0.66 mm off the axis). The bridge takes a
+    calibrated hole only when every drive on its bus has the serial number the calibration names:
+    another machine's is refused, naming the drive and both numbers, nothing changes, and the
+    refusal is in the status its goal reads; the same hole on its own machine is taken."""
+    from quirobot_control.bridge.bridge_error import BridgeError
+
+    calibration = parameters.geometric.sample(np.random.default_rng(4))
+    task = load_task("incision")
+    feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
+    goal = DrillGoal(task.entry, task.direction, task.depth, task.feed_rate, 60.0)
+    plan = plan_drill_hole(
+        goal, task.park, parameters, control.dt, task, feed_mass=feed_mass, calibration=calibration
+    )
+    with bridge_at_start(parameters, control) as bridge:  # the nominal simulated machine
+        assert bridge.backend.machine == simulated_machine(None, bridge.names)
+        with pytest.raises(
+            BridgeError,
+            match=r"another machine: drive gantry_x has serial number 0x00000001, "
+            r"the calibrated machine's 0x00000501",
+        ):
+            bridge.set_drilling_context("goal-1", plan.hole_context("goal-1", simulated_machine(4)))
+        bridge.step(0.0)
+        assert bridge.hole.context is None and bridge.hole.kinematics == "nominal"
+        status = bridge.status()
+        assert status.hole_refused[0] == "goal-1" and "another machine" in status.hole_refused[1]
+        assert status.hole.goal_id is None
+        bridge.set_drilling_context("goal-2", plan.hole_context("goal-2", simulated_machine(None)))
+        bridge.step(0.0)
+        assert bridge.status().hole.goal_id == "goal-2" and bridge.hole.kinematics == "calibrated"

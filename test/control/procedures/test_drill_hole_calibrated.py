@@ -12,6 +12,8 @@ from shipped_control import FEED_MASS
 from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole, tip_progress
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.procedures.drill_hole_executor import ExecutorConfig
+from quirobot_description.geometric_errors import Calibration
+from quirobot_description.machine_identity import simulated_machine
 from quirobot_description.parameters import DrillParameters
 from quirobot_kinematics import KinematicModel
 from quirobot_kinematics.geometric import actual_forward_kinematics
@@ -55,9 +57,10 @@ def test_a_plan_with_the_machines_calibration_drills_its_hole_where_the_nominal_
 
 
 def test_the_executor_plans_and_measures_with_its_calibration(parameters, machine):
-    config = ExecutorConfig.shipped(parameters, calibration=machine)
+    calibration = Calibration(machine, simulated_machine(3))
+    config = ExecutorConfig.shipped(parameters, calibration=calibration)
     nominal = ExecutorConfig.shipped(parameters)
-    assert config.calibration is machine and nominal.calibration is None
+    assert config.calibration is calibration and nominal.calibration is None
     q = load_task("incision").park
     model = KinematicModel.from_parameters(parameters)
     expected = actual_forward_kinematics(q[:FEED], model, machine, float(q[FEED]))[:3, 3]

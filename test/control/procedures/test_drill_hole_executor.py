@@ -95,6 +95,24 @@ def test_shipped_incision_succeeds_on_the_axis(config, task, tip):
     assert executor.fault_reason == "" and not executor.busy and executor.phase == ""
 
 
+@pytest.mark.parametrize("answer", ["its calibration is of another machine (injected)", None])
+def test_a_hole_the_drives_refuse_or_never_take_ends_the_goal_before_anything_moves(config, task, answer):
+    """The goal moves only once the drive side runs its hole (its monitor, fixtures, kinematics):
+    a refusal (a calibration of another machine) ends it at once with the drive side's reason, no
+    answer within response_timeout ends it too; nothing is sent to the controllers, and the hole
+    is ended."""
+    result, port, executor = run(config, task, PlantPort(task.park, hole_answer=answer))
+    assert result.outcome is Outcome.ABORTED and result.error_code is ErrorCode.REJECTED_NOT_READY
+    if answer is None:
+        assert f"did not take the goal's hole within {config.response_timeout:.0f} s" in result.message
+        assert port.time == pytest.approx(config.response_timeout, abs=0.05)
+    else:
+        assert result.message == f"the drives refused the goal's hole: {answer}"
+        assert port.time < 0.01
+    assert port.sent == [] and np.array_equal(port.position, task.park)
+    assert port.contexts[-1] is None and executor.fault_reason == "" and not executor.busy
+
+
 def test_cancel_in_feed_retracts_out_of_the_bone(config, task, tip):
     port = PlantPort(task.park, cancel_in_phase="feed", cancel_depth=0.003)
     result, port, _ = run(config, task, port)
