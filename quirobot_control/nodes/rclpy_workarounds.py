@@ -117,12 +117,16 @@ def shutdown_executor(executor, timeout: float) -> bool:
     still running (it sets its shutdown flag before the check that would wait: measured, 0.0 s
     with a 2 s callback running, test_rclpy_workarounds.py), and the pool is never shut down. The
     wait reads the executor's private `_futures` (the tasks it submitted to its pool) and shuts
-    down its private `_executor` (that pool), as the upstream fix does. A SingleThreadedExecutor
-    runs its callbacks on the thread that spins it: join that thread instead."""
+    down its private `_executor` (that pool), as the upstream fix does. A task parked on a future
+    (a coroutine callback awaiting what will never come now) runs no code and is not waited for:
+    waiting for it to be done held one idle task_node past launch's 5 s (exit -15, a ROS-tier run).
+    The pool's own shutdown then waits for what it still runs or has queued. A
+    SingleThreadedExecutor runs its callbacks on the thread that spins it: join that thread
+    instead."""
     executor.shutdown(timeout_sec=0.0)  # no callback is started from here on
     deadline = time.monotonic() + timeout
     submitted = list(getattr(executor, "_futures", ()))
-    while not all(task.done() for task in submitted):
+    while any(task.executing() for task in submitted):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.01)

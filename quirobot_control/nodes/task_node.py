@@ -75,6 +75,7 @@ SERVICE_TIMEOUT = 10.0
 
 def main(args: list[str] | None = None) -> int:
     import faulthandler
+    import signal
 
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
@@ -97,6 +98,9 @@ def main(args: list[str] | None = None) -> int:
         # callbacks (a goal's loop, the state timer) end before their node is: either crashed
         # task_node on SIGINT in CI (exit -11). rclpy's own executor.shutdown does not wait.
         join_signal_thread()
+        # launch's SIGTERM, 5 s after its SIGINT if this teardown has not ended by then: every
+        # thread's stack to the log, then the default action (exit -15) as before.
+        faulthandler.register(signal.SIGTERM, chain=True)
         node.stop_goal(SHUT_DOWN)
         ended = shutdown_executor(executor, SHUTDOWN_WAIT)
         if ended:

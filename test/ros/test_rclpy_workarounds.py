@@ -121,3 +121,37 @@ def test_shutdown_executor_says_when_a_callback_outlasts_its_timeout():
         assert not probe.ended.is_set()
     finally:
         probe.close()
+
+
+def test_shutdown_executor_does_not_wait_for_a_callback_parked_on_a_future():
+    """A coroutine callback awaiting a future that nothing completes any more runs no code: the
+    node may go. Waiting for it to be done held an idle task_node past launch's 5 s (exit -15)."""
+    import time
+
+    from rclpy.context import Context
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.task import Future
+
+    context = Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("parked_probe", context=context)
+    parked, never = Future(), Future()
+
+    async def callback() -> None:
+        timer.cancel()
+        parked.set_result(True)
+        await never
+
+    timer = node.create_timer(0.001, callback)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(node)
+    try:
+        executor.spin_until_future_complete(parked, timeout_sec=30.0)
+        assert parked.done(), "the timer's callback never started"
+        began = time.monotonic()
+        assert shutdown_executor(executor, timeout=10 * CALLBACK_SECONDS)
+        assert time.monotonic() - began < CALLBACK_SECONDS, "waited for a parked callback"
+        assert not never.done()
+    finally:
+        node.destroy_node()
+        context.shutdown()
