@@ -41,7 +41,13 @@ The laws:
   extrapolates the last one along its velocity offset (a lost frame does not jerk the axis).
 - Stops: a velocity ramp to zero at the quick-stop deceleration, starting from the reference in
   force (CSP, homing) or from the measured position and velocity (CST), the PID tracking it with
-  its integrator preloaded with the current in force (bumpless: a held load stays held). At
+  the load's current still applied (bumpless: a held load stays held): in CSP the torque offset
+  0x60B2 last received stays the ramp's feed-forward (an object whose value persists until it is
+  written again; "during the procedure, torque offset can be used to compensate for possible
+  torque from the load", Synapticon SOMANET's quick stop in position and velocity modes), in CST
+  the integrator is preloaded with the host's current in force. Before, a CSP stop dropped the
+  offset and a vertical axis sagged until its integrator wound up (gantry_z 106 um, the bit
+  pushed on into the bone: test_robot_path_faults.py). At
   zero reference velocity the drive waits for standstill (|velocity| <= standstill_velocity);
   category 1 then commands the brake, keeps holding under power brake_engage_time s while it
   engages, and switches the inverter off; category 2 holds under power. Category 0 switches off
@@ -203,6 +209,7 @@ class DriveController:
         self._reference_position = 0.0  # raw, of the drive's own profile (stops, homing)
         self._reference_velocity = 0.0
         self._ramp_pending = False  # a stop starts its ramp at the next sample
+        self._stop_feedforward = 0.0  # A: the current offset a stop's ramp keeps applying (CSP)
         self._homing: _Homing | None = None
         self._until_sample = 0.0
         self._output = 0.0  # A, held between samples
@@ -308,6 +315,7 @@ class DriveController:
         if self.stopping is None:
             self._ramp_pending = True
             self._ramp_from_measurement = self.mode is DriveMode.CST
+            self._stop_feedforward = self._target[2] if self.mode is DriveMode.CSP else 0.0
         self.halted = category is StopCategory.RAMP_AND_HOLD and self.stopping is None
         self.stopping = category
         self.stop_done = False
@@ -525,7 +533,10 @@ class DriveController:
         self._reference_position += 0.5 * (old + new) * period
 
     def _track(self) -> float:
-        return self.pid.update(self._reference_position, self._last_position, self._reference_velocity, 0.0)
+        feedforward = self._stop_feedforward if self.stopping is not None else 0.0
+        return self.pid.update(
+            self._reference_position, self._last_position, self._reference_velocity, feedforward
+        )
 
     def _homing_sample(self, position: float, switch: bool, period: float) -> float:
         homing = self.settings.homing

@@ -2,9 +2,9 @@
 
 An incision runs on the robot's own path (simulation.executor_run: a DrillHole goal carried by the
 executor over the drive bridge on the simulated backend, what task_node and drive_node run over
-ROS), but for the runs that still need ClosedLoopSimulation's loop: injected faults, and the
-process safety or its breakthrough detector switched off (run_task's comment says why). The line
-runs on ClosedLoopSimulation.
+ROS), injected faults included, but for the runs that still need ClosedLoopSimulation's loop:
+the process safety or its breakthrough detector switched off (unsafe on purpose, for tests). The
+line runs on ClosedLoopSimulation.
 
 Incision metrics, from the true drill tip of the physics (not the encoders), during the feed
 phase and the dwell at depth:
@@ -146,12 +146,10 @@ def run_task(
         on_plan(trajectory)
     end_time = None if until is None else trajectory.phase(until).end_time
     injectors = [FaultInjector(item) for item in _injections(injection, control.dt, end_time, trajectory)]
-    # The robot's own path (simulation.executor_run), but for the runs that still need
-    # ClosedLoopSimulation's loop: the process safety or its breakthrough detector switched off
-    # (unsafe on purpose, for tests), and injected faults: on the robot's CSP drives a stop drops
-    # the host's gravity feed-forward and gantry_z sags about 0.1 mm before its brake holds
-    # (docs/safety.md, test_robot_path_faults.py), past the 0.05 mm the fault reports allow.
-    if isinstance(task, IncisionTask) and process_safety and breakthrough_detection and not injectors:
+    # The robot's own path (simulation.executor_run), injected faults included, but for the runs
+    # that still need ClosedLoopSimulation's loop: the process safety or its breakthrough detector
+    # switched off (unsafe on purpose, for tests).
+    if isinstance(task, IncisionTask) and process_safety and breakthrough_detection:
         run = run_drill_hole(
             task,
             params,
@@ -164,11 +162,13 @@ def run_task(
             plant_parameters=plant_parameters,
             compensated=compensated,
             bone=bone,
+            injectors=injectors,
             end_time=end_time,
             progress=progress,
         )
         completed = run.result is not None and run.result.success  # None: cut at `until`
-        return _incision_result(task, run.trajectory, run.log, [], far_cortex, completed=completed)
+        faults = [fault_report(injector, run.log, task.entry, task.direction) for injector in injectors]
+        return _incision_result(task, run.trajectory, run.log, faults, far_cortex, completed=completed)
     drilling = monitor = spindle = None  # ClosedLoopSimulation's bone and drilling process safety
     if isinstance(task, IncisionTask):
         drilling = Drilling(task.entry, task.direction, bone or task.bone)

@@ -84,8 +84,12 @@ class SimulatedBackend:
             raise ValueError(f"simulated plant must be one of {', '.join(PLANTS)}, got {plant!r}")
         self.dt = control.dt
         self.substeps = control.physics_substeps
+        # The drives watch their master like real ones (drive.master_timeout, CiA 402 0x6007): a
+        # host that stops writing (a lost master, BridgePort.host_running False) leaves them to
+        # stop by themselves, as on the bus.
         self._plant_drives: list[SimulatedDrive | RealisticDrive] = [
-            drive_for_joint(params, name, absolute_encoder=absolute_encoders) for name in axes
+            drive_for_joint(params, name, absolute_encoder=absolute_encoders, master_watchdog=True)
+            for name in axes
         ]
         armature = np.array([d.reflected_inertia for d in self._plant_drives])
         self.plant: MujocoPlant | RealisticPlant

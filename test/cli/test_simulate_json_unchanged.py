@@ -17,8 +17,12 @@ DrillHole executor over the drive bridge, issue 31): the same keys, the new path
 drives; depth overshoot 3.11 um, was 2.86; final depth error 0.51 um, was 0.05), and again when a
 goal began to wait for the drive side to run its hole (issue 33: a calibration of another machine
 refused before anything moves): the plan starts one control period later, which moved the peaks
-by up to 0.4 % (gantry_y's current 19.883 A, was 19.958) and the depth overshoot to 2.93 um. The fault
-injection and the line still run ClosedLoopSimulation and keep the documents of 61f9f7a.
+by up to 0.4 % (gantry_y's current 19.883 A, was 19.958) and the depth overshoot to 2.93 um.
+
+"incision_estop" was printed again when `--inject` moved onto the robot's path too (the CSP
+drives' stop ramp keeping the torque offset, issue 31): the same keys, the new path's values (the
+e-stop stopped the tip 39 ms after it, was 40; 31 um of tip travel after it, was 38). The line
+still runs ClosedLoopSimulation and keeps the document of 61f9f7a.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 the drive bridge, CSP drives), as `quirobot simulate --inject` injects them on ClosedLoopSimulation.
 
 An emergency stop mid-feed must leave the bit no more than EXTRA_DEPTH_LIMIT (0.05 mm) deeper. On
-the robot's path it goes about 0.1 mm deeper: the CSP drives' quick-stop ramp runs on their own
-position loop without the host's gravity feed-forward (the current offset sent with each
-position), so gantry_z sags until its loop winds up and its brake holds (measured: gantry_z
-106 um, wrist_pitch 29 urad after a thrust-limit stop). ClosedLoopSimulation's CST drives start
-their ramp from the output in force and do not sag, which is why `--inject` still runs there.
-Open (docs/safety.md); these tests fail until the stop keeps the gravity load held.
+the robot's path it went about 0.1 mm deeper: the CSP drives' quick-stop ramp ran on their own
+position loop without the host's gravity feed-forward (the torque offset 0x60B2 sent with each
+position), so gantry_z sagged until its loop wound up and its brake held (measured: gantry_z
+106 um, wrist_pitch 29 urad after a thrust-limit stop, the bone's thrust on the stopped bit
+105.9 N). The drives now keep the torque offset last received as their ramp's feed-forward
+(drives.drive_control: its source), as ClosedLoopSimulation's CST drives keep the current in force.
 """
 
 from __future__ import annotations
@@ -26,10 +26,8 @@ from quirobot_description.parameters import DrillParameters
 pytest.importorskip("mujoco")
 
 DEPTH = 0.004  # m: through the near cortex into the canal (a shorter run)
-SAG_HAZARD = "the CSP drives' stop drops the host's gravity feed-forward: gantry_z sags (docs/safety.md)"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SAG_HAZARD)
 def test_a_thrust_limit_stop_leaves_the_stopped_bit_unloaded(parameters):
     """A bone twice as hard as imaged under a 45 N goal limit (test_goal_limits.py): the monitor
     stops the feed in the near cortex; on the stopped bit the bone's thrust must stay below what
@@ -43,10 +41,10 @@ def test_a_thrust_limit_stop_leaves_the_stopped_bit_unloaded(parameters):
     )
     result = run_task(task, parameters, max_thrust=45.0, until="feed", bone=harder)
     assert result.metrics.incision.feed_end == "thrust limit", result.metrics.run.stop_reason
+    print(f"thrust-limit stop: peak thrust {result.log.thrust.max():.1f} N")
     assert result.log.thrust.max() < 60.0  # stopped in the near cortex, well under the plant's 76 N
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SAG_HAZARD)
 def test_an_emergency_stop_mid_feed_leaves_the_bit_where_it_was(parameters):
     task = load_task("incision")
     control = control_configuration(parameters)
