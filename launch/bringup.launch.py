@@ -36,7 +36,7 @@ from launch.substitutions import EqualsSubstitution, LaunchConfiguration, PathJo
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, DRIVES_UP
+from quirobot_control.bridge.drive_bridge import DRIVE_BACKENDS, STATES_AT_HARDWARE
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.hardware.controllers import spawned_controllers
 from quirobot_control.planning.tasks import bone_task
@@ -214,9 +214,10 @@ def controllers_spawner(context: LaunchContext, drive_node: Node) -> list:
     controller manager's services are discovered once (each new spawner's first calls can lose
     their answers to DDS discovery, SWITCH_TIMEOUT; ros2_control#1934: one spawner for
     controllers started together), and one at a time (a spawner loads, configures and activates
-    each before the next). With hardware:=real it starts once drive_node says its drives are up
-    (DRIVES_UP): a trajectory controller activated before the drives' states reach the plugin
-    holds the description's initial pose, not the robot's (docs/safety.md)."""
+    each before the next). With hardware:=real it starts once drive_node says a joint state went
+    out with the controller manager's hardware component subscribed (STATES_AT_HARDWARE; "drives
+    up" alone was not enough under load): a trajectory controller activated before the drives'
+    states reach the plugin holds the description's initial pose, not the robot's (docs/safety.md)."""
     controllers = spawned_controllers(LaunchConfiguration("tool").perform(context))
     spawner = Node(
         package="controller_manager",
@@ -228,7 +229,7 @@ def controllers_spawner(context: LaunchContext, drive_node: Node) -> list:
     started: list[Node] = []
 
     def on_drive_node_output(event: ProcessIO) -> list[Node] | None:
-        if started or DRIVES_UP.encode() not in event.text:
+        if started or STATES_AT_HARDWARE.encode() not in event.text:
             return None
         started.append(spawner)
         return [spawner]

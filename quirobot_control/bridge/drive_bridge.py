@@ -90,9 +90,13 @@ from quirobot_description.parameters import DrillParameters, RobotParameters, ax
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
-#: How drive_node's log line begins once its drives are up and publishing their states
-#: (bringup.launch.py starts the controllers' spawner on it).
+#: How drive_node's log line begins once its drives are up.
 DRIVES_UP = "drives up"
+#: How drive_node's log line begins once a joint state went out to the controller manager's
+#: hardware component (its node subscribed): bringup.launch.py starts the controllers' spawner on
+#: it. "drives up" was not enough: under load the subscription matched more than 1.3 s later, the
+#: trajectory controller activated on the description's initial pose and held it (CI).
+STATES_AT_HARDWARE = "joint states reach the hardware"
 
 #: s: commands further apart than this (a stalled stream) give the hold no acceleration (design
 #: assumption: ten periods of the slowest controller rate offered, 100 Hz; beyond, the velocity
@@ -102,6 +106,7 @@ HOLD_ACCELERATION_GAP = 0.1
 __all__ = [
     "DRIVE_BACKENDS",
     "DRIVES_UP",
+    "STATES_AT_HARDWARE",
     "BridgeError",
     "DriveBridge",
     "DriveStartupError",

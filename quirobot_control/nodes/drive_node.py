@@ -64,10 +64,11 @@ controller_stopper): when the drives stop or are disabled, the controllers of `s
 are deactivated through
 /controller_manager/switch_controller (their goals end: the trajectory controller cancels a goal on
 deactivation; the reason is /quirobot/drives/state's stop_reason); /quirobot/drives/enable
-reactivates them. bringup.launch.py starts the controllers' spawner once this node logs that its
-drives are up (DRIVES_UP), so that no trajectory controller takes over before the drives' states
-reach the controller manager (it would hold the description's initial pose, which the bridge
-ignores).
+reactivates them. bringup.launch.py starts the controllers' spawner once this node logs that a
+joint state went out with the controller manager's hardware component subscribed
+(STATES_AT_HARDWARE: its node, named after the <ros2_control> block, in the topic's graph), so
+that no trajectory controller takes over before the drives' states reach the controller manager
+(it would hold the description's initial pose, which the bridge ignores).
 
 The hole being drilled: /quirobot/drilling_context (quirobot/msg/DrillingContext, latched, as
 task_node publishes it at a goal's start and end) is the hole the DrillHole executor decided
@@ -105,7 +106,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from quirobot_control.bridge.drive_bridge import DRIVES_UP
+from quirobot_control.bridge.drive_bridge import DRIVES_UP, STATES_AT_HARDWARE
 from quirobot_control.nodes.drive_services import DriveServices
 from quirobot_control.nodes.drive_status import DrivesStatusOut
 
@@ -330,6 +331,9 @@ class DriveNode(DrivesStatusOut, DriveServices):
                 PointStamped, "/quirobot/sim/true_tip", qos_profile_sensor_data
             )
         self.stop_controllers = _controller_stopper(node, parameters.stopped_controllers)
+        self._hardware_node = ""  # the hardware component's node name, known once attached
+        self._states_at_hardware = False  # a joint state went out with it subscribed (logged once)
+        self._graph_checked = 0.0  # s (monotonic) of the last graph query for it
         self._create_services()
         self._create_inputs()
 
@@ -337,6 +341,8 @@ class DriveNode(DrivesStatusOut, DriveServices):
         """The drives are up: their bridge, and the real drives' cycle thread (None: simulated).
         With the lock-step clock, its first sample (the controller manager's first cycle)."""
         self.bridge, self.cycle = bridge, cycle
+        # The controller manager's hardware component subscribes from a node named after it.
+        self._hardware_node = bridge.info.name.lower()
         logger = self.node.get_logger()
         logger.info(f"{DRIVES_UP} ({self.parameters.backend_name} backend): {', '.join(bridge.names)}")
         if self.lockstep is not None:
@@ -375,7 +381,11 @@ class DriveNode(DrivesStatusOut, DriveServices):
         message.position = sample.position
         message.velocity = sample.velocity
         message.effort = sample.effort
+        reaches = self._states_at_hardware or self._hardware_subscribed()
         self.states.publish(message)  # before the clock: a controller cycle woken by it reads this
+        if reaches and not self._states_at_hardware:
+            self._states_at_hardware = True
+            self.node.get_logger().info(f"{STATES_AT_HARDWARE} ({self._hardware_node} subscribed)")
         # Ground truth for tests and benches: serialised only while someone listens.
         if self.true_tip is not None and self.true_tip.get_subscription_count() > 0:
             tip = self._true_tip
@@ -386,6 +396,16 @@ class DriveNode(DrivesStatusOut, DriveServices):
             self._clock.clock = message.header.stamp
             self.clock.publish(self._clock)
         self.report(sample.stop_reason)
+
+    def _hardware_subscribed(self) -> bool:
+        """The controller manager's hardware component subscribes to the joint states (a graph
+        query, at most every 10 ms of wall time, until it does)."""
+        now = time.monotonic()
+        if now - self._graph_checked < 0.01:
+            return False
+        self._graph_checked = now
+        subscribers = self.node.get_subscriptions_info_by_topic(self.parameters.states_topic)
+        return any(info.node_name.lower() == self._hardware_node for info in subscribers)
 
     # --- inputs ----------------------------------------------------------------------------------
     def _create_inputs(self) -> None:

@@ -18,7 +18,7 @@ from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 
 from launch import LaunchDescription
-from quirobot_control.bridge.drive_bridge import DRIVES_UP
+from quirobot_control.bridge.drive_bridge import DRIVES_UP, STATES_AT_HARDWARE
 from quirobot_control.hardware.controllers import CONTROLLERS
 
 #: drive_node's topics (the <ros2_control> block's joint_commands_topic / joint_states_topic).
@@ -64,7 +64,7 @@ def wait_for_controllers(graph, proc_output) -> dict[str, str]:
 def start_up_log(proc_output, lines: int = 30) -> str:
     """The last `lines` lines the spawners, and drive_node's warnings, errors, start-up and
     controller switches, wrote so far: why a controller did not come up, in a failed test's report."""
-    keep = ("WARN", "ERROR", "FATAL", "start-up", "controllers", DRIVES_UP)
+    keep = ("WARN", "ERROR", "FATAL", "start-up", "controllers", DRIVES_UP, STATES_AT_HARDWARE)
     written = _log(proc_output, ("spawner", "drive_node"), prefix=True).splitlines()
     shown = [line for line in written if "spawner" in line or any(k in line for k in keep)]
     return "\n".join(shown[-lines:])

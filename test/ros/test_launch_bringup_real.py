@@ -54,6 +54,7 @@ from bringup_real import (  # noqa: E402
 from exit_codes import assert_exit_codes  # noqa: E402
 from ros_graph import CONTROLLER_MANAGER, GraphClient  # noqa: E402
 
+from quirobot_control.bridge.drive_bridge import STATES_AT_HARDWARE  # noqa: E402
 from quirobot_description.parameters import JOINT_NAMES  # noqa: E402
 
 #: Motion of the arm from its start pose: 5 mm on each gantry axis, 0.05 rad on each wrist joint.
@@ -112,7 +113,9 @@ class TestRealBringup(unittest.TestCase):
         self.assertEqual({n: states[n] for n in CONTROLLERS}, dict.fromkeys(CONTROLLERS, "active"))
         self.measured()  # drive_node publishes
         proc_output.assertWaitFor(HANDSHAKE, timeout=60.0, stream="stderr")  # before any goal
-        self.assertNotIn(IGNORED, drive_node_log(proc_output), start_up_log(proc_output))
+        log = drive_node_log(proc_output)
+        self.assertIn(f"{STATES_AT_HARDWARE} ({HARDWARE.lower()} subscribed)", log)  # the spawner's cue
+        self.assertNotIn(IGNORED, log, start_up_log(proc_output))
         self.assert_no_stop(proc_output)
 
     def test_2_a_goal_executes_and_the_drives_reach_it(self, proc_output) -> None:
