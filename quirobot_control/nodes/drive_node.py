@@ -133,6 +133,36 @@ class DriveNodeParameters:
     stopped_controllers: list[str]
 
 
+class StatesToHardware:
+    """The joint states' publisher, which logs STATES_AT_HARDWARE once a state went out with the
+    controller manager's hardware component subscribed (its node is named after the
+    <ros2_control> block, `hardware`; a graph query at most every 10 ms of wall time until then):
+    bringup.launch.py starts the spawner on that line (module docstring)."""
+
+    def __init__(self, node, publisher, hardware: str) -> None:
+        self.node, self.publisher, self.hardware = node, publisher, hardware.lower()
+        self.reached = False
+        self._checked = 0.0  # s (monotonic) of the last graph query
+
+    def publish(self, message) -> None:
+        reaches = self.reached or self._subscribed()
+        self.publisher.publish(message)
+        if reaches and not self.reached:
+            self.reached = True
+            self.node.get_logger().info(f"{STATES_AT_HARDWARE} ({self.hardware} subscribed)")
+
+    def _subscribed(self) -> bool:
+        now = time.monotonic()
+        if now - self._checked < 0.01:
+            return False
+        self._checked = now
+        topic = self.publisher.topic_name
+        return any(
+            info.node_name.lower() == self.hardware
+            for info in self.node.get_subscriptions_info_by_topic(topic)
+        )
+
+
 def main(args: list[str] | None = None) -> int:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -331,9 +361,6 @@ class DriveNode(DrivesStatusOut, DriveServices):
                 PointStamped, "/quirobot/sim/true_tip", qos_profile_sensor_data
             )
         self.stop_controllers = _controller_stopper(node, parameters.stopped_controllers)
-        self._hardware_node = ""  # the hardware component's node name, known once attached
-        self._states_at_hardware = False  # a joint state went out with it subscribed (logged once)
-        self._graph_checked = 0.0  # s (monotonic) of the last graph query for it
         self._create_services()
         self._create_inputs()
 
@@ -341,8 +368,7 @@ class DriveNode(DrivesStatusOut, DriveServices):
         """The drives are up: their bridge, and the real drives' cycle thread (None: simulated).
         With the lock-step clock, its first sample (the controller manager's first cycle)."""
         self.bridge, self.cycle = bridge, cycle
-        # The controller manager's hardware component subscribes from a node named after it.
-        self._hardware_node = bridge.info.name.lower()
+        self.states_out = StatesToHardware(self.node, self.states, bridge.info.name)
         logger = self.node.get_logger()
         logger.info(f"{DRIVES_UP} ({self.parameters.backend_name} backend): {', '.join(bridge.names)}")
         if self.lockstep is not None:
@@ -381,11 +407,7 @@ class DriveNode(DrivesStatusOut, DriveServices):
         message.position = sample.position
         message.velocity = sample.velocity
         message.effort = sample.effort
-        reaches = self._states_at_hardware or self._hardware_subscribed()
-        self.states.publish(message)  # before the clock: a controller cycle woken by it reads this
-        if reaches and not self._states_at_hardware:
-            self._states_at_hardware = True
-            self.node.get_logger().info(f"{STATES_AT_HARDWARE} ({self._hardware_node} subscribed)")
+        self.states_out.publish(message)  # before the clock: a controller cycle woken by it reads this
         # Ground truth for tests and benches: serialised only while someone listens.
         if self.true_tip is not None and self.true_tip.get_subscription_count() > 0:
             tip = self._true_tip
@@ -396,16 +418,6 @@ class DriveNode(DrivesStatusOut, DriveServices):
             self._clock.clock = message.header.stamp
             self.clock.publish(self._clock)
         self.report(sample.stop_reason)
-
-    def _hardware_subscribed(self) -> bool:
-        """The controller manager's hardware component subscribes to the joint states (a graph
-        query, at most every 10 ms of wall time, until it does)."""
-        now = time.monotonic()
-        if now - self._graph_checked < 0.01:
-            return False
-        self._graph_checked = now
-        subscribers = self.node.get_subscriptions_info_by_topic(self.parameters.states_topic)
-        return any(info.node_name.lower() == self._hardware_node for info in subscribers)
 
     # --- inputs ----------------------------------------------------------------------------------
     def _create_inputs(self) -> None:
