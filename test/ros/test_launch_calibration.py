@@ -26,13 +26,9 @@ file is refused before anything starts: test_task_node_files.py. CI's ROS tier:
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
-import shutil
-import tempfile
 import unittest
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -43,10 +39,10 @@ import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-import yaml  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bringup_real import STATES, drive_node_log  # noqa: E402
+from calibration_file import write_calibration_file  # noqa: E402
 from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -57,7 +53,7 @@ from launch import LaunchDescription  # noqa: E402
 from quirobot_control.nodes.drill_hole_goal import drill_hole_goal  # noqa: E402
 from quirobot_control.planning.drill_hole import tip_progress  # noqa: E402
 from quirobot_control.planning.tasks import Kinematics, load_task  # noqa: E402
-from quirobot_description.geometric_errors import GeometricErrors, calibration_document  # noqa: E402
+from quirobot_description.geometric_errors import GeometricErrors  # noqa: E402
 from quirobot_description.machine_identity import simulated_machine  # noqa: E402
 from quirobot_description.parameters import axes_for, load_parameters  # noqa: E402
 from quirobot_kinematics import KinematicModel  # noqa: E402
@@ -80,19 +76,10 @@ def machine_errors() -> GeometricErrors:
     return dataclasses.replace(band, xy_squareness=-band.xy_squareness, tcp_offset_y=-band.tcp_offset_y)
 
 
-def write_calibration() -> Path:
-    """The calibration file the launch is given (a temporary folder of its own, removed at exit)."""
-    folder = tempfile.mkdtemp(prefix="quirobot-calibration-")
-    atexit.register(shutil.rmtree, folder, True)
-    path = Path(folder) / "calibration.yaml"
-    document = calibration_document(
-        machine_errors(), "calibration campaign test_launch_calibration", simulated_machine(None)
-    )
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
-
-
-CALIBRATION = write_calibration()
+#: The calibration file the launch is given (the nominal simulated machine's drives).
+CALIBRATION = write_calibration_file(
+    machine_errors(), "calibration campaign test_launch_calibration", simulated_machine(None)
+)
 
 
 @pytest.mark.launch_test

@@ -19,11 +19,7 @@ CI's ROS tier: `.ci/ros-tier -k calibration_machine`.
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 import unittest
-from pathlib import Path
 
 import pytest
 
@@ -34,10 +30,10 @@ import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-import yaml  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from bringup_real import STATES, drive_node_log  # noqa: E402
+from calibration_file import write_calibration_file  # noqa: E402
 from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -48,7 +44,6 @@ from launch import LaunchDescription  # noqa: E402
 from quirobot_control.nodes.drill_hole_goal import drill_hole_goal  # noqa: E402
 from quirobot_control.planning.tasks import load_task  # noqa: E402
 from quirobot_control.procedures.drill_hole_types import ErrorCode  # noqa: E402
-from quirobot_description.geometric_errors import calibration_document  # noqa: E402
 from quirobot_description.machine_identity import simulated_machine  # noqa: E402
 from quirobot_description.parameters import load_parameters  # noqa: E402
 
@@ -57,18 +52,12 @@ MACHINE, CALIBRATED = 3, 4
 DEPTH = 0.002  # m: a shallow goal (nothing should move at all)
 
 
-def write_calibration() -> Path:
-    """Machine CALIBRATED's calibration file (a temporary folder of its own, removed at exit)."""
-    folder = tempfile.mkdtemp(prefix="quirobot-calibration-")
-    atexit.register(shutil.rmtree, folder, True)
-    path = Path(folder) / "calibration.yaml"
-    errors = load_parameters().geometric.sample(np.random.default_rng(CALIBRATED))
-    document = calibration_document(errors, f"test machine {CALIBRATED}", simulated_machine(CALIBRATED))
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
-
-
-CALIBRATION = write_calibration()
+#: Machine CALIBRATED's calibration file.
+CALIBRATION = write_calibration_file(
+    load_parameters().geometric.sample(np.random.default_rng(CALIBRATED)),
+    f"test machine {CALIBRATED}",
+    simulated_machine(CALIBRATED),
+)
 
 
 @pytest.mark.launch_test
