@@ -5,7 +5,8 @@
   joint states, once per control period (start-up handshake, watchdog, safety layer, the hole's
   drilling monitor);
 - hole_in_force: the drilling part of `DriveBridge` (the hole's monitor swapped in at a period
-  boundary, the feed after a breakthrough, the thrust feed-forward); bridge_error: `BridgeError`;
+  boundary, the feed after a breakthrough, the thrust feed-forward); pin_in_force: its pin part
+  (a pin goal's insertion, the driver's torque monitor); bridge_error: `BridgeError`;
 - backend: the `DriveBackend` interface (the drives and the I/O points of a cycle),
   `DriveStartupError`;
 - canopen_backend: `CanopenBackend`, CiA 402 drives on the CAN buses of the parameter file;

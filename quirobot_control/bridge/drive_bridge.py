@@ -77,6 +77,7 @@ from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
 from quirobot_control.bridge.bridge_error import BridgeError
 from quirobot_control.bridge.drilling_context import HoleSetup, HoleStatus
 from quirobot_control.bridge.hole_in_force import HoleInForce
+from quirobot_control.bridge.pin_in_force import PinInForce
 from quirobot_control.drives.interface import Drive, DriveMode
 from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import ControlConfig
@@ -196,7 +197,7 @@ def open_bridge(
     )
 
 
-class DriveBridge(HoleInForce):
+class DriveBridge(HoleInForce, PinInForce):
     """Commands in, joint states out, at the control rate (see the module docstring).
 
     Construction brings the hardware component of `info` (the robot description's <ros2_control>
@@ -383,6 +384,7 @@ class DriveBridge(HoleInForce):
             raise BridgeError("the drive bridge is closed")
         hw = self.hardware
         self._swap_in_hole()
+        self._swap_in_pin()
         self.backend.before_read()
         active = hw.lifecycle is LifecycleState.ACTIVE
         if active:
@@ -397,6 +399,7 @@ class DriveBridge(HoleInForce):
             self._run_thrust_monitor(feed_velocity)
         elif self.homing:
             self._home_one_period(now)
+        self._run_pin_monitor()
         self.backend.after_write()
         self.time += self.dt
         return active
@@ -456,24 +459,32 @@ class DriveBridge(HoleInForce):
         if hw.acknowledge_stop(note) is not CallbackReturn.SUCCESS:
             raise BridgeError(hw.refused or "acknowledge_stop refused")
         ended = self._end_hole()
+        pin_ended = self._end_pin()
         text = f"stop acknowledged: {cleared}" if cleared else "no stop latched"
         if ended is not None:
             text += f"; goal {ended!r}'s hole ended (the goal cannot go on after a stop)"
+        if pin_ended is not None:
+            text += f"; goal {pin_ended!r}'s pin insertion ended (the goal cannot go on after a stop)"
         return text
 
-    def _active_goal(self) -> str | None:
-        """The goal whose hole is active or waiting, None: none."""
+    def _active_goal(self) -> tuple[str, str] | None:
+        """The goal whose hole or pin insertion is active or waiting, with what it does ("is
+        drilling", "is inserting a pin"); None: none."""
         with self._hole_lock:
             hole = (self._pending_hole or self.hole).context
-        return hole.goal_id if hole is not None else None
+            pin = self._pending_pin[0] if self._pending_pin is not None else self.pin
+        if hole is not None:
+            return hole.goal_id, "is drilling"
+        return (pin.goal_id, "is inserting a pin") if pin is not None else None
 
     def _refuse_mid_goal(self, service: str) -> None:
-        """BridgeError naming the goal if a goal's hole is active (issue 33 item 2: a drive-level
-        service called mid-goal bypasses task_node's busy guard)."""
-        goal = self._active_goal()
-        if goal is not None:
+        """BridgeError naming the goal if a goal's hole or pin insertion is active (issue 33 item 2:
+        a drive-level service called mid-goal bypasses task_node's busy guard)."""
+        active = self._active_goal()
+        if active is not None:
+            goal, doing = active
             raise BridgeError(
-                f"{service} refused: goal {goal!r} is drilling (cancel the goal: it retracts the bit; "
+                f"{service} refused: goal {goal!r} {doing} (cancel the goal: it retracts the bit; "
                 "an emergency stop stops every drive)"
             )
 

@@ -10,7 +10,10 @@
   see the breakthrough a plan relies on, or `BreakthroughPlanError` naming why not;
 - state_age: `age_fault`, how old a stamped input (a servo command, a joint state) may be, and
   `StateAge`, the joint-state watchdog of a servo (the scope servo's, on the robot and in
-  simulation alike).
+  simulation alike);
+- pin_torque: `PinTorqueMonitor`, the pin insertion's torque limit on its driver (the drive bridge's
+  pin in force and the pin simulation alike), and `PinInsertion`, what a pin goal hands the drive
+  side.
 
 The virtual fixtures' per-cycle check is axes.virtual_fixtures.FixtureMonitor (run by the
 hardware component); the goal's monitor settings are procedures.goal_monitor.

@@ -4,17 +4,19 @@ After the pilot hole, the spindle drives a threaded pin in; the feed follows the
 (feed = pitch x revolutions: the drill feed geared to the spindle, so the thread never strips).
 The spindle's drive (models.spindle, with the pin driver's torque and speed from the task file)
 carries the insertion torque of models.pin_insertion at the pin's depth. Each control period:
-the torque monitor stops the spindle (and with it the feed) when the drive's torque passes the
-torque limit; within one pitch of the target the spindle command falls in proportion to the
-depth left (approach_rate), and the insertion ends when the pin is within 0.01 mm of its depth
-or has stopped; the spindle is then switched off and the run goes on until the pin is at rest
-(its feed below REST_FEED), every revolution counted in the depth (a pin still advancing is not
-done: the run fails). Refused before it runs (TaskError, one line): a depth past the bone's far
-side (the layers' sum) by more than the task's protrusion_limit, or by more than it less the far
-side's imaging margin (check_pin), a depth beyond the feed's stroke
-between its soft limits, a feed (pitch x speed) above the feed axis' velocity limit. The arm is
-not simulated here (it holds the hole's axis, as after the incision's feed): the run is the
-spindle and the synchronised feed, at the control rate.
+the torque monitor (safety.pin_torque, the drive bridge's as well) stops the spindle (and with it
+the feed) when the drive's torque passes the torque limit; within one pitch of the target the
+spindle command falls in proportion to the depth left (approach_rate), and the insertion ends
+when the pin is within 0.01 mm of its depth or has stopped; the spindle is then switched off
+and the run goes on until the pin is at rest (its feed below REST_FEED), every revolution counted
+in the depth (a pin still advancing is not done: the run fails). Refused before it runs
+(TaskError, one line): a depth past the bone's far side (the layers' sum) by more than the task's
+protrusion_limit, or by more than it less the far side's imaging margin (check_pin), a depth
+beyond the feed's stroke between its soft limits, a feed (pitch x speed) above the feed axis'
+velocity limit. The arm is not simulated here (it holds the hole's axis, as after the incision's
+feed): the run is the spindle and the synchronised feed, at the control rate. On the drive bridge
+(bridge.pin_in_force) the same monitor watches the pin driver's torque while the robot's feed
+follows the thread.
 
 Metrics (m, N*m): insertion_depth_error |depth - target| at the end, peak_insertion_torque (the
 model's torque, the largest of the run), peak_drive_torque (the spindle drive's), final_depth,
@@ -34,6 +36,7 @@ from quirobot_control.models.pin_insertion import PinLayer, insertion_torque
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.tasks import TaskError
 from quirobot_control.procedures.procedure import SummaryRow, register
+from quirobot_control.safety.pin_torque import PinTorqueMonitor
 from quirobot_control.simulation.metrics import RunMetrics, TaskMetrics
 from quirobot_description.file_schema import PIN_FILE
 from quirobot_description.parameters import RobotParameters
@@ -175,6 +178,7 @@ def insert_pin(
     factor = task.bone_factor if bone_factor is None else float(bone_factor)
     spindle = Spindle(replace(params.drilling.spindle, speed=task.speed, max_torque=task.driver_max_torque))
     spindle.switch_on(task.speed)
+    monitor = PinTorqueMonitor(task.torque_limit, task.depth)  # the drive bridge's too (bridge.pin_in_force)
     wall = time.perf_counter()
     angle, depth, t = 0.0, 0.0, 0.0
     depths, torques, drive = [], [], []
@@ -197,13 +201,11 @@ def insert_pin(
         depths.append(depth)
         torques.append(torque)
         drive.append(spindle.motor_torque)
-        if spindle.motor_torque > task.torque_limit:
+        reason = monitor.check(spindle.motor_torque, depth)
+        if reason is not None:
             spindle.switch_off()
             stopped_on_torque = True
-            stop_reason = (
-                f"pin insertion torque {spindle.motor_torque:.2f} N*m above the limit "
-                f"{task.torque_limit:.2f} N*m at {depth * 1e3:.2f} mm of {task.depth * 1e3:.2f} mm"
-            )
+            stop_reason = reason
             break
         if spindle.stalled:
             stop_reason = f"pin driver stalled: {spindle.stall_reason}"

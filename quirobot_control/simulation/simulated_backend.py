@@ -33,9 +33,11 @@ from quirobot_control.drives.interface import DriveError
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.models.bone import BoneParameters
+from quirobot_control.models.pin_insertion import PinLayer, insertion_torque
 from quirobot_control.models.spindle import Spindle
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_control.simulation.realistic_plant import RealisticDrive, RealisticPlant
+from quirobot_description.drilling_parameters import SpindleParameters
 from quirobot_description.machine_identity import MachineIdentity, simulated_machine
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.plant_parameters import PLANTS, PlantParameters
@@ -133,6 +135,9 @@ class SimulatedBackend:
         #: The drill's spindle (models.spindle, loaded by the bone's thrust): the drive bridge
         #: switches it on and off with the drilling context and its monitor reads it.
         self.spindle = Spindle(params.drilling.spindle)
+        #: The pin in the bone (place_pin): its layers, the bone's factor and the feed position (m)
+        #: where its tip met the bone surface; None: no pin.
+        self._pin: tuple[tuple[PinLayer, ...], float, float] | None = None
         #: (6,) the drives' joint efforts of the last physics step, N or N*m (the plant's buffer).
         self.last_efforts = np.zeros(len(axes))
         #: s of wall time the last period's physics took (drive electronics and MuJoCo): the
@@ -155,6 +160,15 @@ class SimulatedBackend:
             self.plant.set_drilling(loaded.entry, loaded.direction, contact.thrust)
         self.tip_force = contact
 
+    def place_pin(self, layers: Sequence[PinLayer], driver: SpindleParameters, factor: float = 1.0) -> None:
+        """The pin driver on the wrist and a threaded pin in the bone: the driver (`driver`,
+        models.spindle's parameters at the pin's speed and torque) replaces the drill's spindle, and
+        from now on each period loads it with the insertion torque (models.pin_insertion: `layers`,
+        scaled by `factor`) at the feed's travel since now (m: the pin's tip at the bone surface
+        here, the feed carrying the pin)."""
+        self.spindle = Spindle(driver)
+        self._pin = (tuple(layers), float(factor), float(self.plant.position[-1]))
+
     def true_tip(self) -> np.ndarray:
         """(3,) m, world: the plant's drill tip (simulation ground truth, module docstring)."""
         return np.array(self.plant.tip, dtype=float)
@@ -169,6 +183,10 @@ class SimulatedBackend:
         self.last_efforts = self.plant.step_period(self._drive_array, self.substeps, self.tip_force)
         self.physics_wall = perf_counter() - began
         thrust = getattr(self.tip_force, "force", 0.0) if self.tip_force is not None else 0.0
+        if self._pin is not None:
+            layers, factor, start = self._pin
+            depth = float(self.plant.position[-1]) - start
+            self.spindle.external_torque = float(insertion_torque(depth, layers, factor))
         self.spindle.update(self.dt, float(thrust))
 
     def close(self) -> list[str]:

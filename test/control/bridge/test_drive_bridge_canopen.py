@@ -40,6 +40,7 @@ from quirobot_control.drives.interface import DriveMode, DriveState
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.models.dynamics import gravity_model
+from quirobot_control.safety.pin_torque import PinInsertion, PinTorqueMonitor
 from quirobot_description.machine_identity import SERIAL_NUMBER_OBJECT, MachineIdentity, simulated_machine
 from quirobot_description.parameters import JOINT_NAMES, axes_for
 from quirobot_description.urdf import robot_description
@@ -284,6 +285,16 @@ def test_a_position_command_moves_that_joint_and_the_published_state_follows(mak
     for k, axis in enumerate(DRILL_AXES[1:], start=1):  # the others hold their pose
         assert buses.simulators[axis].joint.position == pytest.approx(START[axis], abs=2e-5), axis
         assert sample.position[k] == pytest.approx(START[axis], abs=2e-5), axis
+
+
+def test_a_pin_insertion_is_refused_with_no_pin_driver_on_the_bus(make_buses, make_bridge):
+    """The pin torque monitor (bridge.pin_in_force) reads the pin driver's torque: the buses carry
+    no spindle drive, so an insertion is refused rather than run unwatched, and nothing moves."""
+    bridge = make_bridge(make_buses())
+    insertion = PinInsertion("pin-1", PinTorqueMonitor(8.0, 0.026), 6.28)
+    with pytest.raises(BridgeError, match="no pin driver whose torque the monitor could read"):
+        bridge.set_pin_insertion("pin-1", insertion)
+    assert bridge.pin is None and bridge.step(bridge.time).stop_reason is None
 
 
 # --- faults -----------------------------------------------------------------------------------------
