@@ -390,6 +390,7 @@ class DriveBridge(HoleInForce, PinInForce):
         if active:
             self._hold_command(now)
             self._hold_feed_after_breakthrough()
+            self._gear_feed_to_pin()
             self._feed_thrust_forward()
             feed_velocity = next(
                 (j.last_velocity_command for j in hw.joints if j.name == DrillParameters.feed_joint), None
@@ -401,6 +402,7 @@ class DriveBridge(HoleInForce, PinInForce):
             self._home_one_period(now)
         self._run_pin_monitor()
         self.backend.after_write()
+        self._advance_pin()
         self.time += self.dt
         return active
 

@@ -1,27 +1,30 @@
-"""Schanz-pin insertion as a procedure (procedures.procedure).
+"""Schanz-pin insertion as a procedure (procedures.procedure), on the robot's own path.
 
-After the pilot hole, the spindle drives a threaded pin in; the feed follows the spindle's angle
-(feed = pitch x revolutions: the drill feed geared to the spindle, so the thread never strips).
-The spindle's drive (models.spindle, with the pin driver's torque and speed from the task file)
-carries the insertion torque of models.pin_insertion at the pin's depth. Each control period:
-the torque monitor (safety.pin_torque, the drive bridge's as well) stops the spindle (and with it
-the feed) when the drive's torque passes the torque limit; within one pitch of the target the
-spindle command falls in proportion to the depth left (approach_rate), and the insertion ends
-when the pin is within 0.01 mm of its depth or has stopped; the spindle is then switched off
-and the run goes on until the pin is at rest (its feed below REST_FEED), every revolution counted
-in the depth (a pin still advancing is not done: the run fails). Refused before it runs
-(TaskError, one line): a depth past the bone's far side (the layers' sum) by more than the task's
+After the pilot hole, the pin driver turns a threaded pin in; the feed follows the driver's angle
+(feed = pitch x revolutions: the drill feed geared to the driver, so the thread never strips).
+`insert_pin` runs it on the drive bridge (drive_node's core) over the simulated backend, one
+control period at a time (simulation.bridge_port.BridgePort), as `quirobot simulate --task
+incision` runs the DrillHole executor (issue 31: one path): the backend mounts the pin driver
+(models.spindle with the task's speed and torque) and loads it with the insertion torque of
+models.pin_insertion at the feed's travel (SimulatedBackend.place_pin); the bridge runs the pin
+goal's insertion (bridge.pin_in_force): the feed geared to the driver in the drive cycle, the
+driver's command falling in proportion to the depth left within one pitch of the target
+(approach_rate), the driver off within 0.01 mm of the depth, and every period the torque monitor
+(safety.pin_torque) that stops the driver and every drive when its torque passes the limit. The
+run goes on until the pin is at rest (the driver's and the feed's speed below REST_FEED), every
+revolution counted in the depth (a pin still advancing is not done: the run fails); the feed's
+controller then takes over at the pin's position and the insertion ends. The arm holds its pose
+(mid-range, the feed retracted: simulated_backend's start). Refused before it runs (TaskError,
+one line): a depth past the bone's far side (the layers' sum) by more than the task's
 protrusion_limit, or by more than it less the far side's imaging margin (check_pin), a depth
 beyond the feed's stroke between its soft limits, a feed (pitch x speed) above the feed axis'
-velocity limit. The arm is not simulated here (it holds the hole's axis, as after the incision's
-feed): the run is the spindle and the synchronised feed, at the control rate. On the drive bridge
-(bridge.pin_in_force) the same monitor watches the pin driver's torque while the robot's feed
-follows the thread.
+velocity limit.
 
-Metrics (m, N*m): insertion_depth_error |depth - target| at the end, peak_insertion_torque (the
-model's torque, the largest of the run), peak_drive_torque (the spindle drive's), final_depth,
-stopped_on_torque (bool), final_feed_speed (m/s, the feed's speed at the end). Targets: depth
-within 0.5 mm, torque within the task's limit.
+Metrics (m, N*m): insertion_depth_error |depth - target| at the end (the depth: the feed's true
+travel on the plant since the insertion began), peak_insertion_torque (the bone model's torque,
+the largest of the run), peak_drive_torque (the driver's), final_depth, stopped_on_torque (bool,
+the bridge's monitor said so), final_feed_speed (m/s at the end). Targets: depth within 0.5 mm,
+torque within the task's limit.
 """
 
 from __future__ import annotations
@@ -32,20 +35,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from quirobot_control.models.pin_insertion import PinLayer, insertion_torque
-from quirobot_control.models.spindle import Spindle
+import numpy as np
+
+from quirobot_control.hardware.control_config import ControlConfig
+from quirobot_control.models.pin_insertion import PinLayer
 from quirobot_control.planning.tasks import TaskError
+from quirobot_control.planning.trajectory import hold
 from quirobot_control.procedures.procedure import SummaryRow, register
-from quirobot_control.safety.pin_torque import PinTorqueMonitor
+from quirobot_control.safety.pin_torque import PinInsertion, PinTorqueMonitor
+from quirobot_control.simulation.bridge_port import BridgePort
 from quirobot_control.simulation.metrics import RunMetrics, TaskMetrics
+from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.file_schema import PIN_FILE
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
+from quirobot_description.urdf import robot_description
 
 #: m: the target's tolerance (the issue's 0.5 mm).
 DEPTH_TARGET = 0.5e-3
-#: m: the insertion ends this close to its depth.
-DEPTH_REACHED = 0.01e-3
 #: s: the longest insertion simulated (a stalled run ends by its own stop long before).
 MAX_DURATION = 120.0
 #: m/s: the pin is at rest below this feed speed. Design assumption: 1 um/s, a thousandth of
@@ -169,86 +176,120 @@ def check_pin(task: PinTask, params: RobotParameters) -> None:
         )
 
 
+#: The pin goal's id on the bridge (an in-process run has one goal).
+GOAL_ID = "pin"
+
+
 def insert_pin(
-    task: PinTask, params: RobotParameters, dt: float, bone_factor: float | None = None
+    task: PinTask,
+    params: RobotParameters,
+    control: ControlConfig,
+    bone_factor: float | None = None,
+    *,
+    plant: str = "ideal",
+    compensated: bool = True,
 ) -> PinResult:
-    """Run the insertion (module docstring) at the control period dt (s); `bone_factor` overrides
-    the task's (a harder bone than planned)."""
+    """Run the insertion (module docstring) on the drive bridge over the simulated `plant`
+    ("ideal" or "realistic", `compensated` its compensation; simulated_backend), one control
+    period at a time; `bone_factor` overrides the task's (a harder bone than planned)."""
     check_pin(task, params)
     factor = task.bone_factor if bone_factor is None else float(bone_factor)
-    spindle = Spindle(replace(params.drilling.spindle, speed=task.speed, max_torque=task.driver_max_torque))
-    spindle.switch_on(task.speed)
-    monitor = PinTorqueMonitor(task.torque_limit, task.depth)  # the drive bridge's too (bridge.pin_in_force)
-    wall = time.perf_counter()
-    angle, depth, t = 0.0, 0.0, 0.0
-    depths, torques, drive = [], [], []
-    stop_reason = None
-    stopped_on_torque = False  # set where that stop is decided, never read back from its words
-    while t < MAX_DURATION:
-        left = task.depth - depth
-        if left <= DEPTH_REACHED:
-            break
-        # Feed = pitch x revolutions: the spindle's command slows within one pitch of the target.
-        command = min(task.speed, 2.0 * math.pi * task.approach_rate * left / task.pitch)
-        if spindle.running:
-            spindle.command = max(command, 0.05 * task.speed)
-        torque = float(insertion_torque(depth, task.layers, factor))
-        spindle.external_torque = torque
-        speed = spindle.update(dt, 0.0)
-        angle += speed * dt
-        depth = task.pitch * angle / (2.0 * math.pi)
-        t += dt
-        depths.append(depth)
-        torques.append(torque)
-        drive.append(spindle.motor_torque)
-        reason = monitor.check(spindle.motor_torque, depth)
-        if reason is not None:
-            spindle.switch_off()
-            stopped_on_torque = True
-            stop_reason = reason
-            break
-        if spindle.stalled:
-            stop_reason = f"pin driver stalled: {spindle.stall_reason}"
-            break
-    # Run down: the spindle off, the feed follows it until the pin is at rest (every revolution
-    # counts in the depth; a pin still advancing is not done).
-    spindle.switch_off()
-    end = t + MAX_SETTLE
-    while task.pitch * spindle.speed / (2.0 * math.pi) > REST_FEED and t < end:
-        spindle.external_torque = float(insertion_torque(depth, task.layers, factor))
-        angle += spindle.update(dt, 0.0) * dt
-        depth = task.pitch * angle / (2.0 * math.pi)
-        t += dt
-        depths.append(depth)
-        torques.append(spindle.external_torque)
-        drive.append(spindle.motor_torque)
-    feed = task.pitch * spindle.speed / (2.0 * math.pi)
+    description = robot_description("drill", "real")
+    bridge = simulated_bridge(params, control, description, now=0.0, plant=plant, compensated=compensated)
+    with bridge:
+        driver_parameters = replace(
+            params.drilling.spindle, speed=task.speed, max_torque=task.driver_max_torque
+        )
+        bridge.backend.place_pin(task.layers, driver_parameters, factor)
+        port = BridgePort(bridge)
+        record = _PinRecord(bridge)
+        port.on_period = record
+        wall = time.perf_counter()
+        port.sleep(port.dt)  # the controllers take over at the measured pose (the start-up handshake)
+        monitor = PinTorqueMonitor(task.torque_limit, task.depth)  # the drive bridge's (bridge.pin_in_force)
+        bridge.set_pin_insertion(
+            GOAL_ID, PinInsertion(GOAL_ID, monitor, task.speed, task.pitch, task.approach_rate)
+        )
+        hw = bridge.hardware
+        while port.time < MAX_DURATION and not bridge.pin_reached and hw.stop_reason is None:
+            port.sleep(port.dt)
+        # Run down: the driver off (at the depth, or stopped), the feed follows it until the pin
+        # is at rest (every revolution counts in the depth; a pin still advancing is not done).
+        driver = bridge.backend.spindle
+        end = port.time + MAX_SETTLE
+        while task.pitch * driver.speed / (2.0 * math.pi) > REST_FEED and port.time < end:
+            port.sleep(port.dt)
+        if hw.stop_reason is None:  # the feed's controller takes over where the pin is, then it ends
+            held = np.array(port.measured().position)
+            held[DrillParameters.feed_index] = bridge.pin_feed_command
+            port.send("feed", hold(held, port.dt, port.dt), port.time)
+            port.sleep(port.dt)
+            bridge.set_pin_insertion(GOAL_ID, None)
+        # The pin at rest: the driver, and the feed carrying the pin (its true speed on the plant).
+        end = port.time + MAX_SETTLE
+        while record.feed_speed() > REST_FEED and port.time < end:
+            port.sleep(port.dt)
+        wall = time.perf_counter() - wall
+    feed = max(task.pitch * driver.speed / (2.0 * math.pi), record.feed_speed())
+    depth = record.depth[-1]
+    stop_reason = hw.stop_reason
+    if stop_reason is None and not bridge.pin_reached:
+        stop_reason = f"pin insertion did not reach its depth within {MAX_DURATION:.0f} s"
     if feed > REST_FEED and stop_reason is None:
         stop_reason = (
             f"pin still advancing at {feed * 1e3:.3f} mm/s at the end "
             f"(at rest below {REST_FEED * 1e3:.3f} mm/s)"
         )
-    wall = time.perf_counter() - wall
     pin = PinMetrics(
         insertion_depth_error=abs(task.depth - depth),
-        peak_insertion_torque=max(torques, default=0.0),
-        peak_drive_torque=max(drive, default=0.0),
+        peak_insertion_torque=max(record.torque, default=0.0),
+        peak_drive_torque=max(record.drive_torque, default=0.0),
         final_depth=depth,
-        stopped_on_torque=stopped_on_torque,
+        stopped_on_torque=bridge.pin_stopped_on_torque,
         torque_limit=task.torque_limit,
         final_feed_speed=feed,
     )
+    duration = port.time
     run = RunMetrics(
-        completed=stop_reason is None and task.depth - depth <= DEPTH_REACHED and feed <= REST_FEED,
+        completed=stop_reason is None and abs(task.depth - depth) <= DEPTH_TARGET and feed <= REST_FEED,
         stop_reason=stop_reason,
-        duration=t,
+        duration=duration,
         wall_time=wall,
-        real_time_factor=t / max(wall, 1e-9),
-        controller_p99=None,  # no arm controller in this run (no row, null in JSON)
-        peak_current={},
+        real_time_factor=duration / max(wall, 1e-9),
+        controller_p99=None,  # the arm holds: no controller figure for this procedure (no row, null in JSON)
+        peak_current=record.peak_current,
         max_tracking_error={},
     )
-    return PinResult(task, TaskMetrics(run, procedure=pin), depths, torques)
+    return PinResult(task, TaskMetrics(run, procedure=pin), record.depth, record.torque)
+
+
+class _PinRecord:
+    """Each period's pin on the plant: its depth (the feed's true travel since the start, m), the
+    bone's torque on it and the driver's (N*m), and the drives' peak currents (A)."""
+
+    def __init__(self, bridge) -> None:
+        self.start = float(bridge.backend.plant.position[DrillParameters.feed_index])
+        self.dt = bridge.dt
+        self.depth: list[float] = []
+        self.torque: list[float] = []
+        self.drive_torque: list[float] = []
+        self.peak_current: dict[str, float] = {name: 0.0 for name in bridge.names}
+
+    def feed_speed(self) -> float:
+        """m/s: the feed's true speed over the last period (0 before two periods)."""
+        return abs(self.depth[-1] - self.depth[-2]) / self.dt if len(self.depth) > 1 else 0.0
+
+    def __call__(self, port: BridgePort) -> None:
+        bridge = port.bridge
+        if bridge.pin is None and not self.depth:
+            return  # before the insertion
+        backend = bridge.backend
+        self.depth.append(float(backend.plant.position[DrillParameters.feed_index]) - self.start)
+        self.torque.append(backend.spindle.external_torque)
+        self.drive_torque.append(backend.spindle.motor_torque)
+        for name in bridge.names:
+            current = abs(bridge.drives[name].feedback().current)
+            self.peak_current[name] = max(self.peak_current[name], current)
 
 
 @dataclass(frozen=True)
@@ -280,7 +321,14 @@ class PinProcedure:
         from quirobot_control.hardware.control_config import control_configuration
 
         control = options.get("control") or control_configuration(params)
-        result = insert_pin(task, params, control.dt, options.get("bone_factor"))
+        result = insert_pin(
+            task,
+            params,
+            control,
+            options.get("bone_factor"),
+            plant=options.get("plant") or "ideal",
+            compensated=options.get("compensated", True),
+        )
         metrics = result.metrics.procedure
         if metrics.peak_drive_torque > task.torque_limit + 1e-9 and not metrics.stopped_on_torque:
             result.unsafe.append("the drive's torque passed the limit without a stop")

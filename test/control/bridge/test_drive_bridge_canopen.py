@@ -291,7 +291,7 @@ def test_a_pin_insertion_is_refused_with_no_pin_driver_on_the_bus(make_buses, ma
     """The pin torque monitor (bridge.pin_in_force) reads the pin driver's torque: the buses carry
     no spindle drive, so an insertion is refused rather than run unwatched, and nothing moves."""
     bridge = make_bridge(make_buses())
-    insertion = PinInsertion("pin-1", PinTorqueMonitor(8.0, 0.026), 6.28)
+    insertion = PinInsertion("pin-1", PinTorqueMonitor(8.0, 0.026), 6.28, 0.00175, 4.0)
     with pytest.raises(BridgeError, match="no pin driver whose torque the monitor could read"):
         bridge.set_pin_insertion("pin-1", insertion)
     assert bridge.pin is None and bridge.step(bridge.time).stop_reason is None

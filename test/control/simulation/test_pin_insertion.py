@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 import yaml
 
+from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.models.pin_insertion import PinLayer, insertion_torque
 from quirobot_control.simulation.pin_procedure import REST_FEED, insert_pin, load_pin
 from quirobot_description.data_files import find_data_file
 from quirobot_description.parameters import load_parameters
 
 PARAMS = load_parameters()
+CONTROL = control_configuration(PARAMS)
 TASK = load_pin(find_data_file("config/tasks/pin.yaml"))
 
 
@@ -27,7 +29,7 @@ def test_torque_model_is_the_engaged_length_times_each_layer_s_torque():
 
 
 def test_pin_reaches_its_depth_within_the_torque_limit():
-    result = insert_pin(TASK, PARAMS, 0.001)
+    result = insert_pin(TASK, PARAMS, CONTROL)
     pin = result.metrics.procedure
     assert result.metrics.run.completed and not pin.stopped_on_torque
     assert pin.insertion_depth_error <= 0.5e-3
@@ -38,7 +40,7 @@ def test_pin_reaches_its_depth_within_the_torque_limit():
 
 
 def test_feed_is_pitch_times_revolutions():
-    result = insert_pin(TASK, PARAMS, 0.001)
+    result = insert_pin(TASK, PARAMS, CONTROL)
     depth = np.array(result.depth)
     # Where the spindle runs at its insertion speed, the depth grows by pitch per revolution.
     rate = np.diff(depth) / 0.001
@@ -46,7 +48,7 @@ def test_feed_is_pitch_times_revolutions():
 
 
 def test_harder_bone_stops_on_the_torque_limit():
-    result = insert_pin(TASK, PARAMS, 0.001, bone_factor=3.0)
+    result = insert_pin(TASK, PARAMS, CONTROL, bone_factor=3.0)
     pin = result.metrics.procedure
     assert pin.stopped_on_torque and not result.metrics.run.completed
     assert "above the limit" in result.metrics.run.stop_reason
@@ -69,7 +71,7 @@ def test_a_depth_past_the_far_cortex_by_more_than_the_protrusion_limit_is_refuse
     path = _task_file(tmp_path, lambda raw: raw["depth"].update(value=depth))
     bone = sum(layer.thickness for layer in TASK.layers)
     with pytest.raises(ValueError, match="past the bone's far side") as error:
-        insert_pin(load_pin(path), PARAMS, 0.001)
+        insert_pin(load_pin(path), PARAMS, CONTROL)
     assert f"{depth * 1e3:.1f} mm" in str(error.value)
     assert f"({bone * 1e3:.1f} mm" in str(error.value)
     # The shipped depth, at the far side plus the limit, is accepted.
@@ -86,7 +88,7 @@ def test_a_depth_beyond_the_feed_s_stroke_is_refused(tmp_path):
         raw["depth"]["value"] = stroke + 0.004
 
     with pytest.raises(ValueError, match=f"beyond the drill feed's {stroke * 1e3:.1f} mm stroke"):
-        insert_pin(load_pin(_task_file(tmp_path, deep)), PARAMS, 0.001)
+        insert_pin(load_pin(_task_file(tmp_path, deep)), PARAMS, CONTROL)
 
 
 def test_a_feed_above_the_feed_axis_velocity_limit_is_refused(tmp_path):
@@ -96,7 +98,7 @@ def test_a_feed_above_the_feed_axis_velocity_limit_is_refused(tmp_path):
         raw["speed"]["value"] = 200.0
 
     with pytest.raises(ValueError) as error:
-        insert_pin(load_pin(_task_file(tmp_path, fast)), PARAMS, 0.001)
+        insert_pin(load_pin(_task_file(tmp_path, fast)), PARAMS, CONTROL)
     feed = 0.01 * 200.0 / (2 * np.pi)
     assert f"{feed * 1e3:.1f} mm/s" in str(error.value)
     assert f"velocity limit {PARAMS.drill.feed.velocity * 1e3:.1f} mm/s" in str(error.value)
@@ -108,7 +110,7 @@ def test_the_run_ends_with_the_pin_at_rest(tmp_path):
     # on until the spindle has run down, every revolution counted in the depth.
     path = _task_file(tmp_path, lambda raw: raw["approach_rate"].update(value=1e3))
     task = load_pin(path)
-    result = insert_pin(task, PARAMS, 0.001)
+    result = insert_pin(task, PARAMS, CONTROL)
     pin = result.metrics.procedure
     last_feed = (result.depth[-1] - result.depth[-2]) / 0.001
     assert last_feed <= REST_FEED
@@ -117,5 +119,5 @@ def test_the_run_ends_with_the_pin_at_rest(tmp_path):
     assert pin.final_depth > task.depth
     assert pin.insertion_depth_error == pytest.approx(pin.final_depth - task.depth)
     # The shipped task ends at rest too.
-    shipped = insert_pin(TASK, PARAMS, 0.001)
+    shipped = insert_pin(TASK, PARAMS, CONTROL)
     assert (shipped.depth[-1] - shipped.depth[-2]) / 0.001 <= REST_FEED
