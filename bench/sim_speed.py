@@ -33,22 +33,33 @@ from bench_results import add_save_option, saved_output
 REPO = Path(__file__).resolve().parents[1]
 
 #: Runs in the measured process (cwd: the tree measured): `quirobot accuracy`'s samples 0 and 1,
-#: each with its CPU, wall and plant time (the closed loop's simulated time), as JSON on stdout.
+#: each with its CPU, wall and plant time (the run's simulated time), as JSON on stdout.
 _ACCURACY_SAMPLES = """
 import json, time
+from quirobot_control.analysis import accuracy
 from quirobot_control.analysis.accuracy import budget_setup, run_indexed_sample
 from quirobot_control.simulation import closed_loop
 from quirobot_description.parameters import load_parameters
 
 plant_times = []
-run = closed_loop.ClosedLoopSimulation.run
+if hasattr(accuracy, "run_trajectory"):  # the robot's path (issue 31), plus its hand-over period
+    run = accuracy.run_trajectory
 
-def timed_run(self, *args, **kwargs):
-    log = run(self, *args, **kwargs)
-    plant_times.append(log.simulated_time + self.dt)
-    return log
+    def timed_run(trajectory, params, control, **kwargs):
+        log = run(trajectory, params, control, **kwargs)
+        plant_times.append(log.simulated_time + control.dt)
+        return log
 
-closed_loop.ClosedLoopSimulation.run = timed_run
+    accuracy.run_trajectory = timed_run
+else:  # an older checkout (--root): ClosedLoopSimulation's loop
+    run = closed_loop.ClosedLoopSimulation.run
+
+    def timed_run(self, *args, **kwargs):
+        log = run(self, *args, **kwargs)
+        plant_times.append(log.simulated_time + self.dt)
+        return log
+
+    closed_loop.ClosedLoopSimulation.run = timed_run
 setup = budget_setup(load_parameters(), seed=0)
 samples = []
 for index in (0, 1):

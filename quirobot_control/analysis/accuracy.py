@@ -4,7 +4,9 @@ Each sample draws one plant from the parameter file's distributions (realistic_p
 distribution: gearbox stiffness and backlash, friction, screw stiffness, encoder noise, the ram's
 overhang, the bit's stick-out, skiving, the regenerative stiffness), an entry point over the
 workspace (ENTRY_SPREAD around the task's entry) and a drilling axis (tilted up to MAX_TILT from
-vertical, any azimuth), and runs the compensated closed loop on that plant. For time, each sample
+vertical, any azimuth), plans it as a DrillHole goal (planning.drill_hole) and runs it on the
+robot's own path on that plant: the drive bridge with the goal's hole context (its monitor and the
+compensation's thrust feed-forward), simulation.executor_run.run_trajectory. For time, each sample
 is a short incision (SHORT_DEPTH at SHORT_FEED_RATE into the task's bone) that starts at rest at
 the standoff point on the axis (the plan from its settle phase to the end of its dwell: the
 approach is not simulated). Metrics from the plant's true tip (simulation.incision):
@@ -23,11 +25,12 @@ import numpy as np
 
 from quirobot_control.analysis.system_accuracy import SystemSample, system_json, system_plan, system_sample
 from quirobot_control.hardware.control_config import ControlConfig, control_configuration
-from quirobot_control.planning.tasks import IncisionTask, PlanningError, load_task, plan_incision
+from quirobot_control.planning.drill_hole import DrillGoal, DrillPlan, plan_drill_hole
+from quirobot_control.planning.tasks import IncisionTask, PlanningError, load_task
 from quirobot_control.planning.trajectory import JointTrajectory, Phase
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
+from quirobot_control.simulation.executor_run import run_trajectory
 from quirobot_control.simulation.incision import incision_metrics
-from quirobot_description.parameters import RobotParameters
+from quirobot_description.parameters import DrillParameters, RobotParameters
 from quirobot_kinematics import KinematicModel
 from quirobot_kinematics.calibration import CampaignPlan
 
@@ -99,9 +102,16 @@ def check_samples(samples: int) -> None:
         )
 
 
-def short_incision(task: IncisionTask, params: RobotParameters, dt: float) -> JointTrajectory:
-    """The incision's plan from its settle phase (at rest at the standoff) to the end of its dwell."""
-    full = plan_incision(task, params, dt)
+def short_incision(task: IncisionTask, params: RobotParameters, control: ControlConfig) -> DrillPlan:
+    """The task as a DrillHole goal's plan (planning.drill_hole: the goal's checks, the plan-time
+    breakthrough check, the drive side's hole context) cut from its settle phase (at rest at the
+    standoff) to the end of its dwell."""
+    goal = DrillGoal(
+        task.entry, task.direction, task.depth, task.feed_rate, params.drilling.safety.thrust_limit
+    )
+    feed_mass = control.joint(DrillParameters.feed_joint).effective_inertia
+    plan = plan_drill_hole(goal, task.park, params, control.dt, task, feed_mass=feed_mass)
+    full, dt = plan.trajectory, control.dt
     start = int(round(full.phase("settle").start_time / dt))
     end = int(round(full.phase("dwell").end_time / dt)) + 1
     shift = start * dt
@@ -110,7 +120,7 @@ def short_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Jo
         for p in full.phases
         if p.start_time >= shift - 1e-9 and p.end_time <= (end - 1) * dt + 1e-9
     )
-    return JointTrajectory(
+    short = JointTrajectory(
         dt,
         full.positions[start:end],
         full.velocities[start:end],
@@ -118,6 +128,7 @@ def short_incision(task: IncisionTask, params: RobotParameters, dt: float) -> Jo
         phases,
         names=full.names,
     )
+    return replace(plan, trajectory=short)
 
 
 def axis_angle_error(task: IncisionTask, tip: np.ndarray) -> float:
@@ -153,23 +164,24 @@ def run_sample(
     for _ in range(MAX_REDRAWS):
         incision = draw_incision(task, rng)
         try:
-            trajectory = short_incision(incision, params, control.dt)
+            plan = short_incision(incision, params, control)
             break
         except (PlanningError, ValueError):
             continue
     else:
         raise AccuracyError(f"no reachable entry point in {MAX_REDRAWS} draws around {task.entry.tolist()}")
     plant = params.plant.sample(rng)
-    simulation = ClosedLoopSimulation(
+    trajectory = plan.trajectory
+    log = run_trajectory(
+        trajectory,
         params,
         control,
-        trajectory,
-        drilling=Drilling(incision.entry, incision.direction, incision.bone),
         plant="realistic",
         plant_parameters=plant,
         seed=int(rng.integers(2**31)),
+        bone=plan.task,
+        hole=plan.hole_context("accuracy-sample"),
     )
-    log = simulation.run()
     completed = log.stop_reason is None and len(log.time) == len(trajectory.positions)
     metrics = dict.fromkeys(METRICS, math.inf)
     if completed:

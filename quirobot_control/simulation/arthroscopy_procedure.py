@@ -4,13 +4,15 @@ The scripted servo stream of config/tasks/arthroscopy.yaml goes through the serv
 scope_servo_node runs (procedures.scope_servo.ScopeServoSession over the RCM servo,
 planning.remote_centre) at the control rate: entered from the docked pose, each twist stamped
 and framed as the node receives them, the same limits, cone, dead-man and joint-state watchdog
-(safety.state_age). Its joint commands are the plan the closed loop tracks (ClosedLoopSimulation,
-no bone, the feed held retracted), so the states the session measures are its own previous
-commands, stamped when they were sent: the watchdog runs but finds them fresh by construction
-(its test against stale and missing states is the node's over DDS,
-test/ros/test_launch_scope_servo.py). metrics.rcm_error is the largest
-distance of the portal from the scope axis of the plant's true joints over the whole run (m):
-the servo keeps it zero at every command, so what it measures is the controller's tracking.
+(safety.state_age). Its joint commands are the plan the robot's own path tracks (the drive bridge
+on the simulated backend, simulation.executor_run.run_trajectory: no bone, the feed held
+retracted), so the states the session measures are its own previous commands, stamped when
+they were sent: the watchdog runs but finds them fresh by construction (its test against stale
+and missing states is the node's over DDS, test/ros/test_launch_scope_servo.py).
+metrics.rcm_error is the largest distance of the portal from the scope axis of the plant's true
+joints over the whole run (m): the servo keeps it zero at every command, so what it measures is
+the robot's tracking (the drives' own loops in CSP on the ideal plant, the host's PID and the
+compensation on the realistic one).
 Simplification: the plant carries the drill's masses (the arthroscope's 4.5 g rod is not swapped
 in), and the hardware component checks no tool fixtures (the servo checks the scope against the
 no-go zones before every step).
@@ -30,7 +32,7 @@ from quirobot_control.planning.remote_centre import axis_distance
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, hold
 from quirobot_control.procedures.procedure import SummaryRow, register
 from quirobot_control.procedures.scope_servo import ScopeServoSession, check_command_period
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation
+from quirobot_control.simulation.executor_run import run_trajectory
 from quirobot_control.simulation.incision import TARGETS, TaskResult, common_metrics
 from quirobot_control.simulation.metrics import TaskMetrics
 from quirobot_control.simulation.plant import SimulationError
@@ -131,14 +133,14 @@ class ArthroscopyProcedure:
         servo = session.servo
         if options.get("on_plan") is not None:
             options["on_plan"](trajectory)
-        simulation = ClosedLoopSimulation(
+        log = run_trajectory(
+            trajectory,
             params,
             control,
-            trajectory,
-            plant=options.get("plant", "ideal"),
+            plant=options.get("plant") or "ideal",
             compensated=options.get("compensated", True),
+            progress=options.get("progress"),
         )
-        log = simulation.run(progress=options.get("progress"))
         model = servo.model
         dead_man = servo.holds.get("dead-man", 0)
         metrics = ArthroscopyMetrics(

@@ -1,6 +1,8 @@
-"""An incision on the robot's own path, in-process: the DrillHole executor (task_node's core) over
+"""A procedure on the robot's own path, in-process: the DrillHole executor (task_node's core) over
 the drive bridge (drive_node's core) on the simulated backend, one control period at a time
-(simulation.bridge_port.BridgePort), recorded into a `SimulationLog` for the hole's metrics.
+(simulation.bridge_port.BridgePort), recorded into a `SimulationLog` for the hole's metrics
+(`run_drill_hole`); or a planned joint trajectory (the line, the scope servo's commands) tracked
+by the same controllers and bridge (`run_trajectory`).
 
 What `quirobot simulate --task incision` runs (issue 31: one implementation of each procedure, one
 set of safety rules): the executor's readiness wait, plan, checks every control period, cancel
@@ -27,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from quirobot_control.axes.virtual_fixtures import VirtualFixtures
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.planning.tasks import IncisionTask
@@ -34,7 +37,8 @@ from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, DrillRequest, ExecutorConfig
 from quirobot_control.procedures.drill_hole_types import DrillResult
 from quirobot_control.safety.drilling_monitor import DrillingEvent
-from quirobot_control.simulation.bridge_port import BridgePort
+from quirobot_control.safety.hole_context import HoleContext
+from quirobot_control.simulation.bridge_port import COLUMNS, BridgePort
 from quirobot_control.simulation.closed_loop import POST_STOP_TIME, SimulationLog, planned_tip
 from quirobot_control.simulation.faults import FaultInjector
 from quirobot_control.simulation.plant import SimulationError
@@ -43,7 +47,7 @@ from quirobot_description.parameters import RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 from quirobot_description.urdf import robot_description
 
-__all__ = ["ExecutorRun", "run_drill_hole"]
+__all__ = ["ExecutorRun", "run_drill_hole", "run_trajectory"]
 
 
 @dataclass
@@ -256,14 +260,93 @@ def run_drill_hole(
     return ExecutorRun(result=result, trajectory=trajectory, log=log)
 
 
-def _log(
-    recorder: _Recorder, bridge, trajectory: JointTrajectory, params, result: DrillResult | None, wall: float
+def run_trajectory(
+    trajectory: JointTrajectory,
+    params: RobotParameters,
+    control: ControlConfig,
+    *,
+    plant: str = "ideal",
+    seed: int = 0,
+    plant_parameters: PlantParameters | None = None,
+    compensated: bool = True,
+    fixtures: VirtualFixtures | None = None,
+    bone: IncisionTask | None = None,
+    hole: HoleContext | None = None,
+    injectors: Sequence[FaultInjector] = (),
+    end_time: float | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> SimulationLog:
-    # A goal that succeeded: one row per sample of the plan at most, as ClosedLoopSimulation's log
-    # (row k is the state at the plan's time k * dt; the controllers' last periods add nothing).
-    # Otherwise every row: the executor's retract and withdraw after the plan are what it did.
+    """A planned joint trajectory (6 columns: the arm's joints, then the feed) tracked on the
+    robot's own path: its two parts sent to BridgePort's trajectory controllers at once, one period
+    after the bridge came up at the plan's first pose, the drive bridge (hardware component, safety
+    layer, the task's `fixtures` if given) on the simulated `plant` (`seed`, `plant_parameters`,
+    `compensated`: see SimulatedBackend), with `bone`'s bone in the plant if given (an incision
+    task) and `hole` the drilling context the drive side runs (its monitor, fixtures and thrust
+    feed-forward, as a DrillHole goal's: planning.drill_hole.DrillPlan.hole_context), in force
+    before the motion starts. What the line, the arthroscopy and the accuracy budget's short
+    incisions run (issue 31: ClosedLoopSimulation's own loop retired for them). `injectors`,
+    `end_time`, `progress`: as run_drill_hole. The log starts with the motion; a stop is followed
+    by POST_STOP_TIME of physics."""
+    bridge = simulated_bridge(
+        params,
+        control,
+        robot_description("drill", "real"),
+        now=0.0,
+        initial=trajectory.positions[0],
+        plant=plant,
+        seed=seed,
+        plant_parameters=plant_parameters,
+        compensated=compensated,
+    )
+    if fixtures is not None:
+        bridge.hardware.set_fixtures(fixtures)
+    if bone is not None:
+        bridge.backend.place_bone(bone)
+    if hole is not None:
+        bridge.set_drilling_context(hole.goal_id, hole)
+    recorder = _Recorder(progress)
+    faults = _BridgeFaults(bridge, end_time)
+    port = BridgePort(bridge, on_period=recorder, before_period=faults.before_period(recorder, injectors))
+    started = clock.perf_counter()
+    with bridge:
+        try:
+            port.sleep(port.dt)  # the controllers take over at the plan's first pose (the hand-over)
+            for part in COLUMNS:
+                port.send(part, trajectory, port.time)
+            hardware = bridge.hardware
+            while port.time < port.sent[0][2] + trajectory.duration + 0.5 * port.dt:
+                port.sleep(port.dt)
+                if hardware.stop_reason is not None:
+                    port.sleep(POST_STOP_TIME)  # the physics after a stop, as the robot does it
+                    break
+        except _RunEndError:  # the observation window or the phase asked for is over
+            pass
+    wall = clock.perf_counter() - started
+    if faults.end_time is not None:
+        recorder.rows = [row for row in recorder.rows if row.time <= faults.end_time + 1e-9]
+    return _log(
+        recorder, bridge, trajectory, params, None, wall, complete=bridge.hardware.stop_reason is None
+    )
+
+
+def _log(
+    recorder: _Recorder,
+    bridge,
+    trajectory: JointTrajectory,
+    params,
+    result: DrillResult | None,
+    wall: float,
+    *,
+    complete: bool | None = None,
+) -> SimulationLog:
+    # A goal that succeeded (`complete`: a plan tracked without a stop): one row per sample of the
+    # plan at most, as ClosedLoopSimulation's log (row k is the state at the plan's time k * dt; the
+    # controllers' last periods add nothing). Otherwise every row: the executor's retract and
+    # withdraw after the plan are what it did.
     rows = recorder.rows
-    if result is not None and result.success:
+    if complete is None:
+        complete = result is not None and result.success
+    if complete:
         rows = rows[: len(trajectory.positions)]
     columns = _Row(*(np.array(column) for column in zip(*rows, strict=True)))
     time = columns.time

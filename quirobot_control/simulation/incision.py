@@ -4,7 +4,7 @@ An incision runs on the robot's own path (simulation.executor_run: a DrillHole g
 executor over the drive bridge on the simulated backend, what task_node and drive_node run over
 ROS), injected faults included, but for the runs that still need ClosedLoopSimulation's loop:
 the process safety or its breakthrough detector switched off (unsafe on purpose, for tests). The
-line runs on ClosedLoopSimulation.
+line's plan is tracked on the same drive bridge (executor_run.run_trajectory).
 
 Incision metrics, from the true drill tip of the physics (not the encoders), during the feed
 phase and the dwell at depth:
@@ -43,7 +43,7 @@ from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.safety.breakthrough_plan import target_cortex
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
-from quirobot_control.simulation.executor_run import run_drill_hole
+from quirobot_control.simulation.executor_run import run_drill_hole, run_trajectory
 from quirobot_control.simulation.faults import (
     BreakthroughReport,
     FaultError,
@@ -149,7 +149,28 @@ def run_task(
     # The robot's own path (simulation.executor_run), injected faults included, but for the runs
     # that still need ClosedLoopSimulation's loop: the process safety or its breakthrough detector
     # switched off (unsafe on purpose, for tests).
-    if isinstance(task, IncisionTask) and process_safety and breakthrough_detection:
+    if not isinstance(task, IncisionTask):  # the line: its plan tracked on the drive bridge
+        log = run_trajectory(
+            trajectory,
+            params,
+            control,
+            plant=plant,
+            seed=seed,
+            plant_parameters=plant_parameters,
+            compensated=compensated,
+            fixtures=task_fixtures(task, params),
+            injectors=injectors,
+            end_time=end_time,
+            progress=progress,
+        )
+        run = common_metrics(log, trajectory)
+        return TaskResult(
+            task=task,
+            trajectory=trajectory,
+            log=log,
+            metrics=TaskMetrics(run, line=line_metrics(trajectory, log)),
+        )
+    if process_safety and breakthrough_detection:
         run = run_drill_hole(
             task,
             params,
@@ -169,14 +190,13 @@ def run_task(
         completed = run.result is not None and run.result.success  # None: cut at `until`
         faults = [fault_report(injector, run.log, task.entry, task.direction) for injector in injectors]
         return _incision_result(task, run.trajectory, run.log, faults, far_cortex, completed=completed)
-    drilling = monitor = spindle = None  # ClosedLoopSimulation's bone and drilling process safety
-    if isinstance(task, IncisionTask):
-        drilling = Drilling(task.entry, task.direction, bone or task.bone)
-        if process_safety:
-            settings = plan.monitor
-            if not breakthrough_detection:
-                settings = replace(settings, arm_depth=None, exit_depth=None)
-            monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
+    # Unsafe on purpose: ClosedLoopSimulation's bone and its drilling process safety, or none.
+    drilling, monitor, spindle = Drilling(task.entry, task.direction, bone or task.bone), None, None
+    if process_safety:
+        settings = plan.monitor
+        if not breakthrough_detection:
+            settings = replace(settings, arm_depth=None, exit_depth=None)
+        monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
     simulation = ClosedLoopSimulation(
         params,
         control,
@@ -197,9 +217,6 @@ def run_task(
         injector.install(simulation)
     log = simulation.run(progress=progress)
     run = common_metrics(log, trajectory)
-    if not isinstance(task, IncisionTask):
-        metrics = TaskMetrics(run, line=line_metrics(trajectory, log))
-        return TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
     faults = [fault_report(injector, log, task.entry, task.direction) for injector in injectors]
     return _incision_result(task, trajectory, log, faults, far_cortex, completed=run.completed)
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from quirobot_control.analysis.accuracy import MAX_SAMPLES, axis_angle_error, short_incision
+from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.tasks import load_task
 
 
@@ -184,7 +185,10 @@ def test_axis_angle_error_of_a_tilted_line():
 
 def test_short_incision_starts_at_rest_at_the_standoff_and_keeps_the_feed(parameters):
     task = load_task("incision")
-    trajectory = short_incision(task, parameters, 1e-3)
+    plan = short_incision(task, parameters, control_configuration(parameters))
+    trajectory = plan.trajectory
+    # A DrillHole goal's plan: the hole the drive side runs comes with it.
+    assert plan.hole_context("g").depth == task.depth and plan.hole_context("g").bone is not None
     assert np.all(trajectory.velocities[0] == 0.0)
     names = [phase.name for phase in trajectory.phases]
     assert names == ["settle", "feed", "dwell"]
