@@ -179,7 +179,7 @@ def run_sample(
         plant="realistic",
         plant_parameters=plant,
         seed=int(rng.integers(2**31)),
-        bone=plan.task,
+        incision=plan.task,
         hole=plan.hole_context("accuracy-sample"),
     )
     completed = log.stop_reason is None and len(log.time) == len(trajectory.positions)

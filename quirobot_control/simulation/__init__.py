@@ -5,9 +5,9 @@
 - executor_run: the robot's own path in-process (the DrillHole executor, or a planned trajectory,
   over the drive bridge on the simulated backend: bridge_port), recorded in a `SimulationLog`:
   what `quirobot simulate` runs for every procedure;
-- closed_loop: `ClosedLoopSimulation`, the older loop of a planned trajectory (hardware component,
-  PIDs, safety, drives, plant, bone thrust while `Drilling`) that the accuracy budget's samples
-  and the unsafe-on-purpose incisions (process safety off, for tests) still run;
+- closed_loop: `SimulationLog`, and `ClosedLoopSimulation`, the older loop of a planned trajectory
+  (hardware component, PIDs, safety, drives, plant, bone thrust while `Drilling`): no procedure
+  runs it any more (issue 31), only its own tests;
 - incision: `run_task(task, params)`, a task planned and run, measured against the targets
   (`TaskResult`, `targets_met`), with the drilling monitor and spindle;
 - metrics: `TaskMetrics` (`RunMetrics`, `IncisionMetrics`, `LineMetrics`), a run's typed

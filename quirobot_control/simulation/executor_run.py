@@ -270,7 +270,8 @@ def run_trajectory(
     plant_parameters: PlantParameters | None = None,
     compensated: bool = True,
     fixtures: VirtualFixtures | None = None,
-    bone: IncisionTask | None = None,
+    incision: IncisionTask | None = None,
+    bone: BoneParameters | None = None,
     hole: HoleContext | None = None,
     injectors: Sequence[FaultInjector] = (),
     end_time: float | None = None,
@@ -280,13 +281,14 @@ def run_trajectory(
     robot's own path: its two parts sent to BridgePort's trajectory controllers at once, one period
     after the bridge came up at the plan's first pose, the drive bridge (hardware component, safety
     layer, the task's `fixtures` if given) on the simulated `plant` (`seed`, `plant_parameters`,
-    `compensated`: see SimulatedBackend), with `bone`'s bone in the plant if given (an incision
-    task) and `hole` the drilling context the drive side runs (its monitor, fixtures and thrust
-    feed-forward, as a DrillHole goal's: planning.drill_hole.DrillPlan.hole_context), in force
-    before the motion starts. What the line, the arthroscopy and the accuracy budget's short
-    incisions run (issue 31: ClosedLoopSimulation's own loop retired for them). `injectors`,
-    `end_time`, `progress`: as run_drill_hole. The log starts with the motion; a stop is followed
-    by POST_STOP_TIME of physics."""
+    `compensated`: see SimulatedBackend), with `incision`'s bone in the plant if given (or `bone`
+    at its entry: a bone other than the imaged one) and `hole` the drilling context the drive side
+    runs (its monitor, fixtures and thrust feed-forward, as a DrillHole goal's: planning.
+    drill_hole.DrillPlan.hole_context), in force before the motion starts. What the line, the
+    arthroscopy, the accuracy budget's short incisions and an incision with its breakthrough
+    detector off on purpose run (issue 31: ClosedLoopSimulation's own loop retired for them).
+    `injectors`, `end_time`, `progress`: as run_drill_hole. The log starts with the motion; a stop
+    is followed by POST_STOP_TIME of physics."""
     bridge = simulated_bridge(
         params,
         control,
@@ -300,8 +302,8 @@ def run_trajectory(
     )
     if fixtures is not None:
         bridge.hardware.set_fixtures(fixtures)
-    if bone is not None:
-        bridge.backend.place_bone(bone)
+    if incision is not None:
+        bridge.backend.place_bone(incision, bone)
     if hole is not None:
         bridge.set_drilling_context(hole.goal_id, hole)
     recorder = _Recorder(progress)

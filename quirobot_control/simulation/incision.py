@@ -2,9 +2,9 @@
 
 An incision runs on the robot's own path (simulation.executor_run: a DrillHole goal carried by the
 executor over the drive bridge on the simulated backend, what task_node and drive_node run over
-ROS), injected faults included, but for the runs that still need ClosedLoopSimulation's loop:
-the process safety or its breakthrough detector switched off (unsafe on purpose, for tests). The
-line's plan is tracked on the same drive bridge (executor_run.run_trajectory).
+ROS), injected faults included. The line's plan, and an incision with its breakthrough detector
+switched off (unsafe on purpose, for tests), are tracked on the same drive bridge
+(executor_run.run_trajectory).
 
 Incision metrics, from the true drill tip of the physics (not the encoders), during the feed
 phase and the dwell at depth:
@@ -18,10 +18,11 @@ final position error. Both: peak current per joint, durations, controller p99 pe
 with units: simulation.metrics (`TaskMetrics.as_dict()` is the JSON `quirobot simulate` prints).
 
 An incision runs with the drilling process safety (safety.drilling_monitor: thrust limit, far-cortex
-breakthrough, spindle interlock; models.spindle) unless `process_safety=False`;
-`breakthrough_detection=False` disarms only the breakthrough detector (an unsafe run on purpose,
-for tests). When the breakthrough detector ends the feed, the depth reached is the bone's, not the
-plan's: final_depth_error is not applicable (NaN, no target) and `feed_end` says "breakthrough".
+breakthrough, spindle interlock; models.spindle), as the drive side runs it for a DrillHole goal;
+`breakthrough_detection=False` disarms the breakthrough detector (an unsafe run on purpose, for
+tests: the plan tracked on the same drive bridge with its hole's detector off). When the
+breakthrough detector ends the feed, the depth reached is the bone's, not the plan's:
+final_depth_error is not applicable (NaN, no target) and `feed_end` says "breakthrough".
 Each `Injection` (simulation.faults; one or several) injects a fault and adds its report to
 `faults`; a far cortex within reach of the planned depth adds the `breakthrough` report;
 `unsafe` lists why the robot did not end safe (empty: it did).
@@ -36,13 +37,11 @@ import numpy as np
 
 from quirobot_control.hardware.control_config import ControlConfig, control_configuration
 from quirobot_control.models.bone import BoneParameters
-from quirobot_control.models.spindle import Spindle
 from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
 from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, plan_line_task, task_fixtures
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.safety.breakthrough_plan import target_cortex
-from quirobot_control.safety.drilling_monitor import DrillingMonitor
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
+from quirobot_control.simulation.closed_loop import SimulationLog
 from quirobot_control.simulation.executor_run import run_drill_hole, run_trajectory
 from quirobot_control.simulation.faults import (
     BreakthroughReport,
@@ -98,15 +97,14 @@ def run_task(
     plant_parameters: PlantParameters | None = None,
     seed: int = 0,
     injection: Injection | Sequence[Injection] | None = None,
-    process_safety: bool = True,
     breakthrough_detection: bool = True,
     until: str | None = None,
     bone: BoneParameters | None = None,
     max_thrust: float | None = None,
 ) -> TaskResult:
     """Plan and simulate a task; `depth`/`feed_rate` (m, m/s) override an incision's; `plant`,
-    `compensated`, `plant_parameters`, `seed`: see ClosedLoopSimulation; `injection` (one or
-    several), `process_safety`, `breakthrough_detection`: see the module docstring; `until`: end the
+    `compensated`, `plant_parameters`, `seed`: see simulation.simulated_backend.SimulatedBackend;
+    `injection` (one or several), `breakthrough_detection`: see the module docstring; `until`: end the
     run at the end of that phase of the plan (a shorter run, e.g. "retract"). An injection timed
     after the planned run's end is refused (FaultError naming the end). `bone`: the bone the plant
     drills, where it differs from the task's (the bone as imaged, which the plan and the monitor
@@ -146,9 +144,7 @@ def run_task(
         on_plan(trajectory)
     end_time = None if until is None else trajectory.phase(until).end_time
     injectors = [FaultInjector(item) for item in _injections(injection, control.dt, end_time, trajectory)]
-    # The robot's own path (simulation.executor_run), injected faults included, but for the runs
-    # that still need ClosedLoopSimulation's loop: the process safety or its breakthrough detector
-    # switched off (unsafe on purpose, for tests).
+    # The robot's own path (simulation.executor_run), injected faults included.
     if not isinstance(task, IncisionTask):  # the line: its plan tracked on the drive bridge
         log = run_trajectory(
             trajectory,
@@ -170,7 +166,7 @@ def run_task(
             log=log,
             metrics=TaskMetrics(run, line=line_metrics(trajectory, log)),
         )
-    if process_safety and breakthrough_detection:
+    if breakthrough_detection:
         run = run_drill_hole(
             task,
             params,
@@ -190,32 +186,24 @@ def run_task(
         completed = run.result is not None and run.result.success  # None: cut at `until`
         faults = [fault_report(injector, run.log, task.entry, task.direction) for injector in injectors]
         return _incision_result(task, run.trajectory, run.log, faults, far_cortex, completed=completed)
-    # Unsafe on purpose: ClosedLoopSimulation's bone and its drilling process safety, or none.
-    drilling, monitor, spindle = Drilling(task.entry, task.direction, bone or task.bone), None, None
-    if process_safety:
-        settings = plan.monitor
-        if not breakthrough_detection:
-            settings = replace(settings, arm_depth=None, exit_depth=None)
-        monitor, spindle = DrillingMonitor(settings), Spindle(params.drilling.spindle)
-    simulation = ClosedLoopSimulation(
+    # Unsafe on purpose (tests): the plan tracked on the same drive bridge with the goal's hole,
+    # its breakthrough detector disarmed, so that the feed goes on to the planned depth.
+    hole = replace(plan.hole_context("breakthrough-detection-off"), arm_depth=None, exit_depth=None)
+    log = run_trajectory(
+        trajectory,
         params,
         control,
-        trajectory,
-        drilling=drilling,
         plant=plant,
-        compensated=compensated,
-        plant_parameters=plant_parameters,
         seed=seed,
-        monitor=monitor,
-        spindle=spindle,
+        plant_parameters=plant_parameters,
+        compensated=compensated,
+        incision=task,
+        bone=bone,
+        hole=hole,
+        injectors=injectors,
+        end_time=end_time,
+        progress=progress,
     )
-    # The task's virtual fixtures (no-go zones, tip speed near the entry), checked on the plan,
-    # are enforced every cycle by the hardware component too.
-    simulation.hardware.set_fixtures(task_fixtures(task, params))
-    simulation.end_time = end_time
-    for injector in injectors:
-        injector.install(simulation)
-    log = simulation.run(progress=progress)
     run = common_metrics(log, trajectory)
     faults = [fault_report(injector, log, task.entry, task.direction) for injector in injectors]
     return _incision_result(task, trajectory, log, faults, far_cortex, completed=run.completed)
