@@ -2,9 +2,9 @@
 
 - plant: `MujocoPlant`, the robot's physics (the exported URDF in MuJoCo), stepped one control
   period at a time with the drives' efforts and an optional force at the drill tip;
-- executor_run: the robot's own path in-process (the DrillHole executor, or a planned trajectory,
-  over the drive bridge on the simulated backend: bridge_port), recorded in a `SimulationLog`:
-  what `quirobot simulate` runs for every procedure;
+- executor_run: the robot's own path in-process (the DrillHole executor, a planned trajectory or
+  a servo's live command stream, over the drive bridge on the simulated backend: bridge_port),
+  recorded in a `SimulationLog`: what `quirobot simulate` runs for every procedure;
 - closed_loop: `SimulationLog`, and `ClosedLoopSimulation`, the older loop of a planned trajectory
   (hardware component, PIDs, safety, drives, plant, bone thrust while `Drilling`): no procedure
   runs it any more (issue 31), only its own tests;

@@ -4,15 +4,17 @@ The scripted servo stream of config/tasks/arthroscopy.yaml goes through the serv
 scope_servo_node runs (procedures.scope_servo.ScopeServoSession over the RCM servo,
 planning.remote_centre) at the control rate: entered from the docked pose, each twist stamped
 and framed as the node receives them, the same limits, cone, dead-man and joint-state watchdog
-(safety.state_age). Its joint commands are the plan the robot's own path tracks (the drive bridge
-on the simulated backend, simulation.executor_run.run_trajectory: no bone, the feed held
-retracted), so the states the session measures are its own previous commands, stamped when
-they were sent: the watchdog runs but finds them fresh by construction (its test against stale
-and missing states is the node's over DDS, test/ros/test_launch_scope_servo.py).
-metrics.rcm_error is the largest distance of the portal from the scope axis of the plant's true
-joints over the whole run (m): the servo keeps it zero at every command, so what it measures is
-the robot's tracking (the drives' own loops in CSP on the ideal plant, the host's PID and the
-compensation on the realistic one).
+(safety.state_age). It runs live on the robot's own path (executor_run.run_streamed, `LiveServo`):
+every control period the session measures the joint states the drive bridge published (the
+encoders, with their stamps, as drive_node publishes them) and its next command goes to the
+trajectory controller, the drive bridge and the simulated plant, as scope_servo_node streams it
+over DDS; in-process the states are never late (their watchdog's test against stale and missing
+states is the node's over DDS, test/ros/test_launch_scope_servo.py), and a measured axis off the
+portal would end the mode. metrics.rcm_error is the largest distance of the portal from the scope
+axis of the plant's true joints over the whole run (m): the servo keeps it zero at every command,
+so what it measures is the robot's tracking (the drives' own loops in CSP on the ideal plant, the
+host's PID and the compensation on the realistic one). `run_servo`, the same stream against its
+own commands, is the plan's preview (`plan`, the CLI's on_plan).
 Simplification: the plant carries the drill's masses (the arthroscope's 4.5 g rod is not swapped
 in), and the hardware component checks no tool fixtures (the servo checks the scope against the
 no-go zones before every step).
@@ -27,12 +29,13 @@ from typing import Any
 import numpy as np
 
 from quirobot_control.axes.virtual_fixtures import VirtualFixtures
-from quirobot_control.planning.arthroscopy import ArthroscopyTask, load_arthroscopy
+from quirobot_control.planning.arthroscopy import ArthroscopyTask, ServoSegment, load_arthroscopy
 from quirobot_control.planning.remote_centre import axis_distance
 from quirobot_control.planning.trajectory import JointTrajectory, Phase, hold
 from quirobot_control.procedures.procedure import SummaryRow, register
 from quirobot_control.procedures.scope_servo import ScopeServoSession, check_command_period
-from quirobot_control.simulation.executor_run import run_trajectory
+from quirobot_control.simulation.bridge_port import BridgePort
+from quirobot_control.simulation.executor_run import StreamedCommand, run_streamed
 from quirobot_control.simulation.incision import TARGETS, TaskResult, common_metrics
 from quirobot_control.simulation.metrics import TaskMetrics
 from quirobot_control.simulation.plant import SimulationError
@@ -40,6 +43,8 @@ from quirobot_description.parameters import JOINT_NAMES, RobotParameters
 
 #: The procedure's targets (m): the issue's portal drift bound.
 RCM_TARGET = 0.5e-3
+#: m: the drill feed held at its park value while the scope servos (see incision.yaml).
+FEED_PARK = 0.004
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def run_servo(task: ArthroscopyTask, session: ScopeServoSession, dt: float) -> J
     docked pose: the joints it commands (phases start, servo, end; the feed held at its park value,
     4 mm: see incision.yaml). SimulationError if the mode refuses to start or leaves on a fault."""
     check_command_period(task, dt)
-    feed = 0.004
+    feed = FEED_PARK
     t = 0.0
     q = session.docked_joints
     session.measure(q, t, t)
@@ -90,6 +95,57 @@ def run_servo(task: ArthroscopyTask, session: ScopeServoSession, dt: float) -> J
     start = hold(q[0], task.settle, dt, "start")
     motion = JointTrajectory(dt, q, qd, qdd, phases=(Phase("servo", 0.0, (len(q) - 1) * dt),))
     return start.then(motion).then(hold(q[-1], task.settle, dt, "end"))
+
+
+class LiveServo:
+    """The scripted stream through the servo mode live on the robot's path (executor_run.
+    run_streamed's `next_command`): each control period the session measures the joint states the
+    bridge published (drive_node's, with their stamp) and commands the next point, as
+    scope_servo_node does over DDS; the same schedule as run_servo (a settle at the docked pose,
+    the servo segments, a settle at the end), the feed held at its park value."""
+
+    def __init__(self, task: ArthroscopyTask, session: ScopeServoSession, dt: float) -> None:
+        check_command_period(task, dt)
+        self.task, self.session, self.dt = task, session, dt
+        settle = [("start", None)] * int(round(task.settle / dt))
+        servo = []
+        for segment in task.servo:
+            servo += [("servo", segment)] * int(np.ceil(segment.duration / dt - 1e-9))
+        self.schedule = [*settle, *servo, *[("end", None)] * int(round(task.settle / dt))]
+        self.period = 0
+        self.q = session.docked_joints
+        self.qd = np.zeros(len(JOINT_NAMES))
+        self.next_message = 0.0
+        self.previous: ServoSegment | None = None
+
+    def __call__(self, port: BridgePort) -> StreamedCommand | None:
+        if self.period >= len(self.schedule):
+            return None
+        phase, segment = self.schedule[self.period]
+        self.period += 1
+        now, session = port.time, self.session
+        measured = port.measured()
+        session.measure(measured.position[: len(JOINT_NAMES)], measured.stamp, now)
+        if phase == "servo":
+            if self.previous is None:
+                started, why = session.enter(now)
+                if not started:
+                    raise SimulationError(f"{self.task.path.name}: the servo mode did not start: {why}")
+            if segment is not self.previous and self.previous is not None and not self.previous.send:
+                self.next_message = now  # the stream resumes where the silence ended
+            self.previous = segment
+            if segment.send and now >= self.next_message - 1e-12:
+                session.receive(segment.linear, segment.angular, now, now)
+                self.next_message = now + 1.0 / self.task.servo_rate
+            step = session.step(now, self.dt)
+            if step is None:
+                raise SimulationError(
+                    f"{self.task.path.name}: the servo mode left at {now:.3f} s: {session.fault}"
+                )
+            self.q, self.qd = step.q, step.qd
+        else:
+            self.qd = np.zeros(len(JOINT_NAMES))
+        return np.append(self.q, FEED_PARK), np.append(self.qd, 0.0), phase
 
 
 @dataclass(frozen=True)
@@ -128,19 +184,19 @@ class ArthroscopyProcedure:
         from quirobot_control.hardware.control_config import control_configuration
 
         control = options.get("control") or control_configuration(params)
+        if options.get("on_plan") is not None:  # the preview: the stream against its own commands
+            options["on_plan"](run_servo(task, ScopeServoSession(task, params), control.dt))
         session = ScopeServoSession(task, params)
-        trajectory = run_servo(task, session, control.dt)
-        servo = session.servo
-        if options.get("on_plan") is not None:
-            options["on_plan"](trajectory)
-        log = run_trajectory(
-            trajectory,
+        trajectory, log = run_streamed(
+            np.append(session.docked_joints, FEED_PARK),
+            LiveServo(task, session, control.dt),
             params,
             control,
             plant=options.get("plant") or "ideal",
             compensated=options.get("compensated", True),
             progress=options.get("progress"),
         )
+        servo = session.servo
         model = servo.model
         dead_man = servo.holds.get("dead-man", 0)
         metrics = ArthroscopyMetrics(

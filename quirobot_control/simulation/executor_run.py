@@ -1,8 +1,9 @@
 """A procedure on the robot's own path, in-process: the DrillHole executor (task_node's core) over
 the drive bridge (drive_node's core) on the simulated backend, one control period at a time
 (simulation.bridge_port.BridgePort), recorded into a `SimulationLog` for the hole's metrics
-(`run_drill_hole`); or a planned joint trajectory (the line, the scope servo's commands) tracked
-by the same controllers and bridge (`run_trajectory`).
+(`run_drill_hole`); a planned joint trajectory (the line, the accuracy budget's incisions)
+tracked by the same controllers and bridge (`run_trajectory`); or a command stream read off the
+robot's joint states every period (the scope servo, `run_streamed`).
 
 What `quirobot simulate --task incision` runs (issue 31: one implementation of each procedure, one
 set of safety rules): the executor's readiness wait, plan, checks every control period, cancel
@@ -33,7 +34,7 @@ from quirobot_control.axes.virtual_fixtures import VirtualFixtures
 from quirobot_control.hardware.control_config import ControlConfig
 from quirobot_control.models.bone import BoneParameters
 from quirobot_control.planning.tasks import IncisionTask
-from quirobot_control.planning.trajectory import JointTrajectory
+from quirobot_control.planning.trajectory import JointTrajectory, Phase
 from quirobot_control.procedures.drill_hole_executor import DrillHoleExecutor, DrillRequest, ExecutorConfig
 from quirobot_control.procedures.drill_hole_types import DrillResult
 from quirobot_control.safety.drilling_monitor import DrillingEvent
@@ -47,7 +48,7 @@ from quirobot_description.parameters import RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 from quirobot_description.urdf import robot_description
 
-__all__ = ["ExecutorRun", "run_drill_hole", "run_trajectory"]
+__all__ = ["ExecutorRun", "StreamedCommand", "run_drill_hole", "run_streamed", "run_trajectory"]
 
 
 @dataclass
@@ -329,6 +330,70 @@ def run_trajectory(
     return _log(
         recorder, bridge, trajectory, params, None, wall, complete=bridge.hardware.stop_reason is None
     )
+
+
+#: A streamed command for one control period: joints (6,), their velocities (6,), its phase's name.
+StreamedCommand = tuple[np.ndarray, np.ndarray, str]
+
+
+def run_streamed(
+    initial: np.ndarray,
+    next_command: Callable[[BridgePort], StreamedCommand | None],
+    params: RobotParameters,
+    control: ControlConfig,
+    *,
+    plant: str = "ideal",
+    compensated: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[JointTrajectory, SimulationLog]:
+    """A command stream on the robot's own path, as a servo node streams it to the trajectory
+    controller (one point a period): the drive bridge comes up at `initial` (6,) on the simulated
+    `plant` (`compensated`: see SimulatedBackend), the controllers take over, then every control
+    period `next_command(port)` reads what it needs (the joint states drive_node publishes:
+    `port.measured()`, the clock `port.time`) and gives that period's command, until it returns
+    None; a stop ends the stream after POST_STOP_TIME of physics. Returns the commands as a
+    trajectory (their phases from the names given) and the log (from the first command on)."""
+    bridge = simulated_bridge(
+        params,
+        control,
+        robot_description("drill", "real"),
+        now=0.0,
+        initial=initial,
+        plant=plant,
+        compensated=compensated,
+    )
+    recorder = _Recorder(progress)
+    port = BridgePort(bridge, on_period=recorder)
+    positions, velocities, names = [np.array(initial, dtype=float)], [np.zeros(len(initial))], ["start"]
+    started = clock.perf_counter()
+    with bridge:
+        port.sleep(port.dt)  # the controllers take over at `initial` (the hand-over)
+        recorder.start = port.time
+        hardware = bridge.hardware
+        while (command := next_command(port)) is not None:
+            q, qd, name = command
+            port.command[:], port.velocity[:] = q, qd  # the point the controller is sent
+            positions.append(np.array(q, dtype=float))
+            velocities.append(np.array(qd, dtype=float))
+            names.append(name)
+            port.sleep(port.dt)
+            if hardware.stop_reason is not None:
+                port.sleep(POST_STOP_TIME)  # the physics after a stop, as the robot does it
+                break
+        else:  # the controller holds the last command one period more: a row per command and the start
+            port.sleep(port.dt)
+    wall = clock.perf_counter() - started
+    dt = port.dt
+    q, qd = np.array(positions), np.array(velocities)
+    qdd = np.vstack([np.zeros((1, q.shape[1])), np.diff(qd, axis=0) / dt])
+    phases, first = [], 0
+    for k in range(1, len(names) + 1):
+        if k == len(names) or names[k] != names[first]:
+            phases.append(Phase(names[first], first * dt, (k - 1) * dt))
+            first = k
+    trajectory = JointTrajectory(dt, q, qd, qdd, phases=tuple(phases))
+    log = _log(recorder, bridge, trajectory, params, None, wall, complete=bridge.hardware.stop_reason is None)
+    return trajectory, log
 
 
 def _log(
