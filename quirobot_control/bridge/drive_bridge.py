@@ -474,7 +474,7 @@ class DriveBridge(HoleInForce, PinInForce):
         drilling", "is inserting a pin"); None: none."""
         with self._hole_lock:
             hole = (self._pending_hole or self.hole).context
-            pin = self._pending_pin[0] if self._pending_pin is not None else self.pin
+            pin = self._next_pin
         if hole is not None:
             return hole.goal_id, "is drilling"
         return (pin.goal_id, "is inserting a pin") if pin is not None else None

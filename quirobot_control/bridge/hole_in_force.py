@@ -97,7 +97,7 @@ class HoleInForce:
                         f"drilling context names goal {context.goal_id!r}, sent for {goal_id!r}"
                     )
                 self._check_machine(goal_id, context)
-                pin = self._pending_pin[0] if self._pending_pin is not None else self.pin
+                pin = self._next_pin
                 if pin is not None:
                     raise BridgeError(
                         f"drilling context of goal {goal_id!r} refused: goal {pin.goal_id!r}'s pin "

@@ -55,12 +55,18 @@ class PinInForce:
     #: None: nothing waiting.
     _pending_pin: tuple[PinInsertion | None] | None = None
 
+    @property
+    def _next_pin(self) -> PinInsertion | None:
+        """The insertion in force from the next period: the one waiting if any, else the one in
+        force (the caller holds _hole_lock, as for `(self._pending_hole or self.hole)`)."""
+        return self._pending_pin[0] if self._pending_pin is not None else self.pin
+
     def set_pin_insertion(self, goal_id: str, insertion: PinInsertion | None) -> str:
         """Goal `goal_id`'s pin `insertion` watched from the next period on (None: that goal's
         insertion ends: the driver stops). What is watched, as text; BridgeError, with nothing
         changed, for the refusals of the module docstring or an end that is not the active goal's."""
         with self._hole_lock:
-            current = self._pending_pin[0] if self._pending_pin is not None else self.pin
+            current = self._next_pin
             if insertion is None:
                 if current is None:
                     return f"pin insertion: goal {goal_id!r} ended, no insertion was active"
@@ -102,7 +108,7 @@ class PinInForce:
         """No goal goes on (a stop acknowledged): no insertion from now on; the goal whose
         insertion ended (None: none was active)."""
         with self._hole_lock:
-            current = self._pending_pin[0] if self._pending_pin is not None else self.pin
+            current = self._next_pin
             if current is None:
                 return None
             self._pending_pin = (None,)

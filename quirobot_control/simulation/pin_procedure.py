@@ -207,9 +207,8 @@ def insert_pin(
         wall = time.perf_counter()
         port.sleep(port.dt)  # the controllers take over at the measured pose (the start-up handshake)
         monitor = PinTorqueMonitor(task.torque_limit, task.depth)  # the drive bridge's (bridge.pin_in_force)
-        bridge.set_pin_insertion(
-            GOAL_ID, PinInsertion(GOAL_ID, monitor, task.speed, task.pitch, task.approach_rate)
-        )
+        insertion = PinInsertion(GOAL_ID, monitor, task.speed, task.pitch, task.approach_rate)
+        bridge.set_pin_insertion(GOAL_ID, insertion)
         hw = bridge.hardware
         while port.time < MAX_DURATION and not bridge.pin_reached and hw.stop_reason is None:
             port.sleep(port.dt)
@@ -217,7 +216,7 @@ def insert_pin(
         # is at rest (every revolution counts in the depth; a pin still advancing is not done).
         driver = bridge.backend.spindle
         end = port.time + MAX_SETTLE
-        while task.pitch * driver.speed / (2.0 * math.pi) > REST_FEED and port.time < end:
+        while insertion.travel(driver.speed) > REST_FEED and port.time < end:  # the feed it gives, m/s
             port.sleep(port.dt)
         if hw.stop_reason is None:  # the feed's controller takes over where the pin is, then it ends
             held = np.array(port.measured().position)
@@ -230,7 +229,7 @@ def insert_pin(
         while record.feed_speed() > REST_FEED and port.time < end:
             port.sleep(port.dt)
         wall = time.perf_counter() - wall
-    feed = max(task.pitch * driver.speed / (2.0 * math.pi), record.feed_speed())
+    feed = max(insertion.travel(driver.speed), record.feed_speed())
     depth = record.depth[-1]
     stop_reason = hw.stop_reason
     if stop_reason is None and not bridge.pin_reached:
