@@ -31,11 +31,11 @@ import numpy as np
 from quirobot_control.axes.virtual_fixtures import VirtualFixtures
 from quirobot_control.planning.arthroscopy import ArthroscopyTask, ServoSegment, load_arthroscopy
 from quirobot_control.planning.remote_centre import axis_distance
-from quirobot_control.planning.trajectory import JointTrajectory, Phase, hold
+from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.procedures.procedure import SummaryRow, register
 from quirobot_control.procedures.scope_servo import ScopeServoSession, check_command_period
 from quirobot_control.simulation.bridge_port import BridgePort
-from quirobot_control.simulation.executor_run import StreamedCommand, run_streamed
+from quirobot_control.simulation.executor_run import StreamedCommand, run_streamed, streamed_trajectory
 from quirobot_control.simulation.incision import TARGETS, TaskResult, common_metrics
 from quirobot_control.simulation.metrics import TaskMetrics
 from quirobot_control.simulation.plant import SimulationError
@@ -61,48 +61,24 @@ class ArthroscopyMetrics:
 
 def run_servo(task: ArthroscopyTask, session: ScopeServoSession, dt: float) -> JointTrajectory:
     """The scripted stream through the servo mode at the control period dt (s), entered at the
-    docked pose: the joints it commands (phases start, servo, end; the feed held at its park value,
-    4 mm: see incision.yaml). SimulationError if the mode refuses to start or leaves on a fault."""
-    check_command_period(task, dt)
-    feed = FEED_PARK
-    t = 0.0
-    q = session.docked_joints
-    session.measure(q, t, t)
-    started, why = session.enter(t)
-    if not started:
-        raise SimulationError(f"{task.path.name}: the servo mode did not start: {why}")
-    positions, velocities = [np.append(q, feed)], [np.zeros(6)]
-    next_message = 0.0
-    for segment in task.servo:
-        end = t + segment.duration
-        while t < end - 1e-12:
-            if segment.send and t >= next_message - 1e-12:
-                session.receive(segment.linear, segment.angular, t, t)
-                next_message = t + 1.0 / task.servo_rate
-            session.measure(q, t, t)  # the previous command, sent at t (module docstring)
-            step = session.step(t, dt)
-            if step is None:
-                raise SimulationError(f"{task.path.name}: the servo mode left at {t:.3f} s: {session.fault}")
-            q = step.q
-            positions.append(np.append(step.q, feed))
-            velocities.append(np.append(step.qd, 0.0))
-            t += dt
-        if not segment.send:
-            next_message = t
-    q = np.array(positions)
-    qd = np.array(velocities)
-    qdd = np.vstack([np.zeros((1, 6)), np.diff(qd, axis=0) / dt])
-    start = hold(q[0], task.settle, dt, "start")
-    motion = JointTrajectory(dt, q, qd, qdd, phases=(Phase("servo", 0.0, (len(q) - 1) * dt),))
-    return start.then(motion).then(hold(q[-1], task.settle, dt, "end"))
+    docked pose, against its own commands (each period measures the previous command, stamped when
+    it was sent): the joints it commands (phases start, servo, end; the feed held at its park
+    value), the plan's preview. SimulationError if the mode refuses to start or leaves on a fault."""
+    stream = LiveServo(task, session, dt)
+    initial = np.append(session.docked_joints, FEED_PARK)
+    q, t, commands = initial, 0.0, []
+    while (command := stream.command(t, q[: len(JOINT_NAMES)], t)) is not None:
+        commands.append(command)
+        q, t = command[0], t + dt
+    return streamed_trajectory(initial, commands, dt)
 
 
 class LiveServo:
     """The scripted stream through the servo mode live on the robot's path (executor_run.
     run_streamed's `next_command`): each control period the session measures the joint states the
     bridge published (drive_node's, with their stamp) and commands the next point, as
-    scope_servo_node does over DDS; the same schedule as run_servo (a settle at the docked pose,
-    the servo segments, a settle at the end), the feed held at its park value."""
+    scope_servo_node does over DDS: a settle at the docked pose, the servo segments, a settle at
+    the end, the feed held at its park value. `run_servo` runs the same against its own commands."""
 
     def __init__(self, task: ArthroscopyTask, session: ScopeServoSession, dt: float) -> None:
         check_command_period(task, dt)
@@ -119,13 +95,19 @@ class LiveServo:
         self.previous: ServoSegment | None = None
 
     def __call__(self, port: BridgePort) -> StreamedCommand | None:
+        """This period's command from the joint states the bridge published."""
+        measured = port.measured()
+        return self.command(port.time, measured.position[: len(JOINT_NAMES)], measured.stamp)
+
+    def command(self, now: float, q: np.ndarray, stamp: float) -> StreamedCommand | None:
+        """This period's command (its joints and velocities (6,), its phase) at `now` (s), the arm
+        measured at q (5,) stamped `stamp` (s); None once the schedule is done."""
         if self.period >= len(self.schedule):
             return None
         phase, segment = self.schedule[self.period]
         self.period += 1
-        now, session = port.time, self.session
-        measured = port.measured()
-        session.measure(measured.position[: len(JOINT_NAMES)], measured.stamp, now)
+        session = self.session
+        session.measure(q, stamp, now)
         if phase == "servo":
             if self.previous is None:
                 started, why = session.enter(now)

@@ -48,7 +48,14 @@ from quirobot_description.parameters import RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 from quirobot_description.urdf import robot_description
 
-__all__ = ["ExecutorRun", "StreamedCommand", "run_drill_hole", "run_streamed", "run_trajectory"]
+__all__ = [
+    "ExecutorRun",
+    "StreamedCommand",
+    "run_drill_hole",
+    "run_streamed",
+    "run_trajectory",
+    "streamed_trajectory",
+]
 
 
 @dataclass
@@ -364,18 +371,15 @@ def run_streamed(
     )
     recorder = _Recorder(progress)
     port = BridgePort(bridge, on_period=recorder)
-    positions, velocities, names = [np.array(initial, dtype=float)], [np.zeros(len(initial))], ["start"]
+    commands: list[StreamedCommand] = []
     started = clock.perf_counter()
     with bridge:
         port.sleep(port.dt)  # the controllers take over at `initial` (the hand-over)
         recorder.start = port.time
         hardware = bridge.hardware
         while (command := next_command(port)) is not None:
-            q, qd, name = command
-            port.command[:], port.velocity[:] = q, qd  # the point the controller is sent
-            positions.append(np.array(q, dtype=float))
-            velocities.append(np.array(qd, dtype=float))
-            names.append(name)
+            port.command[:], port.velocity[:] = command[0], command[1]  # the point the controller is sent
+            commands.append(command)
             port.sleep(port.dt)
             if hardware.stop_reason is not None:
                 port.sleep(POST_STOP_TIME)  # the physics after a stop, as the robot does it
@@ -383,17 +387,27 @@ def run_streamed(
         else:  # the controller holds the last command one period more: a row per command and the start
             port.sleep(port.dt)
     wall = clock.perf_counter() - started
-    dt = port.dt
-    q, qd = np.array(positions), np.array(velocities)
+    trajectory = streamed_trajectory(initial, commands, port.dt)
+    log = _log(recorder, bridge, trajectory, params, None, wall, complete=bridge.hardware.stop_reason is None)
+    return trajectory, log
+
+
+def streamed_trajectory(
+    initial: np.ndarray, commands: Sequence[StreamedCommand], dt: float
+) -> JointTrajectory:
+    """The commands of a stream, one a period `dt` (s) after `initial` (6,) at rest, as a
+    trajectory: accelerations from the velocities' differences, a phase for each run of one name
+    (`initial` in the first command's)."""
+    q = np.array([initial, *(command[0] for command in commands)], dtype=float)
+    qd = np.array([np.zeros(len(initial)), *(command[1] for command in commands)], dtype=float)
     qdd = np.vstack([np.zeros((1, q.shape[1])), np.diff(qd, axis=0) / dt])
+    names = [commands[0][2] if commands else "start", *(command[2] for command in commands)]
     phases, first = [], 0
     for k in range(1, len(names) + 1):
         if k == len(names) or names[k] != names[first]:
             phases.append(Phase(names[first], first * dt, (k - 1) * dt))
             first = k
-    trajectory = JointTrajectory(dt, q, qd, qdd, phases=tuple(phases))
-    log = _log(recorder, bridge, trajectory, params, None, wall, complete=bridge.hardware.stop_reason is None)
-    return trajectory, log
+    return JointTrajectory(dt, q, qd, qdd, phases=tuple(phases))
 
 
 def _log(

@@ -145,28 +145,7 @@ def run_task(
     end_time = None if until is None else trajectory.phase(until).end_time
     injectors = [FaultInjector(item) for item in _injections(injection, control.dt, end_time, trajectory)]
     # The robot's own path (simulation.executor_run), injected faults included.
-    if not isinstance(task, IncisionTask):  # the line: its plan tracked on the drive bridge
-        log = run_trajectory(
-            trajectory,
-            params,
-            control,
-            plant=plant,
-            seed=seed,
-            plant_parameters=plant_parameters,
-            compensated=compensated,
-            fixtures=task_fixtures(task, params),
-            injectors=injectors,
-            end_time=end_time,
-            progress=progress,
-        )
-        run = common_metrics(log, trajectory)
-        return TaskResult(
-            task=task,
-            trajectory=trajectory,
-            log=log,
-            metrics=TaskMetrics(run, line=line_metrics(trajectory, log)),
-        )
-    if breakthrough_detection:
+    if isinstance(task, IncisionTask) and breakthrough_detection:
         run = run_drill_hole(
             task,
             params,
@@ -186,9 +165,10 @@ def run_task(
         completed = run.result is not None and run.result.success  # None: cut at `until`
         faults = [fault_report(injector, run.log, task.entry, task.direction) for injector in injectors]
         return _incision_result(task, run.trajectory, run.log, faults, far_cortex, completed=completed)
-    # Unsafe on purpose (tests): the plan tracked on the same drive bridge with the goal's hole,
-    # its breakthrough detector disarmed, so that the feed goes on to the planned depth.
-    hole = replace(plan.hole_context("breakthrough-detection-off"), arm_depth=None, exit_depth=None)
+    # The line, and an incision with its breakthrough detector off on purpose (tests): the plan
+    # tracked on the same drive bridge, the incision with its goal's hole but that detector disarmed
+    # (the feed goes on to the planned depth), the line with its task's fixtures.
+    incision = isinstance(task, IncisionTask)
     log = run_trajectory(
         trajectory,
         params,
@@ -197,14 +177,22 @@ def run_task(
         seed=seed,
         plant_parameters=plant_parameters,
         compensated=compensated,
-        incision=task,
+        fixtures=None if incision else task_fixtures(task, params),
+        incision=task if incision else None,
         bone=bone,
-        hole=hole,
+        hole=(
+            replace(plan.hole_context("breakthrough-detection-off"), arm_depth=None, exit_depth=None)
+            if incision
+            else None
+        ),
         injectors=injectors,
         end_time=end_time,
         progress=progress,
     )
     run = common_metrics(log, trajectory)
+    if not incision:
+        metrics = TaskMetrics(run, line=line_metrics(trajectory, log))
+        return TaskResult(task=task, trajectory=trajectory, log=log, metrics=metrics)
     faults = [fault_report(injector, log, task.entry, task.direction) for injector in injectors]
     return _incision_result(task, trajectory, log, faults, far_cortex, completed=run.completed)
 
