@@ -15,9 +15,13 @@ own record, CycleStats.sync) comes near 200 ms. The drives' watchdogs cannot jud
 milliseconds here: the six simulated drives, the cycle and the executor share one process and one
 GIL on this rig, and gaps of 5-20 ms between SYNCs are common (measured on an idle 2-core
 machine; the drives stall with the cycle and mostly do not see them). So a drive that lost its
-master, or a stopped bridge, fails the test only when the cycle's record holds no gap as long as
-the heartbeat watchdog's slack (drive.master_timeout minus canopen.heartbeat_period: 6 ms); once
-seen in a clean-clone CI run. The cycle's milliseconds against the drives' watchdog are
+master fails the test only when the cycle's record holds no gap as long as the heartbeat
+watchdog's slack (drive.master_timeout minus canopen.heartbeat_period: 6 ms); once seen in a
+clean-clone CI run. Nor can this rig keep its own command stream: its real-time threads (the
+cycle's, the drives', the receivers') can starve the test's executor on two cores, and the
+bridge's command watchdog then stops it, rightly (once seen in CI: no command for 0.5 s, the
+SYNCs 5.9 ms apart at most); such a stop fails the test only if the commands did come (their
+posting times, recorded). The cycle's milliseconds against the drives' watchdog are
 bench/drive_loop.py's, with the drives in processes of their own (issue 32).
 """
 
@@ -72,10 +76,12 @@ def test_a_slow_rclpy_subscription_costs_the_drive_cycle_no_sync(rig):
     try:
         names = list(cycle.bridge.names)
         received = {"count": 0, "slow": 0}
+        posted = []  # s, time.monotonic of each command posted to the cycle
 
         def on_command(message: JointState) -> None:  # drive_node's on_command, plus a slow one
+            posted.append(time.monotonic())
             cycle.post_command(
-                list(message.name), list(message.position), list(message.velocity), now=time.monotonic()
+                list(message.name), list(message.position), list(message.velocity), now=posted[-1]
             )
             received["count"] += 1
             if received["count"] % 3 == 0:
@@ -110,9 +116,15 @@ def test_a_slow_rclpy_subscription_costs_the_drive_cycle_no_sync(rig):
         params = load_parameters()  # the watchdog's values (relaxed_parameters keeps them)
         slack = params.drive.master_timeout - params.canopen.heartbeat_period  # s
         lost, stop = drives.master_lost(), cycle.latest.sample.stop_reason
-        if lost or stop is not None:  # the module doc: only a stall of the cycle explains it
-            assert gap >= slack, f"{lost or stop} with SYNC gaps of {gap * 1e3:.1f} ms at most"
+        if lost:  # the module doc: only a stall of the cycle explains it
+            assert gap >= slack, f"{lost} with SYNC gaps of {gap * 1e3:.1f} ms at most"
             return
+        if stop is not None and stop.startswith("command watchdog"):  # the module doc
+            silence = max(np.diff([*posted, time.monotonic()]))  # s, the longest without a command
+            timeout = cycle.bridge.control.watchdog_stop_timeout  # s
+            assert silence >= timeout - 0.01, f"{stop}, but commands came every {silence:.3f} s at most"
+            return
+        assert stop is None, stop
         assert wait_until(lambda: enabled(drives), 1.0), {a: s.state for a, s in drives.simulators.items()}
     finally:
         node.destroy_node()
