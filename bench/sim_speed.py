@@ -38,7 +38,6 @@ _ACCURACY_SAMPLES = """
 import json, time
 from quirobot_control.analysis import accuracy
 from quirobot_control.analysis.accuracy import budget_setup, run_indexed_sample
-from quirobot_control.simulation import closed_loop
 from quirobot_description.parameters import load_parameters
 
 plant_times = []
@@ -52,6 +51,8 @@ if hasattr(accuracy, "run_trajectory"):  # the robot's path (issue 31), plus its
 
     accuracy.run_trajectory = timed_run
 else:  # an older checkout (--root): ClosedLoopSimulation's loop
+    from quirobot_control.simulation import closed_loop
+
     run = closed_loop.ClosedLoopSimulation.run
 
     def timed_run(self, *args, **kwargs):

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quirobot_cli.verb_parser import add_verb
-from quirobot_control.simulation.closed_loop import DEFAULT_PLANT
-from quirobot_description.plant_parameters import PLANTS
+from quirobot_description.plant_parameters import DEFAULT_PLANT, PLANTS
 from quirobot_description.shown_numbers import compared
 
 if TYPE_CHECKING:

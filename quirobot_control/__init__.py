@@ -104,11 +104,11 @@ def simulate(
     every 1 kHz sample.
 
     depth, feed_rate: override an incision's (m, m/s). plant: "realistic" or "ideal" (default
-    simulation.closed_loop.DEFAULT_PLANT, as `quirobot simulate`).
+    plant_parameters.DEFAULT_PLANT, as `quirobot simulate`).
     """
     from quirobot_control.planning.tasks import load_task
-    from quirobot_control.simulation.closed_loop import DEFAULT_PLANT
     from quirobot_control.simulation.incision import run_task
+    from quirobot_description.plant_parameters import DEFAULT_PLANT
 
     if isinstance(task, (str, Path)):
         task = load_task(task)

@@ -26,7 +26,7 @@ from mcap.writer import Writer as McapWriter
 
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.reporting import cdr
-from quirobot_control.simulation.closed_loop import SimulationLog
+from quirobot_control.simulation.simulation_log import SimulationLog
 
 _SEPARATOR = "=" * 80 + "\n"
 _TIME = "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n"

@@ -39,7 +39,7 @@ current) and the spindle's state, and says when the feed must stop (one latched 
   disable the thrust limit and the breakthrough detector for good (`NaN > limit` is false).
 
 What the host does with an event (decelerate the feed at its acceleration limit and hold it: a
-category 2 stop of the feed, then stop or go on) is the caller's (simulation.closed_loop).
+category 2 stop of the feed, then stop or go on) is the caller's (the drive bridge's hole context).
 
 Without a drilling context (`DrillingMonitorSettings.thrust_limit_only`: the real-drive path,
 bridge.drive_bridge, has neither the goal's far cortex nor a spindle model) only the thrust limit

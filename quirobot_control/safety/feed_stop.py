@@ -1,8 +1,8 @@
 """The reaction to a far-cortex breakthrough: the feed stops, then waits for the retract.
 
 When the drilling monitor (safety.drilling_monitor) reports a breakthrough, the feed stops the
-same way on every path (the drive bridge, bridge.drive_bridge, under drive_node; the closed-loop
-simulation of `quirobot simulate`, simulation.closed_loop):
+same way wherever the monitor runs (the drive bridge, bridge.drive_bridge, under drive_node and
+under `quirobot simulate`'s executor runs, simulation.executor_run):
 
 1. `FeedStop`: a category 2 stop of the feed alone, from its commanded position and velocity at
    that period, decelerating at the feed's acceleration limit (tools.drill.feed_acceleration) to

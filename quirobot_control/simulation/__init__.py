@@ -5,9 +5,10 @@
 - executor_run: the robot's own path in-process (the DrillHole executor, a planned trajectory or
   a servo's live command stream, over the drive bridge on the simulated backend: bridge_port),
   recorded in a `SimulationLog`: what `quirobot simulate` runs for every procedure;
-- closed_loop: `SimulationLog`, and `ClosedLoopSimulation`, the older loop of a planned trajectory
-  (hardware component, PIDs, safety, drives, plant, bone thrust while `Drilling`): no procedure
-  runs it any more (issue 31), only its own tests;
+- simulation_log: `SimulationLog`, what a run records every control period, and
+  `POST_STOP_TIME`, the physics kept after a stop;
+- bone_contact: `Drilling` (the bone on the drilling axis) and `BoneContact`, its thrust on the
+  bit in the plant;
 - incision: `run_task(task, params)`, a task planned and run, measured against the targets
   (`TaskResult`, `targets_met`), with the drilling monitor and spindle;
 - metrics: `TaskMetrics` (`RunMetrics`, `IncisionMetrics`, `LineMetrics`), a run's typed
@@ -20,14 +21,14 @@
 `quirobot_control.simulate("incision")` is the one-call version.
 """
 
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling, SimulationLog
+from quirobot_control.simulation.bone_contact import Drilling
 from quirobot_control.simulation.incision import TaskResult, run_task, targets_met
 from quirobot_control.simulation.metrics import TaskMetrics
 from quirobot_control.simulation.plant import MujocoPlant, SimulationError
 from quirobot_control.simulation.simulated_backend import SimulatedBackend, simulated_bridge
+from quirobot_control.simulation.simulation_log import SimulationLog
 
 __all__ = [
-    "ClosedLoopSimulation",
     "Drilling",
     "MujocoPlant",
     "SimulatedBackend",

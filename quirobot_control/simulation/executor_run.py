@@ -16,7 +16,7 @@ joint_trajectory_controller does.
 
 The log starts when the motion starts (the executor's start time, `start`: the log's time 0, so
 the plan's phases keep their times) and ends when the goal ends, with one row per sample of the
-plan at most; a stop is followed by POST_STOP_TIME of physics, as ClosedLoopSimulation records.
+plan at most; a stop is followed by POST_STOP_TIME of physics (simulation_log).
 `reference`, `planned_tip` and `planned_tool0` are the first trajectory sent (the plan) at each
 period.
 """
@@ -40,10 +40,10 @@ from quirobot_control.procedures.drill_hole_types import DrillResult
 from quirobot_control.safety.drilling_monitor import DrillingEvent
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_control.simulation.bridge_port import COLUMNS, BridgePort
-from quirobot_control.simulation.closed_loop import POST_STOP_TIME, SimulationLog, planned_tip
 from quirobot_control.simulation.faults import FaultInjector
 from quirobot_control.simulation.plant import SimulationError
 from quirobot_control.simulation.simulated_backend import simulated_bridge
+from quirobot_control.simulation.simulation_log import POST_STOP_TIME, SimulationLog, planned_tip
 from quirobot_description.parameters import RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 from quirobot_description.urdf import robot_description
@@ -261,7 +261,7 @@ def run_drill_hole(
         except _RunEndError:  # the observation window or the phase asked for is over
             pass
     wall = clock.perf_counter() - started
-    if faults.end_time is not None:  # the rows up to the end, as ClosedLoopSimulation logs them
+    if faults.end_time is not None:  # the rows up to the end of the observation window
         recorder.rows = [row for row in recorder.rows if row.time <= faults.end_time + 1e-9]
     trajectory = port.sent[0][1]
     log = _log(recorder, bridge, trajectory, params, result, wall)
@@ -294,7 +294,7 @@ def run_trajectory(
     runs (its monitor, fixtures and thrust feed-forward, as a DrillHole goal's: planning.
     drill_hole.DrillPlan.hole_context), in force before the motion starts. What the line, the
     arthroscopy, the accuracy budget's short incisions and an incision with its breakthrough
-    detector off on purpose run (issue 31: ClosedLoopSimulation's own loop retired for them).
+    detector off on purpose run (issue 31: one loop for every procedure).
     `injectors`, `end_time`, `progress`: as run_drill_hole. The log starts with the motion; a stop
     is followed by POST_STOP_TIME of physics."""
     bridge = simulated_bridge(
@@ -421,7 +421,7 @@ def _log(
     complete: bool | None = None,
 ) -> SimulationLog:
     # A goal that succeeded (`complete`: a plan tracked without a stop): one row per sample of the
-    # plan at most, as ClosedLoopSimulation's log (row k is the state at the plan's time k * dt; the
+    # plan at most (row k is the state at the plan's time k * dt; the
     # controllers' last periods add nothing). Otherwise every row: the executor's retract and
     # withdraw after the plan are what it did.
     rows = recorder.rows
@@ -439,7 +439,7 @@ def _log(
     if event is not None:  # on the log's clock (the motion's start is 0)
         event = replace(event, time=event.time - start)
     hardware = bridge.hardware
-    # The robot's latched stop in its own words (as ClosedLoopSimulation logs it), else the goal's
+    # The robot's latched stop in its own words, else the goal's
     # end if it failed (a refusal mid-way, a path tolerance, an early breakthrough).
     stop_reason, stop_code = hardware.stop_reason, hardware.stop_code
     if stop_reason is None and result is not None and not result.success:

@@ -50,8 +50,8 @@ from quirobot_control.models.spindle import Spindle
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_control.simulation.bone_contact import BoneContact
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, SimulationLog
 from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_control.simulation.simulation_log import SimulationLog
 from quirobot_description.parameters import DrillParameters
 
 FAULT_KINDS = ("master-loss", "drive-fault", "power-fault", "estop", "bone-harder", "spindle-stall")
@@ -62,7 +62,7 @@ DRIVE_FAULT_KINDS = ("drive-fault", "power-fault")
 BONE_FAULT_KINDS = ("bone-harder", "spindle-stall")
 #: The harder bone's thrust factor (issue 8: "a 3x harder bone").
 BONE_HARDER = 3.0
-#: s of simulation after the fault, as closed_loop.POST_STOP_TIME after a stop: the stops (10 ms
+#: s of simulation after the fault, as simulation_log.POST_STOP_TIME after a stop: the stops (10 ms
 #: watchdog, quick-stop ramps of a few ms, 15 ms brakes) and the arm's settling fit within it.
 FAULT_OBSERVE_TIME = 0.5
 #: m/s: the tip at rest is slower than this (a fifteenth of the 1.5 mm/s feed; the arm's residual
@@ -114,9 +114,9 @@ _SECONDS = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0
 
 
 class FaultTarget(Protocol):
-    """What an injection acts on and watches: a ClosedLoopSimulation, or the robot's own path
-    (simulation.executor_run: the drive bridge's drives, hardware and hole monitor, the plant's
-    bone contact and spindle, and the port that stands for drive_node)."""
+    """What an injection acts on and watches: the robot's own path (simulation.executor_run: the
+    drive bridge's drives, hardware and hole monitor, the plant's bone contact and spindle, and
+    the port that stands for drive_node)."""
 
     dt: float  # s, the control period
     end_time: float | None  # s: the run ends after this (the observation window), None: the plan's end
@@ -136,16 +136,6 @@ class FaultInjector:
         self.injection = injection
         self.time: float | None = None  # s, when the fault was applied
         self.detected: float | None = None  # s, when the robot first reacted
-
-    def install(self, simulation: ClosedLoopSimulation) -> None:
-        previous = simulation.before_cycle
-
-        def hook(k: int, sim: ClosedLoopSimulation) -> None:
-            if previous is not None:
-                previous(k, sim)
-            self(k, sim)
-
-        simulation.before_cycle = hook
 
     def __call__(self, k: int, sim: FaultTarget) -> None:
         t = k * sim.dt

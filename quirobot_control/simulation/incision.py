@@ -41,7 +41,6 @@ from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
 from quirobot_control.planning.tasks import IncisionTask, LineTask, load_task, plan_line_task, task_fixtures
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.safety.breakthrough_plan import target_cortex
-from quirobot_control.simulation.closed_loop import SimulationLog
 from quirobot_control.simulation.executor_run import run_drill_hole, run_trajectory
 from quirobot_control.simulation.faults import (
     BreakthroughReport,
@@ -54,6 +53,7 @@ from quirobot_control.simulation.faults import (
     safety_verdict,
 )
 from quirobot_control.simulation.metrics import IncisionMetrics, LineMetrics, RunMetrics, TaskMetrics
+from quirobot_control.simulation.simulation_log import SimulationLog
 from quirobot_description.parameters import DrillParameters, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
 

@@ -149,8 +149,7 @@ class SimulatedBackend:
         the task itself) in the plant, or `bone` at that task's entry (a bone other than the imaged
         one: thinner, a porous band): its thrust acts on the drill tip from then on."""
         from quirobot_control.planning.tasks import IncisionTask, load_task
-        from quirobot_control.simulation.bone_contact import BoneContact
-        from quirobot_control.simulation.closed_loop import Drilling
+        from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 
         loaded = task if isinstance(task, IncisionTask) else load_task(task)
         if not isinstance(loaded, IncisionTask):

@@ -47,7 +47,7 @@ from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
 from quirobot_control.reporting.recording import write_mcap
-from quirobot_control.simulation.closed_loop import SimulationLog
+from quirobot_control.simulation.simulation_log import SimulationLog
 from quirobot_description.parameters import axes_for
 from quirobot_control.planning.trajectory import JointTrajectory
 

@@ -24,8 +24,7 @@ from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.safety.hole_context import HoleContext
-from quirobot_control.simulation.bone_contact import BoneContact
-from quirobot_control.simulation.closed_loop import Drilling
+from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.machine_identity import simulated_machine
 from quirobot_description.parameters import DrillParameters, axes_for

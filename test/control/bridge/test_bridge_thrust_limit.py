@@ -18,8 +18,7 @@ from quirobot_control.bridge.drive_bridge import DriveBridge
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.tasks import load_task
 from quirobot_control.safety.stop_codes import StopCode
-from quirobot_control.simulation.bone_contact import BoneContact
-from quirobot_control.simulation.closed_loop import Drilling
+from quirobot_control.simulation.bone_contact import BoneContact, Drilling
 from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.parameters import DrillParameters, axes_for
 from quirobot_description.urdf import robot_description

@@ -28,12 +28,19 @@ from quirobot_control.planning.drill_hole import (
     plan_drill_hole,
 )
 from quirobot_control.planning.tasks import load_task
-from quirobot_control.planning.trajectory import JointTrajectory, Phase
+from quirobot_control.procedures.drill_hole_executor import (
+    DrillHoleExecutor,
+    DrillRequest,
+    ExecutorConfig,
+    Outcome,
+)
 from quirobot_control.safety.drilling_monitor import DrillingMonitorSettings
 from quirobot_control.safety.feed_stop import FeedStop
 from quirobot_control.safety.hole_context import GoalLimitError, hole_monitor_settings
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
+from quirobot_control.simulation.bridge_port import BridgePort
+from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.parameters import DrillParameters
+from quirobot_description.urdf import robot_description
 
 #: The drill feed's column in the drill's axis vectors.
 FEED = DrillParameters.feed_index
@@ -60,48 +67,42 @@ def test_a_cancel_stops_the_feed_at_least_as_fast_as_the_monitors_feed_stop(para
 
 
 def _cancelled_in_bone(parameters, incision, feed_rate: float) -> tuple[float, float]:
-    """Closed loop (ideal plant, the bone's thrust): a DrillHole plan at `feed_rate` m/s cancelled
-    half-way through the feed, from the settle phase on. Returns (the true tip's depth at the
-    cancel, its deepest after it), m."""
+    """A DrillHole goal at `feed_rate` m/s on the robot's path (the executor over the drive bridge,
+    ideal plant, the bone's thrust), cancelled by its client once the true tip is half-way down.
+    Returns (the true tip's depth at the cancel, its deepest after it), m."""
     control = control_configuration(parameters)
-    dt = control.dt
+    bridge = simulated_bridge(
+        parameters, control, robot_description("drill", "real"), now=0.0, initial=incision.park
+    )
+    bridge.backend.place_bone(incision)
     goal = DrillGoal(incision.entry, incision.direction, incision.depth, feed_rate, 80.0)
-    plan = plan_drill_hole(goal, incision.park, parameters, dt, feed_mass=FEED_MASS)
-    trajectory, task = plan.trajectory, plan.task
-    settle, feed = trajectory.phase("settle"), trajectory.phase("feed")
-    k0 = round(settle.start_time / dt)
-    k = round(0.5 * (feed.start_time + feed.end_time) / dt)
-    cancel = plan_cancel_retract(
-        trajectory.positions[k], task, parameters, dt, trajectory.velocities[k, FEED]
-    )
-    before = (k - k0) * dt
-    run = JointTrajectory(
-        dt=dt,
-        positions=np.vstack([trajectory.positions[k0 : k + 1], cancel.positions[1:]]),
-        velocities=np.vstack([trajectory.velocities[k0 : k + 1], cancel.velocities[1:]]),
-        accelerations=np.vstack([trajectory.accelerations[k0 : k + 1], cancel.accelerations[1:]]),
-        phases=(
-            Phase("feed", 0.0, before),
-            *(Phase(p.name, p.start_time + before, p.end_time + before) for p in cancel.phases),
-        ),
-    )
-    simulation = ClosedLoopSimulation(
-        parameters, control, run, drilling=Drilling(task.entry, task.direction, task.bone)
-    )
-    log = simulation.run()
-    assert log.stop_reason is None, log.stop_reason
-    depth = (log.tip - task.entry) @ task.direction
-    at_cancel = k - k0
-    return float(depth[at_cancel]), float(depth[at_cancel:].max())
+    executor, cancelled = None, []
+
+    def depth(tip) -> float:
+        return float((tip - incision.entry) @ incision.direction)
+
+    def cancel_half_way(port: BridgePort) -> None:
+        if not cancelled and port.tips and depth(port.tips[-1][1]) >= 0.5 * incision.depth:
+            cancelled.append(len(port.tips) - 1)
+            executor.request_cancel()
+
+    port = BridgePort(bridge, before_period=cancel_half_way)
+    executor = DrillHoleExecutor(port, ExecutorConfig.shipped(parameters, tracking_lag=0.0))
+    with bridge:
+        result = executor.run(DrillRequest(goal=goal, task=incision))
+    assert result.outcome is Outcome.CANCELED, result.message
+    depths = [depth(tip) for _, tip in port.tips[cancelled[0] :]]
+    return depths[0], max(depths)
 
 
-def test_a_cancel_in_bone_goes_little_deeper_in_closed_loop(parameters, incision):
+def test_a_cancel_in_bone_goes_little_deeper_on_the_robot_path(parameters, incision):
     """5 mm/s in the canal: the true tip goes 0.125 mm (v^2 / 2a at the feed's 0.1 m/s^2) plus
     the tracking lag deeper before the retract; before, 1.25 mm (the task's 0.01 m/s^2)."""
     feed_rate = 0.005
     at_cancel, deepest = _cancelled_in_bone(parameters, incision, feed_rate)
     assert at_cancel > incision.bone.layers[0].thickness  # in bone, past the near cortex
     planned = feed_rate**2 / (2.0 * parameters.drill.feed.acceleration)
+    print(f"{(deepest - at_cancel) * 1e3:.4f} mm deeper after the cancel ({planned * 1e3:.4f} mm planned)")
     assert deepest - at_cancel < planned + 0.05e-3, (deepest - at_cancel) * 1e3
 
 

@@ -14,7 +14,7 @@ from mcap_ros2.writer import Writer
 from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.reporting import cdr
 from quirobot_control.reporting.recording import JOINT_STATE, JOINT_TRAJECTORY, PATH, POSE_STAMPED, write_mcap
-from quirobot_control.simulation.closed_loop import SimulationLog
+from quirobot_control.simulation.simulation_log import SimulationLog
 
 RNG = np.random.default_rng(7)
 

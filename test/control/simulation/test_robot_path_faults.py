@@ -1,5 +1,5 @@
 """Faults injected on the robot's own path (simulation.executor_run: the DrillHole executor over
-the drive bridge, CSP drives), as `quirobot simulate --inject` injects them on ClosedLoopSimulation.
+the drive bridge, CSP drives), as `quirobot simulate --inject` injects them.
 
 An emergency stop mid-feed must leave the bit no more than EXTRA_DEPTH_LIMIT (0.05 mm) deeper. On
 the robot's path it went about 0.1 mm deeper: the CSP drives' quick-stop ramp ran on their own
@@ -7,7 +7,8 @@ position loop without the host's gravity feed-forward (the torque offset 0x60B2 
 position), so gantry_z sagged until its loop wound up and its brake held (measured: gantry_z
 106 um, wrist_pitch 29 urad after a thrust-limit stop, the bone's thrust on the stopped bit
 105.9 N). The drives now keep the torque offset last received as their ramp's feed-forward
-(drives.drive_control: its source), as ClosedLoopSimulation's CST drives keep the current in force.
+(drives.drive_control: its source), as the retired ClosedLoopSimulation's CST drives kept the
+current in force.
 """
 
 from __future__ import annotations

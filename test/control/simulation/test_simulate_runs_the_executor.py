@@ -22,7 +22,6 @@ from quirobot_control.procedures.drill_hole_executor import (
     ExecutorConfig,
 )
 from quirobot_control.simulation.bridge_port import BridgePort
-from quirobot_control.simulation.closed_loop import ClosedLoopSimulation
 from quirobot_control.simulation.incision import run_task
 from quirobot_control.simulation.simulated_backend import simulated_bridge
 from quirobot_description.urdf import robot_description
@@ -49,7 +48,7 @@ def goal_over_the_bridge(params, task) -> tuple[object, float, float]:
 
 @pytest.mark.slow
 def test_simulate_drills_with_the_drill_hole_executor_over_the_bridge(parameters, monkeypatch):
-    runs, loops = [], []
+    runs = []
     original_run = DrillHoleExecutor.run
 
     def counted_run(self, request):  # the real executor runs; the test only counts its goals
@@ -57,11 +56,8 @@ def test_simulate_drills_with_the_drill_hole_executor_over_the_bridge(parameters
         return original_run(self, request)
 
     monkeypatch.setattr(drill_hole_executor.DrillHoleExecutor, "run", counted_run)
-    monkeypatch.setattr(
-        ClosedLoopSimulation, "run", lambda *a, **k: loops.append(a) or pytest.fail("a second loop ran")
-    )
     result = run_task("incision", parameters, plant="ideal")
-    assert len(runs) == 1 and not loops
+    assert len(runs) == 1
     assert result.metrics.run.completed and not result.unsafe, result.metrics.run.stop_reason
     monkeypatch.undo()
     task = load_task("incision")

@@ -15,9 +15,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from quirobot_control.simulation.closed_loop import POST_STOP_TIME
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_control.simulation.simulation_log import POST_STOP_TIME
 from quirobot_description.parameters import DrillParameters, axes_for
 
 #: The drill's commanded axes: the arm's joints, then the feed.
@@ -261,95 +261,69 @@ def test_cli_refuses_bad_requests_in_one_line(tmp_path, capsys, argv, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_model_feedforward_is_switchable_and_cuts_the_tracking_error(parameters, line):
-    """The same line without the model-based feed-forward: stable, but the PID alone lags."""
+@pytest.fixture(scope="module")
+def drive_fault(parameters, incision):
+    """The CI incision as a DrillHole goal on the robot's path (the executor over the drive
+    bridge, ideal plant), the gantry_y drive faulting half-way through the feed: (run, the fault's
+    time s on the log's clock, the drives after the run)."""
     from quirobot_control.hardware.control_config import control_configuration
-    from quirobot_control.simulation.closed_loop import ClosedLoopSimulation
-
-    simulation = ClosedLoopSimulation(
-        parameters, control_configuration(parameters), line.trajectory, feedforward=False
-    )
-    log = simulation.run()
-    assert log.stop_reason is None
-    without = np.max(np.abs(log.position - log.reference), axis=0)
-    with_ff = np.max(np.abs(line.log.position - line.log.reference), axis=0)
-    # gantry_z carries the arm's weight and the largest acceleration share: >= 10x better with it.
-    assert without[2] >= 10.0 * with_ff[2]
-    assert np.all(without[:3] > with_ff[:3])
-
-
-def trajectory_dt(incision) -> float:
-    return incision.trajectory.dt
-
-
-def run_with_a_drive_fault(parameters, incision, *, stop_on_error=True, after=None):
-    """The incision with the gantry_y drive faulting half-way through the feed; `after`: control
-    periods simulated past the fault (default: the whole plan). (log, simulation, fault cycle)."""
-    from quirobot_control.hardware.control_config import control_configuration
-    from quirobot_control.planning.trajectory import JointTrajectory
-    from quirobot_control.simulation.closed_loop import ClosedLoopSimulation, Drilling
+    from quirobot_control.simulation.executor_run import run_drill_hole
 
     task, trajectory = incision.task, incision.trajectory
     feed = trajectory.phase("feed")
     fault_cycle = int(round(0.5 * (feed.start_time + feed.end_time) / trajectory.dt))
-    if after is not None:
-        end = fault_cycle + after + 1
-        trajectory = JointTrajectory(
-            trajectory.dt,
-            trajectory.positions[:end],
-            trajectory.velocities[:end],
-            trajectory.accelerations[:end],
-            trajectory.phases,
-        )
-    simulation = ClosedLoopSimulation(
+    drives = {}
+
+    def inject(k, robot):
+        if k == fault_cycle:
+            robot.drives["gantry_y"].inject_fault("overcurrent in phase V")
+        drives.update(robot.drives)
+
+    run = run_drill_hole(
+        task,
         parameters,
         control_configuration(parameters),
-        trajectory,
-        drilling=Drilling(task.entry, task.direction, task.bone),
+        depth=CI_DEPTH,
+        feed_rate=CI_FEED_RATE,
+        thrust_limit=parameters.drilling.safety.thrust_limit,
+        injectors=[inject],
     )
-
-    def inject(k, sim):
-        if k == fault_cycle:
-            sim.drives["gantry_y"].inject_fault("overcurrent in phase V")
-
-    simulation.before_cycle = inject
-    return simulation.run(stop_on_error=stop_on_error), simulation, fault_cycle
+    assert run.trajectory.phase("feed") == feed  # the goal's plan is the one simulate ran
+    return run, fault_cycle * trajectory.dt, drives
 
 
-def test_a_drive_fault_while_drilling_stops_every_drive_in_the_closed_loop(parameters, incision):
-    """The gantry_y drive faults half-way through the feed: the loop stops all drives at once,
-    says why, and the bit does not go deeper than planned."""
+def test_a_drive_fault_while_drilling_stops_every_drive_on_the_robot_path(incision, drive_fault):
+    """The gantry_y drive faults half-way through the feed: the bridge stops every drive at once
+    and says why, the goal ends, and the bit goes no deeper than planned."""
     from quirobot_control.drives.interface import DriveState
 
     task = incision.task
-    log, simulation, fault_cycle = run_with_a_drive_fault(parameters, incision)
-    assert log.stop_reason == "drive fault on gantry_y: overcurrent in phase V"
-    assert log.stop_time == pytest.approx(fault_cycle * trajectory_dt(incision))  # the cycle it was read
+    run, fault_time, drives = drive_fault
+    log, dt = run.log, run.trajectory.dt
+    assert log.stop_reason is not None and "gantry_y" in log.stop_reason, log.stop_reason
+    assert "overcurrent in phase V" in log.stop_reason
+    assert fault_time <= log.stop_time <= fault_time + 2 * dt  # read at the next period at most
+    assert not run.result.success
     # The physics runs on after the stop (POST_STOP_TIME), so the report keeps what happened.
-    assert len(log.time) == fault_cycle + 1 + round(POST_STOP_TIME / trajectory_dt(incision))
-    states = {name: drive.feedback().state for name, drive in simulation.drives.items()}
+    assert log.time[-1] >= log.stop_time + POST_STOP_TIME - dt
+    states = {name: drive.feedback().state for name, drive in drives.items()}
     assert states.pop("gantry_y") is DriveState.FAULT
-    assert all(state is DriveState.QUICK_STOP for state in states.values())
+    assert all(state is DriveState.QUICK_STOP for state in states.values()), states
     depth = (log.tip - task.entry) @ task.direction
-    assert depth.max() <= task.depth
+    assert depth.max() <= CI_DEPTH
 
 
-def test_after_a_quick_stop_while_drilling_the_brakes_hold_the_arm(parameters, incision):
-    """The drives stop driving (zero torque); 15 ms later the holding brakes hold every joint:
-    the arm must not fall (without brakes gantry_z falls a metre in a second and the bit with it).
-    The physics runs on for a second after the fault, the controller stopped."""
-    task = incision.task
-    after = 1000  # control periods of physics after the fault (1 s)
-    log, simulation, fault_cycle = run_with_a_drive_fault(
-        parameters, incision, stop_on_error=False, after=after
-    )
-    assert log.stop_reason == "drive fault on gantry_y: overcurrent in phase V"
-    assert len(log.time) == fault_cycle + after + 1
-    assert all(drive.brake_engaged for drive in simulation.drives.values())
-    depth = (log.tip - task.entry) @ task.direction
-    assert depth.max() <= task.depth
+def test_after_a_quick_stop_while_drilling_the_brakes_hold_the_arm(drive_fault):
+    """The drives stop driving; 15 ms later the holding brakes hold every joint: the arm must not
+    fall (without brakes gantry_z falls a metre in a second and the bit with it). The physics runs
+    on for POST_STOP_TIME after the stop, the controllers stopped."""
+    run, fault_time, drives = drive_fault
+    log, dt = run.log, run.trajectory.dt
+    released = [name for name, drive in drives.items() if not drive.brake_engaged]
+    assert released == []
     # Held: from 0.1 s after the fault on, no joint moves more than 0.1 mm (or 0.1 mrad).
-    held = log.position[fault_cycle + 100 :]
+    held = log.position[log.time >= fault_time + 0.1]
+    assert len(held) >= round((POST_STOP_TIME - 0.1) / dt) - 1
     assert np.max(np.ptp(held, axis=0)) < 1e-4
 
 
