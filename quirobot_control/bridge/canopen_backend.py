@@ -411,8 +411,12 @@ class CanopenBackend:
                     f"{self.config.describe(name)}: cannot open: {_one_line(error)}"
                 ) from error
             self.networks[name] = network
+            # Ticked every control period at most: due half a period early at most (its doc).
             self.heartbeats[name] = MasterHeartbeat(
-                network, self.params.canopen.master_node_id, self.params.canopen.heartbeat_period
+                network,
+                self.params.canopen.master_node_id,
+                self.params.canopen.heartbeat_period,
+                early=0.5 * self.control_period,
             )
 
     def _start_drives(self) -> None:

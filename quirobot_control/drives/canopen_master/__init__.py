@@ -259,29 +259,41 @@ class CanopenDrive(
 class MasterHeartbeat:
     """The master's CiA 301 heartbeat producer on one network: 0x700 + master node id, state 5.
 
-    `tick(now)` sends it when `period` s have passed since the last one. The control loop calls
-    it every cycle, next to its SYNC, so a loop that stalls (or a process that dies or freezes)
-    stops the heartbeat with the SYNCs; a timer thread, or SocketCAN's broadcast manager in the
-    kernel, would keep it going and hide the failure from the drives' consumer heartbeat.
+    `tick(now)` sends it when due. The control loop calls it every cycle, next to its SYNC, so a
+    loop that stalls (or a process that dies or freezes) stops the heartbeat with the SYNCs; a
+    timer thread, or SocketCAN's broadcast manager in the kernel, would keep it going and hide the
+    failure from the drives' consumer heartbeat.
+
+    Due on a grid of `period` s from the first heartbeat, `early` s ahead of it at most (half the
+    interval between ticks): a tick that comes a little early or late (the loop's jitter) sends on
+    time, and one late heartbeat does not delay the next. Before, "`period` since the last one"
+    skipped a tick due at 3.99 ms for a 4 ms period, and heartbeats went out every third 2 ms SYNC
+    (6 ms) instead of every second: 1.7 of them per 10 ms consumer time, where the parameter file
+    counts on 2.5 (one lost frame passes); a single late SYNC then tripped the drives.
     """
 
-    def __init__(self, network: canopen.Network, node_id: int, period: float) -> None:
+    def __init__(self, network: canopen.Network, node_id: int, period: float, early: float = 0.0) -> None:
         if not 1 <= int(node_id) <= 127:
             raise CanopenConfigurationError(f"master node id must be 1..127, got {node_id!r}")
         if not math.isfinite(period) or period <= 0.0:
             raise CanopenConfigurationError(f"heartbeat period must be > 0 s, got {period!r}")
+        if not (math.isfinite(early) and 0.0 <= early < period):
+            raise CanopenConfigurationError(f"heartbeat lead must be 0 <= early < {period} s, got {early!r}")
         self.network = network
         self.cob_id = HEARTBEAT_COB_BASE + int(node_id)
         self.period = period
+        self.early = early
         self.sent = 0
-        self._last: float | None = None
+        self._due: float | None = None  # s: when the next heartbeat is due (None: at once)
 
     def tick(self, now: float) -> bool:
         """Send the heartbeat if it is due at `now` (s, any monotonic clock); True if sent."""
-        if self._last is not None and now - self._last < self.period * (1.0 - 1e-9):
+        due = self._due
+        if due is not None and now < due - self.early:
             return False
         self.network.send_message(self.cob_id, bytes([NMT_OPERATIONAL_STATE]))
-        self._last = now
+        # The next on the grid; after a stall longer than a period, a new grid from now.
+        self._due = due + self.period if due is not None and now < due + self.period else now + self.period
         self.sent += 1
         return True
 
