@@ -14,6 +14,9 @@
   cycle_exchange (`CycleSettings`, `CommandMailbox`, `CycleOutput`, `CycleStats`: what crosses
   between the ROS side and the cycle) and cycle_realtime (`RealtimeReport`, SCHED_FIFO, locked
   memory, the absolute-deadline sleep) beside it;
+- cycle_process: `start_cycle_process`, that cycle in a process of its own (issue 32), drive_node's
+  real-drive path: `CycleProcess` and `RemoteBridge` on drive_node's side, cycle_child the
+  child (`python -m quirobot_control.bridge.cycle_child`), cycle_messages what crosses the pipes;
 - drilling_context: `hole_setup`, what the bridge runs for a goal's hole (safety.hole_context.
   HoleContext, msg/DrillingContext without ROS): monitor, fixtures, thrust feed-forward;
 - lockstep: `Lockstep`, the simulated plant's clock in lock-step with the controller manager;

@@ -14,18 +14,20 @@ sequence: the parameters (`_declare_parameters`, one block), the robot descripti
 then spin. DriveNode's methods each translate one thing (a command, a timer tick, a service call,
 a status) between ROS and the bridge; its status half (log, /quirobot/drives/state, /diagnostics)
 is nodes.drive_status.DrivesStatusOut, its services half nodes.drive_services.DriveServices.
-The ROS entities come before the drives: creating one holds the GIL inside rclpy for
-milliseconds, which the real drives' cycle thread would wait through (with them made after the
-cycle started, `bench/drive_loop.py --ros-side drive_node` measured an 11 ms SYNC gap, past the
-drives' 10 ms watchdog: every drive stopped itself at start-up).
+The ROS entities come before the drives (creating one holds the GIL inside rclpy for
+milliseconds: when the real drives' cycle was a thread of this process, `bench/drive_loop.py
+--ros-side drive_node` measured an 11 ms SYNC gap, past the drives' 10 ms watchdog).
 
 Parameters: each declared once, with its type, default, unit and range, in
 `quirobot_control.bridge.drive_node_parameters` (the table: docs/node_parameters.md); a value
 outside its range stops the start-up with one line naming it. With drive_backend "canopen" the
-bus cycle runs in its own thread (bridge.drive_cycle: absolute deadlines, SCHED_FIFO where
-granted); this node's subscription posts the commands to its mailbox, its timer publishes the
-cycle's latest joint state, its services run while the cycle keeps the bus alive: a slow callback
-here never delays a SYNC.
+bus cycle runs in a process of its own (bridge.cycle_process, which this node starts and
+supervises; bridge.drive_cycle inside it: absolute deadlines, SCHED_FIFO and locked memory where
+granted); this node's subscription posts the commands to it, its timer publishes the cycle's
+latest joint state, its services are requests the child runs while the cycle keeps the bus alive:
+nothing here (a slow callback, an import, a garbage collection) shares an interpreter with the
+cycle. If the child dies, the drives stop on their watchdogs and this node publishes the stop; if
+this node dies, the child stops the drives and ends.
 
 Simulated backend only: `simulated_bone` puts that task's bone in the plant (its thrust on the
 drill tip); `test_fault_injection` (tests only) adds the service ~/inject_fault (std_srvs/Trigger)
@@ -322,7 +324,7 @@ def _open_drives(parameters: DriveNodeParameters, params, control, description: 
 
 class DriveNode(DrivesStatusOut, DriveServices):
     """The node's publishers, subscriptions, services and timers over one DriveBridge (or the real
-    drives' cycle thread): messages in, the bridge's samples and status out.
+    drives' cycle process): messages in, the bridge's samples and status out.
 
     Made before the drives are up (module doc), then `attach`ed to them; the node is spun only
     after that, so no callback runs without a bridge. `lockstep`: the plant's clock in lock-step
@@ -365,7 +367,7 @@ class DriveNode(DrivesStatusOut, DriveServices):
         self._create_inputs()
 
     def attach(self, bridge, cycle) -> None:
-        """The drives are up: their bridge, and the real drives' cycle thread (None: simulated).
+        """The drives are up: their bridge, and the real drives' cycle process (None: simulated).
         With the lock-step clock, its first sample (the controller manager's first cycle)."""
         self.bridge, self.cycle = bridge, cycle
         self.states_out = StatesToHardware(self.node, self.states, bridge.info.name)
@@ -443,7 +445,7 @@ class DriveNode(DrivesStatusOut, DriveServices):
 
         try:
             names, position, velocity = list(message.name), list(message.position), list(message.velocity)
-            if self.cycle is not None:  # the cycle thread takes it (DriveBridge.command there)
+            if self.cycle is not None:  # the cycle process takes it (DriveBridge.command there)
                 self.cycle.post_command(names, position, velocity, now=self.bridge_now())
             else:
                 self.bridge.command(names, position, velocity, now=self.bridge_now())
@@ -533,13 +535,22 @@ def _controller_stopper(node, controllers: list[str]):
 
 
 def _start_real_cycle(params, control, description: str, can, node):
-    """Real drives: the CANopen cycle in its own thread (bridge.drive_cycle.start_canopen_cycle:
-    SYNC, heartbeat, setpoints and feedback on an absolute deadline schedule, never waiting for
-    this node's executor); what the OS granted it in the log."""
-    from quirobot_control.bridge.drive_cycle import start_canopen_cycle
+    """Real drives: the CANopen cycle in a process of its own (bridge.cycle_process: SYNC,
+    heartbeat, setpoints and feedback on an absolute deadline schedule, sharing no interpreter
+    with this node's executor); what the OS granted it in the log.
 
-    cycle = start_canopen_cycle(params, control, description, can=can)
-    node.get_logger().info(cycle.report.describe())
+    This node's Python threads (the executor that relays the controllers' commands, the cycle
+    process's reader and sender) go to SCHED_FIFO ROS_SIDE_PRIORITY where granted, below every
+    thread of the cycle process: on a busy machine the relay must not starve behind ordinary
+    processes (with four busy processes on two cores it did: no command for 0.5 s, the command
+    watchdog's stop)."""
+    from quirobot_control.bridge.cycle_process import ROS_SIDE_PRIORITY, CycleSpec, start_cycle_process
+    from quirobot_control.bridge.cycle_realtime import raise_process
+
+    cycle = start_cycle_process(CycleSpec(params, control, description, can))
+    raised = raise_process(ROS_SIDE_PRIORITY, skip=0)
+    side = f"SCHED_FIFO {ROS_SIDE_PRIORITY}" if raised else "normal scheduling (SCHED_FIFO refused)"
+    node.get_logger().info(f"drive cycle process {cycle.child.pid}: {cycle.report_text}; this node: {side}")
     return cycle
 
 

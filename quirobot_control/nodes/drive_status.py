@@ -22,7 +22,7 @@ class DrivesStatusOut:
         log = bridge.hardware.log  # the safety layer's events (clamps, watchdog holds), bounded
         total = len(log.messages) + log.dropped
         if total != reported["safety"]:
-            # Real drives: copied by the cycle thread, which appends to it.
+            # Real drives: the messages the cycle process sent.
             messages = list(log.messages) if self.cycle is None else _safety_messages(self.cycle)
             new = min(total - reported["safety"], len(messages))
             for event in messages[len(messages) - new :]:
@@ -88,7 +88,7 @@ class DrivesStatusOut:
 
 
 def _safety_messages(cycle) -> list[str]:
-    """The safety layer's bounded log, copied by the cycle thread (it appends to it); [] if the
+    """The safety layer's bounded log (real drives: as the cycle process sent it); [] if the
     cycle does not answer (stopped or stalled: the stop itself is reported)."""
     from quirobot_control.bridge.drive_bridge import BridgeError
 
