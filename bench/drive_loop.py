@@ -1,10 +1,11 @@
-"""Drive-loop benchmark: drive_node's CANopen cycle thread on a busy host, against drives in another process.
+"""Drive-loop benchmark: drive_node's CANopen cycle process on a busy host, against drives in other processes.
 
     python bench/drive_loop.py [--seconds 60] [--busy N ...] [--gc freeze] [--json] [--save [FILE]]
 
-The master is drive_node's real-drive path without ROS: `open_bridge("canopen", ...)` (the
-hardware component, safety layer, CanopenBackend on the parameter file's three buses) stepped by
-`bridge.drive_cycle.DriveCycle` in its own thread, with a "ROS side" thread that posts a
+The master is drive_node's real-drive path: `bridge.cycle_process.start_cycle_process` (the
+hardware component, safety layer, CanopenBackend on the parameter file's three buses, stepped by
+`bridge.drive_cycle.DriveCycle` in a process of its own), with a "ROS side" thread in this process,
+on SCHED_FIFO ROS_SIDE_PRIORITY as drive_node's, that posts a
 JointState command every 1 ms (gantry_x on a 0.5 mm, 0.5 Hz sine, the others held) and reads
 the published state, as drive_node's subscription and timer do. The six drives are
 CanopenServoSimulators (drive_simulators.canopen_slave, on their own wall clock when no SYNC comes, so
@@ -75,12 +76,15 @@ import threading
 import time
 
 import numpy as np
+import psutil
 from bench_results import add_save_option, saved_output
 from canopen.sdo.client import SdoClient
 
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.cycle_exchange import GC_POLICIES, CycleSettings
+from quirobot_control.bridge.cycle_process import ROS_SIDE_PRIORITY, CycleSpec, start_cycle_process
+from quirobot_control.bridge.cycle_realtime import raise_process
 from quirobot_control.bridge.drive_cycle import start_canopen_cycle
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import axes_for, load_parameters
@@ -115,12 +119,13 @@ PROBE_PERIOD = 1e-3
 #: s, the master's SDO response timeout here (canopen's 0.3 s; a real drive answers in ms): the
 #: simulated drives' process shares two loaded cores (as in test/support/virtual_can.py).
 SdoClient.RESPONSE_TIMEOUT = 1.0
-#: The drives' processes stand for hardware. SCHED_FIFO above drive_node's process while it brings
-#: the bridge up (its busy start-up starved them: feedback timeouts); then SCHED_FIFO 30, below
-#: every real-time thread of drive_node (cycle 50, receivers 49, its other Python threads 40: a
-#: drive never preempts a drive_node thread that holds the GIL, which at 45 held the cycle with
-#: it) and above every normal process (at nice -10 they shared the cores with the other load and
-#: answered a SYNC up to 55 ms late at p99 (5 s runs, load 8); at 30, 3-8 ms).
+#: The drives' processes stand for hardware. SCHED_FIFO above drive_node while it brings the
+#: bridge up (its busy start-up starved them: feedback timeouts); then SCHED_FIFO 35, below every
+#: thread of the cycle process (cycle 50, receivers 49, its other Python threads 40: a drive never
+#: preempts one that holds the GIL, which at 45 held the cycle with it), above drive_node's own
+#: side (30: its 1 kHz joint states starved drives at 20 of SDO answers, test/support/
+#: drives_process.py) and every normal process (at nice -10 they shared the cores with the other
+#: load and answered a SYNC up to 55 ms late at p99 (5 s runs, load 8); at 30, 3-8 ms).
 SLAVE_PRIORITY = 45
 #: The master's own wall-clock limits on the drives, relaxed for the drives simulated here (as
 #: test/control/bridge/test_drive_cycle.py relaxes them): feedback timeout 500 SYNC periods (1 s,
@@ -133,7 +138,7 @@ SLAVE_PRIORITY = 45
 #: (drive_node's real-drive path) is not changed.
 MASTER_FEEDBACK_TIMEOUT_PERIODS = 500
 MASTER_TRANSITION_TIMEOUT = 2.0
-SLAVE_RUN_PRIORITY = 30
+SLAVE_RUN_PRIORITY = 35
 
 
 def bus_config(params, base_port: int) -> CanBusConfig:
@@ -297,6 +302,7 @@ class DriveNodeSide:
             can_channels="",
             simulated_bone="",
             plant="ideal",
+            machine=None,
             fault_injection=False,
             publish_clock=False,
             controller_rate=0,
@@ -502,14 +508,19 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
             gc_policy=gc_policy,
             receive_in_cycle=receive == "cycle",
         )
-        cycle = start_canopen_cycle(
+        spec = CycleSpec(
             params,
             control,
             robot_description("drill", "real"),
-            can=bus_config(params, base_port),
-            settings=settings,
+            bus_config(params, base_port),
+            settings,
+            sdo_response_timeout=SdoClient.RESPONSE_TIMEOUT,
         )
-        bridge, report = cycle.bridge, cycle.report
+        cycle = start_cycle_process(spec)
+        bridge, report = cycle.bridge, cycle.report_text
+        if realtime:  # this process as drive_node's (nodes.drive_node._start_real_cycle)
+            raise_process(ROS_SIDE_PRIORITY, skip=0)
+        master = psutil.Process(cycle.child.pid)
         if realtime:  # below every real-time thread of drive_node now (SLAVE_RUN_PRIORITY)
             for slave in slaves:
                 set_process_priority(slave.pid, SLAVE_RUN_PRIORITY)
@@ -566,14 +577,18 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
             ros = threading.Thread(target=thread_side, daemon=True)
             ros.start()
         time.sleep(WARM_UP)
-        mark, t0, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped
+        timing = cycle.request("timing")
+        mark, t0, skipped = int(timing["cycles"]), time.time(), timing["skipped"]
         window_start = time.monotonic()
         process_cpu, steal = time.process_time(), steal_seconds()
+        master_cpu_time = sum(master.cpu_times()[:2])
         tell(slaves, "start")
         time.sleep(seconds)
-        end, t1, skipped = cycle.stats.cycles, time.time(), cycle.stats.skipped - skipped
+        timing = cycle.request("timing")
+        end, t1, skipped = int(timing["cycles"]), time.time(), int(timing["skipped"] - skipped)
         window_end = time.monotonic()
         process_cpu, steal = time.process_time() - process_cpu, steal_seconds() - steal
+        master_cpu_time = sum(master.cpu_times()[:2]) - master_cpu_time
         tell(slaves, "end")
         gc.callbacks.remove(timed_collection)
         host_floor = json.loads(floor.communicate(f"{window_start} {window_end}\n", timeout=60)[0])
@@ -584,12 +599,15 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         if node_side is not None:
             node_side.close()
             node_side = None
-        cycle.stop()
+        stats = cycle.request("stats", timeout=60.0)  # the rings, before the child ends
         stop_reason = cycle.latest.sample.stop_reason if cycle.latest else "no cycle ran"
+        # The drives' records end here, with the cycle still running: closing it stops the SYNCs
+        # (the drives would record their SYNC loss as a stop of the run).
         tell(slaves, f"{t0} {t1}")
         buses = dict(
             zip(params.canopen.channel_names, (json.loads(s.stdout.readline()) for s in slaves), strict=True)
         )
+        cycle.stop()
     finally:
         if node_side is not None:
             node_side.close()
@@ -604,7 +622,6 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
             if process.poll() is None:
                 process.kill()
             process.wait()
-    stats = cycle.stats
     window_posts = posts[(posts >= window_start) & (posts <= window_end)]
     lateness = stats.window(stats.lateness, mark, end)
     cpu = stats.window(stats.cpu, mark, end)
@@ -648,11 +665,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "master_feedback_timeout": params.canopen.feedback_timeout,
         # CPU of the three drives' processes over the window, in cores (s of CPU per s).
         "drives_cpu_cores": sum(bus["drives_cpu_window"] for bus in buses.values()) / seconds,
-        # CPU of drive_node's process (cycle, TPDO receivers, the ROS side) over the window, cores:
-        # its Python threads share one GIL, and on SCHED_FIFO the kernel's real-time throttling
-        # (sched_rt_runtime_us, 95 % of each second) stops them for the rest of a second that
-        # used more.
-        "master_cpu_cores": process_cpu / seconds,
+        # CPU of the cycle process (cycle, its reporter and command reader) and of drive_node's
+        # side (this process: the ROS side, the pipes' reader and sender) over the window, cores:
+        # on SCHED_FIFO the kernel's real-time throttling (sched_rt_runtime_us, 95 % of each
+        # second) stops every real-time thread for the rest of a second that used more.
+        "master_cpu_cores": master_cpu_time / seconds,
+        "ros_side_cpu_cores": process_cpu / seconds,
         # The transport's share: udp_multicast's send (msgpack + sendto + the kernel's loopback to
         # every member socket) per frame, times the frames the cycle sends per SYNC cycle (a SYNC
         # and the heartbeat every other SYNC per bus, RPDO1 + RPDO2 per drive). A SocketCAN send
@@ -669,7 +687,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "gc": gc_policy,
         "receive": receive,
         "ros_side": ros_side,
-        "realtime": report.describe(),
+        "realtime": report,
         "emcy_codes": sorted({f"0x{code:04X}" for code in emcys}),
         "stop_reason": stop_reason,
         "drives": list(DRIVES),
@@ -874,7 +892,7 @@ def main() -> None:
                             print(json.dumps(result), flush=True)
         if not args.json:
             print(
-                f"drive_node's CANopen cycle thread, 6 simulated CiA 402 drives in another process "
+                f"drive_node's CANopen cycle process, 6 simulated CiA 402 drives in other processes "
                 f"(udp_multicast, 3 buses), {args.seconds:g} s per run, {os.cpu_count()} CPUs"
             )
             print(line)

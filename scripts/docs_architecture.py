@@ -110,9 +110,11 @@ PROCESSES = (
             ),
             Thread(
                 "drive-cycle",
-                "canopen backend only (bridge.drive_cycle): the drive bridge's cycle on absolute "
-                "deadlines (SYNC, PDOs, the hardware component and its safety layer); the executor "
-                "posts commands to its mailbox and publishes its latest sample",
+                "canopen backend only, in a child process drive_node starts and supervises "
+                "(bridge.cycle_process, python -m quirobot_control.bridge.cycle_child): the drive "
+                "bridge's cycle on absolute deadlines (SYNC, PDOs, the hardware component and its "
+                "safety layer); drive_node's drive-cycle-sender and -reader threads carry the "
+                "commands, requests and each period's news over its pipes",
             ),
             Thread("shutdown-signals", "SIGINT/SIGTERM as a request: stop every drive, release the buses"),
         ),

@@ -96,6 +96,10 @@ def _serve(receive: Connection, send: Connection) -> int:
     from quirobot_control.bridge.drive_cycle import start_canopen_cycle
 
     spec: CycleSpec = pickle.loads(receive.recv_bytes())
+    if spec.sdo_response_timeout is not None:
+        from canopen.sdo.client import SdoClient
+
+        SdoClient.RESPONSE_TIMEOUT = spec.sdo_response_timeout
     try:
         cycle = start_canopen_cycle(
             spec.params, spec.control, spec.robot_description, can=spec.can, settings=spec.settings
@@ -161,6 +165,8 @@ def _answer(cycle, number: int, name: str, args: tuple) -> CycleReply:
             result = cycle.bridge.set_drilling_context(*args)
         elif name == "timing":
             result = cycle_timing(cycle.stats, *args)
+        elif name == "stats":  # every ring (a bench's, once: CycleSettings.stats_capacity cycles)
+            result = cycle.stats
         elif name == "close":
             cycle.stop()
             result = cycle.bridge.close()

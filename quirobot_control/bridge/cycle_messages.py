@@ -28,7 +28,7 @@ __all__ = [
 #: The requests the child serves: the bridge's lifecycle ones run exclusively (the cycle keeps the
 #: bus alive meanwhile), the others are reads or hand-overs the bridge makes safe itself.
 EXCLUSIVE_REQUESTS = ("enable", "disable", "home", "acknowledge_stop")
-REQUESTS = (*EXCLUSIVE_REQUESTS, "status", "set_drilling_context", "timing", "close")
+REQUESTS = (*EXCLUSIVE_REQUESTS, "status", "set_drilling_context", "timing", "stats", "close")
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ class CycleSpec:
     robot_description: str  # URDF XML with the <ros2_control> block
     can: CanBusConfig
     settings: CycleSettings = field(default_factory=CycleSettings)
+    #: s the master waits for an SDO answer (canopen's SdoClient.RESPONSE_TIMEOUT); None: canopen's
+    #: 0.3 s. A bench relaxes it for Python drives simulated on the same loaded cores.
+    sdo_response_timeout: float | None = None
 
 
 @dataclass(frozen=True)
