@@ -115,7 +115,8 @@ class CycleProcess:
 
     def request(self, name: str, *args: object, timeout: float = 5.0) -> object:
         """Run the bridge's `name(*args)` in the child (module doc); its result, or its error
-        raised here (BridgeError, TimeoutError or ValueError; another kind as a BridgeError)."""
+        raised here as its own kind where that is one of _ERRORS', else as a BridgeError; a
+        TimeoutError after `timeout` s (wall clock) without an answer."""
         if name not in REQUESTS:
             raise ValueError(f"unknown drive cycle request {name!r}: one of {', '.join(REQUESTS)}")
         if self.ended is not None:
@@ -214,7 +215,10 @@ class CycleProcess:
         except (EOFError, OSError):
             pass
         code = self.child.wait()
-        self.ended = "closed" if self._closing and code == 0 else f"exit code {code}"
+        ended = "closed" if self._closing and code == 0 else f"exit code {code}"
+        if not self._closing:  # `lost` first: whoever sees `ended` sees the stop too
+            self._lost = f"drive cycle process ended: {ended}; the drives stop on their watchdogs"
+        self.ended = ended
         for done, answer in list(self._replies.values()):
             answer.append(
                 CycleReply(
@@ -222,9 +226,8 @@ class CycleProcess:
                 )
             )
             done.set()
-        if not self._closing:  # the drives stopped themselves on their watchdogs (module doc)
-            reason = f"drive cycle process ended: {self.ended}; the drives stop on their watchdogs"
-            self._lost = reason
+        if self._lost is not None:  # the drives stopped themselves on their watchdogs (module doc)
+            reason = self._lost
             self.messages.append(reason)
             previous = self.latest
             if previous is not None:
