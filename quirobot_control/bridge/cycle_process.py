@@ -144,16 +144,6 @@ class CycleProcess:
         """Why the drives stopped without a close (the child ended on its own), else None."""
         return None if self.ended is None or self._closing else self._lost
 
-    # DriveCycle's contract, as drive_node uses it (nodes.drive_services, nodes.drive_status).
-    def exclusive(self, function, timeout: float = 5.0) -> object:
-        """`function(bridge)` here with the remote bridge: the lifecycle requests it makes, the
-        child runs exclusively (the cycle keeps the bus alive meanwhile)."""
-        return function(self.bridge)
-
-    def call(self, function, timeout: float = 1.0) -> object:
-        """`function(bridge)` here with the remote bridge (its reads are the child's news)."""
-        return function(self.bridge)
-
     def stop(self, timeout: float = 5.0) -> None:
         """Close the child (`close`) once; its problems in `problems`."""
         if self.problems is None:

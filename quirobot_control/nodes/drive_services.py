@@ -35,10 +35,8 @@ class DriveServices:
 
         def serve(request, response):
             try:
-                # Real drives: in this thread while the cycle keeps the bus alive (SDO handshakes).
-                response.message = (
-                    action() if self.cycle is None else self.cycle.exclusive(lambda _: action())
-                )
+                # Real drives: a request the cycle process runs while its cycle keeps the bus alive.
+                response.message = action()
                 response.success = True
             except (BridgeError, TimeoutError) as error:
                 response.success, response.message = False, " ".join(str(error).split())

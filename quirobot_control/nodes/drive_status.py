@@ -22,8 +22,7 @@ class DrivesStatusOut:
         log = bridge.hardware.log  # the safety layer's events (clamps, watchdog holds), bounded
         total = len(log.messages) + log.dropped
         if total != reported["safety"]:
-            # Real drives: the messages the cycle process sent.
-            messages = list(log.messages) if self.cycle is None else _safety_messages(self.cycle)
+            messages = list(log.messages)  # real drives: as the cycle process sent them
             new = min(total - reported["safety"], len(messages))
             for event in messages[len(messages) - new :]:
                 logger.warning(event)
@@ -45,21 +44,20 @@ class DrivesStatusOut:
             self.publish_status()
 
     def publish_status(self, status=None) -> None:
-        """/quirobot/drives/state and /diagnostics of the drives' status (read from the cycle
-        thread with real drives); the controllers stopped or started with the drives."""
+        """/quirobot/drives/state and /diagnostics of the drives' status (real drives: a request
+        the cycle process answers); the controllers stopped or started with the drives."""
         from quirobot.msg import DrivesState
 
         from quirobot_control.bridge.diagnostics import drive_diagnostics
         from quirobot_control.bridge.drive_bridge import BridgeError
         from quirobot_control.nodes.diagnostics_msg import diagnostic_array
 
-        if status is None and self.cycle is not None:
+        if status is None:
             try:
-                status = self.cycle.call(lambda b: b.status())
-            except (BridgeError, TimeoutError) as error:  # a stopped or stalled cycle: next time
+                status = self.bridge.status()
+            except (BridgeError, TimeoutError) as error:  # a stalled cycle process: next time
                 self.node.get_logger().warning(f"drive status not read: {error}")
                 return
-        status = status or self.bridge.status()
         self.stop_controllers(status.enabled, status.stop_reason)
         state = DrivesState()
         state.stamp = self.stamp()
@@ -85,14 +83,3 @@ class DrivesStatusOut:
         if latest is not None and latest.cycle != self.published_cycle:
             self.published_cycle = latest.cycle
             self.publish_sample(latest.sample)
-
-
-def _safety_messages(cycle) -> list[str]:
-    """The safety layer's bounded log (real drives: as the cycle process sent it); [] if the
-    cycle does not answer (stopped or stalled: the stop itself is reported)."""
-    from quirobot_control.bridge.drive_bridge import BridgeError
-
-    try:
-        return cycle.call(lambda b: list(b.hardware.log.messages))
-    except (BridgeError, TimeoutError):
-        return []

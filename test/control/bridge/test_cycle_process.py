@@ -67,13 +67,18 @@ def started(process) -> bool:
     return process.state is not None and process.state[3] and process.latest is not None
 
 
+def drive(process, drives) -> None:
+    """The bridge started on a hold command, then the drives on their own clocks (watchdogs live)."""
+    post(process)
+    assert wait_until(lambda: started(process), 5.0), process.state
+    drives.live()
+
+
 def test_the_drives_follow_the_cycle_in_another_process(process, drives):
     assert process.child.pid != os.getpid()
     assert "drive-cycle" not in {thread.name for thread in threading.enumerate()}  # not here
     assert "buses read by the cycle thread" in process.report_text, process.report_text
-    post(process)
-    assert wait_until(lambda: started(process), 5.0), process.state
-    drives.live()
+    drive(process, drives)
     assert drives.enabled(), drives.states()
     target = START["gantry_x"] + 1e-3
 
@@ -90,9 +95,7 @@ def test_the_drives_follow_the_cycle_in_another_process(process, drives):
 
 
 def test_lifecycle_requests_reach_the_bridge_with_the_bus_kept_alive(process, drives):
-    post(process)
-    assert wait_until(lambda: started(process), 5.0)
-    drives.live()
+    drive(process, drives)
     assert process.request("disable") == "disabled"
     assert wait_until(lambda: "OPERATION_ENABLED" not in drives.states().values(), 2.0)
     assert process.request("enable", time.monotonic()) == "enabled"
@@ -102,9 +105,7 @@ def test_lifecycle_requests_reach_the_bridge_with_the_bus_kept_alive(process, dr
 
 
 def test_a_killed_cycle_process_leaves_the_drives_to_their_watchdogs_and_says_so(process, drives):
-    post(process)
-    assert wait_until(lambda: started(process), 5.0)
-    drives.live()
+    drive(process, drives)
     assert drives.enabled()
     os.kill(process.child.pid, signal.SIGKILL)
     assert wait_until(lambda: len(drives.master_lost()) == len(process.names), 2.0), drives.master_lost()
@@ -121,9 +122,7 @@ def test_a_killed_cycle_process_leaves_the_drives_to_their_watchdogs_and_says_so
 
 
 def test_when_its_parent_goes_the_cycle_process_stops_every_drive_and_ends(process, drives):
-    post(process)
-    assert wait_until(lambda: started(process), 5.0)
-    drives.live()
+    drive(process, drives)
     process._send.close()  # what the kernel does to the child's input when drive_node dies
     assert process.child.wait(10.0) == 0
     states = drives.states()
