@@ -99,13 +99,28 @@ class GraphClient:
         self.spin_until(lambda: any(accept(m) for m in received[start:]), timeout, f"a message on {topic}")
         return next(m for m in received[start:] if accept(m))
 
-    def call(self, service_type: type, name: str, request, timeout: float = 30.0):
-        """The response of service `name` to `request`."""
+    def call(
+        self, service_type: type, name: str, request, timeout: float = 30.0, resend_after: float | None = None
+    ):
+        """The response of service `name` to `request`, within `timeout` s in all.
+
+        `resend_after` (s; a read-only request only): send it again when no answer came within that
+        time. A server that answers before its response writer has matched this new client drops
+        the answer (the rmw's "failed to send response ... (timeout): client will not receive
+        response"), and the client waits for nothing: seen once in CI on the controller manager's
+        list_controllers, right after it came up."""
         client = self.node.create_client(service_type, name)
         try:
             self.spin_until(client.service_is_ready, timeout, f"service {name}")
-            future = client.call_async(request)
-            self.spin_until(future.done, timeout, f"the answer of {name}")
+            end = time.monotonic() + timeout
+            future, sent = client.call_async(request), time.monotonic()
+            while not future.done():
+                now = time.monotonic()
+                if now > end:
+                    raise AssertionError(f"timed out after {timeout:g} s waiting for the answer of {name}")
+                if resend_after is not None and now - sent > resend_after:
+                    future, sent = client.call_async(request), now
+                rclpy.spin_once(self.node, timeout_sec=0.05)
             return future.result()
         finally:
             self.node.destroy_client(client)
@@ -146,7 +161,9 @@ class GraphClient:
         from controller_manager_msgs.srv import ListControllers
 
         request = ListControllers.Request()
-        response = self.call(ListControllers, f"{CONTROLLER_MANAGER}/list_controllers", request)
+        response = self.call(
+            ListControllers, f"{CONTROLLER_MANAGER}/list_controllers", request, resend_after=5.0
+        )
         return {c.name: c.state for c in response.controller}
 
     def wait_for_active_controllers(
