@@ -166,6 +166,12 @@ def post_hold(cycle) -> None:
     cycle.post_command(list(names), [START[n] for n in names], [0.0] * len(names), now=time.monotonic())
 
 
+def started(cycle) -> bool:
+    """The bridge took a command and a period has stepped it since (`latest` is that period's):
+    `bridge.started` turns true inside the period's command, before its `latest` is set."""
+    return cycle.bridge.started and cycle.latest is not None
+
+
 def enabled(drives: Drives) -> bool:
     return all(sim.state is Cia402State.OPERATION_ENABLED for sim in drives.simulators.values())
 
@@ -180,7 +186,7 @@ def test_start_up_enables_every_drive_with_the_bus_kept_alive(cycle, drives):
     # The drives are enabled by SDO after the backend's first SYNC: without the cycle's
     # keep-alive meanwhile, their SYNC-loss watchdog (10 ms) stopped them while they were enabled.
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     assert enabled(drives), {a: s.state for a, s in drives.simulators.items()}
     assert drives.master_lost() == {}
@@ -193,7 +199,7 @@ def test_a_slow_ros_callback_costs_no_sync(cycle, drives):
     the cycle in the executor (drive_node's rclpy timer before) the SYNC stopped for 200 ms and
     every drive stopped itself after 10 ms."""
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     need_realtime(drives)
     for bus in drives.sniffers:
@@ -230,7 +236,7 @@ def test_a_stalled_cycle_thread_is_caught_by_the_drives(parameters, cycle, drive
     """The other side: the cycle thread itself stalls (not the ROS side); SYNC and heartbeat stop,
     and every drive stops itself within its watchdog times (SYNC loss 10 ms, heartbeat 10 ms)."""
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     cycle.stall(0.3)
     assert wait_until(lambda: len(drives.master_lost()) == len(drives.simulators), 2.0), drives.master_lost()
@@ -248,14 +254,14 @@ def test_requests_run_while_the_bus_stays_alive(parameters, cycle, drives):
     """A lifecycle request (here disable, then enable: SDO round trips) runs in the caller's
     thread with the cycle in keep-alive: SYNCs go on, the drives do not stop themselves."""
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     need_realtime(drives)
     syncs = cycle.backend.syncs
     assert cycle.exclusive(lambda bridge: bridge.disable()) == "disabled"
     assert cycle.exclusive(lambda bridge: bridge.enable(time.monotonic())) == "enabled"
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     assert cycle.backend.syncs > syncs
     assert drives.master_lost() == {}
     assert enabled(drives)
@@ -280,7 +286,7 @@ def test_an_error_in_the_step_quick_stops_every_drive_with_its_reason(cycle, dri
     statuswords confirm it. Before: the cycle logged the error every period and went on, every
     drive enabled and fed by the SYNCs."""
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     assert enabled(drives)
 
@@ -310,7 +316,7 @@ def test_an_error_while_a_request_holds_the_bridge_stops_every_drive_then_latche
     backend is quick-stopped at once, and the hardware latches the reason at the next period the
     cycle owns the bridge."""
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     keep_alive, failures = cycle._keep_alive, []
 
@@ -381,7 +387,7 @@ def test_the_simulated_drives_answer_from_their_precompiled_tpdos(drives, cycle)
     """Once operational with the master's mapping, every simulated drive packs its answers itself
     (TPDO_LAYOUTS); the master's feedback equals the drive's own encoder at the SYNC."""
     post_hold(cycle)
-    assert wait_until(lambda: cycle.bridge.started, 2.0)
+    assert wait_until(lambda: started(cycle), 2.0)
     for axis, sim in drives.simulators.items():
         assert sim._tpdo_frames is not None and len(sim._tpdo_frames) == 2, axis
     feedback = cycle.call(lambda bridge: {n: d.feedback().position for n, d in bridge.drives.items()})

@@ -21,6 +21,7 @@ import time
 import can
 import canopen
 import pytest
+from test_drive_cycle import started
 from virtual_can import START, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
@@ -133,11 +134,6 @@ def cycle(drives):
     yield started
     started.stop()
     started.bridge.close()
-
-
-def started(cycle) -> bool:
-    """The bridge took a command and a period has stepped it since (`latest` is that period's)."""
-    return cycle.bridge.started and cycle.latest is not None
 
 
 def post(cycle, gantry_x: float = START["gantry_x"]) -> None:
