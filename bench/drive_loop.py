@@ -31,14 +31,19 @@ after the other. Measured over `--seconds` after 1 s of warm-up:
   superseded by a newer one before any flush never reaches the bus and is not counted, nor is a
   setpoint sent again while no new command came (command_interval: s between the ROS side's
   posts, p50 / p99 / max, says how often they came);
-- host_floor: a bare SCHED_FIFO loop on 1 ms deadlines in its own process, above every thread
-  of the run, from before the drives start to the end: its lateness p50 / p99 / p99.9 / max and
+- host_floor: a bare SCHED_FIFO loop on 1 ms deadlines in a process of its own on each CPU (a
+  stall of either CPU stalls the cycle when its GIL's holder is on it), above every thread of
+  the run, from before the drives start to the end: the worst CPU's lateness p50 / p99 / p99.9 / max and
   the wake-ups more than 1 and 5 ms late and later than the drives' watchdog (over_watchdog:
   `watchdog`, the shorter of drive.master_timeout and the SYNC-loss time, 10 ms: a host stall
   that long stops the drives whatever the cycle does, so it explains a SYNC-loss stop), over the
   whole run ("run") and the window ("window"): what this machine does to any real-time thread;
   steal: the CPU time the hypervisor took from the machine's CPUs over the window, s (a VM);
 - sync_loss_stops_run: sync_loss_stops over the whole run (start-up and warm-up too);
+- stops_run / stops_unexplained_run: those EMCYs of the whole run as stops (the drives' watchdogs
+  expire together: EMCYs less than STOP_GAP apart are one stop), and the stops that no host
+  floor wake-up later than the watchdog explains (`stop_causes`: none within a watchdog of the
+  stop's time): a stop the cycle itself caused;
 - cycle_cpu: CPU time of the cycle thread per SYNC cycle (the control periods from one SYNC to
   the next: SYNC, TPDO wait, safety layer, RPDO packing), p50 / p99, s; udp_multicast's sends
   are part of it (transport_per_sync_cycle estimates them), and the line above the table gives
@@ -85,6 +90,7 @@ from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.cycle_exchange import GC_POLICIES, CycleSettings
 from quirobot_control.bridge.cycle_process import ROS_SIDE_PRIORITY, CycleSpec, start_cycle_process
 from quirobot_control.bridge.cycle_realtime import raise_process
+from quirobot_control.bridge.drive_bridge import BridgeError
 from quirobot_control.bridge.drive_cycle import start_canopen_cycle
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_description.parameters import axes_for, load_parameters
@@ -203,6 +209,12 @@ def serve_drives(base_port: int, bus: str) -> None:
         "emcy_codes": [code for _, cob, code in inside if SYNC_ID < cob < SYNC_ID + 0x80],
         # the whole run, warm-up and start-up included: a stop there ends the run's surgery too
         "emcy_codes_run": [code for _, cob, code in list(records) if SYNC_ID < cob < SYNC_ID + 0x80],
+        # (time.time() s, code) of every SYNC-loss or heartbeat EMCY of the run (stop_causes)
+        "master_lost_run": [
+            (t, code)
+            for t, cob, code in list(records)
+            if SYNC_ID < cob < SYNC_ID + 0x80 and code in MASTER_LOST_CODES
+        ],
         "tpdo1": [t for t, cob, _ in inside if cob == 0x181],
         "drives_cpu": time.process_time(),  # s of CPU of this process
         "drives_cpu_window": cpu_at_t1 - cpu_at_t0,  # s of it in the measured window
@@ -334,23 +346,54 @@ class DriveNodeSide:
         self.rclpy.shutdown()
 
 
+#: Start-up stops the bench clears before its window (recover), at most.
+RECOVERIES = 3
+
+
+def recover(cycle) -> list[str]:
+    """A stop before the window (the drives stopped themselves on a host stall at start-up: the
+    whole window would run without a setpoint, command -> RPDO unmeasured) cleared as an operator
+    clears it (acknowledge the stop, enable), then WARM_UP again; at most RECOVERIES times. The
+    stops cleared (their reasons); they still count in sync_loss_stops_run and stops_run."""
+    cleared = []
+    for _ in range(RECOVERIES):
+        latest = cycle.latest
+        reason = latest.sample.stop_reason if latest is not None else None
+        if not reason:
+            break
+        with contextlib.suppress(BridgeError):
+            cycle.bridge.disable()
+        try:  # a drive that stopped again meanwhile refuses: the next try clears it
+            cycle.bridge.acknowledge_stop("bench: a stop before the measured window")
+            cycle.bridge.enable(time.monotonic())
+            cleared.append(reason)
+        except BridgeError as error:
+            cleared.append(f"{reason} (not cleared: {error})")
+        time.sleep(WARM_UP)
+    return cleared
+
+
 def watchdog_time(params) -> float:
     """s: the drives' watchdog on the master, the shorter of the consumer heartbeat time
     (drive.master_timeout) and the SYNC-loss time (canopen.sync_loss_periods SYNC periods)."""
     return min(params.drive.master_timeout, params.canopen.sync_loss_periods * params.canopen.sync_period)
 
 
-def probe(watchdog: float) -> None:
-    """The host's floor (PROBE_PRIORITY): a bare loop on absolute PROBE_PERIOD deadlines from
-    'ready' on stdout until a line 'T0 T1' (time.monotonic() of the measured window) on stdin;
-    then prints its lateness (s) as JSON for the whole run and for the window (`floor_stats`,
-    `watchdog` s the drives' watchdog)."""
+def probe(watchdog: float, cpu: int) -> None:
+    """The host's floor on one CPU (PROBE_PRIORITY, pinned to `cpu`): a bare loop on absolute
+    PROBE_PERIOD deadlines from 'ready' on stdout until a line 'T0 T1' (time.monotonic() of the
+    measured window) on stdin; then prints its lateness (s) as JSON for the whole run and for the
+    window (`floor_stats`, `watchdog` s the drives' watchdog) and its stalls longer than the
+    watchdog. One process per CPU (`host_floor`): a stall of either CPU stalls the cycle when the
+    thread holding its process's GIL is on it, which a probe on the other CPU does not see."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setaffinity(0, {cpu})
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_PRIORITY))
     from quirobot_control.bridge.cycle_realtime import absolute_sleeper
 
     sleep_until, stop, window = absolute_sleeper(), threading.Event(), []
-    capacity = 3_600_000  # an hour of periods, preallocated: the loop allocates nothing
+    capacity = 1_800_000  # half an hour of periods, preallocated: the loop allocates nothing
     deadlines, lateness, k = np.empty(capacity), np.empty(capacity), 0
 
     def wait_for_window() -> None:
@@ -368,7 +411,40 @@ def probe(watchdog: float) -> None:
     deadlines, lateness = deadlines[:k], lateness[:k]
     inside = (deadlines >= window[0]) & (deadlines <= window[1]) if len(window) == 2 else np.ones(k, bool)
     stats = {"run": floor_stats(lateness, watchdog), "window": floor_stats(lateness[inside], watchdog)}
+    # Its wake-ups later than the watchdog over the run: (deadline, lateness) s, the deadline on
+    # time.time()'s clock (the drives' EMCY time stamps').
+    realtime = time.time() - time.monotonic()
+    over = lateness > watchdog
+    stalls = zip(deadlines[over].tolist(), lateness[over].tolist(), strict=True)
+    stats["stalls"] = [(d + realtime, x) for d, x in stalls]
     print(json.dumps(stats), flush=True)
+
+
+def host_floor(probes: list[dict]) -> dict:
+    """The floor of the CPUs' probes (`probe`, one per CPU): each figure of "run" and "window" the
+    worst CPU's (a real-time thread may land on it), the stalls of every CPU."""
+    parts = ("run", "window")
+    floor = {part: {key: max(p[part][key] for p in probes) for key in probes[0][part]} for part in parts}
+    floor["cpus"] = len(probes)
+    floor["stalls"] = sorted(stall for p in probes for stall in p["stalls"])
+    return floor
+
+
+#: s between two SYNC-loss EMCYs of one stop (the drives' watchdogs expire together).
+STOP_GAP = 0.1
+
+
+def stop_causes(master_lost: list[tuple[float, int]], stalls: list[tuple[float, float]], watchdog: float):
+    """The run's stops from the drives' SYNC-loss and heartbeat EMCYs ((time s, code), any bus),
+    each a cluster of them less than STOP_GAP s apart: (stops, unexplained), where a stop is
+    explained by a host stall longer than the watchdog (the floor's (deadline s, lateness s))
+    that it falls within `watchdog` of: such a stall stops the drives whatever the cycle does."""
+    times = sorted(t for t, _ in master_lost)
+    stops = [t for k, t in enumerate(times) if k == 0 or t - times[k - 1] > STOP_GAP]
+    unexplained = [
+        t for t in stops if not any(d - watchdog <= t <= d + late + watchdog for d, late in stalls)
+    ]
+    return len(stops), len(unexplained)
 
 
 def floor_stats(lateness: np.ndarray, watchdog: float) -> dict[str, float]:
@@ -477,12 +553,15 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     # The floor's probe first, running through the whole run (start-up included); and the ROS
     # side's command publisher: nothing forks once the cycle runs (DriveNodeSide.start_controller).
     watchdog = watchdog_time(params)
-    floor = subprocess.Popen(
-        [sys.executable, here, "--probe", repr(watchdog)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    floors = [
+        subprocess.Popen(
+            [sys.executable, here, "--probe", repr(watchdog), "--probe-cpu", str(cpu)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for cpu in sorted(os.sched_getaffinity(0))
+    ]
     controller = DriveNodeSide.start_controller(list(DRIVES)) if ros_side == "drive_node" else None
     slaves = [
         subprocess.Popen(
@@ -498,7 +577,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     try:
         if any(slave.stdout.readline().strip() != "ready" for slave in slaves):
             raise SystemExit("drive_loop: the simulated drives did not start")
-        if floor.stdout.readline().strip() != "ready":
+        if any(floor.stdout.readline().strip() != "ready" for floor in floors):
             raise SystemExit("drive_loop: the floor's probe did not start")
         if controller is not None:  # drive_node's ROS entities before its drives (DriveNodeSide)
             node_side = DriveNodeSide(control, controller)
@@ -577,6 +656,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
             ros = threading.Thread(target=thread_side, daemon=True)
             ros.start()
         time.sleep(WARM_UP)
+        recoveries = recover(cycle)
         timing = cycle.request("timing")
         mark, t0, skipped = int(timing["cycles"]), time.time(), timing["skipped"]
         window_start = time.monotonic()
@@ -591,7 +671,9 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         master_cpu_time = sum(master.cpu_times()[:2]) - master_cpu_time
         tell(slaves, "end")
         gc.callbacks.remove(timed_collection)
-        host_floor = json.loads(floor.communicate(f"{window_start} {window_end}\n", timeout=60)[0])
+        floor = host_floor(
+            [json.loads(f.communicate(f"{window_start} {window_end}\n", timeout=60)[0]) for f in floors]
+        )
         load = os.getloadavg()
         stop_ros.set()
         if ros is not None:
@@ -618,7 +700,7 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-        for process in [*slaves, floor, *([controller] if controller is not None else [])]:
+        for process in [*slaves, *floors, *([controller] if controller is not None else [])]:
             if process.poll() is None:
                 process.kill()
             process.wait()
@@ -632,6 +714,11 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     command_to_rpdo = stats.window(stats.command_to_rpdo, 0, end)
     first_bus = params.canopen.channel_names[0]
     emcys = [code for bus in buses.values() for code in bus["emcy_codes"]]
+    stops, unexplained = stop_causes(
+        [tuple(e) for bus in buses.values() for e in bus["master_lost_run"]],
+        [tuple(x) for x in floor.pop("stalls")],
+        watchdog,
+    )
     return {
         "sync_period": percentiles(np.diff(np.array(buses[first_bus]["syncs"])), 50, 99, 99.9, 100),
         "late_cycles": int(np.count_nonzero(lateness > LATE)) + skipped,  # in the window
@@ -639,8 +726,12 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "sync_loss_stops_run": sum(
             code in MASTER_LOST_CODES for bus in buses.values() for code in bus["emcy_codes_run"]
         ),
+        # The run's stops (clusters of those EMCYs, stop_causes) and of them the ones no host stall
+        # longer than the watchdog explains: the cycle's own.
+        "stops_run": stops,
+        "stops_unexplained_run": unexplained,
         # The host's floor over the window (probe) and the CPU time the hypervisor took (s).
-        "host_floor": host_floor,
+        "host_floor": floor,
         "steal": steal,
         # From the first command on (the ring from cycle 0: NaN before it), not the window only.
         "command_to_rpdo": percentiles(command_to_rpdo, 50, 99),
@@ -690,6 +781,8 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "realtime": report,
         "emcy_codes": sorted({f"0x{code:04X}" for code in emcys}),
         "stop_reason": stop_reason,
+        # The stops before the window that the bench cleared as an operator does (recover).
+        "recoveries": recoveries,
         "drives": list(DRIVES),
     }
 
@@ -785,26 +878,30 @@ def table(results: list[dict]) -> str:
     ms, us = 1e3, 1e6
     lines = [
         "| load beside the loop | buses read by | ROS side | SYNC period p50 / p99 / p99.9 / max (ms) "
+        "| cycle lateness p99.9 / max (ms) "
         "| periods > 1 ms late | SYNC-loss or heartbeat stops (window / whole run) "
         "| command -> RPDO p50 / p99 (ms) | CPU per SYNC cycle p50 / p99 (us) | of it, udp sends (us) "
-        "| host floor: bare 1 ms loop lateness p99.9 / max (ms), wake-ups > 5 ms late "
-        "| host floor wake-ups later than the drives' watchdog (window / whole run) | steal (ms) "
+        "| host floor: bare 1 ms loop lateness p99 / p99.9 / max (ms), wake-ups > 5 ms late "
+        "| host floor wake-ups later than the drives' watchdog (window / whole run) "
+        "| stops in the whole run / of them not explained by a host stall > watchdog | steal (ms) "
         "| load average (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        s, c, u = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"]
+        s, c, u, late = r["sync_period"], r["command_to_rpdo"], r["cycle_cpu"], r["lateness"]
         f, whole = r["host_floor"]["window"], r["host_floor"]["run"]
         lines.append(
             f"| {'idle' if r['busy'] == 0 else str(r['busy']) + ' busy processes'} "
             f"| {'cycle thread' if r['receive'] == 'cycle' else 'receive threads'} "
             f"| {'drive_node (rclpy)' if r['ros_side'] == 'drive_node' else 'a thread'} "
             f"| {s['p50'] * ms:.2f} / {s['p99'] * ms:.2f} / {s['p999'] * ms:.2f} / {s['max'] * ms:.2f} "
+            f"| {late['p999'] * ms:.2f} / {late['max'] * ms:.2f} "
             f"| {r['late_cycles']} of {r['cycles']} | {r['sync_loss_stops']} / {r['sync_loss_stops_run']} "
             f"| {c['p50'] * ms:.2f} / {c['p99'] * ms:.2f} | {u['p50'] * us:.0f} / {u['p99'] * us:.0f} "
             f"| {r['transport_per_sync_cycle'] * us:.0f} "
-            f"| {f['p999'] * ms:.2f} / {f['max'] * ms:.2f}, {f['over_5ms']} "
-            f"| {f['over_watchdog']} / {whole['over_watchdog']} | {r['steal'] * ms:.0f} "
+            f"| {f['p99'] * ms:.2f} / {f['p999'] * ms:.2f} / {f['max'] * ms:.2f}, {f['over_5ms']} "
+            f"| {f['over_watchdog']} / {whole['over_watchdog']} "
+            f"| {r['stops_run']} / {r['stops_unexplained_run']} | {r['steal'] * ms:.0f} "
             f"| {r['load_average'][0]:.2f} |"
         )
     return "\n".join(lines)
@@ -852,6 +949,7 @@ def main() -> None:
     )
     parser.add_argument("--serve-drives", nargs=2, metavar=("PORT", "BUS"), help=argparse.SUPPRESS)
     parser.add_argument("--probe", type=float, metavar="WATCHDOG", help=argparse.SUPPRESS)
+    parser.add_argument("--probe-cpu", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--publish-commands", metavar="NAMES", help=argparse.SUPPRESS)
     add_save_option(parser, "drive_loop.txt")
     args = parser.parse_args()
@@ -859,7 +957,7 @@ def main() -> None:
         serve_drives(int(args.serve_drives[0]), args.serve_drives[1])
         return
     if args.probe is not None:
-        probe(args.probe)
+        probe(args.probe, args.probe_cpu)
         return
     if args.publish_commands is not None:
         publish_commands(args.publish_commands.split(","))
@@ -904,6 +1002,7 @@ def main() -> None:
                     f"control period p50 {r['period_cpu']['p50'] * 1e6:.0f} us; "
                     f"EMCYs {r['emcy_codes'] or 'none'}; "
                     f"start-ups that failed first: {len(r['start_up_failures'])}; "
+                    f"stops cleared before the window: {'; '.join(r['recoveries']) or 'none'}; "
                     f"stop: {r['stop_reason'] or 'none'}"
                 )
 

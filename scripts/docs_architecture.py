@@ -113,8 +113,8 @@ PROCESSES = (
                 "canopen backend only, in a child process drive_node starts and supervises "
                 "(bridge.cycle_process, python -m quirobot_control.bridge.cycle_child): the drive "
                 "bridge's cycle on absolute deadlines (SYNC, PDOs, the hardware component and its "
-                "safety layer); drive_node's drive-cycle-sender and -reader threads carry the "
-                "commands, requests and each period's news over its pipes",
+                "safety layer); the commands go on a pipe of their own that the cycle thread reads "
+                "itself, drive_node's drive-cycle-reader thread takes each period's news",
             ),
             Thread("shutdown-signals", "SIGINT/SIGTERM as a request: stop every drive, release the buses"),
         ),

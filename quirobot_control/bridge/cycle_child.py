@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
+from quirobot_control.bridge.command_pipe import CommandReader
 from quirobot_control.bridge.cycle_messages import (
     EXCLUSIVE_REQUESTS,
     CycleFailure,
@@ -101,8 +102,14 @@ def _serve(receive: Connection, send: Connection) -> int:
 
         SdoClient.RESPONSE_TIMEOUT = spec.sdo_response_timeout
     try:
+        commands = None if spec.command_fd is None else CommandReader(spec.command_fd)
         cycle = start_canopen_cycle(
-            spec.params, spec.control, spec.robot_description, can=spec.can, settings=spec.settings
+            spec.params,
+            spec.control,
+            spec.robot_description,
+            can=spec.can,
+            settings=spec.settings,
+            commands=commands,
         )
     except Exception as error:  # noqa: BLE001  (the parent raises it, in its words)
         send.send(CycleFailure(type(error).__name__, one_line(error)))
@@ -120,10 +127,6 @@ def _serve(receive: Connection, send: Connection) -> int:
             except (EOFError, OSError):  # the parent has gone: stop the drives (module doc)
                 print("drive cycle process: drive_node has gone; stopping every drive", file=sys.stderr)
                 break
-            if item[0] == "command":
-                _, names, position, velocity, now = item
-                cycle.post_command(names, position, velocity, now=now)
-                continue
             _, number, name, args = item
             reply = _answer(cycle, number, name, args)
             with lock:

@@ -9,6 +9,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -57,12 +58,26 @@ class CycleOutput:
     sample: JointStateSample
 
 
+#: A command as the cycle takes it: (names, position, velocity, received at: s, time.monotonic).
+Command = tuple[Sequence[str], Sequence[float], Sequence[float], float]
+
+
+class CommandSource(Protocol):
+    """Where the cycle takes its commands: CommandMailbox, or the cycle process's command pipe
+    (bridge.command_pipe.CommandReader). `take` never blocks."""
+
+    posted: int  # commands that reached the source
+    overwritten: int  # of them, the ones a newer one replaced before a take
+
+    def take(self) -> Command | None: ...
+
+
 class CommandMailbox:
     """The latest JointState command, one slot under one lock (latest wins; see the module doc)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._slot: tuple[Sequence[str], Sequence[float], Sequence[float], float] | None = None
+        self._slot: Command | None = None
         self.posted = 0  # commands posted
         self.overwritten = 0  # posted ones replaced before the cycle took them
 
@@ -77,7 +92,7 @@ class CommandMailbox:
             self._slot = item
             self.posted += 1
 
-    def take(self) -> tuple[Sequence[str], Sequence[float], Sequence[float], float] | None:
+    def take(self) -> Command | None:
         """The command posted since the last take, or None."""
         with self._lock:
             item, self._slot = self._slot, None

@@ -43,6 +43,9 @@ class CycleSpec:
     #: s the master waits for an SDO answer (canopen's SdoClient.RESPONSE_TIMEOUT); None: canopen's
     #: 0.3 s. A bench relaxes it for Python drives simulated on the same loaded cores.
     sdo_response_timeout: float | None = None
+    #: The read end of the command pipe (bridge.command_pipe), a file descriptor the child
+    #: inherits; None: no pipe (start_cycle_process sets it).
+    command_fd: int | None = None
 
 
 @dataclass(frozen=True)

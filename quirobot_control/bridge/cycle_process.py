@@ -8,12 +8,14 @@ interpreter: no rclpy, no DDS threads inherited), which runs `drive_cycle.start_
 (SYNC, heartbeat, setpoints and feedback on an absolute deadline schedule, SCHED_FIFO and
 mlockall where granted, its report at start) and serves it over two pipes:
 
-- parent -> child (the child's stdin): commands, and requests (enable, disable, home,
-  acknowledge_stop, status, set_drilling_context, close), each answered once. The ROS side never
-  blocks on the pipe: it leaves a command in a one-slot mailbox (latest wins, as the cycle's own)
-  that a sender thread of this process writes; the child's main thread reads the pipe and posts
-  into the cycle's mailbox, runs the requests (`DriveCycle.exclusive` for the ones that talk to
-  the drives, as before) and never touches the bus itself.
+- parent -> child, commands (bridge.command_pipe): a pipe of their own, written by the thread
+  that posts the command (drive_node's subscription callback: one non-blocking write, never a
+  wait) and read by the cycle thread itself at the start of each period (latest wins, as the
+  cycle's in-process mailbox): no thread between them to wake.
+- parent -> child (the child's stdin): requests (enable, disable, home, acknowledge_stop, status,
+  set_drilling_context, close), each answered once. The child's main thread reads them and runs
+  them (`DriveCycle.exclusive` for the ones that talk to the drives) and never touches the bus
+  itself.
 - child -> parent (the child's stdout): the news of each period (`CycleNews`: the latest joint
   state, the bridge's new events and safety messages, the cycle's messages and the drives' state
   key), written by a reporter thread of the child that reads the cycle's immutable `latest`; the
@@ -48,7 +50,8 @@ from multiprocessing.connection import Connection
 from types import SimpleNamespace
 
 from quirobot_control.bridge.backend import DriveStartupError
-from quirobot_control.bridge.cycle_exchange import CommandMailbox, CycleOutput
+from quirobot_control.bridge.command_pipe import CommandWriter, command_pipe
+from quirobot_control.bridge.cycle_exchange import CycleOutput
 from quirobot_control.bridge.cycle_messages import (
     REQUESTS,
     CycleFailure,
@@ -77,7 +80,14 @@ START_TIMEOUT = 60.0
 class CycleProcess:
     """The parent's side of the cycle process (module doc). Made by start_cycle_process."""
 
-    def __init__(self, child: subprocess.Popen, up: CycleUp, send: Connection, receive: Connection) -> None:
+    def __init__(
+        self,
+        child: subprocess.Popen,
+        up: CycleUp,
+        send: Connection,
+        receive: Connection,
+        commands: CommandWriter,
+    ) -> None:
         self.child = child
         self.report_text, self.names, self.hardware_name = up.report, up.names, up.hardware_name
         self.latest: CycleOutput | None = None
@@ -93,25 +103,24 @@ class CycleProcess:
         self.problems: list[str] | None = None  # what closing the child met (stop())
         self._send, self._receive = send, receive
         self._send_lock = threading.Lock()
-        self._mailbox = CommandMailbox()
-        self._wake = threading.Condition()
+        self.commands = commands  # the command pipe's write end (posted, dropped)
         self._numbers = itertools.count(1)
         self._replies: dict[int, tuple[threading.Event, list]] = {}
         self._closing = False
         self._reader = threading.Thread(target=self._read, name="drive-cycle-reader", daemon=True)
-        self._sender = threading.Thread(target=self._write_commands, name="drive-cycle-sender", daemon=True)
         self._reader.start()
-        self._sender.start()
 
     # --- the ROS side -----------------------------------------------------------------------------
     def post_command(
         self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float] = (), *, now: float
     ) -> None:
         """A JointState command received at `now` (s, time.monotonic: both processes read the same
-        CLOCK_MONOTONIC) for the cycle; never blocks (latest wins)."""
-        self._mailbox.post(names, position, velocity, now)
-        with self._wake:
-            self._wake.notify()
+        CLOCK_MONOTONIC) for the cycle; never blocks (latest wins; a full pipe drops it and counts
+        it in commands.dropped). BridgeError for a command too large for one record."""
+        try:
+            self.commands.post(names, position, velocity, now)
+        except ValueError as error:
+            raise BridgeError(str(error)) from None
 
     def request(self, name: str, *args: object, timeout: float = 5.0) -> object:
         """Run the bridge's `name(*args)` in the child (module doc); its result, or its error
@@ -167,8 +176,7 @@ class CycleProcess:
             self.child.kill()
             self.child.wait()
             problems.append(f"drive cycle process killed: it did not end within {timeout} s")
-        with self._wake:
-            self._wake.notify()
+        self.commands.close()
         return problems
 
     # --- the threads --------------------------------------------------------------------------
@@ -178,18 +186,6 @@ class CycleProcess:
                 self._send.send(item)
             except (OSError, ValueError) as error:  # the child has gone (or we closed the pipe)
                 raise BridgeError(f"the drive cycle process does not listen: {one_line(error)}") from None
-
-    def _write_commands(self) -> None:
-        """The commands to the child, one at a time, latest first: only this thread waits on a full
-        pipe (a child that stopped reading), never the ROS side."""
-        while self.running and not self._closing:
-            with self._wake:
-                command = self._mailbox.take()
-                if command is None:
-                    self._wake.wait(0.5)
-                    continue
-            with contextlib.suppress(BridgeError):  # a child that ended: the reader reports it
-                self._write(("command", *command))
 
     def _read(self) -> None:
         try:
@@ -366,12 +362,22 @@ def _error(failed: CycleFailure) -> Exception:
 def start_cycle_process(spec: CycleSpec, timeout: float = START_TIMEOUT) -> CycleProcess:
     """Start the child (module doc) and wait for its drives; raises BridgeError with the child's
     own error (a bus that does not open, a drive that does not enable) if it cannot start."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "quirobot_control.bridge.cycle_child"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        close_fds=True,
-    )
+    command_read, command_write = command_pipe()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "quirobot_control.bridge.cycle_child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            pass_fds=(command_read,),
+        )
+    except BaseException:
+        os.close(command_write)
+        raise
+    finally:
+        os.close(command_read)  # the child's now
+    commands = CommandWriter(command_write)
+    spec = dataclasses.replace(spec, command_fd=command_read)
     send, receive = Connection(os.dup(child.stdin.fileno())), Connection(os.dup(child.stdout.fileno()))
     child.stdin.close()
     child.stdout.close()
@@ -382,12 +388,15 @@ def start_cycle_process(spec: CycleSpec, timeout: float = START_TIMEOUT) -> Cycl
         answer = receive.recv()
     except (EOFError, OSError) as error:
         code = child.wait()
+        commands.close()
         raise BridgeError(f"the drive cycle process ended at start-up (exit code {code}): {error}") from None
     except BaseException:
         child.kill()
         child.wait()
+        commands.close()
         raise
     if isinstance(answer, CycleFailure):
         child.wait()
+        commands.close()
         raise _error(answer)
-    return CycleProcess(child, answer, send, receive)
+    return CycleProcess(child, answer, send, receive, commands)

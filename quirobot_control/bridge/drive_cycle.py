@@ -76,6 +76,7 @@ from quirobot_control.bridge.backend import DriveBackend
 from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
 from quirobot_control.bridge.cycle_exchange import (
     CommandMailbox,
+    CommandSource,
     CycleOutput,
     CycleSettings,
     CycleStats,
@@ -130,8 +131,12 @@ class DriveCycle:
     `now` is time.monotonic (CLOCK_MONOTONIC), s.
     """
 
-    def __init__(self, period: float, settings: CycleSettings | None = None) -> None:
-        """`period`: the control period, s."""
+    def __init__(
+        self, period: float, settings: CycleSettings | None = None, commands: CommandSource | None = None
+    ) -> None:
+        """`period`: the control period, s; `commands`: where the cycle takes its commands from
+        (default a CommandMailbox that `post_command` fills; the cycle process's child: its
+        command pipe, bridge.command_pipe.CommandReader)."""
         if not 0.0 < period < math.inf:
             raise ValueError(f"control period must be > 0 s, got {period!r}")
         self.backend: DriveBackend | None = None
@@ -139,7 +144,7 @@ class DriveCycle:
         self.settings = settings or CycleSettings()
         self.period = float(period)
         self.clock = time.monotonic
-        self.mailbox = CommandMailbox()
+        self.mailbox: CommandSource = CommandMailbox() if commands is None else commands
         self.stats = CycleStats(self.settings.stats_capacity)
         self.messages: collections.deque[str] = collections.deque(maxlen=1000)
         self.latest: CycleOutput | None = None
@@ -257,6 +262,9 @@ class DriveCycle:
     ) -> None:
         """A JointState command received at `now` (s, time.monotonic): the cycle takes the latest
         at the start of its next stepping period (DriveBridge.command there)."""
+        if not isinstance(self.mailbox, CommandMailbox):
+            source = type(self.mailbox).__name__
+            raise TypeError(f"this cycle takes its commands from its {source}, not from post_command")
         self.mailbox.post(names, position, velocity, now)
 
     def exclusive(self, function: Callable[[DriveBridge | None], object], timeout: float = 5.0) -> object:
@@ -481,6 +489,7 @@ def start_canopen_cycle(
     *,
     can: CanBusConfig | None = None,
     settings: CycleSettings | None = None,
+    commands: CommandSource | None = None,
 ) -> DriveCycle:
     """drive_node's real-drive path: the CANopen backend for the <ros2_control> block of
     `robot_description` (URDF XML), its cycle thread started at once (keep-alive), then the
@@ -494,7 +503,7 @@ def start_canopen_cycle(
     gc.collect()
     info = hardware_info_from_urdf(robot_description)
     joints = [joint.name for joint in info.joints]
-    cycle = DriveCycle(control.dt, settings)
+    cycle = DriveCycle(control.dt, settings, commands)
 
     def bring_up() -> DriveBridge:
         # In the hardware's mode from the start: its SYNC rate (CSP: canopen.sync_period) at once.

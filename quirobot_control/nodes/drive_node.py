@@ -540,7 +540,7 @@ def _start_real_cycle(params, control, description: str, can, node):
     with this node's executor); what the OS granted it in the log.
 
     This node's Python threads (the executor that relays the controllers' commands, the cycle
-    process's reader and sender) go to SCHED_FIFO ROS_SIDE_PRIORITY where granted, below every
+    process's reader) go to SCHED_FIFO ROS_SIDE_PRIORITY where granted, below every
     thread of the cycle process: on a busy machine the relay must not starve behind ordinary
     processes (with four busy processes on two cores it did: no command for 0.5 s, the command
     watchdog's stop)."""

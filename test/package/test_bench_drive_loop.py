@@ -74,6 +74,9 @@ def test_a_five_second_bench_meets_five_times_the_targets(parameters, tmp_path):
         floor = result["host_floor"][part]
         assert 0 <= floor["over_watchdog"] <= floor["over_5ms"], (part, floor)
         assert (floor["over_watchdog"] > 0) == (floor["max"] > watchdog), (part, floor)
+    # The run's stops, each attributed to a host stall longer than the watchdog or not.
+    assert 0 <= result["stops_unexplained_run"] <= result["stops_run"] <= result["sync_loss_stops_run"]
+    assert (result["stops_run"] > 0) == (result["sync_loss_stops_run"] > 0)
     # The host's timing.
     floor = result["host_floor"]["run"]
     stops = result["sync_loss_stops_run"]

@@ -126,8 +126,6 @@ def test_shutdown_executor_says_when_a_callback_outlasts_its_timeout():
 def test_shutdown_executor_does_not_wait_for_a_callback_parked_on_a_future():
     """A coroutine callback awaiting a future that nothing completes any more runs no code: the
     node may go. Waiting for it to be done held an idle task_node past launch's 5 s (exit -15)."""
-    import time
-
     from rclpy.context import Context
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.task import Future
@@ -148,9 +146,9 @@ def test_shutdown_executor_does_not_wait_for_a_callback_parked_on_a_future():
     try:
         executor.spin_until_future_complete(parked, timeout_sec=30.0)
         assert parked.done(), "the timer's callback never started"
-        began = time.monotonic()
-        assert shutdown_executor(executor, timeout=10 * CALLBACK_SECONDS)
-        assert time.monotonic() - began < CALLBACK_SECONDS, "waited for a parked callback"
+        # Waiting for the parked task would run out the timeout and return False (no wall-clock
+        # bound here: a loaded machine may take any time to run what is not parked).
+        assert shutdown_executor(executor, timeout=10 * CALLBACK_SECONDS), "waited for a parked callback"
         assert not never.done()
     finally:
         node.destroy_node()
