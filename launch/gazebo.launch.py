@@ -8,7 +8,9 @@ display or with headless:=true), robot_state_publisher with the
 hardware:=gazebo description, spawns the robot with its guide plane (report frame 0') at
 structure.mount_height above the floor, bridges /clock, then, once the robot is in the world,
 one spawner starts joint_state_broadcaster, joint_trajectory_controller and (with the drill)
-drill_feed_controller in turn.
+drill_feed_controller in turn. With the drill, task_node serves the DrillHole action on Gazebo's
+joint states, gazebo_drives_node standing in for drive_node (simulation.gazebo_drives: Gazebo
+models no drilling thrust, so a goal drills without a bone model).
 Controllers: config/controllers_gazebo.yaml (named by the description's <gazebo> block; position
 commands only, see there; it also sets the controller manager's use_sim_time before gz_ros2_control
 constructs it, which keeps the start-up from aborting Gazebo: see there). Every node runs on
@@ -135,6 +137,40 @@ def controllers_spawner(context) -> list[Node]:
     ]
 
 
+def drill_hole_nodes(context) -> list[Node]:
+    """With the drill: task_node (the DrillHole action, as sim.launch.py and bringup run it) on
+    Gazebo's joint states, and gazebo_drives_node as its drive side (simulation.gazebo_drives:
+    enabled, homed, a hole taken per goal; no drilling thrust on Gazebo). A goal without its own
+    task has no bone model (task ""): Gazebo's bone solids are rigid collision bodies, not bone."""
+    if LaunchConfiguration("tool").perform(context) != "drill":
+        return []
+    sim_time = {"use_sim_time": True}
+    return [
+        Node(
+            package="quirobot",
+            executable="gazebo_drives_node",
+            parameters=[sim_time],
+            output="screen",
+        ),
+        Node(
+            package="quirobot",
+            executable="task_node",
+            # Gazebo's joint_state_broadcaster publishes /joint_states at the controller manager's
+            # 1 kHz (controllers_gazebo.yaml), which monitor_rate's default checks at. start_delay
+            # as sim.launch.py's: 4 s of simulated time for both controllers to accept their goals.
+            parameters=[
+                {
+                    **sim_time,
+                    "joint_states_topic": "/joint_states",
+                    "task": "",
+                    "start_delay": 4.0,
+                }
+            ],
+            output="screen",
+        ),
+    ]
+
+
 def generate_launch_description() -> LaunchDescription:
     tool = LaunchConfiguration("tool")
     mount_height = load_parameters().structure.mount_height  # m, the parameter file's
@@ -193,6 +229,7 @@ def generate_launch_description() -> LaunchDescription:
             state_publisher,
             clock,
             spawn,
+            OpaqueFunction(function=drill_hole_nodes),
             # Once the robot is in the world (and with it gz_ros2_control's controller manager).
             RegisterEventHandler(
                 OnProcessExit(target_action=spawn, on_exit=[OpaqueFunction(function=controllers_spawner)])

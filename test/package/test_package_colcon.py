@@ -104,6 +104,7 @@ def test_cmakelists_installs_what_setup_py_installs(monkeypatch):
         "drive_node",
         "task_node",
         "scope_servo_node",
+        "gazebo_drives_node",
     }
     folders = {folder for folder, _ in cmake["share"]}
     assert folders == {

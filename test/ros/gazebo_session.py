@@ -31,6 +31,21 @@ TIME_SOURCE_CRASH = "can't compare times with different time sources"
 ROS_TRIGGER_CLOCK = "Using ROS clock for triggering controller manager cycles"
 
 
+def require_gazebo() -> None:
+    """Skip without Gazebo (ros_gz_sim, ros_gz_bridge, gz_ros2_control); fail under CI's ROS tier
+    (QUIROBOT_ROS_TIER), whose environment must have it."""
+    import pytest
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    for package in ("ros_gz_sim", "ros_gz_bridge", "gz_ros2_control"):
+        try:
+            get_package_prefix(package)
+        except PackageNotFoundError:
+            if os.environ.get("QUIROBOT_ROS_TIER"):
+                pytest.fail(f"the ROS tier has no {package}: install the environment with --gazebo")
+            pytest.skip(f"no {package} (Gazebo)")
+
+
 def _session_processes(sid: int) -> list[str]:
     """`pid command` of the live processes of session `sid` (from /proc)."""
     found = []

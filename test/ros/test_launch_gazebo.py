@@ -18,7 +18,6 @@ CI's ROS tier (QUIROBOT_ROS_TIER). Run: `bash .ci/ros-tier -k gazebo`.
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -32,23 +31,12 @@ from gazebo_session import (  # noqa: E402
     TIME_SOURCE_CRASH,
     GazeboLaunch,
     gazebo_poses,
+    require_gazebo,
     wait_for_controllers,
 )
 from ros_graph import GraphClient  # noqa: E402
 
 STARTUPS = 5
-
-
-def _require_gazebo() -> None:
-    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-
-    for package in ("ros_gz_sim", "ros_gz_bridge", "gz_ros2_control"):
-        try:
-            get_package_prefix(package)
-        except PackageNotFoundError:
-            if os.environ.get("QUIROBOT_ROS_TIER"):
-                pytest.fail(f"the ROS tier has no {package}: install the environment with --gazebo")
-            pytest.skip(f"no {package} (Gazebo)")
 
 
 @pytest.fixture
@@ -61,7 +49,7 @@ def graph():
 
 
 def test_five_startups_in_a_row_come_up_and_stop_cleanly(graph):
-    _require_gazebo()
+    require_gazebo()
     for attempt in range(1, STARTUPS + 1):
         launch = GazeboLaunch(label=f"gazebo_startup_{attempt}")
         try:
@@ -109,7 +97,7 @@ def test_a_trajectory_goal_reaches_its_target_and_gazebo_agrees_with_the_fk(grap
     from quirobot_kinematics.forward import forward_kinematics
     from quirobot_kinematics.model import KinematicModel
 
-    _require_gazebo()
+    require_gazebo()
     parameters = load_parameters()
     model = KinematicModel.from_parameters(parameters)
     launch = GazeboLaunch(label="gazebo_goal")
