@@ -156,14 +156,18 @@ def drill_hole_nodes(context) -> list[Node]:
             package="quirobot",
             executable="task_node",
             # Gazebo's joint_state_broadcaster publishes /joint_states at the controller manager's
-            # 1 kHz (controllers_gazebo.yaml), which monitor_rate's default checks at. start_delay
-            # as sim.launch.py's: 4 s of simulated time for both controllers to accept their goals.
+            # 1 kHz (controllers_gazebo.yaml), which monitor_rate's default checks at. start_delay:
+            # 10 s of simulated time for both controllers to accept their goals; with sim.launch.py's
+            # 4 s the first goal after start-up failed once ("the feed controller did not accept the
+            # plan before its start time": drill_feed_controller received the goal 4.1 s after
+            # task_node sent it, joint_trajectory_controller its own after 1.9 s; Gazebo runs at
+            # about real time, sim.launch.py's plant slower than that on these machines).
             parameters=[
                 {
                     **sim_time,
                     "joint_states_topic": "/joint_states",
                     "task": "",
-                    "start_delay": 4.0,
+                    "start_delay": 10.0,
                 }
             ],
             output="screen",

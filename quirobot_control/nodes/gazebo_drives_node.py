@@ -71,6 +71,7 @@ def _make_node():
                 fields.hole_refused_goal_id,
                 fields.hole_refused,
             )
+            message.hole_unwatched = fields.hole_unwatched
             self.state.publish(message)
 
         def _on_context(self, message) -> None:

@@ -122,6 +122,7 @@ class StackListener:
                 hole_goal_id=message.hole_goal_id,
                 hole_refused_goal_id=message.hole_refused_goal_id,
                 hole_refused=message.hole_refused,
+                hole_unwatched=message.hole_unwatched,
             )
         self.state_changed()
 
@@ -179,6 +180,7 @@ class StackListener:
             drives.hole_goal_id,
             drives.hole_refused_goal_id,
             drives.hole_refused,
+            drives.hole_unwatched,
         )
 
     def measured(self) -> Measurement | None:

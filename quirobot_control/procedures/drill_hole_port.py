@@ -139,6 +139,9 @@ class StackStatus:
     #: The drive side's last hole refused: its goal ("" none) and why.
     hole_refused_goal_id: str = ""
     hole_refused: str = ""
+    #: What of the hole in force the drive side does not watch ("" all of it: drive_node); a goal
+    #: that drilled says it in its result (Gazebo: no drilling thrust).
+    hole_unwatched: str = ""
 
     @property
     def drive_stop(self) -> Stop:

@@ -98,6 +98,7 @@ class DrillHoleRun:
         self.path = PathCheck(self.config.tolerance, axes_for("drill"))  # the plan's path, time-aligned
         self.breakthrough = ""  # the drives' far-cortex breakthrough during this goal, "" if none
         self.breakthrough_early = False  # it came short of the imaged exit: retracted, but no success
+        self.unwatched = ""  # what the drive side does not watch of this goal's hole (StackStatus)
 
     # --- steps ---------------------------------------------------------------------------------
     def execute(self) -> DrillResult:
@@ -150,6 +151,7 @@ class DrillHoleRun:
         while True:
             status = self.port.status()
             if status.hole_goal_id == goal_id:
+                self.unwatched = status.hole_unwatched
                 return None
             if status.hole_refused_goal_id == goal_id:
                 return self.refuse(
@@ -550,6 +552,8 @@ class DrillHoleRun:
     def finish(
         self, outcome: Outcome, code: ErrorCode, message: str, *, bit_in_bone: bool = False
     ) -> DrillResult:
+        if self.unwatched:  # the hole ran on a drive side that does not watch all of it
+            message = f"{message}. Not watched: {self.unwatched}"
         return DrillResult(
             outcome=outcome,
             error_code=code,

@@ -53,6 +53,7 @@ class GazeboDrivesState:
     hole_goal_id: str
     hole_refused_goal_id: str
     hole_refused: str
+    hole_unwatched: str  # UNWATCHED while a hole is in force
 
 
 class GazeboDrives:
@@ -73,6 +74,7 @@ class GazeboDrives:
             hole_goal_id=self.hole or "",
             hole_refused_goal_id=goal,
             hole_refused=why,
+            hole_unwatched=UNWATCHED if self.hole else "",
         )
 
     def enable(self) -> str:

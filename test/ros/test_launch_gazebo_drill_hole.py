@@ -187,6 +187,7 @@ def test_a_drill_hole_goal_on_gazebo_idle_and_loaded(graph):
         idle, samples = run(goal, "idle")
         assert idle.error_code == ErrorCode.SUCCESS and idle.success, idle.message
         assert not idle.bone_model and not idle.bit_in_bone
+        assert "Not watched: Gazebo models no drilling thrust" in idle.message, idle.message
         assert abs(idle.achieved_depth - DEPTH) <= DEPTH_TOLERANCE, idle.achieved_depth
         assert idle.max_lateral_deviation <= LATERAL_TOLERANCE, idle.max_lateral_deviation
 

@@ -63,9 +63,9 @@ def test_a_hole_without_a_bone_model_is_taken_and_says_what_is_not_watched(plans
     drives = GazeboDrives()
     text = drives.set_drilling_context("plain", plans["plain"])
     assert UNWATCHED in text and "5.00 mm" in text
-    assert drives.state().hole_goal_id == "plain"
+    assert (drives.state().hole_goal_id, drives.state().hole_unwatched) == ("plain", UNWATCHED)
     assert "ended" in drives.set_drilling_context("plain", None)
-    assert drives.state().hole_goal_id == ""
+    assert (drives.state().hole_goal_id, drives.state().hole_unwatched) == ("", "")
 
 
 def test_a_hole_with_a_bone_model_is_refused_for_its_goal_to_see(plans):
