@@ -20,18 +20,28 @@ REPUBLISH_PERIOD = 1.0
 
 def main(args: list[str] | None = None) -> int:
     import rclpy
-    from rclpy.executors import ExternalShutdownException
+    from rclpy.executors import SingleThreadedExecutor
 
+    from quirobot_control.nodes.rclpy_workarounds import (
+        join_signal_thread,
+        sigint_without_keyboard_interrupt,
+        spin_until_shutdown,
+    )
+
+    # Ctrl-C reaches a launch's whole process group and launch sends its own SIGINT too: the
+    # second one raised KeyboardInterrupt inside destroy_node (exit -2, a CI run's log).
+    sigint_without_keyboard_interrupt()
     rclpy.init(args=args)
     node = _make_node()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spin_until_shutdown(executor, node.context)
     finally:
+        join_signal_thread()
+        executor.shutdown()
         node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
     return 0
 
 

@@ -1,5 +1,5 @@
 """A DrillHole goal on Gazebo (issue 34 items 3-5): `ros2 launch quirobot gazebo.launch.py
-task:=none` brings up Gazebo's physics with gz_ros2_control's controllers, task_node and
+task:=none drill_hole:=true` brings up Gazebo's physics with gz_ros2_control's controllers, task_node and
 gazebo_drives_node (simulation.gazebo_drives: Gazebo's stand-in for drive_node); a client sends
 the shipped incision's goal, shortened, as another node does:
 
@@ -135,7 +135,7 @@ def test_a_drill_hole_goal_on_gazebo_idle_and_loaded(graph):
     require_gazebo()
     model = KinematicModel.from_parameters(load_parameters())
     task = load_task("incision")
-    launch = GazeboLaunch("task:=none", label="gazebo_drill_hole")
+    launch = GazeboLaunch("task:=none", "drill_hole:=true", label="gazebo_drill_hole")
     client = ActionClient(graph.node, DrillHole, "/quirobot/drill_hole")
     try:
         wait_for_controllers(graph, launch)
