@@ -7,11 +7,11 @@ the shipped incision's goal, shortened, as another node does:
    0.1 mm), drilled in free space: Gazebo models no drilling thrust and its bone solids are rigid
    collision bodies (task:=none leaves the scene out; the goal has no bone model: a goal with
    one is refused by the drive side, which a third goal checks);
-2. ground truth during the goal: Gazebo's own drill_bit pose (gz-transport's
-   /world/empty/dynamic_pose/info, sampled through the goal) against the closed-form FK of the
-   joint state with the same simulated stamp, within TIP_BOUND_M plus one physics step of the
-   tip's travel (the pose and the joint state of one stamp may be a step apart); the largest
-   difference is printed;
+2. ground truth during the goal: Gazebo's own drill_bit position (gz-transport's
+   /world/empty/dynamic_pose/info, sampled through the goal) lies on the tip path of the
+   closed-form FK of the joint states stamped around it, within TIP_BOUND_M (`tip_errors`:
+   matched by geometry, since the two stamps of one physics step differed by tens of ms under
+   load); the largest distance and the stamp offsets are printed;
 3. loaded: the same goal with two busy processes per core beside the stack gives the same hole
    (depth and lateral deviation within SAME_HOLE), Gazebo stepping the controller manager in
    lock-step; sim/wall of both runs printed;
@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import deque
 
 import numpy as np
 import pytest
@@ -45,9 +44,8 @@ DEPTH_TOLERANCE = 0.05e-3  # m, the DrillHole tolerances (test_launch_drill_hole
 LATERAL_TOLERANCE = 0.1e-3  # m
 #: m: the loaded hole against the idle one (issue 34's "the same hole within 10 um").
 SAME_HOLE = 10e-6
-#: s of Gazebo's physics step (empty.sdf, 1 ms): a pose and a joint state of one stamp may be
-#: this far apart.
-PHYSICS_STEP = 1e-3
+#: s: the joint states around a pose's stamp among which its tip is matched (tip_errors).
+STAMP_WINDOW = 0.5
 POSES = "/world/empty/dynamic_pose/info"
 
 
@@ -61,22 +59,34 @@ def graph():
 
 
 class JointStates:
-    """/joint_states by their header stamp (ns), the latest few thousand."""
+    """/joint_states as (stamp s, the drill's six axes) rows, preallocated for the whole test."""
+
+    CAPACITY = 1_200_000  # 20 min of states at the controller manager's 1 kHz
 
     def __init__(self, graph: GraphClient) -> None:
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import JointState
 
-        self.by_stamp: dict[int, dict[str, float]] = {}
-        self.order: deque[int] = deque()
+        from quirobot_description.parameters import axes_for
+
+        self.axes = axes_for("drill")
+        self.rows = np.full((self.CAPACITY, 1 + len(self.axes)), np.nan)
+        self.count = 0
         graph.node.create_subscription(JointState, "/joint_states", self._on_state, qos_profile_sensor_data)
 
     def _on_state(self, message) -> None:
-        stamp = message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
-        self.by_stamp[stamp] = dict(zip(message.name, message.position, strict=False))
-        self.order.append(stamp)
-        while len(self.order) > 20_000:
-            self.by_stamp.pop(self.order.popleft(), None)
+        if self.count >= self.CAPACITY:
+            return
+        position = dict(zip(message.name, message.position, strict=False))
+        stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        self.rows[self.count] = [stamp, *(position[n] for n in self.axes)]
+        self.count += 1
+
+    def around(self, stamp: float, window: float) -> np.ndarray:
+        """The rows (M, 7) stamped within `window` s of `stamp`, in stamp order."""
+        rows = self.rows[: self.count]
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]
+        return rows[np.abs(rows[:, 0] - stamp) <= window]
 
 
 class PoseSampler:
@@ -102,23 +112,33 @@ class PoseSampler:
 
 
 def tip_errors(samples, states: JointStates, model) -> list[tuple[float, float, float]]:
-    """(sim s, |Gazebo's drill_bit - FK| m, allowance m) per pose sample with a joint state of its
-    stamp: the allowance is TIP_BOUND_M plus the FK tip's travel over one physics step there."""
+    """(sim s, distance m, stamp offset s) per pose sample: the distance from Gazebo's drill_bit
+    position to the tip path of the FK of the joint states stamped within STAMP_WINDOW of the
+    pose's stamp (the polyline through their tips: the states are 1 ms apart, the path between
+    them straight to well under a micrometre), and where on it the nearest point lies in time.
+    Matched by geometry, not by stamp: Gazebo's pose and joint_state_broadcaster's state of one
+    physics step carry stamps that differed by tens of ms in a loaded CI run (a 2.4 mm
+    difference during the approach when matched by stamp alone)."""
     from quirobot_description.parameters import JOINT_NAMES
     from quirobot_kinematics.forward import forward_kinematics
 
-    def tip(q: dict[str, float]) -> np.ndarray:
-        return forward_kinematics([q[n] for n in JOINT_NAMES], model, feed=q["drill_feed"])[:3, 3]
-
     errors = []
     for stamp, poses in samples:
-        ns = int(round(stamp * 1e9))
-        q, q_next = states.by_stamp.get(ns), states.by_stamp.get(ns + int(PHYSICS_STEP * 1e9))
-        if q is None or q_next is None or "drill_bit" not in poses:
+        rows = states.around(stamp, STAMP_WINDOW)
+        if len(rows) < 2 or "drill_bit" not in poses:
             continue
-        travel = float(np.linalg.norm(tip(q_next) - tip(q)))
-        error = float(np.linalg.norm(poses["drill_bit"][:3, 3] - tip(q)))
-        errors.append((stamp, error, TIP_BOUND_M + travel))
+        tips = np.array(
+            [forward_kinematics(list(r[1 : 1 + len(JOINT_NAMES)]), model, feed=r[-1])[:3, 3] for r in rows]
+        )
+        point = poses["drill_bit"][:3, 3]
+        a, b = tips[:-1], tips[1:]
+        d = b - a
+        length2 = np.einsum("ij,ij->i", d, d)
+        t = np.clip(np.einsum("ij,ij->i", point - a, d) / np.where(length2 > 0.0, length2, 1.0), 0.0, 1.0)
+        distances = np.linalg.norm(a + t[:, None] * d - point, axis=1)
+        k = int(np.argmin(distances))
+        when = rows[k, 0] + t[k] * (rows[k + 1, 0] - rows[k, 0])
+        errors.append((stamp, float(distances[k]), float(when - stamp)))
     return errors
 
 
@@ -192,13 +212,14 @@ def test_a_drill_hole_goal_on_gazebo_idle_and_loaded(graph):
         assert idle.max_lateral_deviation <= LATERAL_TOLERANCE, idle.max_lateral_deviation
 
         errors = tip_errors(samples, states, model)
-        assert len(errors) >= 3, f"only {len(errors)} pose samples matched a joint state's stamp"
+        assert len(errors) >= 3, f"only {len(errors)} pose samples had joint states around their stamp"
         worst = max(errors, key=lambda e: e[1])
         print(
-            f"Gazebo's drill tip against the FK of the joint states, {len(errors)} samples during the "
-            f"goal: largest {worst[1]:.3e} m at t_sim {worst[0]:.3f} s (allowance there {worst[2]:.3e} m)"
+            f"Gazebo's drill tip against the FK's tip path, {len(errors)} samples during the goal: largest "
+            f"{worst[1]:.3e} m at t_sim {worst[0]:.3f} s; stamp offsets "
+            f"{min(e[2] for e in errors) * 1e3:.1f} to {max(e[2] for e in errors) * 1e3:.1f} ms"
         )
-        assert all(error <= allowance for _, error, allowance in errors), errors
+        assert all(error <= TIP_BOUND_M for _, error, _ in errors), errors
 
         with busy_processes(BUSY_PER_CORE * (os.cpu_count() or 1)):
             loaded, _ = run(goal, "loaded")
