@@ -11,9 +11,10 @@ take one `os.read` in the cycle thread: no thread to wake on either side.
 A record is a 4-byte little-endian length, then the pickled (names, position, velocity, now)
 (pickle, as the other pipes: the two processes are one installation). The write end is
 non-blocking and a record is at most PIPE_BUF bytes, so each write is atomic (POSIX): whole
-records only, from any number of threads, never a wait. A full pipe (a child that stopped
-reading) drops the command and counts it (`CommandWriter.dropped`): the cycle's command
-watchdog judges the age of what it has. The reader keeps the latest record of what it reads
+records only, from any number of threads, never a wait on the pipe (a lock orders the writes
+with the close: no write reaches a descriptor number after it was closed). A full pipe (a child
+that stopped reading) drops the command and counts it (`CommandWriter.dropped`): the cycle's
+command watchdog judges the age of what it has. The reader keeps the latest record of what it reads
 (latest wins, as the cycle's in-process mailbox) and counts the others (`overwritten`).
 """
 
@@ -23,6 +24,7 @@ import os
 import pickle
 import select
 import struct
+import threading
 from collections.abc import Sequence
 
 from quirobot_control.bridge.cycle_exchange import Command
@@ -55,6 +57,9 @@ class CommandWriter:
         self.posted = 0  # commands written
         self.dropped = 0  # commands the full pipe did not take
         self.closed = False
+        # Held for each write and for the close: a post racing the close must not write to the
+        # descriptor's number once closed (another file may have been given it by then).
+        self._lock = threading.Lock()
 
     def post(
         self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float], now: float
@@ -68,22 +73,24 @@ class CommandWriter:
                 f"command of {len(names)} joints is {len(record)} bytes, more than one pipe record "
                 f"({MAX_RECORD} bytes)"
             )
-        if self.closed:
-            return False
-        try:
-            os.write(self.fd, record)
-        except BlockingIOError:
-            self.dropped += 1
-            return False
-        except OSError:  # EPIPE, EBADF: the child has gone (its reader reports it)
-            return False
-        self.posted += 1
-        return True
+        with self._lock:
+            if self.closed:
+                return False
+            try:
+                os.write(self.fd, record)  # non-blocking: the lock is held for a system call only
+            except BlockingIOError:
+                self.dropped += 1
+                return False
+            except OSError:  # EPIPE: the child has gone (its reader reports it)
+                return False
+            self.posted += 1
+            return True
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            os.close(self.fd)
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                os.close(self.fd)
 
 
 class CommandReader:
