@@ -39,6 +39,7 @@ from launch_ros.substitutions import FindPackageShare
 from quirobot_control.hardware.controllers import spawned_controllers
 from quirobot_control.planning.scene import SceneMarker, scene_markers
 from quirobot_control.planning.tasks import load_task
+from quirobot_control.simulation.gazebo_drives import PATH_TIME_OUT
 from quirobot_description.launch_description import robot_description_parameter
 from quirobot_description.parameters import load_parameters
 from quirobot_description.urdf import TOOLS
@@ -173,6 +174,8 @@ def drill_hole_nodes(context) -> list[Node]:
                     "joint_states_topic": "/joint_states",
                     "task": "",
                     "start_delay": 10.0,
+                    # the controllers' clock jumps under load (simulation.gazebo_drives.PATH_TIME_OUT)
+                    "path_time_out": PATH_TIME_OUT,
                 }
             ],
             output="screen",

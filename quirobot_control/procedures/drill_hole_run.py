@@ -95,7 +95,8 @@ class DrillHoleRun:
         self.canceled = False  # a cancel started the way out (the goal ends canceled)
         self.cancel_cause = "canceled"  # or the client's disappearance
         self.clients_gone_at = float("nan")  # s, since when no action client is left
-        self.path = PathCheck(self.config.tolerance, axes_for("drill"))  # the plan's path, time-aligned
+        # the plan's path, time-aligned
+        self.path = PathCheck(self.config.tolerance, axes_for("drill"), self.config.path_time_out)
         self.breakthrough = ""  # the drives' far-cortex breakthrough during this goal, "" if none
         self.breakthrough_early = False  # it came short of the imaged exit: retracted, but no success
         self.unwatched = ""  # what the drive side does not watch of this goal's hole (StackStatus)

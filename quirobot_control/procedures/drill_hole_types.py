@@ -91,6 +91,9 @@ class ExecutorConfig:
     feed_mass: float  # kg, the feed's effective inertia (the drilling monitor's, control.yaml)
     start_delay: float = 2.0  # s between sending a plan and its start time
     tracking_lag: float = 0.05  # s of joint-state lag the slowed phases allow for
+    #: s of the states' stamps a joint may stay beyond its path tolerance before the goal ends
+    #: (procedures.path_check's time_out; 0: at once, the robot's)
+    path_time_out: float = 0.0
     feedback_period: float = 0.02  # s between feedback messages (the checks run every monitor_period)
     #: s between the running goal's checks: the controllers' period, at which joint states arrive
     #: (task_node's monitor_rate); None: every plan sample (dt).

@@ -15,6 +15,16 @@ what was planned for its instant, so load changes when a deviation is seen, neve
 What it sees: the drives' following error plus the period the plant runs behind a command. The
 hardware's following-error stop (safety.motion_monitor: command against measured of the same
 cycle, every cycle, every drive stopped) stays the fast guard beneath it.
+
+`time_out` (CiA 402's following error time out, 0x6066, beside its window 0x6065): how long, in
+the states' own stamps, a joint must stay beyond its tolerance before the goal ends. 0, the
+default and the robot's: the first state beyond it. Gazebo's launch sets one because its
+controllers do not run on the physics' clock: ros2_control (since ros2_control#2046) hands them
+the controller manager node's ROS time, a copy of /clock that reaches the node through the
+bridge and freezes while either waits for a CPU, then jumps; each jump moves the trajectory's
+reference v * jump at once, and gz_ros2_control's position loop closes the step within a few
+physics steps (gazebo.launch.py says how long). A deviation that outlasts the time-out is no
+such step. The exceedances it let pass are counted (`passed`) and the largest is in `worst`.
 """
 
 from __future__ import annotations
@@ -30,12 +40,15 @@ __all__ = ["PathCheck"]
 
 @dataclass
 class PathCheck:
-    """`tolerance` (n,): m and rad per axis of `names` (the plan's axes); `worst` (n,): the largest
-    deviation seen."""
+    """`tolerance` (n,): m and rad per axis of `names` (the plan's axes); `time_out`: s of the
+    states' stamps an exceedance may last (module docstring); `worst` (n,): the largest deviation
+    seen; `passed`: the exceedances that ended within the time-out."""
 
     tolerance: np.ndarray
     names: tuple[str, ...]
+    time_out: float = 0.0
     worst: np.ndarray = field(init=False)
+    passed: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.tolerance = np.asarray(self.tolerance, dtype=float)
@@ -45,7 +58,10 @@ class PathCheck:
             raise ValueError(
                 f"path tolerances must be {len(self.names)} finite numbers > 0, got {self.tolerance.tolist()}"
             )
+        if not (np.isfinite(self.time_out) and self.time_out >= 0.0):
+            raise ValueError(f"the path check's time-out must be a finite number >= 0 s, got {self.time_out}")
         self.worst = np.zeros(len(self.names))
+        self._beyond_since: float | None = None  # the stamp (s of the plan) the exceedance began at
         self._worst = self.worst.tolist()  # its floats, for check's plain-float loop
         self._tolerance = self.tolerance.tolist()
 
@@ -78,14 +94,30 @@ class PathCheck:
             if ratio > largest:
                 j, largest, deviation = k, ratio, off
         if not largest > 1.0:
+            if self._beyond_since is not None:
+                self._beyond_since = None
+                self.passed += 1
             return None
+        if self._beyond_since is None:
+            self._beyond_since = t
+        lasted = t - self._beyond_since
+        if lasted < self.time_out:
+            return None
+        held = ""
+        if self.time_out:
+            held = f", beyond it for {lasted * 1e3:.0f} ms (time-out {self.time_out * 1e3:.0f} ms)"
         return (
             f"path tolerance: joint {self.names[j]} is {deviation:.4g} from its plan at {t:.3f} s of "
-            f"the motion (limit {self.tolerance[j]:.4g})"
+            f"the motion (limit {self.tolerance[j]:.4g}{held})"
         )
 
     def summary(self) -> str:
         """The largest deviation relative to its tolerance, in words."""
         ratio = self.worst / self.tolerance
         j = int(np.argmax(ratio))
-        return f"largest path deviation {self.names[j]} {self.worst[j]:.3g} ({ratio[j]:.0%} of its tolerance)"
+        summary = (
+            f"largest path deviation {self.names[j]} {self.worst[j]:.3g} ({ratio[j]:.0%} of its tolerance)"
+        )
+        if self.passed:
+            summary += f"; {self.passed} beyond it for less than the {self.time_out * 1e3:.0f} ms time-out"
+        return summary

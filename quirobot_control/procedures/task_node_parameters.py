@@ -94,6 +94,19 @@ TASK_NODE = NodeSchema(
             low=0.0,
             high=1.0,
         ),
+        # Bounds (design assumption): up to 0.1 s, 1 mm at the feed's 10 mm/s velocity limit: a
+        # longer time-out would let a real deviation run on past the feed's own path tolerance.
+        NodeParameter(
+            "path_time_out",
+            "double",
+            _EXECUTOR["path_time_out"],
+            "How long (in the joint states' stamps) a joint may stay beyond its path tolerance before "
+            "the goal ends (CiA 402's following error time out). 0: at once, as on the robot; "
+            "gazebo.launch.py sets one (its controllers' clock jumps under load, see there).",
+            unit="s",
+            low=0.0,
+            high=0.1,
+        ),
         NodeParameter(
             "ready_timeout",
             "double",
@@ -128,5 +141,6 @@ def executor_timing(values: dict[str, object]) -> dict[str, float]:
         "monitor_period": 1.0 / float(values["monitor_rate"]),
         "start_delay": float(values["start_delay"]),
         "tracking_lag": float(values["tracking_lag"]),
+        "path_time_out": float(values["path_time_out"]),
         "ready_timeout": float(values["ready_timeout"]),
     }

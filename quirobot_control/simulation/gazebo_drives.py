@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from quirobot_control.safety.hole_context import HoleContext
 
-__all__ = ["UNWATCHED", "GazeboDrives", "GazeboDrivesState", "HoleRefusedError"]
+__all__ = ["PATH_TIME_OUT", "UNWATCHED", "GazeboDrives", "GazeboDrivesState", "HoleRefusedError"]
 
 #: What the drive side does not watch on Gazebo, in every hole's text.
 UNWATCHED = (
@@ -36,6 +36,19 @@ UNWATCHED = (
     "feed-forward, and no drive-side virtual fixtures or command watchdog (gz_ros2_control has no "
     "safety layer); the controllers' path tolerances and task_node's checks still apply"
 )
+
+
+#: s: task_node's path_time_out on Gazebo (gazebo.launch.py; procedures.path_check). ros2_control
+#: hands the controllers the controller manager node's copy of /clock, not the physics step's time
+#: (ros2_control#2046; measured: consecutive controller states of one stamp whose joints had
+#: moved), so under load their clock freezes and jumps: a jump of J s moves the reference v * J at
+#: once (a loaded goal aborted at 2.3 mm, 1 mm tolerance, at 10 mm/s: J about 0.23 s).
+#: gz_ros2_control's position loop (controllers_gazebo.yaml: gain 0.5 per 1 ms step) halves the
+#: step every physics step, so a step of 2**k tolerances is back within tolerance after k + 1
+#: steps: 10 ms of stamps clears any step under 2**9 tolerances (0.5 m at 1 mm) once the clock
+#: runs again (test_path_check checks it), and lets a real deviation run on for 10 ms more (0.1 mm
+#: at the feed's 10 mm/s limit).
+PATH_TIME_OUT = 0.01
 
 
 class HoleRefusedError(ValueError):

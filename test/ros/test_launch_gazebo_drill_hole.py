@@ -9,12 +9,16 @@ the shipped incision's goal, shortened, as another node does:
    one is refused by the drive side, which a third goal checks);
 2. ground truth during the goal: Gazebo's own drill_bit position (gz-transport's
    /world/empty/dynamic_pose/info, sampled through the goal) lies on the tip path of the
-   closed-form FK of the joint states stamped around it, within TIP_BOUND_M (`tip_errors`:
-   matched by geometry, since the two stamps of one physics step differed by tens of ms under
-   load); the largest distance and the stamp offsets are printed;
+   closed-form FK of the goal's joint states, within TIP_BOUND_M (`tip_errors`:
+   matched by geometry over the goal's states, since the joint states' stamps are the
+   controllers' clock, not the physics' that stamps the poses: docs/gazebo.md); the largest
+   distance is printed;
 3. loaded: the same goal with two busy processes per core beside the stack gives the same hole
-   (depth and lateral deviation within SAME_HOLE), Gazebo stepping the controller manager in
-   lock-step; sim/wall of both runs printed;
+   (depth and lateral deviation within SAME_HOLE): Gazebo steps the controller manager in
+   lock-step, but the controllers' clock is its node's copy of /clock, which jumps under load
+   (docs/gazebo.md; JointStates.frozen counts it), and task_node's path time-out on Gazebo
+   (simulation.gazebo_drives.PATH_TIME_OUT) lets the position loop close each jump's step;
+   sim/wall of both runs, their path summary and the frozen-clock count printed;
 4. Ctrl-C ends everything the launch started.
 
 Needs Gazebo (`../shared/ros2/install.sh VENV --gazebo`), as test_launch_gazebo.py.
@@ -44,8 +48,14 @@ DEPTH_TOLERANCE = 0.05e-3  # m, the DrillHole tolerances (test_launch_drill_hole
 LATERAL_TOLERANCE = 0.1e-3  # m
 #: m: the loaded hole against the idle one (issue 34's "the same hole within 10 um").
 SAME_HOLE = 10e-6
-#: s: the joint states around a pose's stamp among which its tip is matched (tip_errors).
-STAMP_WINDOW = 0.5
+#: m: the longest step between consecutive received states' tips through which tip_errors matches
+#: a pose against the straight polyline. The test's own /joint_states subscription drops states on
+#: a loaded machine (a 0.43 mm "error" across such a gap failed one run), and across a gap the tip
+#: path curves away from the chord: by c**2 / (8 R) for a chord c on a radius R, 0.5 um at 0.6 mm
+#: where the wrist turns the tip on 0.1 m. The chord can only make a pose look farther from the
+#: path than it is (a pose on the path lies within the sagitta of the chord), never nearer: a sample
+#: nearest to a longer chord is left out, not passed; three or more must still be matched.
+MAX_CHORD_M = 0.6e-3
 POSES = "/world/empty/dynamic_pose/info"
 
 
@@ -64,7 +74,7 @@ class JointStates:
     CAPACITY = 1_200_000  # 20 min of states at the controller manager's 1 kHz
 
     def __init__(self, graph: GraphClient) -> None:
-        from rclpy.qos import qos_profile_sensor_data
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
 
         from quirobot_description.parameters import axes_for
@@ -72,7 +82,10 @@ class JointStates:
         self.axes = axes_for("drill")
         self.rows = np.full((self.CAPACITY, 1 + len(self.axes)), np.nan)
         self.count = 0
-        graph.node.create_subscription(JointState, "/joint_states", self._on_state, qos_profile_sensor_data)
+        # best effort as joint_state_broadcaster's readers take it, with room for a second of
+        # states while this process waits for a CPU (the sensor-data profile keeps 5)
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
+        graph.node.create_subscription(JointState, "/joint_states", self._on_state, qos)
 
     def _on_state(self, message) -> None:
         if self.count >= self.CAPACITY:
@@ -82,11 +95,15 @@ class JointStates:
         self.rows[self.count] = [stamp, *(position[n] for n in self.axes)]
         self.count += 1
 
-    def around(self, stamp: float, window: float) -> np.ndarray:
-        """The rows (M, 7) stamped within `window` s of `stamp`, in stamp order."""
-        rows = self.rows[: self.count]
-        rows = rows[np.argsort(rows[:, 0], kind="stable")]
-        return rows[np.abs(rows[:, 0] - stamp) <= window]
+    def frozen(self, first: int, end: int) -> str:
+        """Among the states received `first` to `end` (arrival order), the consecutive ones that
+        carry one stamp although the joints moved between them: the controllers' clock (the
+        controller manager node's copy of /clock, docs/gazebo.md) stood while physics stepped.
+        Counted, not asserted: upstream's behaviour, which task_node's path time-out allows for."""
+        rows = self.rows[first:end]
+        same = rows[1:, 0] == rows[:-1, 0]
+        moved = np.any(rows[1:, 1:] != rows[:-1, 1:], axis=1)
+        return f"{int(np.count_nonzero(same & moved))} of {max(len(rows) - 1, 0)} consecutive joint states"
 
 
 class PoseSampler:
@@ -111,34 +128,37 @@ class PoseSampler:
         return self.samples
 
 
-def tip_errors(samples, states: JointStates, model) -> list[tuple[float, float, float]]:
-    """(sim s, distance m, stamp offset s) per pose sample: the distance from Gazebo's drill_bit
-    position to the tip path of the FK of the joint states stamped within STAMP_WINDOW of the
-    pose's stamp (the polyline through their tips: the states are 1 ms apart, the path between
-    them straight to well under a micrometre), and where on it the nearest point lies in time.
-    Matched by geometry, not by stamp: Gazebo's pose and joint_state_broadcaster's state of one
-    physics step carry stamps that differed by tens of ms in a loaded CI run (a 2.4 mm
-    difference during the approach when matched by stamp alone)."""
+def tip_errors(samples, rows: np.ndarray, model) -> list[tuple[float, float]]:
+    """(sim s, distance m) per pose sample: the distance from Gazebo's drill_bit position to the
+    tip path of the goal's joint states `rows` (JointStates rows in arrival order, the order of the
+    physics steps: the polyline through the FK's tips, trusted across MAX_CHORD_M at most).
+    Matched by geometry over the whole goal, not by stamp: the joint states carry the controllers'
+    clock, not the physics' that stamps the poses (docs/gazebo.md); matched among the states
+    stamped within 0.5 s of the pose, and then within 3 s (sorted by stamp), poses failed idle runs
+    at 2.2 and 1.0 mm. A pose nearer another part of the path would lie on the path all the same,
+    so nothing wrong is matched; where on the path (when) is not reported: the tip retraces its
+    approach when it parks."""
     from quirobot_description.parameters import JOINT_NAMES
     from quirobot_kinematics.forward import forward_kinematics
 
+    if len(rows) < 2:
+        return []
+    tips = np.array(
+        [forward_kinematics(list(r[1 : 1 + len(JOINT_NAMES)]), model, feed=r[-1])[:3, 3] for r in rows]
+    )
+    a, d = tips[:-1], np.diff(tips, axis=0)
+    length2 = np.einsum("ij,ij->i", d, d)
     errors = []
     for stamp, poses in samples:
-        rows = states.around(stamp, STAMP_WINDOW)
-        if len(rows) < 2 or "drill_bit" not in poses:
+        if "drill_bit" not in poses:
             continue
-        tips = np.array(
-            [forward_kinematics(list(r[1 : 1 + len(JOINT_NAMES)]), model, feed=r[-1])[:3, 3] for r in rows]
-        )
         point = poses["drill_bit"][:3, 3]
-        a, b = tips[:-1], tips[1:]
-        d = b - a
-        length2 = np.einsum("ij,ij->i", d, d)
         t = np.clip(np.einsum("ij,ij->i", point - a, d) / np.where(length2 > 0.0, length2, 1.0), 0.0, 1.0)
         distances = np.linalg.norm(a + t[:, None] * d - point, axis=1)
         k = int(np.argmin(distances))
-        when = rows[k, 0] + t[k] * (rows[k + 1, 0] - rows[k, 0])
-        errors.append((stamp, float(distances[k]), float(when - stamp)))
+        if length2[k] > MAX_CHORD_M**2:
+            continue  # the test's own subscription missed the states there (see MAX_CHORD_M)
+        errors.append((stamp, float(distances[k])))
     return errors
 
 
@@ -186,6 +206,7 @@ def test_a_drill_hole_goal_on_gazebo_idle_and_loaded(graph):
             sim_start, _ = gazebo_poses(launch, POSES)
             wall_start = time.monotonic()
             sampler = PoseSampler(launch)
+            first = states.count
             future = client.send_goal_async(goal, feedback_callback=lambda m: feedback.append(m.feedback))
             graph.spin_until(future.done, 120.0, "the goal's acceptance")
             handle = future.result()
@@ -193,42 +214,44 @@ def test_a_drill_hole_goal_on_gazebo_idle_and_loaded(graph):
             result_future = handle.get_result_async()
             graph.spin_until(result_future.done, 1800.0, f"{label}: the DrillHole result")
             samples = sampler.close()
+            clock = states.frozen(first, states.count)
+            goal_states = states.rows[first : states.count].copy()
             sim_end, _ = gazebo_poses(launch, POSES)
             ratio = (sim_end - sim_start) / (time.monotonic() - wall_start)
             result = result_future.result().result
             print(
                 f"{label}: error_code {result.error_code}, depth {result.achieved_depth * 1e3:.6f} mm, "
                 f"lateral {result.max_lateral_deviation * 1e6:.3f} um, {result.message!r}; "
-                f"sim/wall {ratio:.2f}; phases {sorted({f.phase for f in feedback})}"
+                f"sim/wall {ratio:.2f}; phases {sorted({f.phase for f in feedback})}; "
+                f"one stamp while the joints moved: {clock}"
             )
-            return result, samples
+            return result, samples, goal_states
 
         goal = drill_hole_goal(task.entry, task.direction, DEPTH, task.feed_rate, 60.0)
-        idle, samples = run(goal, "idle")
+        idle, samples, goal_states = run(goal, "idle")
         assert idle.error_code == ErrorCode.SUCCESS and idle.success, idle.message
         assert not idle.bone_model and not idle.bit_in_bone
         assert "Not watched: Gazebo models no drilling thrust" in idle.message, idle.message
         assert abs(idle.achieved_depth - DEPTH) <= DEPTH_TOLERANCE, idle.achieved_depth
         assert idle.max_lateral_deviation <= LATERAL_TOLERANCE, idle.max_lateral_deviation
 
-        errors = tip_errors(samples, states, model)
-        assert len(errors) >= 3, f"only {len(errors)} pose samples had joint states around their stamp"
+        errors = tip_errors(samples, goal_states, model)
+        assert len(errors) >= 3, f"only {len(errors)} pose samples were matched"
         worst = max(errors, key=lambda e: e[1])
         print(
             f"Gazebo's drill tip against the FK's tip path, {len(errors)} samples during the goal: largest "
-            f"{worst[1]:.3e} m at t_sim {worst[0]:.3f} s; stamp offsets "
-            f"{min(e[2] for e in errors) * 1e3:.1f} to {max(e[2] for e in errors) * 1e3:.1f} ms"
+            f"{worst[1]:.3e} m at t_sim {worst[0]:.3f} s"
         )
-        assert all(error <= TIP_BOUND_M for _, error, _ in errors), errors
+        assert all(error <= TIP_BOUND_M for _, error in errors), errors
 
         with busy_processes(BUSY_PER_CORE * (os.cpu_count() or 1)):
-            loaded, _ = run(goal, "loaded")
+            loaded, _, _ = run(goal, "loaded")
         assert loaded.error_code == ErrorCode.SUCCESS and loaded.success, loaded.message
         assert abs(loaded.achieved_depth - idle.achieved_depth) <= SAME_HOLE
         assert abs(loaded.max_lateral_deviation - idle.max_lateral_deviation) <= SAME_HOLE
 
         # A goal with a bone model: the drive side refuses its hole (no thrust on Gazebo).
-        refused, _ = run(
+        refused, _, _ = run(
             drill_hole_goal(task.entry, task.direction, DEPTH, task.feed_rate, 60.0, task="incision"), "bone"
         )
         assert refused.error_code == ErrorCode.REJECTED_NOT_READY, refused.message
