@@ -217,6 +217,7 @@ class RosMotionPort:
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.context_publisher = node.create_publisher(ContextMsg, "/quirobot/drilling_context", latched)
         self.goal_type = FollowJointTrajectory.Goal
+        self.prepared: dict[str, tuple] = {}  # part -> (trajectory, its goal message), from prepare
         self.clients = {
             part: race_free_action_client(
                 node, FollowJointTrajectory, f"/{name}/follow_joint_trajectory", group
@@ -277,15 +278,14 @@ class RosMotionPort:
     def measured(self) -> Measurement | None:
         return self.stack.measured()
 
-    def send(self, part: str, trajectory, start: float) -> MotionRecord:
-        from builtin_interfaces.msg import Time
+    def prepare(self, part: str, trajectory) -> None:
+        """The FollowJointTrajectory goal of `part`'s columns of `trajectory`, its waypoints every
+        waypoint_period, built now and kept for `send` (MotionPort.prepare says why)."""
         from rclpy.duration import Duration
         from trajectory_msgs.msg import JointTrajectoryPoint
 
         goal = self.goal_type()
         message = goal.trajectory
-        seconds = int(np.floor(start))
-        message.header.stamp = Time(sec=seconds, nanosec=int(round((start - seconds) * 1e9)) % 1_000_000_000)
         columns = COLUMNS[part]
         message.joint_names = [DRILL_AXES[c] for c in columns]
         for index in waypoints(trajectory, self.waypoint_period):
@@ -295,6 +295,16 @@ class RosMotionPort:
             point.accelerations = [float(v) for v in trajectory.accelerations[index, columns]]
             point.time_from_start = Duration(seconds=float(index * trajectory.dt)).to_msg()
             message.points.append(point)
+        self.prepared[part] = (trajectory, goal)
+
+    def send(self, part: str, trajectory, start: float) -> MotionRecord:
+        from rclpy.time import Time
+
+        kept, goal = self.prepared.pop(part, (None, None))
+        if kept is not trajectory:  # not prepared (a retract, a withdraw): built now
+            self.prepare(part, trajectory)
+            _, goal = self.prepared.pop(part)
+        goal.trajectory.header.stamp = Time(nanoseconds=round(start * 1e9)).to_msg()
         record = MotionRecord(lambda: self._cancel_all(part))
         future = self.clients[part].send_goal_async(goal)
         future.add_done_callback(lambda f: self._on_response(f, record, part))

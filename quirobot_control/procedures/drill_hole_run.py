@@ -260,6 +260,8 @@ class DrillHoleRun:
     def drive(self) -> DrillResult:
         config = self.config
         trajectory = slowed_for_lag(self.plan.trajectory, config.tracking_lag, config.tolerance)
+        for part in PARTS:  # the messages built before the start is fixed (MotionPort.prepare)
+            self.port.prepare(part, trajectory)
         start = self.port.now() + config.start_delay
         for part in PARTS:
             self.send(part, trajectory, start)

@@ -130,6 +130,9 @@ class BridgePort:
             return replace(self._measured, age=self.time - self._measured.stamp)
         return self._measured
 
+    def prepare(self, part: str, trajectory: JointTrajectory) -> None:
+        """Nothing to build: `send` hands the trajectory over as it is."""
+
     def send(self, part: str, trajectory: JointTrajectory, start: float) -> MotionRecord:
         self.sent.append((part, trajectory, start))
         record = MotionRecord(lambda: self._hold(part, MotionStatus.CANCELED))

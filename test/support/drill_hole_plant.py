@@ -65,6 +65,7 @@ class PlantPort:
     position: np.ndarray
     time: float = 0.0
     response_delay: dict[str, float] = field(default_factory=dict)  # s, per part; inf: never
+    prepare_seconds: float = 0.0  # s of plant time each prepare takes (a slow message build)
     drive_stop_at: float = math.inf
     drive_stop_reason: str = "drill_feed: following error (injected)"
     drive_stop_code: StopCode = StopCode.SAFETY_LIMIT  # its kind, as the hardware latches it
@@ -89,6 +90,7 @@ class PlantPort:
     trace: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (t, pose (6,))
     cancel_alls: int = 0
     sent: list[tuple[str, JointTrajectory, float]] = field(default_factory=list)  # (part, trajectory, start)
+    prepared: list[tuple[str, JointTrajectory]] = field(default_factory=list)  # (part, trajectory)
     frames: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (4, 4) world_from_frame
     #: The drive side's answer to a hole: "" takes it at once, else refuses it with this reason;
     #: None: never answers (a drive side that is not there).
@@ -136,6 +138,11 @@ class PlantPort:
             if when <= t + 1e-9:
                 return pose.copy()
         return self.trace[0][1].copy() if self.trace else self.position.copy()
+
+    def prepare(self, part: str, trajectory: JointTrajectory) -> None:
+        self.prepared.append((part, trajectory))
+        if self.prepare_seconds > 0.0:
+            self.sleep(self.prepare_seconds)
 
     def send(self, part: str, trajectory: JointTrajectory, start: float) -> MotionRecord:
         self.sent.append((part, trajectory, start))

@@ -95,6 +95,20 @@ def test_shipped_incision_succeeds_on_the_axis(config, task, tip):
     assert executor.fault_reason == "" and not executor.busy and executor.phase == ""
 
 
+def test_the_plan_is_prepared_before_its_start_time_is_fixed(config, task):
+    """Building a plan's messages takes time (task_node on Gazebo: 12 s under load, its start then
+    passed before the second went out): the executor prepares both parts first and fixes the start
+    after, so a build longer than start_delay (1 s here) does not abort the goal."""
+    port = PlantPort(task.park, prepare_seconds=2.0)
+    result, port, _ = run(config, task, port)
+    assert result.outcome is Outcome.SUCCEEDED, result.message
+    assert [part for part, _ in port.prepared[:2]] == ["arm", "feed"]
+    sent = {part: (trajectory, start) for part, trajectory, start in port.sent[:2]}
+    for part, trajectory in port.prepared[:2]:
+        assert sent[part][0] is trajectory
+    assert sent["arm"][1] == sent["feed"][1]  # one start for both
+
+
 @pytest.mark.parametrize("answer", ["its calibration is of another machine (injected)", None])
 def test_a_hole_the_drives_refuse_or_never_take_ends_the_goal_before_anything_moves(config, task, answer):
     """The goal moves only once the drive side runs its hole (its monitor, fixtures, kinematics):
