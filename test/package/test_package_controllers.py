@@ -50,10 +50,6 @@ def _interfaces(root: ET.Element) -> dict[str, tuple[list[str], list[str]]]:
     }
 
 
-def _speed_limit(parameters, joint: str) -> float:
-    return parameters.drill.feed.velocity if joint == "drill_feed" else parameters.joint(joint).velocity
-
-
 @pytest.mark.parametrize("name", FILES)
 def test_update_rate_is_the_drive_control_rate(name, parameters):
     assert (
@@ -94,10 +90,9 @@ def test_trajectory_controllers_claim_exactly_the_urdfs_interfaces(name, hardwar
         assert set(params["state_interfaces"]) <= set(states)
         tolerances = params["constraints"][joint]
         assert tolerances["goal"] > 0, f"{name} {joint}"
-        if name == "controllers.yaml":  # path unchecked by JTC: guarded on time-aligned samples
-            assert tolerances["trajectory"] == 0.0, f"{joint}: a stale joint state would abort good motions"
-        else:  # gz_ros2_control steps the controller manager inside physics: the state is current
-            assert tolerances["goal"] < tolerances["trajectory"]
+        # Path unchecked by JTC, guarded on time-aligned samples: on the robot a stale joint state,
+        # on Gazebo a jump of the controllers' clock would abort good motions (docs/gazebo.md).
+        assert tolerances["trajectory"] == 0.0, f"{name} {joint}"
     assert set(params["constraints"]) - {"stopped_velocity_tolerance", "goal_time"} == set(joints)
     # JTC runs PIDs only for a velocity-only or an effort command interface: none here, so no gains
     assert params["command_interfaces"] in (["position", "velocity"], ["position"])
@@ -127,27 +122,30 @@ def test_gazebo_names_its_own_controllers_file():
 def test_gazebo_position_loop_tracks_within_the_path_tolerance(parameters):
     """gz_ros2_control's loop: velocity = gain * update_rate * error, no feed-forward.
 
-    At speed v it lags v / (gain * rate); the Gazebo path tolerance must hold the robot's own
-    (config/control.yaml path_tolerance, which the real robot checks on time-aligned samples) plus
-    that lag at the joint's speed limit, the gain must not make the discrete loop oscillate (pole
-    1 - gain in [0, 1) per step: 0 < gain <= 1), and the goal tolerances are the real robot's.
+    The gain must not make the discrete loop oscillate (pole 1 - gain in [0, 1) per step:
+    0 < gain <= 1). The constraints are the real robot's: path tolerances 0, unchecked by JTC
+    (its reference follows the controllers' clock, which jumps under load on Gazebo:
+    docs/gazebo.md), the path checked by task_node (config/control.yaml path_tolerance), and the
+    goal tolerances the same. At speed v the loop lags v / (gain * rate); at the speed task_node's
+    slowed plans keep to (ExecutorConfig.tracking_lag: v * tracking_lag <= tolerance / 2) that lag
+    must stay under a tenth of the path tolerance.
     """
+    from quirobot_control.procedures.drill_hole_types import ExecutorConfig
+
     gazebo, real = _load("controllers_gazebo.yaml"), _load("controllers.yaml")
     control = control_configuration(parameters)
     gain = gazebo["gz_ros_control"]["ros__parameters"]["position_proportional_gain"]
     rate = gazebo["controller_manager"]["ros__parameters"]["update_rate"]
     assert 0.0 < gain <= 1.0
+    tracking_lag = ExecutorConfig.tracking_lag  # s, the dataclass default task_node uses
     for controller, joints in TRAJECTORY_CONTROLLERS.items():
         simulated = gazebo[controller]["ros__parameters"]["constraints"]
         measured = real[controller]["ros__parameters"]["constraints"]
-        for key in ("goal_time", "stopped_velocity_tolerance"):
-            assert simulated[key] == measured[key]
+        assert simulated == measured, controller
         for joint in joints:
-            lag = _speed_limit(parameters, joint) / (gain * rate)
             path = control.joint(joint).path_tolerance
-            assert simulated[joint]["trajectory"] >= path + lag, joint
-            assert simulated[joint]["trajectory"] <= path + 2 * lag, joint
-            assert simulated[joint]["goal"] == measured[joint]["goal"]
+            slowed_speed = 0.5 * path / tracking_lag
+            assert slowed_speed / (gain * rate) <= 0.1 * path, joint
 
 
 @pytest.mark.parametrize("hardware", HARDWARE)

@@ -114,8 +114,7 @@ def test_a_trajectory_goal_reaches_its_target_and_gazebo_agrees_with_the_fk(grap
         )
         assert accepted, "the arm goal was rejected"
         assert result.error_code == 0, result.error_string  # SUCCESSFUL
-        # 30 mm in 6 s: a peak of 7.5 mm/s, inside the feed's 10 mm/s for which its Gazebo path
-        # tolerance is sized (controllers_gazebo.yaml; 30 mm in 2 s peaked at 22 mm/s and aborted)
+        # 30 mm in 6 s: a peak of 7.5 mm/s, inside the feed's 10 mm/s velocity limit
         accepted, result, _ = graph.follow_trajectory(
             "drill_feed_controller", ["drill_feed"], [(6.0, [FEED_GOAL])], timeout=300.0
         )
