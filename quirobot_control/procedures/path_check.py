@@ -23,8 +23,9 @@ controllers do not run on the physics' clock: ros2_control (since ros2_control#2
 the controller manager node's ROS time, a copy of /clock that reaches the node through the
 bridge and freezes while either waits for a CPU, then jumps; each jump moves the trajectory's
 reference v * jump at once, and gz_ros2_control's position loop closes the step within a few
-physics steps (gazebo.launch.py says how long). A deviation that outlasts the time-out is no
-such step. The exceedances it let pass are counted (`passed`) and the largest is in `worst`.
+physics steps, or longer while the clock catches up over several (simulation.gazebo_drives.
+PATH_TIME_OUT says how long, measured). A deviation that outlasts the time-out is no such
+step. The exceedances it let pass are counted (`passed`) and the largest is in `worst`.
 """
 
 from __future__ import annotations
