@@ -49,7 +49,10 @@ UNWATCHED = (
 #: over several steps, each a further jump, while the stamps run ahead faster than physics: a
 #: loaded run with a 10 ms time-out aborted at 3.5 mm, beyond the tolerance for 14 ms of stamps.
 #: 50 ms covers that with a margin of 3.5 and lets a real deviation run on 50 ms more (0.5 mm at
-#: the 10 mm/s of the slowed approach and of the feed's velocity limit).
+#: the 10 mm/s of the slowed approach and of the feed's velocity limit). The loop closes a step
+#: only with speed to spare: in Gazebo the joints' velocity limits are the drives' top speeds, not
+#: the design limits the plans cruise at (urdf/common.xacro; before, a lag during a 1 m/s cruise
+#: held for the whole 50 ms).
 PATH_TIME_OUT = 0.05
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from quirobot_description.inertia import inertia_problems
+from quirobot_description.parameters import axes_for
 from quirobot_description.urdf import TOOLS, robot_description
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,6 +196,31 @@ def test_gz_ros2_control_plugin_reaches_the_model(converter, tmp_path):
     assert plugins[0].get("name") == "gz_ros2_control::GazeboSimROS2ControlPlugin"
     controllers = Path(plugins[0].findtext("parameters"))
     assert controllers.name == "controllers_gazebo.yaml" and controllers.is_file()
+
+
+def test_gazebo_joints_may_run_at_their_drives_top_speed(converter, tmp_path, parameters):
+    """In the SDF that DART gets, each axis's velocity limit is its drive's top speed (the motor's
+    max_speed over the transmission ratio), above the design limit the plans cruise at: DART
+    holds a joint to its SDF limit, so gz_ros2_control's position loop needs that headroom to
+    make up a lag behind its reference (docs/gazebo.md). The other hardware keeps the design
+    limit."""
+    gazebo = _convert(converter, robot_description("drill", "gazebo"), tmp_path / "quirobot.urdf")
+    limits = {
+        j.get("name"): float(j.findtext("axis/limit/velocity"))
+        for j in gazebo.model.findall("joint")
+        if j.find("axis/limit/velocity") is not None
+    }
+    mock = {
+        j.get("name"): float(j.find("limit").get("velocity"))
+        for j in ET.fromstring(robot_description("drill", "mock")).findall("joint")
+        if j.find("limit") is not None
+    }
+    for axis in axes_for("drill"):
+        source = parameters.axis(axis)
+        top = source.motor.max_speed / source.transmission.ratio
+        assert limits[axis] == pytest.approx(top, rel=1e-12), axis
+        assert limits[axis] > 1.5 * source.velocity, f"{axis}: {limits[axis]} against {source.velocity}"
+        assert mock[axis] == source.velocity, axis
 
 
 def test_gazebo_finds_the_visual_meshes_in_the_package_share(converter, tmp_path):
