@@ -27,7 +27,8 @@ after the other. Measured over `--seconds` after 1 s of warm-up:
 - command_to_rpdo: from posting a command to the setpoint frames computed from it leaving on the
   bus (the cycle's flush before a SYNC), p50 / p99, s, from the first command on (warm-up
   included: a drive that stops itself in the window sends no setpoint after, and a window-only
-  figure was then "nan"; command_to_rpdo_count says how many were measured); a command
+  figure was then "nan"; command_to_rpdo_count says how many were measured, stopped_in_window
+  how long, s, the drives were stopped or disabled in the window, sending no setpoint); a command
   superseded by a newer one before any flush never reaches the bus and is not counted, nor is a
   setpoint sent again while no new command came (command_interval: s between the ROS side's
   posts, p50 / p99 / max, says how often they came);
@@ -39,7 +40,9 @@ after the other. Measured over `--seconds` after 1 s of warm-up:
   that long stops the drives whatever the cycle does, so it explains a SYNC-loss stop), over the
   whole run ("run") and the window ("window"): what this machine does to any real-time thread;
   steal: the CPU time the hypervisor took from the machine's CPUs over the window, s (a VM);
-- sync_loss_stops_run: sync_loss_stops over the whole run (start-up and warm-up too);
+- sync_loss_stops_run: sync_loss_stops over the whole run (start-up and warm-up too); a stop in
+  the window is cleared as an operator clears it (WindowOperator: cleared_in_window, their
+  reasons), so that the rest of the window measures commands again;
 - stops_run / stops_unexplained_run: those EMCYs of the whole run as stops (the drives' watchdogs
   expire together: EMCYs less than STOP_GAP apart are one stop), and the stops that no host
   floor wake-up later than the watchdog explains (`stop_causes`: none within a watchdog of the
@@ -348,29 +351,70 @@ class DriveNodeSide:
 
 #: Start-up stops the bench clears before its window (recover), at most.
 RECOVERIES = 3
+#: s between the window operator's looks at the drives (WindowOperator).
+OPERATOR_PERIOD = 0.2
+
+
+def clear_stop(cycle, why: str) -> str | None:
+    """The drives' stop, if they are stopped, cleared as an operator clears it (disable,
+    acknowledge the stop, enable): the stop's reason (with why it was not cleared, if a drive
+    refused), or None if they were not stopped."""
+    latest = cycle.latest
+    reason = latest.sample.stop_reason if latest is not None else None
+    if not reason:
+        return None
+    with contextlib.suppress(BridgeError):
+        cycle.bridge.disable()
+    try:  # a drive that stopped again meanwhile refuses: the next try clears it
+        cycle.bridge.acknowledge_stop(why)
+        cycle.bridge.enable(time.monotonic())
+    except BridgeError as error:
+        return f"{reason} (not cleared: {error})"
+    return reason
 
 
 def recover(cycle) -> list[str]:
     """A stop before the window (the drives stopped themselves on a host stall at start-up: the
     whole window would run without a setpoint, command -> RPDO unmeasured) cleared as an operator
-    clears it (acknowledge the stop, enable), then WARM_UP again; at most RECOVERIES times. The
-    stops cleared (their reasons); they still count in sync_loss_stops_run and stops_run."""
+    clears it (clear_stop), then WARM_UP again; at most RECOVERIES times. The stops cleared (their
+    reasons); they still count in sync_loss_stops_run and stops_run."""
     cleared = []
     for _ in range(RECOVERIES):
-        latest = cycle.latest
-        reason = latest.sample.stop_reason if latest is not None else None
-        if not reason:
+        reason = clear_stop(cycle, "bench: a stop before the measured window")
+        if reason is None:
             break
-        with contextlib.suppress(BridgeError):
-            cycle.bridge.disable()
-        try:  # a drive that stopped again meanwhile refuses: the next try clears it
-            cycle.bridge.acknowledge_stop("bench: a stop before the measured window")
-            cycle.bridge.enable(time.monotonic())
-            cleared.append(reason)
-        except BridgeError as error:
-            cleared.append(f"{reason} (not cleared: {error})")
+        cleared.append(reason)
         time.sleep(WARM_UP)
     return cleared
+
+
+class WindowOperator:
+    """An operator beside the window: every OPERATOR_PERIOD s, a stop of the drives is cleared
+    (clear_stop), so that a host stall longer than the drives' watchdog (which stops them whatever
+    the master does) leaves the rest of the window measuring commands. The stops still count in
+    sync_loss_stops and stops_run; `cleared` holds their reasons, `stopped_in_window` (run_once)
+    the time the drives spent stopped."""
+
+    def __init__(self, cycle) -> None:
+        self.cycle, self.cleared = cycle, []
+        self.times: list[float] = []  # time.time() s of each clear's end (the EMCYs' clock)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="window-operator", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> list[str]:
+        self._stop.set()
+        self._thread.join(30.0)
+        return self.cleared
+
+    def _run(self) -> None:
+        while not self._stop.wait(OPERATOR_PERIOD):
+            reason = clear_stop(self.cycle, "bench: a stop in the measured window")
+            if reason is not None:
+                self.cleared.append(reason)
+                self.times.append(time.time())
 
 
 def watchdog_time(params) -> float:
@@ -436,7 +480,7 @@ STOP_GAP = 0.1
 
 def stop_causes(master_lost: list[tuple[float, int]], stalls: list[tuple[float, float]], watchdog: float):
     """The run's stops from the drives' SYNC-loss and heartbeat EMCYs ((time s, code), any bus),
-    each a cluster of them less than STOP_GAP s apart: (stops, unexplained), where a stop is
+    each a cluster of them less than STOP_GAP s apart: (stops, the unexplained ones' times), where a stop is
     explained by a host stall longer than the watchdog (the floor's (deadline s, lateness s))
     that it falls within `watchdog` of: such a stall stops the drives whatever the cycle does."""
     times = sorted(t for t, _ in master_lost)
@@ -444,7 +488,7 @@ def stop_causes(master_lost: list[tuple[float, int]], stalls: list[tuple[float, 
     unexplained = [
         t for t in stops if not any(d - watchdog <= t <= d + late + watchdog for d, late in stalls)
     ]
-    return len(stops), len(unexplained)
+    return len(stops), unexplained
 
 
 def floor_stats(lateness: np.ndarray, watchdog: float) -> dict[str, float]:
@@ -663,7 +707,10 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         process_cpu, steal = time.process_time(), steal_seconds()
         master_cpu_time = sum(master.cpu_times()[:2])
         tell(slaves, "start")
+        operator = WindowOperator(cycle)
+        operator.start()
         time.sleep(seconds)
+        cleared_in_window, clear_times = operator.stop(), operator.times
         timing = cycle.request("timing")
         end, t1, skipped = int(timing["cycles"]), time.time(), int(timing["skipped"] - skipped)
         window_end = time.monotonic()
@@ -712,12 +759,15 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
     starts = np.flatnonzero(synced)
     sync_cpu = np.add.reduceat(cpu, starts)[:-1] if starts.size > 1 else np.array([])
     command_to_rpdo = stats.window(stats.command_to_rpdo, 0, end)
+    # s the drives spent stopped or disabled in the window (the hardware not active): they send
+    # no setpoints then, so command -> RPDO has no samples there
+    active = stats.window(stats.active, mark, end)
+    stopped = float(np.count_nonzero(active == 0.0)) * control.dt
     first_bus = params.canopen.channel_names[0]
     emcys = [code for bus in buses.values() for code in bus["emcy_codes"]]
+    stalls = [tuple(x) for x in floor.pop("stalls")]
     stops, unexplained = stop_causes(
-        [tuple(e) for bus in buses.values() for e in bus["master_lost_run"]],
-        [tuple(x) for x in floor.pop("stalls")],
-        watchdog,
+        [tuple(e) for bus in buses.values() for e in bus["master_lost_run"]], stalls, watchdog
     )
     return {
         "sync_period": percentiles(np.diff(np.array(buses[first_bus]["syncs"])), 50, 99, 99.9, 100),
@@ -729,13 +779,23 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         # The run's stops (clusters of those EMCYs, stop_causes) and of them the ones no host stall
         # longer than the watchdog explains: the cycle's own.
         "stops_run": stops,
-        "stops_unexplained_run": unexplained,
+        "stops_unexplained_run": len(unexplained),
+        # Each unexplained stop: s from the nearest host stall longer than the watchdog, and from
+        # the nearest stop the window's operator cleared (its enable), to tell what preceded it.
+        "unexplained_stops": [
+            {
+                "from_stall": min((t - d for d, _ in stalls), key=abs, default=math.nan),
+                "from_clear": min((t - c for c in clear_times), key=abs, default=math.nan),
+            }
+            for t in unexplained
+        ],
         # The host's floor over the window (probe) and the CPU time the hypervisor took (s).
         "host_floor": floor,
         "steal": steal,
         # From the first command on (the ring from cycle 0: NaN before it), not the window only.
         "command_to_rpdo": percentiles(command_to_rpdo, 50, 99),
         "command_to_rpdo_count": int(np.count_nonzero(np.isfinite(command_to_rpdo))),
+        "stopped_in_window": stopped,
         "watchdog": watchdog,  # s: the drives' watchdog (host_floor's over_watchdog)
         # How often the ROS side's thread posted a command (every 1 ms asked; s between posts in
         # the window): its own scheduling, not the cycle's latency.
@@ -783,6 +843,8 @@ def run_once(seconds: float, busy: int, gc_policy: str, realtime: bool, receive:
         "stop_reason": stop_reason,
         # The stops before the window that the bench cleared as an operator does (recover).
         "recoveries": recoveries,
+        # The stops in the window the bench cleared as an operator does (WindowOperator).
+        "cleared_in_window": cleared_in_window,
         "drives": list(DRIVES),
     }
 
@@ -880,7 +942,8 @@ def table(results: list[dict]) -> str:
         "| load beside the loop | buses read by | ROS side | SYNC period p50 / p99 / p99.9 / max (ms) "
         "| cycle lateness p99.9 / max (ms) "
         "| periods > 1 ms late | SYNC-loss or heartbeat stops (window / whole run) "
-        "| command -> RPDO p50 / p99 (ms) | CPU per SYNC cycle p50 / p99 (us) | of it, udp sends (us) "
+        "| command -> RPDO p50 / p99 (ms), samples, drives stopped in the window (s) "
+        "| CPU per SYNC cycle p50 / p99 (us) | of it, udp sends (us) "
         "| host floor: bare 1 ms loop lateness p99 / p99.9 / max (ms), wake-ups > 5 ms late "
         "| host floor wake-ups later than the drives' watchdog (window / whole run) "
         "| stops in the whole run / of them not explained by a host stall > watchdog | steal (ms) "
@@ -897,7 +960,9 @@ def table(results: list[dict]) -> str:
             f"| {s['p50'] * ms:.2f} / {s['p99'] * ms:.2f} / {s['p999'] * ms:.2f} / {s['max'] * ms:.2f} "
             f"| {late['p999'] * ms:.2f} / {late['max'] * ms:.2f} "
             f"| {r['late_cycles']} of {r['cycles']} | {r['sync_loss_stops']} / {r['sync_loss_stops_run']} "
-            f"| {c['p50'] * ms:.2f} / {c['p99'] * ms:.2f} | {u['p50'] * us:.0f} / {u['p99'] * us:.0f} "
+            f"| {c['p50'] * ms:.2f} / {c['p99'] * ms:.2f}, {r['command_to_rpdo_count']}, "
+            f"{r['stopped_in_window']:.1f} "
+            f"| {u['p50'] * us:.0f} / {u['p99'] * us:.0f} "
             f"| {r['transport_per_sync_cycle'] * us:.0f} "
             f"| {f['p99'] * ms:.2f} / {f['p999'] * ms:.2f} / {f['max'] * ms:.2f}, {f['over_5ms']} "
             f"| {f['over_watchdog']} / {whole['over_watchdog']} "
@@ -1003,6 +1068,7 @@ def main() -> None:
                     f"EMCYs {r['emcy_codes'] or 'none'}; "
                     f"start-ups that failed first: {len(r['start_up_failures'])}; "
                     f"stops cleared before the window: {'; '.join(r['recoveries']) or 'none'}; "
+                    f"stops cleared in the window: {len(r['cleared_in_window'])}; "
                     f"stop: {r['stop_reason'] or 'none'}"
                 )
 

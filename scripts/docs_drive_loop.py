@@ -28,7 +28,7 @@ BLOCK = docs_block.MarkedBlock(PAGE, BEGIN, END)
 SYNC = "SYNC period p50 / p99 / p99.9 / max (ms)"
 LATENESS = "cycle lateness p99.9 / max (ms)"
 STOPS = "stops in the whole run / of them not explained by a host stall > watchdog"
-COMMAND = "command -> RPDO p50 / p99 (ms)"
+COMMAND = "command -> RPDO p50 / p99 (ms), samples, drives stopped in the window (s)"
 CYCLE_CPU = "CPU per SYNC cycle p50 / p99 (us)"
 FLOOR = "host floor: bare 1 ms loop lateness p99 / p99.9 / max (ms), wake-ups > 5 ms late"
 OVER_WATCHDOG = "host floor wake-ups later than the drives' watchdog (window / whole run)"
@@ -83,7 +83,11 @@ def verdicts(text: str) -> list[str]:
         if command != command:  # NaN: no setpoint went out
             figures.append("command -> RPDO not measured (no setpoint went out: the drives had stopped)")
         else:
-            figures.append(f"command -> RPDO p99 {command:g} ms ({_met(command <= bound)}: <= {bound:g})")
+            measured = f"command -> RPDO p99 {command:g} ms ({_met(command <= bound)}: <= {bound:g})"
+            parts = [part.strip() for part in run[COMMAND].split(",")[1:]]
+            if len(parts) == 2:  # the samples, and the time the drives were stopped in the window
+                measured += f" over {parts[0]} commands, the drives stopped {parts[1]} s of the window"
+            figures.append(measured)
         window, whole = (cell.strip() for cell in run[OVER_WATCHDOG].split("/"))
         lines.append(
             f"- {run['load beside the loop']}, ROS side {run['ROS side']}: "

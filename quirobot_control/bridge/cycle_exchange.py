@@ -107,7 +107,10 @@ class CycleStats:
     in cycle k (NaN: none); command_to_rpdo[k]: for a cycle that put on the bus the setpoints of a
     command taken since the last such transmission, the time from posting that command to the
     transmission (NaN: none; a setpoint sent again while no new command came is no command's
-    latency: how often commands come is the ROS side's, measured there).
+    latency: how often commands come is the ROS side's, measured there; nor is a command taken
+    while the drives were stopped, which reaches the bus only once they are enabled); active[k]: 1 if the
+    hardware was active in cycle k (the drives run commands), 0 if not (stopped, disabled), NaN
+    if no bridge was stepped.
     """
 
     def __init__(self, capacity: int) -> None:
@@ -116,6 +119,7 @@ class CycleStats:
         self.cpu = np.full(self.capacity, np.nan)
         self.sync = np.full(self.capacity, np.nan)
         self.command_to_rpdo = np.full(self.capacity, np.nan)
+        self.active = np.full(self.capacity, np.nan)
         self.cycles = 0
         self.skipped = 0  # deadlines skipped after a cycle more than one period late
         self.collections = 0  # manual gc.collect calls in the cycle

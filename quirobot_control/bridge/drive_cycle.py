@@ -340,7 +340,7 @@ class DriveCycle:
             cpu = time.thread_time()
             k = stats.cycles % capacity
             stats.lateness[k] = begin - deadline
-            stats.sync[k] = stats.command_to_rpdo[k] = math.nan
+            stats.sync[k] = stats.command_to_rpdo[k] = stats.active[k] = math.nan
             try:
                 if self._pause or self.bridge is None:
                     if self._pause:
@@ -382,7 +382,11 @@ class DriveCycle:
                 self._command_posted = received
             except BridgeError as error:
                 self.messages.append(f"command refused: {error}")
-        sample = bridge.step(now)
+        active = bridge.run_period(now)
+        sample = bridge.sample(active)
+        stats.active[k] = 1.0 if active else 0.0
+        if not active:  # stopped or disabled: the command runs nowhere, its latency is no latency
+            self._command_posted = math.nan
         self.latest = CycleOutput(stats.cycles, sample)
         self._record_bus(k)
         if self._calls:

@@ -77,6 +77,9 @@ def test_a_five_second_bench_meets_five_times_the_targets(parameters, tmp_path):
     # The run's stops, each attributed to a host stall longer than the watchdog or not.
     assert 0 <= result["stops_unexplained_run"] <= result["stops_run"] <= result["sync_loss_stops_run"]
     assert (result["stops_run"] > 0) == (result["sync_loss_stops_run"] > 0)
+    # How long the drives were stopped in the window, and the stops an operator cleared there.
+    assert 0.0 <= result["stopped_in_window"] <= 5.0
+    assert all(isinstance(reason, str) and reason for reason in result["cleared_in_window"])
     # The host's timing.
     floor = result["host_floor"]["run"]
     stops = result["sync_loss_stops_run"]
@@ -90,6 +93,7 @@ def test_a_five_second_bench_meets_five_times_the_targets(parameters, tmp_path):
         )
     assert stops == 0, (result["emcy_codes"], result["stop_reason"])
     assert result["stop_reason"] is None
+    assert result["stopped_in_window"] == 0.0 and result["cleared_in_window"] == []
     assert result["sync_period"]["p999"] < period + 5 * 1e-3
     # Measured from the first command on (issue 32: a window-only figure was "nan" once the drives
     # had stopped, whatever came before).

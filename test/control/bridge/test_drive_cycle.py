@@ -21,6 +21,7 @@ import uuid
 
 import can
 import canopen
+import numpy as np
 import pytest
 from virtual_can import START, network, relaxed_parameters, wait_until
 
@@ -279,7 +280,7 @@ def drive_states(drives: Drives) -> dict:
 
 
 def test_an_error_in_the_step_quick_stops_every_drive_with_its_reason(cycle, drives, monkeypatch):
-    """Issue 32 item 3: an exception from the bridge's step (injected: from now on the step raises
+    """Issue 32 item 3: an exception from the bridge's period (injected: from now on it raises
     every period) quick-stops every drive at once, the error the stop's reason in the cycle's
     samples and the bridge's status (what drive_node logs and publishes), reported once; the SYNCs
     go on, so the drives are stopped by their master, not by their watchdogs, and their
@@ -293,7 +294,7 @@ def test_an_error_in_the_step_quick_stops_every_drive_with_its_reason(cycle, dri
     def step(now: float):
         raise ZeroDivisionError("injected by the test")
 
-    monkeypatch.setattr(cycle.bridge, "step", step)
+    monkeypatch.setattr(cycle.bridge, "run_period", step)
     reason = "drive cycle error: ZeroDivisionError: injected by the test"
     assert wait_until(lambda: stopped_by_the_master(drives), 2.0), (
         drive_states(drives),
@@ -333,6 +334,30 @@ def test_an_error_while_a_request_holds_the_bridge_stops_every_drive_then_latche
     assert wait_until(lambda: stopped_by_the_master(drives), 2.0), drive_states(drives)
     assert wait_until(lambda: cycle.latest.sample.stop_reason == reason, 1.0), cycle.latest.sample.stop_reason
     assert cycle.call(lambda bridge: bridge.status()).stop_reason == reason
+
+
+def test_a_command_taken_while_the_drives_are_disabled_is_no_command_to_rpdo_sample(cycle, drives):
+    """stats.active marks the periods the hardware ran commands; a command taken while it did not
+    reaches the bus only once the drives are enabled again, which is no latency of the cycle's: it
+    is not counted (the bench's command -> RPDO held a 77 ms sample of a command posted before a
+    stop, sent once the drives were enabled again)."""
+    post_hold(cycle)
+    assert wait_until(lambda: started(cycle), 2.0)
+    drives.live(cycle)
+    assert wait_until(lambda: np.isfinite(cycle.stats.window(cycle.stats.command_to_rpdo)).any(), 1.0)
+    cycle.call(lambda bridge: bridge.disable())
+    mark = cycle.stats.cycles
+    post_hold(cycle)  # the last command before the drives are enabled again
+    time.sleep(0.2)
+    cycle.call(lambda bridge: bridge.enable(time.monotonic()))
+    assert wait_until(lambda: cycle.stats.window(cycle.stats.active)[-1] == 1.0, 2.0)
+    time.sleep(0.1)
+    end = cycle.stats.cycles
+    active = cycle.stats.window(cycle.stats.active, mark, end)
+    disabled, enabled_again = np.flatnonzero(active == 0.0), np.flatnonzero(active == 1.0)
+    assert disabled.size and enabled_again.size and enabled_again.max() > disabled.min(), active
+    latency = cycle.stats.window(cycle.stats.command_to_rpdo, mark, end)
+    assert not np.any(latency[np.isfinite(latency)] > 0.1), latency[np.isfinite(latency)]
 
 
 def test_the_mailbox_keeps_the_latest_command_and_counts_the_overwritten():
