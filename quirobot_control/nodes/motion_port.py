@@ -279,8 +279,13 @@ class RosMotionPort:
         return self.stack.measured()
 
     def prepare(self, part: str, trajectory) -> None:
+        """`part`'s goal for `trajectory` built now and kept for `send` (MotionPort.prepare says
+        why)."""
+        self.prepared[part] = (trajectory, self._goal(part, trajectory))
+
+    def _goal(self, part: str, trajectory):
         """The FollowJointTrajectory goal of `part`'s columns of `trajectory`, its waypoints every
-        waypoint_period, built now and kept for `send` (MotionPort.prepare says why)."""
+        waypoint_period; its start (header stamp) left for `send`."""
         from rclpy.duration import Duration
         from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -295,15 +300,14 @@ class RosMotionPort:
             point.accelerations = [float(v) for v in trajectory.accelerations[index, columns]]
             point.time_from_start = Duration(seconds=float(index * trajectory.dt)).to_msg()
             message.points.append(point)
-        self.prepared[part] = (trajectory, goal)
+        return goal
 
     def send(self, part: str, trajectory, start: float) -> MotionRecord:
         from rclpy.time import Time
 
         kept, goal = self.prepared.pop(part, (None, None))
         if kept is not trajectory:  # not prepared (a retract, a withdraw): built now
-            self.prepare(part, trajectory)
-            _, goal = self.prepared.pop(part)
+            goal = self._goal(part, trajectory)
         goal.trajectory.header.stamp = Time(nanoseconds=round(start * 1e9)).to_msg()
         record = MotionRecord(lambda: self._cancel_all(part))
         future = self.clients[part].send_goal_async(goal)
