@@ -198,6 +198,25 @@ class StackListener:
         )
 
 
+def trajectory_goal(goal, part: str, trajectory, waypoint_period: float):
+    """`goal` (an empty FollowJointTrajectory goal) filled with `part`'s columns of `trajectory`,
+    its waypoints every `waypoint_period` s; its start (header stamp) left for the sender."""
+    from rclpy.duration import Duration
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    message = goal.trajectory
+    columns = COLUMNS[part]
+    message.joint_names = [DRILL_AXES[c] for c in columns]
+    for index in waypoints(trajectory, waypoint_period):
+        point = JointTrajectoryPoint()
+        point.positions = [float(v) for v in trajectory.positions[index, columns]]
+        point.velocities = [float(v) for v in trajectory.velocities[index, columns]]
+        point.accelerations = [float(v) for v in trajectory.accelerations[index, columns]]
+        point.time_from_start = Duration(seconds=float(index * trajectory.dt)).to_msg()
+        message.points.append(point)
+    return goal
+
+
 class RosMotionPort:
     """The DrillHole executor's MotionPort over ROS (module docstring)."""
 
@@ -281,33 +300,15 @@ class RosMotionPort:
     def prepare(self, part: str, trajectory) -> None:
         """`part`'s goal for `trajectory` built now and kept for `send` (MotionPort.prepare says
         why)."""
-        self.prepared[part] = (trajectory, self._goal(part, trajectory))
-
-    def _goal(self, part: str, trajectory):
-        """The FollowJointTrajectory goal of `part`'s columns of `trajectory`, its waypoints every
-        waypoint_period; its start (header stamp) left for `send`."""
-        from rclpy.duration import Duration
-        from trajectory_msgs.msg import JointTrajectoryPoint
-
-        goal = self.goal_type()
-        message = goal.trajectory
-        columns = COLUMNS[part]
-        message.joint_names = [DRILL_AXES[c] for c in columns]
-        for index in waypoints(trajectory, self.waypoint_period):
-            point = JointTrajectoryPoint()
-            point.positions = [float(v) for v in trajectory.positions[index, columns]]
-            point.velocities = [float(v) for v in trajectory.velocities[index, columns]]
-            point.accelerations = [float(v) for v in trajectory.accelerations[index, columns]]
-            point.time_from_start = Duration(seconds=float(index * trajectory.dt)).to_msg()
-            message.points.append(point)
-        return goal
+        goal = trajectory_goal(self.goal_type(), part, trajectory, self.waypoint_period)
+        self.prepared[part] = (trajectory, goal)
 
     def send(self, part: str, trajectory, start: float) -> MotionRecord:
         from rclpy.time import Time
 
         kept, goal = self.prepared.pop(part, (None, None))
         if kept is not trajectory:  # not prepared (a retract, a withdraw): built now
-            goal = self._goal(part, trajectory)
+            goal = trajectory_goal(self.goal_type(), part, trajectory, self.waypoint_period)
         goal.trajectory.header.stamp = Time(nanoseconds=round(start * 1e9)).to_msg()
         record = MotionRecord(lambda: self._cancel_all(part))
         future = self.clients[part].send_goal_async(goal)
