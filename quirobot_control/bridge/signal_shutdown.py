@@ -19,6 +19,13 @@ the buses itself.
   status 1 if it is still alive `bound` s later (a shutdown that hangs, in the node's cleanup or in
   the interpreter's finalization: the drives' own watchdogs stop them when the process is gone);
 - ignores the signals after the first (the shutdown in progress goes on; the bound holds);
+- `released()`: once the node has stopped the drives and released the buses, what is left is the
+  ROS teardown (rclpy's destroy_node, rclpy.shutdown), and the bound's deadline, unchanged, ends
+  the process with status 0 instead of 1, the stacks still printed just before. rclpy destroys
+  the rcl node with the GIL held, and rcl_node_fini has been seen blocking in the rmw past the
+  bound (twice in CI, drive_node's main thread in destroy_node 4.5 s after SIGINT), where no
+  Python code can run; so the status 0 comes from a C-level timer (timer_create, SIGEV_THREAD
+  calling _exit): a hang there is upstream's and leaves nothing unsafe, and the stacks say where;
 - `exit(status)`: once the node has released everything it owns, the process ends at once
   (os._exit, the standard streams flushed) instead of running the interpreter's finalization:
   that only tears down modules and the C++ objects behind them (the DDS participant, its threads)
@@ -35,12 +42,17 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterable
 from typing import NoReturn
 
 #: s from the first SIGINT or SIGTERM to the end of the process at the latest: below launch's 5 s
 #: before it escalates to SIGTERM (launch's sigterm_timeout), so that the node ends on its own.
 SHUTDOWN_BOUND = 4.5
+
+#: s before the deadline at which `released()` prints the stacks, so that they are out before the
+#: C-level timer's _exit.
+DUMP_LEAD = 0.2
 
 __all__ = ["SHUTDOWN_BOUND", "SignalShutdown"]
 
@@ -61,7 +73,7 @@ class SignalShutdown:
         self.requested = threading.Event()
         self.received: list[str] = []  # the signals' names, in order (the first one shuts down)
         self._lock = threading.Lock()
-        self._armed = False
+        self._deadline: float | None = None  # time.monotonic() s at which the bound ends the process
 
     def install(self) -> SignalShutdown:
         """From the main thread: the handlers, the wakeup descriptor and its thread. Installed
@@ -87,10 +99,22 @@ class SignalShutdown:
         process prints every thread's stack and ends with status 1 if it is still alive. Called
         by the first signal, and by the node on its way out whatever began it (an error too)."""
         with self._lock:
-            if self._armed:
+            if self._deadline is not None:
                 return
-            self._armed = True
+            self._deadline = time.monotonic() + self.bound
         faulthandler.dump_traceback_later(self.bound, exit=True)
+
+    def released(self) -> bool:
+        """The node has released everything it owns (the drives stopped, the buses closed): the
+        bound (armed now if it was not) keeps its deadline but ends the process with status 0,
+        every thread's stack printed DUMP_LEAD s before (module doc). False where no C-level
+        timer can be made (not Linux): the bound stays as it was, status 1."""
+        self.arm()
+        remaining = max(self._deadline - time.monotonic(), DUMP_LEAD + 0.01)
+        if not _exit_after(remaining, status=0):
+            return False
+        faulthandler.dump_traceback_later(remaining - DUMP_LEAD, exit=False)  # replaces the armed one
+        return True
 
     @staticmethod
     def exit(status: int) -> NoReturn:
@@ -114,3 +138,53 @@ class SignalShutdown:
         while data := os.read(descriptor, 1):
             if data[0] in handled:
                 self.request(data[0])
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+
+class _SigevThread(ctypes.Structure):
+    _fields_ = [("function", ctypes.c_void_p), ("attribute", ctypes.c_void_p)]
+
+
+class _SigevUnion(ctypes.Union):
+    _fields_ = [("pad", ctypes.c_int * 12), ("tid", ctypes.c_int), ("thread", _SigevThread)]
+
+
+class _Sigevent(ctypes.Structure):
+    """Linux's struct sigevent: sigev_value (union sigval, passed to the function), sigev_signo,
+    sigev_notify, then the union holding SIGEV_THREAD's function and attributes."""
+
+    _fields_ = [
+        ("value", ctypes.c_void_p),
+        ("signo", ctypes.c_int),
+        ("notify", ctypes.c_int),
+        ("un", _SigevUnion),
+    ]
+
+
+_SIGEV_THREAD = 2  # Linux's <signal.h>
+
+
+def _exit_after(seconds: float, status: int) -> bool:
+    """A one-shot POSIX timer that calls the C library's _exit(status) `seconds` from now on a
+    thread of the C library's own: no Python code, no GIL (module doc). False if the timer cannot
+    be made here."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        create, settime, exit_function = libc.timer_create, libc.timer_settime, libc._exit
+    except (OSError, AttributeError):
+        return False
+    event = _Sigevent(value=status, notify=_SIGEV_THREAD)
+    event.un.thread.function = ctypes.cast(exit_function, ctypes.c_void_p)  # void _exit(int status)
+    timer = ctypes.c_void_p()
+    if create(time.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
+        return False
+    whole = int(seconds)
+    when = _Itimerspec(it_value=_Timespec(whole, int((seconds - whole) * 1e9)))
+    return settime(timer, 0, ctypes.byref(when), None) == 0

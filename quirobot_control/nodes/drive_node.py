@@ -229,6 +229,7 @@ def main(args: list[str] | None = None) -> int:
         skin.close()
         why = shutdown.received[0] if shutdown.received else "an error"
         node.get_logger().info(f"shut down on {why}: drives stopped, buses released")
+        shutdown.released()  # the ROS teardown left: the bound ends it with status 0 (a hang upstream's)
         shut_down()
     shutdown.exit(0)  # everything released: no interpreter finalization (bridge.signal_shutdown)
 

@@ -97,6 +97,32 @@ def test_a_main_thread_that_never_shuts_down_ends_at_the_bound_with_every_stack(
     assert "never" not in out
 
 
+#: The node after `released()` (drives stopped, buses closed), in a teardown that blocks in C with
+#: the GIL held, as rcl_node_fini inside rclpy's destroy_node did in CI: no Python code runs.
+RELEASED_THEN_HELD = """
+import ctypes
+while not shutdown.requested.is_set():
+    time.sleep(0.01)
+print("released", shutdown.released(), flush=True)
+ctypes.PyDLL(None).sleep(60)  # PyDLL: the GIL stays held for the whole call
+print("never", flush=True)
+"""
+
+
+def test_after_released_the_bound_ends_a_teardown_that_holds_the_gil_with_status_0():
+    """The deadline is the signal's bound, unchanged; the status is 0 (what the node owned is
+    released); every stack is printed before, and shows where the teardown waits."""
+    process = child(RELEASED_THEN_HELD)
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    took, out, err = end_of(process, sent)
+    assert out.split("\n")[0] == "released True", (out, err)
+    assert process.returncode == 0, (process.returncode, err)
+    assert BOUND - 0.05 <= took < BOUND + MARGIN, took
+    assert "Timeout (0:00:00." in err and "most recent call first" in err, err
+    assert "never" not in out
+
+
 def test_the_bound_must_be_positive():
     from quirobot_control.bridge.signal_shutdown import SignalShutdown
 
