@@ -108,7 +108,9 @@ class CycleStats:
     command taken since the last such transmission, the time from posting that command to the
     transmission (NaN: none; a setpoint sent again while no new command came is no command's
     latency: how often commands come is the ROS side's, measured there; nor is a command taken
-    while the drives were stopped, which reaches the bus only once they are enabled); active[k]: 1 if the
+    while the drives were stopped, or posted before a period that ran no command (stopped,
+    disabled, the cycle paused for an enable), which reaches the bus only once they are enabled:
+    the bench saw 45-65 ms samples of commands posted during an enable); active[k]: 1 if the
     hardware was active in cycle k (the drives run commands), 0 if not (stopped, disabled), NaN
     if no bridge was stepped.
     """

@@ -162,6 +162,10 @@ class DriveCycle:
         self._syncs: int | None = None
         self._flushes: int | None = None
         self._command_posted = math.nan  # when the command not yet transmitted was posted (s)
+        # The start of the last period that ran no command (paused for an exclusive call, the
+        # drives stopped or disabled): a command posted before it waited for the drives, not for
+        # the cycle (CycleStats.command_to_rpdo).
+        self._idle_since = -math.inf
         self._raised: list[int] = []  # threads raised to process_priority (lowered by stop())
         self._calls: collections.deque[_Call] = collections.deque()
         self._receive_threads: tuple[threading.Thread, ...] = ()
@@ -343,6 +347,7 @@ class DriveCycle:
             stats.sync[k] = stats.command_to_rpdo[k] = stats.active[k] = math.nan
             try:
                 if self._pause or self.bridge is None:
+                    self._idle_since = begin
                     if self._pause:
                         self._paused.set()
                     if self._keep_alive is not None:
@@ -379,7 +384,9 @@ class DriveCycle:
             names, position, velocity, received = command
             try:
                 bridge.command(names, position, velocity, now=received)
-                self._command_posted = received
+                # Posted while no period ran commands (an enable in progress, say): it waited for
+                # the drives, which is no latency of the cycle's (CycleStats.command_to_rpdo).
+                self._command_posted = received if received > self._idle_since else math.nan
             except BridgeError as error:
                 self.messages.append(f"command refused: {error}")
         active = bridge.run_period(now)
@@ -387,6 +394,7 @@ class DriveCycle:
         stats.active[k] = 1.0 if active else 0.0
         if not active:  # stopped or disabled: the command runs nowhere, its latency is no latency
             self._command_posted = math.nan
+            self._idle_since = now
         self.latest = CycleOutput(stats.cycles, sample)
         self._record_bus(k)
         if self._calls:

@@ -360,6 +360,27 @@ def test_a_command_taken_while_the_drives_are_disabled_is_no_command_to_rpdo_sam
     assert not np.any(latency[np.isfinite(latency)] > 0.1), latency[np.isfinite(latency)]
 
 
+def test_a_command_posted_while_the_cycle_is_paused_is_no_command_to_rpdo_sample(cycle, drives):
+    """A command posted while an exclusive call holds the bridge (an operator's enable: no period
+    runs commands) waits for the call, not for the cycle: taken at the first period after it, it
+    is no sample (the bench's command -> RPDO held 45-65 ms samples of commands posted during an
+    enable); one posted after it is."""
+    post_hold(cycle)
+    assert wait_until(lambda: started(cycle), 2.0)
+    drives.live(cycle)
+    assert wait_until(lambda: np.isfinite(cycle.stats.window(cycle.stats.command_to_rpdo)).any(), 1.0)
+    mark = cycle.stats.cycles
+    cycle.exclusive(lambda bridge: (post_hold(cycle), time.sleep(0.05)))  # posted, then 50 ms held
+    resumed = cycle.stats.cycles
+    assert wait_until(lambda: cycle.stats.cycles > resumed + 5, 1.0)  # taken and sent, alone
+    post_hold(cycle)
+    assert wait_until(
+        lambda: np.isfinite(cycle.stats.window(cycle.stats.command_to_rpdo, resumed)).any(), 1.0
+    )
+    latency = cycle.stats.window(cycle.stats.command_to_rpdo, mark)
+    assert not np.any(latency[np.isfinite(latency)] > 0.04), latency[np.isfinite(latency)]
+
+
 def enable_as_an_operator(cycle, attempts: int = 5) -> None:
     """Enable the disabled drives as an operator does: acknowledge the stop first (a host stall
     longer than the drives' SYNC-loss watchdog while they were disabled quick-stops them: a
