@@ -48,12 +48,14 @@ UNWATCHED = (
 #: tolerance after k + 1 steps (test_path_check checks a 0.3 s jump). But the clock may catch up
 #: over several steps, each a further jump, while the stamps run ahead faster than physics: a
 #: loaded run with a 10 ms time-out aborted at 3.5 mm, beyond the tolerance for 14 ms of stamps.
-#: 50 ms covers that with a margin of 3.5 and lets a real deviation run on 50 ms more (0.5 mm at
-#: the 10 mm/s of the slowed approach and of the feed's velocity limit). The loop closes a step
-#: only with speed to spare: in Gazebo the joints' velocity limits are the drives' top speeds, not
-#: the design limits the plans cruise at (urdf/common.xacro; before, a lag during a 1 m/s cruise
-#: held for the whole 50 ms).
-PATH_TIME_OUT = 0.05
+#: The loop closes a step only with speed to spare: in Gazebo the joints' velocity limits are the
+#: drives' top speeds, not the design limits the plans cruise at (urdf/common.xacro; before, a lag
+#: during a 1 m/s cruise held for the whole time-out). With them, a clean-clone CI run's loaded
+#: goal still aborted at 50 ms: gantry_x 3.6 mm off its plan, beyond the tolerance for 57 ms of
+#: stamps (1 in 8 loaded runs since the velocity limits). 100 ms, task_node's upper bound for
+#: path_time_out, covers it with a margin of 1.75 and lets a real deviation run on 100 ms more (1 mm
+#: at the 10 mm/s of the slowed approach and of the feed's velocity limit).
+PATH_TIME_OUT = 0.1
 
 
 class HoleRefusedError(ValueError):
