@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from virtual_can import START, network, relaxed_parameters, wait_until
 
+from quirobot_control.bridge.bridge_error import BridgeError
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.cycle_exchange import CommandMailbox, CycleSettings
 from quirobot_control.bridge.drive_cycle import start_canopen_cycle
@@ -386,8 +387,6 @@ def enable_as_an_operator(cycle, attempts: int = 5) -> None:
     longer than the drives' SYNC-loss watchdog while they were disabled quick-stops them: a
     clean-clone CI run saw every drive send EMCY 0x8100 and refuse the enable), then enable;
     again while a drive still refuses (it stopped again meanwhile)."""
-    from quirobot_control.bridge.bridge_error import BridgeError
-
     for _ in range(attempts):
         try:
             cycle.call(
