@@ -44,7 +44,7 @@ class CanopenDriveStateMachine:
         """Shutdown -> Switch on -> Enable operation (by SDO, each confirmed by the statusword).
 
         No-op if ENABLED; DriveError in QUICK_STOP or FAULT (reset_fault() first) or if the drive
-        does not follow within canopen.transition_timeout.
+        does not follow a step's command within canopen.transition_timeout of it.
         """
         if not self._started:
             self.start()
@@ -88,17 +88,19 @@ class CanopenDriveStateMachine:
                 return
             if current in (Cia402State.FAULT, Cia402State.FAULT_REACTION_ACTIVE):
                 raise DriveError(f"{self._who()} faulted while enabling ({self._fault_reason_read()})")
-            if time.monotonic() > deadline:
+            if current is Cia402State.QUICK_STOP_ACTIVE:
+                raise DriveError(f"{self._who()} is in Quick stop active: call reset_fault() before enable()")
+            if current in steps and current is not commanded:  # else: written, poll until it follows
+                self._write_controlword(steps[current])
+                commanded = current
+                # The drive's time to follow runs from each command: an SDO answer lost before it
+                # (a retry after RESPONSE_TIMEOUT) is the bus's delay, not the drive's.
+                deadline = time.monotonic() + self.bus.transition_timeout
+            elif time.monotonic() > deadline:
                 raise DriveError(
                     f"{self._who()} did not reach Operation enabled within "
-                    f"{self.bus.transition_timeout} s: it is in {current.value}"
+                    f"{self.bus.transition_timeout} s of its command: it is in {current.value}"
                 )
-            if current in steps:
-                if current is not commanded:  # else: written, poll until the drive follows
-                    self._write_controlword(steps[current])
-                    commanded = current
-            elif current is Cia402State.QUICK_STOP_ACTIVE:
-                raise DriveError(f"{self._who()} is in Quick stop active: call reset_fault() before enable()")
 
     def disable(self) -> None:
         """ENABLED -> DISABLED (Disable operation 0x07, to Switched on: with 0x605C = 1 the drive ramps,

@@ -292,6 +292,30 @@ def test_enable_sequence_reaches_operation_enabled(make_rig, params):
     assert sim.state is Cia402State.SWITCHED_ON
 
 
+def test_a_lost_sdo_answer_before_a_command_does_not_count_against_the_drive(make_rig, params):
+    """The drive's transition time runs from each command. A statusword answer lost before the
+    first command (a retry after the SDO response time-out) is the bus's delay: enable goes on.
+    A clean-clone CI run's enable failed "within 2.0 s ... in Switched on" when two lost frames
+    took two SDO time-outs before Enable operation was ever sent (frames lost over
+    udp_multicast)."""
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    assert params.canopen.transition_timeout < canopen.sdo.SdoClient.RESPONSE_TIMEOUT
+    lost = []
+
+    def losing_the_first_statusword_read(can_id: int, data: bytearray, timestamp: float) -> None:
+        if not lost and bytes(data[:3]) == bytes([0x40, 0x41, 0x60]):  # upload 0x6041
+            lost.append(timestamp)
+            return
+        sim.node.sdo.on_request(can_id, data, timestamp)
+
+    rig.slave.unsubscribe(sim.node.sdo.rx_cobid, sim.node.sdo.on_request)
+    rig.slave.subscribe(sim.node.sdo.rx_cobid, losing_the_first_statusword_read)
+    drive.enable()
+    assert lost and sim.state is Cia402State.OPERATION_ENABLED
+    assert sdo_downloads(rig.frames(), 1, 0x6040) == [0x06, 0x07, 0x0F]
+
+
 @pytest.mark.parametrize("current", [2.0, -2.0])
 def test_a_current_command_gives_the_torque_and_moves_the_joint(make_rig, params, inertias, current):
     rig = make_rig(positions={"gantry_x": 1.0})
