@@ -49,8 +49,9 @@ in lock-step with the control loop:
   send releases it, and a loopback transport echoes the frame to them at once) and waited for
   it back. An SDO request (the caller of `exclusive` enabling a drive: the cycle's keep-alive
   periods take its answers; the homing sequence stepped by the cycle itself: its wait takes
-  them) works in both. Only a bus with a file descriptor can be polled (SocketCAN,
-  udp_multicast; not python-can's virtual bus, which keeps its thread).
+  them, and sends the SYNC and heartbeat when due) works in both. Only a bus with a file
+  descriptor can be polled (SocketCAN, udp_multicast; not python-can's virtual bus, which keeps
+  its thread).
 - `close()`: quick stop of every enabled drive by RPDO and NMT pre-operational (no more PDOs),
   then every bus disconnected; best effort, problems returned as text.
 """
@@ -380,17 +381,24 @@ class CanopenBackend:
     def _take_while_waiting(self, client: canopen.sdo.SdoClient) -> None:
         """`client`'s waits for an SDO answer, when made by the polling thread itself (the homing
         sequence stepped by the cycle), take the frames meanwhile: canopen's client waits on a
-        queue that only a receive thread fills. Other threads wait as before (the polling thread
-        takes their answers)."""
+        queue that only a receive thread fills. They also send the SYNC (and the heartbeat) when
+        due, as a keep-alive period does: an answer lost on the bus costs RESPONSE_TIMEOUT, far
+        longer than the drives' SYNC-loss watchdog, which would otherwise stop every drive.
+        Other threads wait as before (the polling thread takes their answers)."""
         read_response = client.read_response
 
         def read_response_taking_frames() -> bytes:
             if threading.get_ident() == self._polling_thread:
                 deadline = time.monotonic() + client.RESPONSE_TIMEOUT
-                while client.responses.empty() and wait_readable(
-                    self._descriptors, deadline - time.monotonic()
-                ):
-                    self._take_frames()
+                sync_period = self.sync_every * self.control_period
+                while client.responses.empty() and (now := time.monotonic()) < deadline:
+                    if now - self._sync_time >= sync_period:
+                        self._sync(0.0)
+                    until = min(deadline, self._sync_time + sync_period) - time.monotonic()
+                    if wait_readable(self._descriptors, until):
+                        self._take_frames()
+                if client.responses.empty():  # canopen's own time-out (its wait would add one more)
+                    raise canopen.SdoCommunicationError("No SDO response received")
             return read_response()
 
         client.read_response = read_response_taking_frames
