@@ -228,7 +228,8 @@ def test_the_cycle_thread_keeps_the_sync_going_while_it_waits_for_a_lost_sdo_ans
     assert lost and "unreadable" not in code, code
     assert waited >= canopen.sdo.SdoClient.RESPONSE_TIMEOUT  # the retry came after the time-out
     sync_period = drives.params.canopen.sync_period
-    assert cycle.backend.syncs - syncs > 0.5 * waited / sync_period  # SYNCs went on meanwhile
+    # SYNCs went on meanwhile (none without; a tenth of the due ones: a host stall may take more)
+    assert cycle.backend.syncs - syncs > 0.1 * waited / sync_period
     assert drives.master_lost() == {}
     states = {axis: sim.state for axis, sim in drives.simulators.items()}
     assert drives.enabled(), (states, cycle.latest.sample.stop_reason)
