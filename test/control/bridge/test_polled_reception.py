@@ -225,8 +225,10 @@ def test_the_cycle_thread_keeps_the_sync_going_while_it_waits_for_a_lost_sdo_ans
         waited = time.monotonic() - began
         called.set()
         client.join()
-    assert lost and "unreadable" not in code, code
-    assert waited >= canopen.sdo.SdoClient.RESPONSE_TIMEOUT  # the retry came after the time-out
+    # The first request was lost, its retry came after the time-out. (The answer itself is the
+    # test above's: a retry's frame may be lost too over udp_multicast, as a loaded run showed.)
+    assert lost, code
+    assert waited >= canopen.sdo.SdoClient.RESPONSE_TIMEOUT
     sync_period = drives.params.canopen.sync_period
     # SYNCs went on meanwhile (none without; a tenth of the due ones: a host stall may take more)
     assert cycle.backend.syncs - syncs > 0.1 * waited / sync_period
