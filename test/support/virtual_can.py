@@ -94,12 +94,32 @@ def sdo_uploads(frames, node_id, index, subindex):
     return answers
 
 
+def is_upload_request(data, index: int, subindex: int) -> bool:
+    """Whether an SDO request's `data` is an upload (read) of `index`:`subindex` (CiA 301: ccs 2)."""
+    return data[0] == 0x40 and tuple(struct.unpack_from("<HB", data, 1)) == (index, subindex)
+
+
 def sdo_upload_requests(frames, node_id, index, subindex):
     """How many SDO upload (read) requests the master sent to the node for `index`:`subindex`."""
     return sum(
         1
         for frame in frames
-        if frame.arbitration_id == 0x600 + node_id
-        and frame.data[0] == 0x40
-        and tuple(struct.unpack_from("<HB", frame.data, 1)) == (index, subindex)
+        if frame.arbitration_id == 0x600 + node_id and is_upload_request(frame.data, index, subindex)
     )
+
+
+def lose_the_first_upload_request(simulator, index: int, subindex: int = 0) -> list[float]:
+    """The simulated drive's SDO server (on its network) never sees the first upload request of
+    `index`:`subindex`, as if its frame were lost on the bus; it answers every other request. The
+    list returned holds that request's timestamp once it is lost."""
+    sdo, lost = simulator.node.sdo, []
+
+    def serve(can_id: int, data: bytearray, timestamp: float) -> None:
+        if not lost and is_upload_request(data, index, subindex):
+            lost.append(timestamp)
+            return
+        sdo.on_request(can_id, data, timestamp)
+
+    simulator.stop_sdo_server()
+    simulator.network.subscribe(sdo.rx_cobid, serve)
+    return lost

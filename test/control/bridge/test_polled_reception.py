@@ -22,7 +22,7 @@ import can
 import canopen
 import pytest
 from test_drive_cycle import started
-from virtual_can import START, relaxed_parameters, wait_until
+from virtual_can import START, lose_the_first_upload_request, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
 from quirobot_control.bridge.cycle_exchange import CycleSettings
@@ -197,18 +197,7 @@ def test_the_cycle_thread_keeps_the_sync_going_while_it_waits_for_a_lost_sdo_ans
     post(cycle)
     assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
-    simulator = drives.simulators["gantry_x"]
-    sdo, network = simulator.node.sdo, simulator.network
-    lost = []
-
-    def losing_the_first_error_code_read(can_id: int, data: bytearray, timestamp: float) -> None:
-        if not lost and bytes(data[:3]) == bytes([0x40, 0x3F, 0x60]):  # upload 0x603F
-            lost.append(timestamp)
-            return
-        sdo.on_request(can_id, data, timestamp)
-
-    network.unsubscribe(sdo.rx_cobid, sdo.on_request)
-    network.subscribe(sdo.rx_cobid, losing_the_first_error_code_read)
+    lost = lose_the_first_upload_request(drives.simulators["gantry_x"], 0x603F)  # the error code
     called = threading.Event()
 
     def commanding() -> None:  # as a ROS client goes on (the bridge's command watchdog: 0.5 s)

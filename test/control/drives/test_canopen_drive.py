@@ -21,7 +21,15 @@ import canopen
 import pytest
 from canopen.sdo import SdoAbortedError
 from canopen_rig import FakeClock, RigFactory
-from virtual_can import START, WAIT, network, sdo_downloads, sdo_uploads, wait_until
+from virtual_can import (
+    START,
+    WAIT,
+    lose_the_first_upload_request,
+    network,
+    sdo_downloads,
+    sdo_uploads,
+    wait_until,
+)
 
 from quirobot_cli.canopen_servo_simulator import main
 from quirobot_control.drive_simulators.canopen_slave import CanopenServoSimulator, serve, simulator_for_axis
@@ -301,16 +309,7 @@ def test_a_lost_sdo_answer_before_a_command_does_not_count_against_the_drive(mak
     rig = make_rig()
     drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
     assert params.canopen.transition_timeout < canopen.sdo.SdoClient.RESPONSE_TIMEOUT
-    lost = []
-
-    def losing_the_first_statusword_read(can_id: int, data: bytearray, timestamp: float) -> None:
-        if not lost and bytes(data[:3]) == bytes([0x40, 0x41, 0x60]):  # upload 0x6041
-            lost.append(timestamp)
-            return
-        sim.node.sdo.on_request(can_id, data, timestamp)
-
-    rig.slave.unsubscribe(sim.node.sdo.rx_cobid, sim.node.sdo.on_request)
-    rig.slave.subscribe(sim.node.sdo.rx_cobid, losing_the_first_statusword_read)
+    lost = lose_the_first_upload_request(sim, 0x6041)  # the statusword
     drive.enable()
     assert lost and sim.state is Cia402State.OPERATION_ENABLED
     assert sdo_downloads(rig.frames(), 1, 0x6040) == [0x06, 0x07, 0x0F]
