@@ -346,7 +346,7 @@ def test_a_command_taken_while_the_drives_are_disabled_is_no_command_to_rpdo_sam
     assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     assert wait_until(lambda: np.isfinite(cycle.stats.window(cycle.stats.command_to_rpdo)).any(), 1.0)
-    cycle.call(lambda bridge: bridge.disable())
+    cycle.exclusive(lambda bridge: bridge.disable())  # by SDO, as drive_node's services: exclusive
     mark = cycle.stats.cycles
     post_hold(cycle)  # the last command before the drives are enabled again
     time.sleep(0.2)
@@ -382,14 +382,16 @@ def test_a_command_posted_while_the_cycle_is_paused_is_no_command_to_rpdo_sample
     assert not np.any(latency[np.isfinite(latency)] > 0.04), latency[np.isfinite(latency)]
 
 
-def enable_as_an_operator(cycle, attempts: int = 5) -> None:
-    """Enable the disabled drives as an operator does: acknowledge the stop first (a host stall
-    longer than the drives' SYNC-loss watchdog while they were disabled quick-stops them: a
-    clean-clone CI run saw every drive send EMCY 0x8100 and refuse the enable), then enable;
-    again while a drive still refuses (it stopped again meanwhile)."""
-    for _ in range(attempts):
+def enable_as_an_operator(cycle, within: float = 5.0) -> None:
+    """Enable the disabled drives as drive_node's services do: exclusively (the SDO handshakes in
+    this thread while the cycle keeps the SYNC going; in the cycle thread they took longer than
+    the drives' SYNC-loss watchdog, and every drive quick-stopped), acknowledging a stop first;
+    again while a drive refuses, for up to `within` s (a host stall longer than that watchdog
+    stops the drives, and they refuse until their stop is complete and the master has seen it)."""
+    deadline = time.monotonic() + within
+    while True:
         try:
-            cycle.call(
+            cycle.exclusive(
                 lambda bridge: (
                     bridge.acknowledge_stop("test: a stall while disabled"),
                     bridge.enable(time.monotonic()),
@@ -397,9 +399,9 @@ def enable_as_an_operator(cycle, attempts: int = 5) -> None:
             )
             return
         except BridgeError as error:
-            refused = error
-            time.sleep(0.05)
-    raise AssertionError(f"the drives refused to be enabled {attempts} times: {refused}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the drives refused to be enabled for {within} s: {error}") from error
+            time.sleep(0.1)
 
 
 def test_the_mailbox_keeps_the_latest_command_and_counts_the_overwritten():
