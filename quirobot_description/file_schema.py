@@ -351,6 +351,7 @@ _GAINS = {
     "kd": (Expect("A*s/m", 0.0, 1e7), Expect("A*s/rad", 0.0, 1e7)),
     "following_error": (Expect("m", 0.0, 0.5), Expect("rad", 0.0, 1.0)),
     "path_tolerance": (Expect("m", 0.0, 0.5), Expect("rad", 0.0, 1.0)),
+    "takeover_tolerance": (Expect("m", 0.0, 0.01), Expect("rad", 0.0, 0.1)),
 }
 
 CONTROL_FILE = FileSchema(

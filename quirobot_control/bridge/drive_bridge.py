@@ -23,11 +23,10 @@ at the measured positions, PID integrators preloaded with the gravity load). The
 publishes from its first cycle on, before any controller has written a command interface, with
 the interfaces' initial values: NaN in joint_state_topic_hardware_interface (a command handle
 without initial_value), 0.0 or the state's initial_value in the older topic_based_ros2_control.
-Those are not commands. The first command accepted is the first message whose positions and
-velocities are all finite and whose positions are each within the joint's following-error
-limit of the measured position: what a controller writes when it takes over
-(joint_trajectory_controller commands the current state on activation). Before it, messages are
-ignored (a finite one far from the measured pose is noted once in `events`) and the drives hold.
+Those are not commands, nor, after an enable, are the stopped controllers' last commands the plugin
+still sends: the first command is a controller taking over at the measured pose (within
+control.yaml's takeover_tolerance; bridge.takeover says why). Before it, messages are ignored
+(noted in `events`) and the drives hold.
 The hardware's command watchdog (safety.motion_monitor.SafetyMonitor) is armed at activation, here at
 construction: it gives the first command control.yaml's safety.watchdog_startup_timeout (a
 controller manager and its spawners take seconds) and stops every drive after it ("no command
@@ -78,6 +77,7 @@ from quirobot_control.bridge.bridge_error import BridgeError
 from quirobot_control.bridge.drilling_context import HoleSetup, HoleStatus
 from quirobot_control.bridge.hole_in_force import HoleInForce
 from quirobot_control.bridge.pin_in_force import PinInForce
+from quirobot_control.bridge.takeover import Takeover
 from quirobot_control.drives.interface import Drive, DriveMode
 from quirobot_control.hardware.component import QuirobotHardware
 from quirobot_control.hardware.control_config import ControlConfig
@@ -235,7 +235,8 @@ class DriveBridge(HoleInForce, PinInForce):
         self.started = False  # the start-up handshake is done (see the module docstring)
         self.events: list[str] = []  # start-up handshake notes (the safety layer's are hardware.events)
         self.homing = False  # the hardware's homing sequence runs in `step` (see home())
-        self._noted: set[str] = set()
+        tolerances = {name: control.joint(name).takeover_tolerance for name in self.names}
+        self.takeover = Takeover(tolerances, self.events)  # the start-up handshake (bridge.takeover)
         self._closed = False
         # The last command accepted: joint names, positions, velocities, receipt time (s).
         self._command: tuple[tuple[str, ...], list[float], list[float], float] | None = None
@@ -328,13 +329,18 @@ class DriveBridge(HoleInForce, PinInForce):
                 raise BridgeError(
                     f"command for unknown joint {name!r}; the joints are {', '.join(self.names)}"
                 )
-        if not self.started and not self._takes_over(names, position, velocity):
-            return
+        if not self.started:
+            if not self.takeover.takes_over(names, position, velocity, self._measured_position):
+                return
+            self.started = True
         velocities = list(velocity) if velocity else [0.0] * len(names)
         self.hardware.set_motion_commands(names, position, velocities)
         self.hardware.command_received(now)
         self._command_acceleration = self._acceleration_between(names, velocities, now)
         self._command = (tuple(names), list(position), velocities, now)
+
+    def _measured_position(self, name: str) -> float:
+        return self.hardware.state(name, "position")
 
     def _acceleration_between(self, names: Sequence[str], velocity: list[float], now: float) -> list[float]:
         """Per joint, the commanded acceleration (m/s^2 or rad/s^2) between the last command and this
@@ -351,25 +357,6 @@ class DriveBridge(HoleInForce, PinInForce):
             (v - v0) / interval if math.isfinite(v) and math.isfinite(v0) else 0.0
             for v, v0 in zip(velocity, last[2], strict=True)
         ]
-
-    def _takes_over(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float]) -> bool:
-        """The start-up handshake: is this the first command a controller wrote?"""
-        if not (finite(position) and finite(velocity)):
-            return False
-        for name, q in zip(names, position, strict=True):
-            measured = self.hardware.state(name, "position")
-            distance = abs(q - measured)
-            if distance > self.control.joint(name).following_error:
-                if name not in self._noted:
-                    self._noted.add(name)
-                    self.events.append(
-                        f"start-up: ignored a command of {name} at {q:.6g}, {distance:.3g} from its measured "
-                        f"{measured:.6g} (a controller taking over commands the measured position)"
-                    )
-                return False
-        self.started = True
-        self.events.append("start-up: first controller command accepted, command watchdog armed")
-        return True
 
     def step(self, now: float) -> JointStateSample:
         """One control period at `now` (s, the adapter's clock): feedback, read, write (PID,
@@ -397,6 +384,8 @@ class DriveBridge(HoleInForce, PinInForce):
             )
             hw.read(now, self.dt)
             hw.write(now, self.dt)
+            if not self.started:  # the positions a controller taking over may have read
+                self.takeover.observe(self.names, self._measured_position)
             self._run_thrust_monitor(feed_velocity)
         elif self.homing:
             self._home_one_period(now)
@@ -502,7 +491,7 @@ class DriveBridge(HoleInForce, PinInForce):
             raise BridgeError(hw.refused or f"activation failed: {hw.stop_reason}")
         self.started = False
         self._command = None
-        self._noted.clear()
+        self.takeover.reset()
         with self._hole_lock:  # a fresh monitor for the hole in force (its latched fault was acknowledged)
             self._pending_hole = self._setup((self._pending_hole or self.hole).context)
         self._breakthrough = None
@@ -591,7 +580,3 @@ class DriveBridge(HoleInForce, PinInForce):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def finite(values: Sequence[float]) -> bool:
-    return all(math.isfinite(v) for v in values)

@@ -34,6 +34,9 @@ class JointControl:
     effective_inertia: float  # kg or kg*m^2
     following_error: float  # m or rad: the hardware stops every drive beyond it (safety.motion_monitor)
     path_tolerance: float  # m or rad: a goal's deviation from its plan that aborts it (procedures.path_check)
+    #: m or rad: how far from the measured position a controller's first command may be to take
+    #: over the drives (bridge.drive_bridge's start-up handshake); farther, it is a stale command
+    takeover_tolerance: float
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ def load_control_config(
                 effective_inertia=reader.number(f"{key}.effective_inertia", positive=True),
                 following_error=reader.number(f"{key}.following_error", positive=True),
                 path_tolerance=reader.number(f"{key}.path_tolerance", positive=True),
+                takeover_tolerance=reader.number(f"{key}.takeover_tolerance", positive=True),
             )
         )
     substeps = reader.number("physics_substeps", positive=True)

@@ -269,6 +269,8 @@ def test_a_position_command_moves_that_joint_and_the_published_state_follows(mak
     step = 0.001  # m on gantry_x, 1 mm
     target = START["gantry_x"] + step
     sim = buses.simulators["gantry_x"]
+    bridge.command(["gantry_x"], [START["gantry_x"]], [0.0], now=bridge.time)  # taking over, here
+    assert bridge.started
     published = []
     for _ in range(200):  # 0.2 s
         bridge.command(["gantry_x"], [target], [0.0], now=bridge.time)

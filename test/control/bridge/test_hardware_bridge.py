@@ -108,8 +108,11 @@ def test_between_commands_the_hold_carries_position_and_velocity_on_at_the_comma
 
 
 def test_a_partial_command_keeps_the_other_joints(bridge):
-    # A 0.5 mm step of the feed: the safety layer's command limiter takes it at the feed's
-    # acceleration limit (0.1 m/s^2: about 0.14 s), so 0.2 s.
+    # A controller takes over at the measured pose; then a 0.5 mm step of the feed: the safety
+    # layer's command limiter takes it at the feed's acceleration limit (0.1 m/s^2: about
+    # 0.14 s), so 0.2 s.
+    bridge.command(NAMES, START, [0.0] * len(NAMES), now=0.0)
+    assert bridge.started
     for k in range(200):
         bridge.command(["drill_feed"], [0.0045], [0.0], now=k * bridge.dt)
         sample = bridge.step(k * bridge.dt)
@@ -211,8 +214,8 @@ def test_placeholder_commands_far_from_the_robot_are_ignored_and_noted(bridge):
     np.testing.assert_allclose(sample.position, START, atol=2e-6)
     assert not bridge.started
     assert bridge.events == [
-        "start-up: ignored a command of gantry_x at 0, 0.8 from its measured 0.8 "
-        "(a controller taking over commands the measured position)"
+        "start-up: ignored a command of gantry_x at 0, 0.8 from its measured 0.8, beyond its takeover "
+        "tolerance 5e-05 (a controller taking over commands the measured position)"
     ]
 
 
@@ -221,9 +224,38 @@ def test_the_first_controller_command_arms_the_watchdog(bridge, control):
     hold = list(START)  # joint_trajectory_controller on activation: the current state
     _, now = run(bridge, 0.05, command=hold, start=now)
     assert bridge.started
-    assert bridge.events[-1] == "start-up: first controller command accepted, command watchdog armed"
+    assert bridge.events[-1].startswith("start-up: first controller command accepted, command watchdog armed")
     sample, _ = run(bridge, control.watchdog_stop_timeout + 0.005, start=now)
     assert sample.stop_reason.startswith("command watchdog: no command for")
+
+
+def test_after_an_enable_the_stopped_controllers_last_commands_are_no_takeover(bridge, control):
+    """After a stop the plugin still sends the stopped controllers' last commands, short of where
+    the stop left the axes (within the following-error limit: a ROS-tier enable took one and moved
+    gantry_z 0.32 mm, the feed 0.08 mm, bit in bone). The drives hold the measured pose until a
+    controller takes over there (within the takeover tolerance), and the stale ones are noted."""
+    _, now = run(bridge, 0.05, command=START)
+    assert bridge.started
+    bridge.drives["drill_feed"].inject_fault("injected (test)")
+    now = run(bridge, 0.01, command=START, start=now)[1]
+    while any(bridge.drives[n].feedback().stopping for n in NAMES):  # the stop runs to standstill
+        now = run(bridge, 0.01, start=now)[1]
+        assert now < 5.0, "the stop did not reach standstill in 5 s"
+    assert bridge.acknowledge_stop("test").startswith("stop acknowledged")
+    assert bridge.enable(now) == "enabled"
+    here = np.array(bridge.sample().position)
+    stale = here + np.array([0.0, 0.0, 3.2e-4, 0.0, 0.0, 8e-5])
+    for name, offset in (("gantry_z", 3.2e-4), ("drill_feed", 8e-5)):
+        joint = control.joint(name)
+        assert joint.takeover_tolerance < offset < joint.following_error, name
+    sample, now = run(bridge, 0.2, command=list(stale), start=now)
+    assert sample.stop_reason is None
+    assert not bridge.started
+    np.testing.assert_allclose(sample.position, here, atol=2e-6)  # nothing moved
+    assert any(e.startswith("start-up: ignored a command of gantry_z") for e in bridge.events), bridge.events
+    _, now = run(bridge, 0.01, command=list(here), start=now)  # the controller takes over here
+    assert bridge.started
+    assert bridge.events[-1].startswith("start-up: first controller command accepted")
 
 
 @pytest.mark.parametrize(
