@@ -67,26 +67,6 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
     )
 
 
-def tool_axis_and_origin(q: list[float], model: KinematicModel) -> tuple[list[float], list[float]]:
-    """Tool0's z axis (3,) and origin (3,) in the world frame (m) for q (5 floats), as
-    `forward_kinematics_single`'s column 2 and 3 with the same arithmetic (bit for bit), without
-    building the (4, 4) matrix: the virtual fixtures and the hole tracking need only these, several
-    times a control period."""
-    if model.errors is not None or len(q) != 5:
-        pose = forward_kinematics_single(q, model)
-        return pose[:3, 2].tolist(), pose[:3, 3].tolist()
-    d1, d2, d3, t4, t5 = q
-    if not math.isfinite(d1 + d2 + d3 + t4 + t5):
-        as_joint_vector(q)  # raises, naming the joint
-    c4 = math.cos(t4)
-    s5 = math.sin(t5)
-    c5 = math.cos(t5)
-    ax = c4 * c5
-    ay = -math.sin(t4) * c5
-    reach = model.l5
-    return [ax, ay, -s5], [d1 + reach * ax, d2 + reach * ay, -d3 - model.l4 - reach * s5]
-
-
 #: Poses computed per block in the batched FK: the block's output (block * 128 bytes) stays in cache
 #: while its 16 entries are written, which halves the time per pose on 200k poses.
 BATCH_BLOCK = 8192

@@ -14,7 +14,6 @@ from quirobot_kinematics.forward import (
     forward_kinematics,
     forward_kinematics_batch,
     link_frames,
-    tool_axis_and_origin,
 )
 from quirobot_kinematics.model import KinematicModel, KinematicsError
 
@@ -97,20 +96,6 @@ def test_batched_equals_single(model):
     np.testing.assert_array_equal(out, batch)
     with pytest.raises(KinematicsError, match="out must be"):
         forward_kinematics_batch(q, model, out=np.empty((n, 4, 3)))
-
-
-def test_tool_axis_and_origin_are_the_poses_columns_bit_for_bit(model):
-    """The virtual fixtures' scalar path is the single FK's tool z axis and origin, to the last
-    bit, on the nominal model and (through the matrix) on a calibrated one."""
-    tolerances = load_parameters().geometric
-    calibrated = model.calibrated(tolerances.sample(np.random.default_rng(5)))
-    for chain in (model, calibrated):
-        for q in random_configurations(model, 2000, seed=4).tolist():
-            pose = forward_kinematics(q, chain)
-            axis, origin = tool_axis_and_origin(q, chain)
-            assert axis == pose[:3, 2].tolist() and origin == pose[:3, 3].tolist()
-    with pytest.raises(KinematicsError, match=JOINT_NAMES[3]):
-        tool_axis_and_origin([0.1, 0.2, 0.3, math.nan, 0.0], model)
 
 
 def test_link_frames_compose_to_the_closed_form(model):
