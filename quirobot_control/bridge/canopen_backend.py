@@ -71,6 +71,7 @@ import canopen
 from quirobot_control.bridge.backend import DriveStartupError
 from quirobot_control.drives.can_polling import bus_descriptor, take_frames, wait_readable
 from quirobot_control.drives.canopen_master import CanopenDrive, MasterHeartbeat, canopen_drives_for_buses
+from quirobot_control.drives.canopen_master.sdo_answers import SdoAnswers
 from quirobot_control.drives.canopen_units import CanopenConfigurationError
 from quirobot_control.drives.cia402 import DEFAULT_EDS
 from quirobot_control.drives.interface import DriveError, DriveMode
@@ -278,7 +279,7 @@ class CanopenBackend:
         self._descriptors = descriptors
         self._polling_thread = stepping_thread
         for drive in self.drives.values():
-            self._take_while_waiting(drive.node.sdo)
+            self._take_while_waiting(drive.sdo_answers)
         self._polled = True
         return None
 
@@ -378,30 +379,27 @@ class CanopenBackend:
             if not wait_readable(descriptors, deadline - time.monotonic()):
                 return
 
-    def _take_while_waiting(self, client: canopen.sdo.SdoClient) -> None:
-        """`client`'s waits for an SDO answer, when made by the polling thread itself (the homing
-        sequence stepped by the cycle), take the frames meanwhile: canopen's client waits on a
+    def _take_while_waiting(self, answers: SdoAnswers) -> None:
+        """A drive's waits for an SDO answer, when made by the polling thread itself (the homing
+        sequence stepped by the cycle), take the frames meanwhile: the SDO client waits on a
         queue that only a receive thread fills. They also send the SYNC (and the heartbeat) when
         due, as a keep-alive period does: an answer lost on the bus costs RESPONSE_TIMEOUT, far
         longer than the drives' SYNC-loss watchdog, which would otherwise stop every drive.
         Other threads wait as before (the polling thread takes their answers)."""
-        read_response = client.read_response
+        client = answers.client
 
-        def read_response_taking_frames() -> bytes:
-            if threading.get_ident() == self._polling_thread:
-                deadline = time.monotonic() + client.RESPONSE_TIMEOUT
-                sync_period = self.sync_every * self.control_period
-                while client.responses.empty() and (now := time.monotonic()) < deadline:
-                    if now - self._sync_time >= sync_period:
-                        self._sync(0.0)
-                    until = min(deadline, self._sync_time + sync_period) - time.monotonic()
-                    if wait_readable(self._descriptors, until):
-                        self._take_frames()
-                if client.responses.empty():  # canopen's own time-out (its wait would add one more)
-                    raise canopen.SdoCommunicationError("No SDO response received")
-            return read_response()
+        def take_frames(deadline: float) -> None:
+            if threading.get_ident() != self._polling_thread:
+                return
+            sync_period = self.sync_every * self.control_period
+            while client.responses.empty() and (now := time.monotonic()) < deadline:
+                if now - self._sync_time >= sync_period:
+                    self._sync(0.0)
+                until = min(deadline, self._sync_time + sync_period) - time.monotonic()
+                if wait_readable(self._descriptors, until):
+                    self._take_frames()
 
-        client.read_response = read_response_taking_frames
+        answers.take_frames = take_frames
 
     def _open_buses(self) -> None:
         for name in self.params.canopen.channel_names:

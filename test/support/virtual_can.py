@@ -123,3 +123,25 @@ def lose_the_first_upload_request(simulator, index: int, subindex: int = 0) -> l
     simulator.stop_sdo_server()
     simulator.network.subscribe(sdo.rx_cobid, serve)
     return lost
+
+
+def answer_the_first_download_again_late(simulator, index: int, subindex: int = 0) -> list[bytes]:
+    """The simulated drive's SDO server answers the first download (write) of `index`:`subindex`
+    once more when the next request reaches it, before it serves that one: the master then finds a
+    late answer to its earlier request waiting when it expects the answer to the next, as after a
+    request sent again by a retry once its answer was late. The list returned holds the late answer
+    once it is sent."""
+    sdo, late = simulator.node.sdo, []
+    pending: list[bytes] = []
+
+    def serve(can_id: int, data: bytearray, timestamp: float) -> None:
+        if pending:
+            late.append(pending.pop())
+            simulator.network.send_message(sdo.tx_cobid, late[-1])
+        elif not late and data[0] >> 5 == 1 and struct.unpack_from("<HB", data, 1) == (index, subindex):
+            pending.append(bytes([0x60]) + bytes(data[1:4]) + bytes(4))  # CiA 301: scs 3, same index
+        sdo.on_request(can_id, data, timestamp)
+
+    simulator.stop_sdo_server()
+    simulator.network.subscribe(sdo.rx_cobid, serve)
+    return late

@@ -98,6 +98,7 @@ from quirobot_control.drives.canopen_master.core import (
     CanopenDriveCore,
 )
 from quirobot_control.drives.canopen_master.feedback import EMCY_LOG_LIMIT, CanopenDriveFeedback
+from quirobot_control.drives.canopen_master.sdo_answers import SdoAnswers
 from quirobot_control.drives.canopen_master.state_machine import CanopenDriveStateMachine
 from quirobot_control.drives.canopen_units import CanopenConfigurationError, MotionScaling, TorqueScaling
 from quirobot_control.drives.cia402 import (
@@ -204,6 +205,8 @@ class CanopenDrive(
         self._commands = 0  # setpoint commands accepted (packed) since construction
         self.node = canopen.RemoteNode(self.node_id, str(eds))
         network.add_node(self.node)
+        # Its SDO answers matched to their request (a late answer to an earlier one is dropped).
+        self.sdo_answers = SdoAnswers(self.node.sdo)
         # The state's lock: `with self._mutex` (C-level enter/exit on the per-cycle path); the
         # condition over the same lock (`_lock`) for wait_for_feedback and the TPDOs' notify.
         self._mutex = threading.RLock()

@@ -24,6 +24,7 @@ from canopen_rig import FakeClock, RigFactory
 from virtual_can import (
     START,
     WAIT,
+    answer_the_first_download_again_late,
     lose_the_first_upload_request,
     network,
     sdo_downloads,
@@ -313,6 +314,28 @@ def test_a_lost_sdo_answer_before_a_command_does_not_count_against_the_drive(mak
     drive.enable()
     assert lost and sim.state is Cia402State.OPERATION_ENABLED
     assert sdo_downloads(rig.frames(), 1, 0x6040) == [0x06, 0x07, 0x0F]
+
+
+def test_a_late_answer_to_an_earlier_request_is_dropped_not_taken(make_rig):
+    """An SDO answer that comes late (its request timed out, or was sent again by a retry) reaches
+    the master after its next request: it is no answer to that request. A clean-clone CI run's
+    disable failed on it, the statusword read taking the controlword write's late acknowledgement
+    ("statusword 0x6041 not readable: Unexpected response 0x60"). The drive now drops it and takes
+    the statusword's own answer."""
+    rig = make_rig()
+    drive, sim = rig.drives["gantry_x"], rig.simulators["gantry_x"]
+    drive.enable()
+    late = answer_the_first_download_again_late(sim, 0x6040)  # the controlword
+    drive.disable()  # writes the controlword, then reads the statusword
+    assert late and drive.sdo_answers.dropped == 1
+    assert drive.feedback().state is DriveState.DISABLED and sim.state is Cia402State.SWITCHED_ON
+    # On the wire: the statusword read (after the write) had two answers, the late one first.
+    frames = [f for f in rig.frames() if f.arbitration_id == 0x581]
+    assert [bytes(f.data[:4]) for f in frames[-3:]] == [
+        bytes([0x60, 0x40, 0x60, 0x00]),
+        bytes([0x60, 0x40, 0x60, 0x00]),
+        bytes([0x4B, 0x41, 0x60, 0x00]),
+    ]
 
 
 @pytest.mark.parametrize("current", [2.0, -2.0])
