@@ -168,6 +168,19 @@ def post_hold(cycle) -> None:
     cycle.post_command(list(names), [START[n] for n in names], [0.0] * len(names), now=time.monotonic())
 
 
+def post_hold_here(cycle) -> None:
+    """Post a hold at the positions of a period run after this call (m, rad), as a trajectory
+    controller holds the measured pose on activation: after an enable the axes are where the
+    disable left them (a vertical axis settled onto its brake), and the bridge takes no first
+    command farther than its takeover tolerance from them."""
+    after = cycle.stats.cycles
+    assert wait_until(lambda: cycle.latest is not None and cycle.latest.cycle > after + 2, 2.0)
+    sample = cycle.latest.sample
+    cycle.post_command(
+        list(sample.names), list(sample.position), [0.0] * len(sample.names), now=time.monotonic()
+    )
+
+
 def started(cycle) -> bool:
     """The bridge took a command and a period has stepped it since (`latest` is that period's):
     `bridge.started` turns true inside the period's command, before its `latest` is set."""
@@ -262,7 +275,7 @@ def test_requests_run_while_the_bus_stays_alive(parameters, cycle, drives):
     syncs = cycle.backend.syncs
     assert cycle.exclusive(lambda bridge: bridge.disable()) == "disabled"
     assert cycle.exclusive(lambda bridge: bridge.enable(time.monotonic())) == "enabled"
-    post_hold(cycle)
+    post_hold_here(cycle)
     assert wait_until(lambda: started(cycle), 2.0)
     assert cycle.backend.syncs > syncs
     assert drives.master_lost() == {}

@@ -21,7 +21,7 @@ import time
 import can
 import canopen
 import pytest
-from test_drive_cycle import started
+from test_drive_cycle import post_hold_here, started
 from virtual_can import START, lose_the_first_upload_request, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
@@ -178,7 +178,7 @@ def test_sdo_answers_reach_both_the_exclusive_caller_and_the_cycle_thread(cycle,
     assert cycle.exclusive(lambda bridge: bridge.disable()) == "disabled"
     assert cycle.exclusive(lambda bridge: bridge.enable(time.monotonic())) == "enabled"
     assert cycle.backend.syncs > syncs  # the bus stayed alive meanwhile
-    post(cycle)
+    post_hold_here(cycle)
     assert wait_until(lambda: started(cycle), 2.0)
     # From the cycle thread itself (as the homing sequence's requests): its wait takes them. A
     # cycle that did not read the buses while it waited would see every attempt time out
