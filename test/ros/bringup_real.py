@@ -84,4 +84,4 @@ def _log(proc_output, processes: tuple[str, ...], prefix: bool = False) -> str:
 
 def stops(proc_output) -> list[str]:
     """The stop lines drive_node logged so far."""
-    return [line for line in drive_node_log(proc_output).splitlines() if STOPPED in line]
+    return [line for line in drive_node_log(proc_output).splitlines() if f"]: {STOPPED}" in line]

@@ -59,7 +59,11 @@ GOAL_TIME = 20.0
 class Process:
     """A drive_node (or the launch) with its output collected by a thread."""
 
+    #: every Process started: `no_orphans` kills the test's own that still run after it
+    started: list[Process] = []
+
     def __init__(self, command: list[str], *, session: bool = False) -> None:
+        self.started.append(self)
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,
@@ -144,7 +148,19 @@ def stack():
             launch.process.wait()
 
 
-def start_goal(graph: GraphClient):
+@pytest.fixture(autouse=True)
+def no_orphans():
+    """A test that failed before its drive_node ended leaves none running (one left by a failed
+    test took half a core for as long as the machine ran, beside the next tests' stacks)."""
+    before = len(Process.started)
+    yield
+    for own in Process.started[before:]:
+        if own.process.poll() is None:
+            own.process.kill()
+            own.process.wait()
+
+
+def start_goal(graph: GraphClient, launch: Process):
     """A FollowJointTrajectory goal on the arm from its measured pose (GOAL_TIME s long), sent and
     accepted; its result is not awaited. (its action client, the measured start (5,))"""
     from builtin_interfaces.msg import Duration
@@ -165,7 +181,7 @@ def start_goal(graph: GraphClient):
     goal.trajectory.points.append(point)
     sent = client.send_goal_async(goal)
     graph.spin_until(sent.done, 60.0, "the goal's acceptance")
-    assert sent.result().accepted, "the goal was rejected"
+    assert sent.result().accepted, f"the goal was rejected; the launch's log ends:\n{launch.text[-5000:]}"
     return client, start
 
 
@@ -213,7 +229,7 @@ def ends_in_order(
 def test_1_sigint_while_a_goal_runs_ends_the_launchs_drive_node(stack):
     launch, graph = stack
     (pid,) = [p for p, command in children(launch.process.pid).items() if "quirobot/drive_node" in command]
-    client, start = start_goal(graph)
+    client, start = start_goal(graph, launch)
     moving(graph, start)
     os.kill(pid, signal.SIGINT)
     end = time.monotonic() + BOUND
@@ -227,9 +243,10 @@ def test_1_sigint_while_a_goal_runs_ends_the_launchs_drive_node(stack):
 
 
 def test_2_sigterm_while_a_goal_runs(stack):
-    _, graph = stack
+    launch, graph = stack
     node = own_drive_node()
-    client, _ = start_goal(graph)  # it starts where the controller holds: drive_node's plant is elsewhere
+    # The goal starts where the controller holds: drive_node's plant is elsewhere.
+    client, _ = start_goal(graph, launch)
     ends_in_order(node, signal.SIGTERM)
     client.destroy()
 
