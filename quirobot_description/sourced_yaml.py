@@ -49,12 +49,12 @@ def one_line(error: Exception) -> str:
 
 
 #: libyaml's parser where PyYAML was built with it (PyPI's wheels are), the pure-Python one else:
-#: the same nodes and values, about ten times faster (a CLI run reads several files).
+#: the same nodes and values, about six times faster (a CLI run reads several files).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _UniqueKeyLoader(_SAFE_LOADER):
-    """SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last)."""
+class _UniqueKeys:
+    """A loader mixin that refuses a key given twice in one mapping (plain YAML keeps the last)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -70,6 +70,10 @@ class _UniqueKeyLoader(_SAFE_LOADER):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+class _UniqueKeyLoader(_UniqueKeys, _SAFE_LOADER):
+    """SafeLoader that refuses a key given twice in one mapping."""
 
 
 class _Yaml12FloatLoader(_UniqueKeyLoader):

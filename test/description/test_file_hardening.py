@@ -279,3 +279,33 @@ def test_a_fifo_and_dev_zero_are_refused_without_blocking(tmp_path):
     assert "not a regular file" in results.get("fifo", "hung"), results
     if Path("/dev/zero").exists():
         assert "not a regular file" in results.get("zero", "hung"), results
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p
+        for folder in ("quirobot_description", "config", "examples")
+        for p in (Path(__file__).parents[2] / folder).rglob("*.yaml")
+    ),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_libyaml_reads_every_shipped_file_as_the_pure_python_parser_does(path):
+    """read_yaml_mapping parses with libyaml where PyYAML has it (six times faster); PyYAML's own
+    pure-Python parser, with the same resolvers and duplicate-key check, gives the same values."""
+    from quirobot_description import sourced_yaml
+
+    if sourced_yaml._SAFE_LOADER is yaml.SafeLoader:
+        pytest.skip("PyYAML without libyaml: read_yaml_mapping uses the pure-Python parser")
+    text = path.read_text()
+    for fast in (sourced_yaml._UniqueKeyLoader, sourced_yaml._Yaml12FloatLoader):
+        pure = type("Pure", (sourced_yaml._UniqueKeys, yaml.SafeLoader), {})
+        pure.yaml_implicit_resolvers = fast.yaml_implicit_resolvers
+        values = []
+        for loader_class in (fast, pure):
+            loader = loader_class(text)
+            try:
+                values.append(loader.construct_document(loader.get_single_node()))
+            finally:
+                loader.dispose()
+        assert repr(values[0]) == repr(values[1]), (path, fast.__name__)
