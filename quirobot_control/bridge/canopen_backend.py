@@ -59,6 +59,7 @@ in lock-step with the control loop:
 from __future__ import annotations
 
 import math
+import queue
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -195,7 +196,7 @@ class CanopenBackend:
         self._closed = False
         self._polled = False  # the stepping thread reads the buses (receive_in_cycle)
         self._descriptors: list[int] = []  # their sockets
-        self._polling_thread: int | None = None  # threading.get_ident() of that thread
+        self._stepping_thread: int | None = None  # threading.get_ident() of the thread that steps
         try:
             self._open_buses()
             # Absolute multi-turn encoders (drive.encoder_counts_per_rev): referenced at power-up.
@@ -264,8 +265,12 @@ class CanopenBackend:
         """From now on the thread that steps the backend (`stepping_thread`, its
         threading.get_ident()) takes the buses' frames (module doc) and canopen's receive threads
         stop. Call it while that thread is not stepping (DriveCycle.exclusive: a keep-alive
-        period between the threads' stop and its first take only sends). None, or why not
-        (nothing changed then)."""
+        period between the threads' stop and its first take only sends). None, or why not: the
+        receive threads are kept then, and that thread's waits for an SDO answer still keep the
+        SYNC going (`_take_while_waiting`)."""
+        self._stepping_thread = stepping_thread
+        for drive in self.drives.values():
+            self._take_while_waiting(drive.sdo_answers)
         descriptors = [bus_descriptor(network.bus) for network in self.networks.values()]
         without = [bus for bus, d in zip(self.networks, descriptors, strict=True) if d < 0]
         if without:
@@ -277,9 +282,6 @@ class CanopenBackend:
             if network.notifier is not None:
                 network.notifier.stop(1.0)  # its reader ends within READER_POLL_PERIOD
         self._descriptors = descriptors
-        self._polling_thread = stepping_thread
-        for drive in self.drives.values():
-            self._take_while_waiting(drive.sdo_answers)
         self._polled = True
         return None
 
@@ -380,23 +382,27 @@ class CanopenBackend:
                 return
 
     def _take_while_waiting(self, answers: SdoAnswers) -> None:
-        """A drive's waits for an SDO answer, when made by the polling thread itself (the homing
-        sequence stepped by the cycle), take the frames meanwhile: the SDO client waits on a
-        queue that only a receive thread fills. They also send the SYNC (and the heartbeat) when
-        due, as a keep-alive period does: an answer lost on the bus costs RESPONSE_TIMEOUT, far
-        longer than the drives' SYNC-loss watchdog, which would otherwise stop every drive.
-        Other threads wait as before (the polling thread takes their answers)."""
+        """A drive's waits for an SDO answer, when made by the stepping thread itself (the homing
+        sequence stepped by the cycle, a request run by DriveCycle.call), send the SYNC (and the
+        heartbeat) when due, as a keep-alive period does: an answer lost on the bus costs
+        RESPONSE_TIMEOUT, and a dozen round trips tens of ms, both far longer than the drives'
+        SYNC-loss watchdog, which would otherwise stop every drive. Polled, that thread also takes
+        the frames meanwhile (no receive thread fills the SDO client's queue); else a receive
+        thread does and it waits on the queue. Other threads wait as before (the stepping thread's
+        periods go on)."""
         client = answers.client
 
         def take_frames(deadline: float) -> None:
-            if threading.get_ident() != self._polling_thread:
+            if threading.get_ident() != self._stepping_thread:
                 return
             sync_period = self.sync_every * self.control_period
             while client.responses.empty() and (now := time.monotonic()) < deadline:
                 if now - self._sync_time >= sync_period:
                     self._sync(0.0)
                 until = min(deadline, self._sync_time + sync_period) - time.monotonic()
-                if wait_readable(self._descriptors, until):
+                if not self._polled:
+                    _wait_not_empty(client.responses, until)
+                elif wait_readable(self._descriptors, until):
                     self._take_frames()
 
         answers.take_frames = take_frames
@@ -457,3 +463,12 @@ class CanopenBackend:
 
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
+
+
+def _wait_not_empty(responses: queue.Queue, timeout: float) -> None:
+    """Wait until `responses` holds an item or `timeout` s pass (its item is left in it). Under the
+    queue's own lock (its `not_empty` condition, which `put` notifies): `empty()` would take that
+    lock again, so the deque is looked at directly."""
+    with responses.not_empty:
+        if not responses.queue and timeout > 0.0:
+            responses.not_empty.wait(timeout)

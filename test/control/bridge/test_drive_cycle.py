@@ -23,7 +23,7 @@ import can
 import canopen
 import numpy as np
 import pytest
-from virtual_can import START, network, relaxed_parameters, wait_until
+from virtual_can import START, lose_the_first_upload_request, network, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.bridge_error import BridgeError
 from quirobot_control.bridge.canopen_backend import CanBusConfig
@@ -280,6 +280,42 @@ def test_requests_run_while_the_bus_stays_alive(parameters, cycle, drives):
     assert cycle.backend.syncs > syncs
     assert drives.master_lost() == {}
     assert enabled(drives)
+
+
+def test_the_cycle_threads_own_sdo_wait_keeps_the_sync_going_on_a_bus_it_cannot_poll(cycle, drives):
+    """python-can's virtual bus has no file descriptor: canopen's receive threads stay, and the
+    cycle thread does not read the buses. A request the cycle thread makes itself (DriveCycle.call,
+    the homing sequence's) whose frame is lost waits RESPONSE_TIMEOUT (1 s here): the SYNC and the
+    heartbeat go on meanwhile, and no drive stops for a lost master. Before, they went on only on
+    polled buses: here no SYNC went out for the whole wait, and every drive stopped itself."""
+    assert not cycle.report.receive_in_cycle and "no file descriptor" in cycle.report.describe()
+    post_hold(cycle)
+    assert wait_until(lambda: started(cycle), 2.0)
+    drives.live(cycle)
+    need_realtime(drives)
+    lost = lose_the_first_upload_request(drives.simulators["gantry_x"], 0x603F)  # the error code
+    called = threading.Event()
+
+    def commanding() -> None:  # as a ROS client goes on (the bridge's command watchdog: 0.5 s)
+        while not called.wait(0.01):
+            post_hold(cycle)
+
+    client = threading.Thread(target=commanding)
+    client.start()
+    syncs = cycle.backend.syncs
+    began = time.monotonic()
+    try:
+        code = cycle.call(lambda bridge: bridge.backend.drives["gantry_x"].read_error_code(), timeout=10.0)
+    finally:
+        waited = time.monotonic() - began
+        called.set()
+        client.join()
+    assert lost and "unreadable" not in code, code
+    assert waited >= canopen.sdo.SdoClient.RESPONSE_TIMEOUT
+    # SYNCs went on meanwhile (none without; a tenth of the due ones: a host stall may take more)
+    assert cycle.backend.syncs - syncs > 0.1 * waited / drives.sync_period
+    assert drives.master_lost() == {}
+    assert enabled(drives), (drive_states(drives), cycle.latest.sample.stop_reason)
 
 
 def stopped_by_the_master(drives: Drives) -> bool:
