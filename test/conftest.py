@@ -51,3 +51,25 @@ def exported_urdf_factory(tmp_path_factory: pytest.TempPathFactory) -> Callable[
 def exported_urdf(exported_urdf_factory: Callable[[str], Path]) -> Path:
     """Path of the exported robot.urdf with the drill (the default tool)."""
     return exported_urdf_factory("drill")
+
+
+@pytest.fixture(scope="session")
+def host_stalls():
+    """The host's stalls longer than 5 ms, measured by a probe process per CPU (host_stalls.py)."""
+    from host_stalls import HostStalls
+
+    stalls = HostStalls(threshold=5e-3)
+    yield stalls
+    stalls.close()
+
+
+@pytest.fixture
+def stall_window(host_stalls, parameters: RobotParameters):
+    """This test's window on the host's stalls; `assert_master_kept(drives)` asserts that no
+    simulated drive stopped for a lost master, unless the host stalled longer than the drives'
+    watchdog (the shorter of the master time-out and the SYNC-loss periods) meanwhile."""
+    from host_stalls import StallWindow
+
+    bus = parameters.canopen
+    watchdog = min(parameters.drive.master_timeout, bus.sync_loss_periods * bus.sync_period)
+    return StallWindow(host_stalls, watchdog)
