@@ -282,6 +282,28 @@ def test_requests_run_while_the_bus_stays_alive(stall_window, parameters, cycle,
     assert enabled(drives)
 
 
+def read_error_code_while_commanding(cycle, post) -> tuple[str, float]:
+    """gantry_x's error code read by the cycle thread itself (DriveCycle.call, as the homing
+    sequence's requests), while another thread calls `post()` every 10 ms as a ROS client goes on
+    (the bridge's command watchdog: 0.5 s): (the code's text, s the call took)."""
+    called = threading.Event()
+
+    def commanding() -> None:
+        while not called.wait(0.01):
+            post()
+
+    client = threading.Thread(target=commanding)
+    client.start()
+    began = time.monotonic()
+    try:
+        code = cycle.call(lambda bridge: bridge.backend.drives["gantry_x"].read_error_code(), timeout=10.0)
+    finally:
+        waited = time.monotonic() - began
+        called.set()
+        client.join()
+    return code, waited
+
+
 def test_the_cycle_threads_own_sdo_wait_keeps_the_sync_on_a_bus_it_cannot_poll(stall_window, cycle, drives):
     """python-can's virtual bus has no file descriptor: canopen's receive threads stay, and the
     cycle thread does not read the buses. A request the cycle thread makes itself (DriveCycle.call,
@@ -294,22 +316,8 @@ def test_the_cycle_threads_own_sdo_wait_keeps_the_sync_on_a_bus_it_cannot_poll(s
     drives.live(cycle)
     need_realtime(drives)
     lost = lose_the_first_upload_request(drives.simulators["gantry_x"], 0x603F)  # the error code
-    called = threading.Event()
-
-    def commanding() -> None:  # as a ROS client goes on (the bridge's command watchdog: 0.5 s)
-        while not called.wait(0.01):
-            post_hold(cycle)
-
-    client = threading.Thread(target=commanding)
-    client.start()
     syncs = cycle.backend.syncs
-    began = time.monotonic()
-    try:
-        code = cycle.call(lambda bridge: bridge.backend.drives["gantry_x"].read_error_code(), timeout=10.0)
-    finally:
-        waited = time.monotonic() - began
-        called.set()
-        client.join()
+    code, waited = read_error_code_while_commanding(cycle, lambda: post_hold(cycle))
     assert lost and "unreadable" not in code, code
     assert waited >= canopen.sdo.SdoClient.RESPONSE_TIMEOUT
     # SYNCs went on meanwhile (none without; a tenth of the due ones: a host stall may take more)

@@ -21,7 +21,7 @@ import time
 import can
 import canopen
 import pytest
-from test_drive_cycle import post_hold_here, started
+from test_drive_cycle import post_hold_here, read_error_code_while_commanding, started
 from virtual_can import START, lose_the_first_upload_request, relaxed_parameters, wait_until
 
 from quirobot_control.bridge.canopen_backend import CanBusConfig
@@ -198,22 +198,8 @@ def test_the_cycle_thread_keeps_the_sync_while_it_waits_for_a_lost_sdo_answer(st
     assert wait_until(lambda: started(cycle), 2.0)
     drives.live(cycle)
     lost = lose_the_first_upload_request(drives.simulators["gantry_x"], 0x603F)  # the error code
-    called = threading.Event()
-
-    def commanding() -> None:  # as a ROS client goes on (the bridge's command watchdog: 0.5 s)
-        while not called.wait(0.01):
-            post(cycle)
-
-    client = threading.Thread(target=commanding)
-    client.start()
     syncs = cycle.backend.syncs
-    began = time.monotonic()
-    try:
-        code = cycle.call(lambda bridge: bridge.backend.drives["gantry_x"].read_error_code(), timeout=10.0)
-    finally:
-        waited = time.monotonic() - began
-        called.set()
-        client.join()
+    code, waited = read_error_code_while_commanding(cycle, lambda: post(cycle))
     # The first request was lost, its retry came after the time-out. (The answer itself is the
     # test above's: a retry's frame may be lost too over udp_multicast, as a loaded run showed.)
     assert lost, code
