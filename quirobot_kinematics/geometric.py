@@ -18,8 +18,8 @@ rounding. Vectorised over poses: the calibration evaluates it thousands of times
 
 from __future__ import annotations
 
-import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,36 +35,76 @@ def _homogeneous(rotation: np.ndarray, translation: tuple[float, float, float]) 
     return T
 
 
-@functools.lru_cache(maxsize=16)
-def gantry_axes(errors: GeometricErrors) -> np.ndarray:
-    """(3, 3) rows: the world direction of +d1, +d2 and +d3 (d3 descends). Read-only: cached per
-    `errors` (the plant evaluates the actual machine every physics step)."""
-    g = errors.xy_squareness
-    z = np.array([math.tan(errors.z_tilt_x), math.tan(errors.z_tilt_y), -1.0])
+@dataclass(frozen=True)
+class _Chain:
+    """The constants of one actual machine's chain (module doc), read-only arrays: what
+    `actual_forward_kinematics` composes with the joint values."""
+
+    axes: np.ndarray  # (3, 3) rows: world directions of +d1, +d2, +d3
+    straightness: np.ndarray  # (3, 3) row i: the bow of axis i's travel, in world x, y, z (m)
+    lower: np.ndarray  # (3,) m, the gantry axes' lower limits
+    span: np.ndarray  # (3,) m, their travel (upper - lower)
+    yaw: np.ndarray  # (4, 4) the yaw joint's origin in z_ram
+    pitch: np.ndarray  # (4, 4) the pitch joint's origin in wrist_yaw_link
+    tool: np.ndarray  # (4, 4) tool0 in wrist_pitch_link
+    tcp_origin: np.ndarray  # (3,) m, the drill tip at feed 0 in wrist_pitch_link
+    tool_z: np.ndarray  # (3,) tool z (the feed's direction) in wrist_pitch_link
+
+
+def _chain(model: KinematicModel, errors: GeometricErrors) -> _Chain:
+    """The chain of `model` with `errors`, memoised on the model (by the errors' identity: the plant
+    evaluates the actual machine several times a physics step, and hashing GeometricErrors' fields
+    each time would cost more than a lookup)."""
+    memo = model.actual_chains
+    entry = memo.get(id(errors))
+    if entry is not None and entry[0] is errors:
+        return entry[1]
+    e = errors
+    g = e.xy_squareness
+    z = np.array([math.tan(e.z_tilt_x), math.tan(e.z_tilt_y), -1.0])
     axes = np.array([[1.0, 0.0, 0.0], [-math.sin(g), math.cos(g), 0.0], z / np.linalg.norm(z)])
-    axes.setflags(write=False)
-    return axes
-
-
-def _bow(d: np.ndarray, lower: float, upper: float) -> np.ndarray:
-    u = (d - lower) / (upper - lower)
-    return 4.0 * u * (1.0 - u)
+    straightness = np.array(
+        [
+            [0.0, e.x_straightness_y, e.x_straightness_z],
+            [e.y_straightness_x, 0.0, e.y_straightness_z],
+            [e.z_straightness_x, e.z_straightness_y, 0.0],
+        ]
+    )
+    lower = np.array(model.lower[:3], dtype=float)
+    yaw = _homogeneous(
+        rpy_matrix(e.wrist_yaw_tilt_x, e.wrist_yaw_tilt_y, 0.0),
+        (e.wrist_yaw_offset_x, e.wrist_yaw_offset_y, 0.0),
+    )
+    pitch = _homogeneous(
+        rpy_matrix(e.wrist_pitch_tilt_x, 0.0, e.wrist_pitch_tilt_z),
+        (e.wrist_pitch_offset_x, 0.0, -(model.l4 + e.l4_error)),
+    )
+    tool = _homogeneous(rpy_matrix(*TOOL0_RPY), (model.l5 + e.l5_error, 0.0, 0.0))
+    tcp = np.array([e.tcp_offset_x, e.tcp_offset_y, e.tcp_offset_z])
+    chain = _Chain(
+        axes=axes,
+        straightness=straightness,
+        lower=lower,
+        span=np.array(model.upper[:3], dtype=float) - lower,
+        yaw=yaw,
+        pitch=pitch,
+        tool=tool,
+        tcp_origin=tool[:3, 3] + tool[:3, :3] @ tcp,
+        tool_z=tool[:3, 2].copy(),
+    )
+    for array in vars(chain).values():
+        array.setflags(write=False)
+    memo[id(errors)] = (errors, chain)
+    return chain
 
 
 def gantry_position(q: np.ndarray, model: KinematicModel, errors: GeometricErrors) -> np.ndarray:
-    """(N, 3) world position of z_ram's frame for q (N, 5), m."""
-    axes = gantry_axes(errors)
-    e = errors
-    position = q[:, :3] @ axes
-    lower, upper = model.lower, model.upper
-    bows = [_bow(q[:, i], lower[i], upper[i]) for i in range(3)]
-    position[:, 1] += e.x_straightness_y * bows[0]
-    position[:, 2] += e.x_straightness_z * bows[0]
-    position[:, 0] += e.y_straightness_x * bows[1]
-    position[:, 2] += e.y_straightness_z * bows[1]
-    position[:, 0] += e.z_straightness_x * bows[2]
-    position[:, 1] += e.z_straightness_y * bows[2]
-    return position
+    """(N, 3) world position of z_ram's frame for q (N, 5), m: each axis' travel along its
+    direction, plus its straightness s_i(d) = 4 u (1 - u) * amplitudes (module doc)."""
+    chain = _chain(model, errors)
+    travel = q[:, :3]
+    u = (travel - chain.lower) / chain.span
+    return travel @ chain.axes + (4.0 * u * (1.0 - u)) @ chain.straightness
 
 
 def fixed_transforms(
@@ -72,31 +112,10 @@ def fixed_transforms(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(4, 4) each: the yaw joint's origin in z_ram, the pitch joint's in wrist_yaw_link, and the
     drill tip (at `feed`) in wrist_pitch_link (URDF joint origins of the actual machine)."""
-    yaw, pitch, tool = _joint_origins(model.l4, model.l5, errors)
-    e = errors
-    tip = _homogeneous(np.eye(3), (e.tcp_offset_x, e.tcp_offset_y, e.tcp_offset_z + feed))
-    return yaw, pitch, tool @ tip
-
-
-@functools.lru_cache(maxsize=16)
-def _joint_origins(
-    l4: float, l5: float, errors: GeometricErrors
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """fixed_transforms' feed-independent part (read-only, cached: the plant evaluates the actual
-    machine every physics step): the yaw and pitch joints' origins and tool0 in wrist_pitch_link."""
-    e = errors
-    yaw = _homogeneous(
-        rpy_matrix(e.wrist_yaw_tilt_x, e.wrist_yaw_tilt_y, 0.0),
-        (e.wrist_yaw_offset_x, e.wrist_yaw_offset_y, 0.0),
-    )
-    pitch = _homogeneous(
-        rpy_matrix(e.wrist_pitch_tilt_x, 0.0, e.wrist_pitch_tilt_z),
-        (e.wrist_pitch_offset_x, 0.0, -(l4 + e.l4_error)),
-    )
-    tool = _homogeneous(rpy_matrix(*TOOL0_RPY), (l5 + e.l5_error, 0.0, 0.0))
-    for T in (yaw, pitch, tool):
-        T.setflags(write=False)
-    return yaw, pitch, tool
+    chain = _chain(model, errors)
+    tip = chain.tool.copy()
+    tip[:3, 3] = chain.tcp_origin + feed * chain.tool_z
+    return chain.yaw, chain.pitch, tip
 
 
 def actual_forward_kinematics(
@@ -108,27 +127,30 @@ def actual_forward_kinematics(
     """
     array = np.asarray(q, dtype=float)
     single = array.ndim == 1
-    array = np.atleast_2d(array)
+    if single:
+        array = array[np.newaxis]
     if array.ndim != 2 or array.shape[1] != 5:
         raise KinematicsError(f"q must have shape (5,) or (N, 5), got shape {np.asarray(q).shape}")
-    if not np.all(np.isfinite(array)):
+    if not np.isfinite(array).all():
         raise KinematicsError("q must be finite")
-    yaw, pitch, tip = fixed_transforms(model, errors, float(feed))
+    chain = _chain(model, errors)
+    yaw, pitch = chain.yaw, chain.pitch
     n = array.shape[0]
-    c4, s4 = np.cos(array[:, 3]), np.sin(array[:, 3])
-    c5, s5 = np.cos(array[:, 4]), np.sin(array[:, 4])
+    cosines, sines = np.cos(array[:, 3:]), np.sin(array[:, 3:])  # (n, 2): theta4, theta5
     rz = np.zeros((n, 3, 3))  # Rz(-theta4)
-    rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c4, s4, -s4, c4, 1.0
+    rz[:, 0, 0] = rz[:, 1, 1] = cosines[:, 0]
+    rz[:, 0, 1], rz[:, 1, 0], rz[:, 2, 2] = sines[:, 0], -sines[:, 0], 1.0
     ry = np.zeros((n, 3, 3))  # Ry(theta5)
-    ry[:, 0, 0], ry[:, 0, 2], ry[:, 2, 0], ry[:, 2, 2], ry[:, 1, 1] = c5, s5, -s5, c5, 1.0
-    # Rotation and translation of tip in the world: R = Ryaw Rz Rpitch Ry Rtip;
-    # p = gantry + Ryaw (o_yaw-part) ... composed with 3x3 blocks for speed.
+    ry[:, 0, 0] = ry[:, 2, 2] = cosines[:, 1]
+    ry[:, 0, 2], ry[:, 2, 0], ry[:, 1, 1] = sines[:, 1], -sines[:, 1], 1.0
+    # Rotation and translation of the tip in the world: R = Ryaw Rz Rpitch Ry Rtool;
+    # p = gantry + o_yaw + Ryaw Rz o_pitch + (Ryaw Rz Rpitch Ry) tip, composed with 3x3 blocks.
     r_a = yaw[:3, :3] @ rz  # (n, 3, 3)
     r_b = r_a @ pitch[:3, :3] @ ry
-    position = gantry_position(array, model, errors) + yaw[:3, 3] + r_a @ pitch[:3, 3] + r_b @ tip[:3, 3]
+    tip = chain.tcp_origin + feed * chain.tool_z
     out = np.zeros((n, 4, 4))
-    out[:, :3, :3] = r_b @ tip[:3, :3]
-    out[:, :3, 3] = position
+    out[:, :3, :3] = r_b @ chain.tool[:3, :3]
+    out[:, :3, 3] = gantry_position(array, model, errors) + yaw[:3, 3] + r_a @ pitch[:3, 3] + r_b @ tip
     out[:, 3, 3] = 1.0
     return out[0] if single else out
 

@@ -67,6 +67,12 @@ class KinematicModel:
         return replace(self, errors=errors)
 
     @cached_property
+    def actual_chains(self) -> dict[int, tuple[GeometricErrors, object]]:
+        """quirobot_kinematics.geometric's memo of the actual machines this model was evaluated
+        with: id(errors) -> (errors, their chain's constants), filled by it."""
+        return {}
+
+    @cached_property
     def limit_lists(self) -> tuple[list[float], list[float]]:
         """(lower, upper) as Python lists, for the scalar fast paths."""
         return self.lower.tolist(), self.upper.tolist()

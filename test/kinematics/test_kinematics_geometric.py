@@ -48,6 +48,21 @@ def test_zero_errors_reproduce_the_nominal_closed_form(model):
         )
 
 
+def test_one_model_evaluated_with_several_machines_gives_each_its_own_chain():
+    """The chain's constants are memoised on the model per errors object: machines evaluated in
+    turn on one model (and an equal copy of one) each give what a fresh model gives them."""
+    shared = KinematicModel.from_parameters(load_parameters())
+    q = configurations(shared, 50, 4)
+    machines = [drawn_errors(5), drawn_errors(6), GeometricErrors.zero(), drawn_errors(5)]
+    for errors in machines + machines[::-1]:
+        fresh = KinematicModel.from_parameters(load_parameters())
+        expected = actual_forward_kinematics(q, fresh, errors, 0.01)
+        np.testing.assert_array_equal(actual_forward_kinematics(q, shared, errors, 0.01), expected)
+    assert not np.allclose(
+        actual_forward_kinematics(q, shared, machines[0]), actual_forward_kinematics(q, shared, machines[1])
+    )
+
+
 def test_a_drawn_machine_is_off_by_a_fraction_of_a_millimetre(model):
     q = configurations(model, 200, 2)
     shift = (
