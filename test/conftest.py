@@ -53,9 +53,12 @@ def exported_urdf(exported_urdf_factory: Callable[[str], Path]) -> Path:
     return exported_urdf_factory("drill")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def host_stalls():
-    """The host's stalls longer than 5 ms, measured by a probe process per CPU (host_stalls.py)."""
+    """The host's stalls longer than 5 ms, measured by a probe process per CPU (host_stalls.py),
+    for one test module: the probes (real-time, waking every 1 ms on each core) end with it, so
+    that they do not run beside the benchmark that comes later (test_bench_drive_loop's cycle CPU
+    ratio failed once, 8.36 against its 8.0, in a CI run with them still running beside it)."""
     from host_stalls import HostStalls
 
     stalls = HostStalls(threshold=5e-3)
