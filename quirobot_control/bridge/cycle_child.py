@@ -97,10 +97,12 @@ def _serve(receive: Connection, send: Connection) -> int:
     from quirobot_control.bridge.drive_cycle import start_canopen_cycle
 
     spec: CycleSpec = pickle.loads(receive.recv_bytes())
-    if spec.sdo_response_timeout is not None:
-        from canopen.sdo.client import SdoClient
+    from canopen.sdo.client import SdoClient
 
+    if spec.sdo_response_timeout is not None:
         SdoClient.RESPONSE_TIMEOUT = spec.sdo_response_timeout
+    if spec.sdo_attempts is not None:
+        SdoClient.MAX_RETRIES = spec.sdo_attempts
     try:
         commands = None if spec.command_fd is None else CommandReader(spec.command_fd)
         cycle = start_canopen_cycle(

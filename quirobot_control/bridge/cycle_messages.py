@@ -43,6 +43,9 @@ class CycleSpec:
     #: s the master waits for an SDO answer (canopen's SdoClient.RESPONSE_TIMEOUT); None: canopen's
     #: 0.3 s. A bench relaxes it for Python drives simulated on the same loaded cores.
     sdo_response_timeout: float | None = None
+    #: Attempts per SDO request (canopen's SdoClient.MAX_RETRIES, which counts attempts: 1 sends
+    #: once); None: canopen's 1. A retry's late duplicate answer is dropped (sdo_answers).
+    sdo_attempts: int | None = None
     #: The read end of the command pipe (bridge.command_pipe), a file descriptor the child
     #: inherits; None: no pipe (start_cycle_process sets it).
     command_fd: int | None = None
