@@ -98,24 +98,12 @@ def _chain(model: KinematicModel, errors: GeometricErrors) -> _Chain:
     return chain
 
 
-def gantry_position(q: np.ndarray, model: KinematicModel, errors: GeometricErrors) -> np.ndarray:
+def _gantry_position(q: np.ndarray, chain: _Chain) -> np.ndarray:
     """(N, 3) world position of z_ram's frame for q (N, 5), m: each axis' travel along its
     direction, plus its straightness s_i(d) = 4 u (1 - u) * amplitudes (module doc)."""
-    chain = _chain(model, errors)
     travel = q[:, :3]
     u = (travel - chain.lower) / chain.span
     return travel @ chain.axes + (4.0 * u * (1.0 - u)) @ chain.straightness
-
-
-def fixed_transforms(
-    model: KinematicModel, errors: GeometricErrors, feed: float = 0.0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(4, 4) each: the yaw joint's origin in z_ram, the pitch joint's in wrist_yaw_link, and the
-    drill tip (at `feed`) in wrist_pitch_link (URDF joint origins of the actual machine)."""
-    chain = _chain(model, errors)
-    tip = chain.tool.copy()
-    tip[:3, 3] = chain.tcp_origin + feed * chain.tool_z
-    return chain.yaw, chain.pitch, tip
 
 
 def actual_forward_kinematics(
@@ -150,7 +138,7 @@ def actual_forward_kinematics(
     tip = chain.tcp_origin + feed * chain.tool_z
     out = np.zeros((n, 4, 4))
     out[:, :3, :3] = r_b @ chain.tool[:3, :3]
-    out[:, :3, 3] = gantry_position(array, model, errors) + yaw[:3, 3] + r_a @ pitch[:3, 3] + r_b @ tip
+    out[:, :3, 3] = _gantry_position(array, chain) + yaw[:3, 3] + r_a @ pitch[:3, 3] + r_b @ tip
     out[:, 3, 3] = 1.0
     return out[0] if single else out
 
