@@ -9,7 +9,7 @@ import json
 import os
 from glob import glob
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 PACKAGE = "quirobot"
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -43,6 +43,13 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         *(share(folder, patterns) for folder, patterns in MANIFEST["share"].items()),
+    ],
+    # Compiled twins of Python modules (the drives' current loop: drive_simulators/current_loop.py):
+    # optional, so an install without a C compiler or Python's headers goes on with the Python
+    # twin (same results, slower).
+    ext_modules=[
+        Extension(module, [source], extra_compile_args=MANIFEST["c_flags"], optional=True)
+        for module, source in MANIFEST["c_extensions"].items()
     ],
     # The simulation's pinned MuJoCo (requirements.txt) needs 3.11 (= ruff's target-version);
     # CI tests 3.11.

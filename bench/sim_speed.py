@@ -4,7 +4,9 @@
 
 One function per measured thing, each returning a `Speed`; `main` prints them all:
 - `simulate`: `quirobot simulate --task incision --plant ideal --json` as a user runs it (a fresh
-  process: imports, planning, the closed loop, the MCAP log and the plot);
+  process: imports, planning, the closed loop, the MCAP log and the plot); once more with the
+  drives' current loop in Python (`python_current_loop`: what an install without a C compiler
+  runs, drive_simulators.current_loop) where the tree has the compiled one;
 - `accuracy_sample`: `quirobot accuracy`'s samples in one process (the budget's setup excluded):
   the first (with the first-call costs: scipy, the xacro expansion, the first MuJoCo model) and
   the next one;
@@ -90,12 +92,12 @@ class Speed:
 
     def row(self) -> str:
         return (
-            f"{self.what:<44} {self.cpu:8.2f} {self.plant:8.2f} {self.cpu_per_plant_second:8.3f} "
+            f"{self.what:<47} {self.cpu:8.2f} {self.plant:8.2f} {self.cpu_per_plant_second:8.3f} "
             f"{self.wall:8.2f} {self.sim_over_wall:8.3f}"
         )
 
 
-HEADER = f"{'measured':<44} {'CPU s':>8} {'plant s':>8} {'CPU/pl.s':>8} {'wall s':>8} {'sim/wall':>8}"
+HEADER = f"{'measured':<47} {'CPU s':>8} {'plant s':>8} {'CPU/pl.s':>8} {'wall s':>8} {'sim/wall':>8}"
 
 
 def _run(arguments: list[str], root: Path) -> tuple[str, float, float]:
@@ -114,13 +116,32 @@ def _run(arguments: list[str], root: Path) -> tuple[str, float, float]:
     return output, usage.ru_utime + usage.ru_stime, wall
 
 
+#: Put the current loop's Python law in place of its compiled twin (simulate's python_current_loop).
+_PYTHON_CURRENT_LOOP = (
+    "from quirobot_control.drive_simulators import current_loop, simulated_drive; "
+    "simulated_drive.current_loop_samples = current_loop.current_loop_samples_in_python; "
+)
+
+
+def has_compiled_current_loop(root: Path) -> bool:
+    """Whether the tree at `root` has the drives' compiled current loop, built."""
+    return any((root / "quirobot_control" / "drive_simulators").glob("_current_loop_kernel*"))
+
+
 def simulate(
-    root: Path = REPO, task: str = "incision", plant: str = "ideal", keep: Path | None = None
+    root: Path = REPO,
+    task: str = "incision",
+    plant: str = "ideal",
+    keep: Path | None = None,
+    python_current_loop: bool = False,
 ) -> Speed:
     """`quirobot simulate --task TASK --plant PLANT --json` in a fresh process; `keep`: write its
-    JSON there (to compare the numbers of two trees)."""
+    JSON there (to compare the numbers of two trees); `python_current_loop`: the drives' current
+    loop in Python, not compiled."""
     with tempfile.TemporaryDirectory() as output:
         command = "import sys; from quirobot_cli.cli import main; sys.exit(main(sys.argv[1:]))"
+        if python_current_loop:
+            command = _PYTHON_CURRENT_LOOP + command
         arguments = [
             "simulate",
             "--task",
@@ -136,7 +157,12 @@ def simulate(
     if keep is not None:
         keep.write_text(stdout)
     plant_time = json.loads(stdout)["metrics"]["duration"]
-    return Speed(f"quirobot simulate --task {task} --plant {plant}", cpu, wall, plant_time)
+    label = (
+        "  the same, current loop in Python"
+        if python_current_loop
+        else f"quirobot simulate --task {task} --plant {plant}"
+    )
+    return Speed(label, cpu, wall, plant_time)
 
 
 def accuracy_sample(root: Path = REPO) -> list[Speed]:
@@ -182,6 +208,8 @@ def main() -> None:
             print(f"{label}: {root}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
             print(HEADER)
             print(simulate(root).row())
+            if has_compiled_current_loop(root):
+                print(simulate(root, python_current_loop=True).row())
             for speed in accuracy_sample(root):
                 print(speed.row())
         if args.ros:  # the sourced workspace's build, not --root's

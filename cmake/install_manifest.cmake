@@ -4,6 +4,8 @@
 # quirobot_install_manifest(ROOT) sets, in the caller's scope:
 #   QUIROBOT_PYTHON_PACKAGES  the Python packages (folders under ROOT)
 #   QUIROBOT_EXECUTABLES      "name=module:function" per console script
+#   QUIROBOT_C_EXTENSIONS     "module=source" per optional C extension module
+#   QUIROBOT_C_FLAGS          the compile options of the C extensions
 #   QUIROBOT_SHARE_FILES      "folder=path" per data file: ROOT/path goes to share/quirobot/folder
 #
 # Run as a script it prints them, one per line, for test/package/test_package_colcon.py:
@@ -35,6 +37,23 @@ function(quirobot_install_manifest root)
     list(APPEND executables "${name}=${target}")
   endforeach()
 
+  set(c_extensions "")
+  string(JSON count LENGTH "${json}" c_extensions)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON module MEMBER "${json}" c_extensions ${i})
+    string(JSON source GET "${json}" c_extensions "${module}")
+    list(APPEND c_extensions "${module}=${source}")
+  endforeach()
+
+  set(c_flags "")
+  string(JSON count LENGTH "${json}" c_flags)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON flag GET "${json}" c_flags ${i})
+    list(APPEND c_flags "${flag}")
+  endforeach()
+
   set(share_files "")
   string(JSON count LENGTH "${json}" share)
   math(EXPR last "${count} - 1")
@@ -59,6 +78,8 @@ function(quirobot_install_manifest root)
   set(QUIROBOT_PYTHON_PACKAGES "${packages}" PARENT_SCOPE)
   set(QUIROBOT_EXECUTABLES "${executables}" PARENT_SCOPE)
   set(QUIROBOT_SHARE_FILES "${share_files}" PARENT_SCOPE)
+  set(QUIROBOT_C_EXTENSIONS "${c_extensions}" PARENT_SCOPE)
+  set(QUIROBOT_C_FLAGS "${c_flags}" PARENT_SCOPE)
 endfunction()
 
 if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
@@ -66,12 +87,16 @@ if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
     message(FATAL_ERROR "usage: cmake -DROOT=<repository> -P ${CMAKE_CURRENT_LIST_FILE}")
   endif()
   quirobot_install_manifest("${ROOT}")
-  foreach(kind package executable share)
+  foreach(kind package executable share extension flag)
     set(values ${QUIROBOT_PYTHON_PACKAGES})
     if(kind STREQUAL "executable")
       set(values ${QUIROBOT_EXECUTABLES})
     elseif(kind STREQUAL "share")
       set(values ${QUIROBOT_SHARE_FILES})
+    elseif(kind STREQUAL "extension")
+      set(values ${QUIROBOT_C_EXTENSIONS})
+    elseif(kind STREQUAL "flag")
+      set(values ${QUIROBOT_C_FLAGS})
     endif()
     foreach(value ${values})
       execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${kind} ${value}")

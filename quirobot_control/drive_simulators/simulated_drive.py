@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 
+from quirobot_control.drive_simulators.current_loop import current_loop_samples
 from quirobot_control.drives.drive_control import DriveController, DriveControlSettings, control_settings
 from quirobot_control.drives.interface import (
     DRIVE_TRANSITIONS,
@@ -105,16 +106,23 @@ class SimulatedDrive:
             joint.motor, drive.current_loop_bandwidth, drive.current_loop_rate, self.voltage_limit
         )
         self.encoder = Encoder(drive.encoder_counts_per_rev, joint.transmission.ratio)
-        # advance_drive's electrical constants (it runs at every physics step): R ohm, L H, K_V V*s/rad,
-        # current limit A, current-loop period s and the current's decay over one period.
-        period = self.loop.period
-        self._electrical = (
+        # advance_drive's current-loop constants (current_loop.current_loop_samples; it runs at every
+        # physics step): R ohm, L H, K_V V*s/rad, current limit A, the loop's period s, the
+        # current's decay over one period, kp V/A, ki*period V/A, voltage limit V, and the
+        # resistance and back-EMF constant the loop feeds forward with.
+        loop, period = self.loop, self.loop.period
+        self._current_loop_constants = (
             self.motor.resistance,
             self.motor.inductance,
             self.motor.back_emf_constant,
             self.motor.max_current,
             period,
             math.exp(-period * self.motor.resistance / self.motor.inductance),
+            loop._kp,
+            loop._ki_period,
+            loop.voltage_limit,
+            loop._resistance,
+            loop._back_emf,
         )
         self._velocity_period = 1.0 / drive.control_rate
         # advance_drive's constants: ratio, motor max speed rad/s, encoder resolution (m or rad
@@ -448,42 +456,20 @@ def advance_drive(drive: SimulatedDrive, dt: float, joint_position: float, joint
         drive._fault = control.fault
     if power:
         drive._reference = reference
-        # The current loop: PI samples every `period` s (CurrentLoop.update, inlined), the exact
-        # first-order current between them, clamped to the drive's current limit.
-        R, L, K_V, limit, period, full_decay = drive._electrical
-        loop = drive.loop
-        kp, ki_period, voltage_limit = loop._kp, loop._ki_period, loop.voltage_limit
-        loop_resistance, back_emf = loop._resistance, loop._back_emf
-        integral, saturated = loop.integral, loop.saturated
-        tolerance = 1e-9 * period
-        current, voltage, until_sample = drive._current, drive._voltage, drive._until_sample
-        remaining = dt
-        while remaining > tolerance:
-            if until_sample <= tolerance:
-                if saturated:  # anti-windup by tracking (CurrentLoop.update)
-                    integral = loop_resistance * current
-                error = reference - current
-                unlimited = kp * error + integral + back_emf * speed
-                voltage = (
-                    voltage_limit
-                    if unlimited > voltage_limit
-                    else -voltage_limit
-                    if unlimited < -voltage_limit
-                    else unlimited
-                )
-                saturated = voltage != unlimited
-                if not saturated:
-                    integral += ki_period * error
-                until_sample = period
-            step = remaining if remaining < until_sample else until_sample
-            decay = full_decay if step == period else math.exp(-step * R / L)
-            steady = (voltage - K_V * speed) / R
-            current = steady + (current - steady) * decay
-            current = limit if current > limit else -limit if current < -limit else current
-            remaining -= step
-            until_sample -= step
-        loop.integral, loop.saturated = integral, saturated
-        drive._current, drive._voltage, drive._until_sample = current, voltage, until_sample
+        loop = drive.loop  # the current loop over dt (current_loop: compiled where it was built)
+        loop.integral, loop.saturated, drive._current, drive._voltage, drive._until_sample = (
+            current_loop_samples(
+                drive._current_loop_constants,
+                reference,
+                speed,
+                dt,
+                loop.integral,
+                loop.saturated,
+                drive._current,
+                drive._voltage,
+                drive._until_sample,
+            )
+        )
     elif drive._current != 0.0 or drive._reference != 0.0:
         drive._switch_off()
     return torque_constant * drive._current * ratio * efficiency

@@ -65,6 +65,8 @@ def _cmake_install(root: Path) -> dict[str, object]:
             if kind == "share"
             for folder, path in [value.split("=", 1)]
         },
+        "c_extensions": dict(value.split("=", 1) for kind, value in lines if kind == "extension"),
+        "c_flags": [[value for kind, value in lines if kind == "flag"]],  # one set for all (setup's)
     }
 
 
@@ -84,6 +86,11 @@ def _setup_install(root: Path, monkeypatch) -> dict[str, object]:
         "packages": {name for name in distribution.packages if "." not in name},
         "executables": dict(scripts),
         "share": {(folder, path) for folder, paths in distribution.data_files for path in paths} - own,
+        "c_extensions": {
+            extension.name: "".join(extension.sources) for extension in distribution.ext_modules
+        },
+        # One set of flags for every extension (a set of one), as CMakeLists.txt gives them.
+        "c_flags": [list(flags) for flags in {tuple(e.extra_compile_args) for e in distribution.ext_modules}],
     }
 
 
@@ -92,6 +99,12 @@ def test_cmakelists_installs_what_setup_py_installs(monkeypatch):
     reads install_manifest.json; and each of them there (the files are the source tree's)."""
     cmake, setup = _cmake_install(ROOT), _setup_install(ROOT, monkeypatch)
     assert cmake == setup
+    assert cmake["c_extensions"] == {
+        "quirobot_control.drive_simulators._current_loop_kernel": (
+            "quirobot_control/drive_simulators/current_loop_kernel.c"
+        )
+    }
+    assert "-ffp-contract=off" in cmake["c_flags"][0]  # the C rounds as Python does
     assert cmake["packages"] == {
         "quirobot_description",
         "quirobot_kinematics",
@@ -141,11 +154,14 @@ def test_both_builds_follow_an_edited_manifest(tmp_path, monkeypatch):
     manifest["executables"]["extra_node"] = "quirobot_cli.cli:main"
     del manifest["executables"]["task_node"]
     manifest["share"]["doc"] = ["README.md"]
+    manifest["c_extensions"]["quirobot_control._extra"] = "quirobot_control/extra.c"
+    manifest["c_flags"].append("-O3")
     (tmp_path / "install_manifest.json").write_text(json.dumps(manifest))
     cmake, setup = _cmake_install(tmp_path), _setup_install(tmp_path, monkeypatch)
     assert cmake == setup
     assert "extra_node" in cmake["executables"] and "task_node" not in cmake["executables"]
     assert ("share/quirobot/doc", "README.md") in cmake["share"]
+    assert "quirobot_control._extra" in cmake["c_extensions"] and cmake["c_flags"][0][-1] == "-O3"
 
 
 def _copy_sources(destination: Path) -> None:

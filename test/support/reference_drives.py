@@ -18,7 +18,7 @@ from quirobot_control.simulation.realistic_plant import WRIST, RealisticPlant
 
 
 def _integrate(self: SimulatedDrive, dt: float, speed: float) -> None:
-    R, L, K_V, limit, period, full_decay = self._electrical
+    R, L, K_V, limit, period, full_decay = self._current_loop_constants[:6]
     tolerance = 1e-9 * period
     update, reference = self.loop.update, self._reference
     current, voltage, until_sample = self._current, self._voltage, self._until_sample

@@ -6,16 +6,20 @@ the host PID and its feed-forward, then a power fault of gantry_z at 2.499 s: ca
 brake falling in, the host's quick stop ramping the others to standstill under their brakes) is
 run twice, the second time with the reference code in place; every logged number must be the
 same bit for bit: joint positions and velocities, the encoders' readings, currents, efforts and
-the tip. (Bit for bit, not a tolerance: the encoders quantize, so any difference in the last
-digit could flip a count and grow; equal runs show the law is the same.)
+the tip. Once with each current-loop kernel: the compiled one (C) and the Python law
+(drive_simulators.current_loop). (Bit for bit, not a tolerance: the encoders quantize, so any
+difference in the last digit could flip a count and grow; equal runs show the law is the same.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from compiled_kernel import compiled_kernel
 from reference_drives import use_reference_drives
 
+from quirobot_control.drive_simulators import simulated_drive
+from quirobot_control.drive_simulators.current_loop import current_loop_samples_in_python
 from quirobot_control.drive_simulators.drive_array import DriveArray
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.simulation.faults import Injection
@@ -31,9 +35,15 @@ def _run(parameters, plant: str):
     return run_task("incision", parameters, plant=plant, injection=Injection.parse(FAULT)).log
 
 
+@pytest.mark.parametrize("kernel", ["compiled", "python"])
 @pytest.mark.parametrize("plant", ["ideal", "realistic"])
-def test_the_array_step_is_the_per_object_step_bit_for_bit(parameters, plant, monkeypatch):
-    log = _run(parameters, plant)
+def test_the_array_step_is_the_per_object_step_bit_for_bit(parameters, plant, kernel, monkeypatch):
+    with monkeypatch.context() as patched:
+        if kernel == "compiled":
+            compiled_kernel()  # skips only where it could not have been built
+        else:
+            patched.setattr(simulated_drive, "current_loop_samples", current_loop_samples_in_python)
+        log = _run(parameters, plant)
     with monkeypatch.context() as patched:
         use_reference_drives(patched)
         reference = _run(parameters, plant)
@@ -43,7 +53,7 @@ def test_the_array_step_is_the_per_object_step_bit_for_bit(parameters, plant, mo
     for name in LOGGED:
         ours, theirs = getattr(log, name), getattr(reference, name)
         assert np.array_equal(ours, theirs), (
-            f"{plant} plant: {name} differs from the per-object step by up to "
+            f"{plant} plant, {kernel} current loop: {name} differs from the per-object step by up to "
             f"{np.max(np.abs(ours - theirs)):.3g} (first at period "
             f"{int(np.argmax(np.any(ours != theirs, axis=-1) if ours.ndim > 1 else ours != theirs))})"
         )
