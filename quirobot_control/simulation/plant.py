@@ -51,7 +51,9 @@ class MujocoPlant:
     ):
         """armature (6,): reflected rotor inertia per joint, kg or kg*m^2; timestep in s."""
         with tempfile.TemporaryDirectory() as directory:
-            path = urdf or export_urdf(directory, tool="drill")
+            # The description the drive bridge runs (hardware "real": drive_node's): its
+            # ros2_control block is no physics, and the one xacro expansion (cached) serves both.
+            path = urdf or export_urdf(directory, tool="drill", hardware="real")
             spec = mujoco.MjSpec.from_file(str(path))
             spec.option.timestep = timestep
             spec.option.gravity = [0.0, 0.0, -params.gravity]
