@@ -358,19 +358,25 @@ class TestDrillHole(unittest.TestCase):
         self.assertAlmostEqual(active[-1].arm_depth, far_cortex - margin, places=12)
         self.assertEqual([z.name for z in active[-1].no_go_zones], [z.name for z in self.task.no_go_zones])
         self.assertEqual(contexts[-1].goal_id, active[-1].goal_id)
-        # Before it was ready the stack said so, and what it waited for. Seen only if this test's
-        # subscription matched task_node's publisher before the stack was ready: the state is
-        # latched with depth 1, so a later match receives the latest state alone (a clean-clone
-        # CI run whose stack was ready 1.5 s after launch failed twice on it).
+        # Before it was ready the stack said so, and what it waited for: phase "starting" until the
+        # goal came, then the executor's "waiting". Seen only if this test's subscription matched
+        # task_node's publisher before the stack was ready: the state is latched with depth 1, so
+        # a later match receives the latest state alone (a clean-clone CI run whose stack was
+        # ready 1.5 s after launch failed twice on it; a run that matched after the goal came saw
+        # "waiting" alone).
         first_ready = next((k for k, m in enumerate(self.early_states) if m.ready), None)
         self.assertIsNotNone(first_ready, "/quirobot/state never said ready")
         before_ready = self.early_states[:first_ready]
         starting = [m for m in before_ready if m.phase == "starting"]
-        if before_ready:
-            self.assertTrue(starting, "no /quirobot/state with phase 'starting' before the first ready one")
-            self.assertTrue(all(m.waiting_for for m in starting), [m.waiting_for for m in starting])
-        else:
-            print("the stack was ready before this test's /quirobot/state subscription matched")
+        phases = [m.phase for m in before_ready]
+        self.assertTrue(set(phases) <= {"starting", "waiting"}, f"phases before ready: {phases}")
+        self.assertEqual(phases, sorted(phases), "'starting' after 'waiting'")  # starting < waiting
+        self.assertTrue(all(m.waiting_for for m in before_ready), [m.waiting_for for m in before_ready])
+        if not starting:
+            print(
+                "this test's /quirobot/state subscription matched after the goal came "
+                "(or after the stack was ready)"
+            )
         print(
             f"DrillHole: waited {sum(f.phase == 'waiting' for f in feedback)} feedback periods; "
             f"starting states: {sorted({m.waiting_for for m in starting})}"
