@@ -30,6 +30,42 @@ LATCHED = QoSProfile(
 )
 
 
+class GoalResult:
+    """An action goal's result, for a spin loop's `done`: asked for once more each time the goal has
+    ended (its status, from the action's status topic) and no answer came within `again_after` s.
+
+    A get_result exchange can be lost on a loaded machine: in a CI run, task_node had sent the
+    loaded Gazebo goal's SUCCEEDED, the test's client waited 25 minutes without the answer, and a
+    fresh request was answered at once (the server keeps a result for 15 minutes)."""
+
+    def __init__(self, handle, again_after: float = 10.0) -> None:
+        self.handle, self.again_after = handle, again_after
+        self.future = handle.get_result_async()
+        self.asked_again = 0
+        self._ended_at: float | None = None
+
+    def done(self) -> bool:
+        from action_msgs.msg import GoalStatus
+
+        if self.future.done():
+            return True
+        ended = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
+        if self.handle.status in ended:
+            now = time.monotonic()
+            if self._ended_at is None:
+                self._ended_at = now
+            elif now - self._ended_at > self.again_after:
+                print(f"the goal ended {self.again_after:g} s ago and its result did not come: asking again")
+                self.future = self.handle.get_result_async()
+                self.asked_again += 1
+                self._ended_at = now
+        return False
+
+    def result(self):
+        """The get_result response (`.status`, `.result`); call once `done()`."""
+        return self.future.result()
+
+
 class GraphClient:
     """A test's node on the graph (see the module docstring); `close()` it."""
 
@@ -215,7 +251,7 @@ class GraphClient:
             handle = sent.result()
             if not handle.accepted:
                 return False, None, None
-            result = handle.get_result_async()
+            result = GoalResult(handle)
             self.spin_until(result.done, timeout + waypoints[-1][0], f"{controller} to finish the goal")
             return True, result.result().result, result.result().status
         finally:

@@ -70,7 +70,7 @@ from exit_codes import assert_exit_codes  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from ros_graph import LATCHED, GraphClient  # noqa: E402
+from ros_graph import LATCHED, GoalResult, GraphClient  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
 from quirobot_control.nodes.drill_hole_goal import drill_hole_goal  # noqa: E402
@@ -194,9 +194,9 @@ class TestDrillHole(unittest.TestCase):
     def wait_result(self, handle, budget: float = 600.0):
         """The goal's result within `budget` s of simulated time (drive_node's /clock): a loaded
         machine slows the surgery (sim/wall 0.12 at load 10) and never fails it."""
-        future = handle.get_result_async()
-        self.graph.spin_until_simulated(future.done, budget, "DrillHole result")
-        return future.result()
+        result = GoalResult(handle)
+        self.graph.spin_until_simulated(result.done, budget, "DrillHole result")
+        return result.result()
 
     def tip_depth_lateral(self, state) -> tuple[float, float]:
         q = np.array([dict(zip(state.name, state.position, strict=True))[n] for n in DRILL_AXES])

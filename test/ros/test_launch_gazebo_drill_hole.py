@@ -38,7 +38,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from busy_load import BUSY_PER_CORE, busy_processes  # noqa: E402
 from gazebo_session import GazeboLaunch, gazebo_poses, require_gazebo, wait_for_controllers  # noqa: E402
-from ros_graph import GraphClient  # noqa: E402
+from ros_graph import GoalResult, GraphClient  # noqa: E402
 from test_launch_gazebo import TIP_BOUND_M  # noqa: E402
 
 #: The goal: the shipped incision's entry and axis, 5 mm at its feed rate (a shorter feed than
@@ -211,7 +211,7 @@ def test_a_drill_hole_goal_on_gazebo_idle_and_loaded(graph):
             graph.spin_until(future.done, 120.0, "the goal's acceptance")
             handle = future.result()
             assert handle.accepted, f"{label}: the goal was not accepted"
-            result_future = handle.get_result_async()
+            result_future = GoalResult(handle)
             graph.spin_until(result_future.done, 1800.0, f"{label}: the DrillHole result")
             samples = sampler.close()
             clock = states.frozen(first, states.count)
