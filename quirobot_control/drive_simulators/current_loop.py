@@ -5,8 +5,9 @@ with the back-EMF fed forward, the voltage clamped, anti-windup by tracking) and
 the current is the exact first-order solution of L di/dt = v - R*i - K_V*omega, clamped to the
 drive's current limit. simulated_drive.advance_drive runs it for every drive at every physics step.
 
-At 20 kHz that is five samples per 0.25 ms physics step for each of six drives, and interpreted
-it was a quarter of `quirobot simulate`'s time. So it has a compiled twin, the C extension
+At 20 kHz that is five samples per 0.25 ms physics step for each of six drives, the largest part
+of advance_drive's time interpreted (bench/sim_speed.py measures `quirobot simulate` with either:
+bench/results/sim_speed.txt). So it has a compiled twin, the C extension
 `_current_loop_kernel` (current_loop_kernel.c): the same operations in the same order on doubles,
 bit for bit the same results (test_current_loop.py, test_drive_array.py). pip builds it where a
 C compiler and Python's headers are there (setup.py: optional), colcon likewise (CMakeLists.txt);

@@ -7,7 +7,8 @@
  * law's (test/control/drive_simulators/test_current_loop.py, test_drive_array.py): built with
  * -ffp-contract=off (no fused multiply-adds), exp() from the C library Python's math.exp calls.
  * Why C: the loop samples at 20 kHz, five samples per 0.25 ms physics step for each of six drives;
- * interpreted, that recurrence was a quarter of `quirobot simulate`'s time.
+ * interpreted, that recurrence was the largest part of advance_drive's time (bench/sim_speed.py
+ * measures `quirobot simulate` with either).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -41,7 +41,6 @@ class GoalResult:
     def __init__(self, handle, again_after: float = 10.0) -> None:
         self.handle, self.again_after = handle, again_after
         self.future = handle.get_result_async()
-        self.asked_again = 0
         self._ended_at: float | None = None
 
     def done(self) -> bool:
@@ -57,7 +56,6 @@ class GoalResult:
             elif now - self._ended_at > self.again_after:
                 print(f"the goal ended {self.again_after:g} s ago and its result did not come: asking again")
                 self.future = self.handle.get_result_async()
-                self.asked_again += 1
                 self._ended_at = now
         return False
 
