@@ -10,12 +10,15 @@ stack running in another terminal:
 The goal is the shipped incision's (config/tasks/incision.yaml: entry, direction, depth, feed
 rate) in the world frame; task_node plans it, checks it (a goal it refuses ends at once with
 REJECTED_* and the reason), drills it through both trajectory controllers and ends at the park
-pose. Ctrl-C cancels the goal: in bone the bit retracts along its axis first.
+pose. Ctrl-C cancels the goal: in bone the bit retracts along its axis first. A result that has
+not come 10 s after the goal ended is asked for again (nodes.action_result: DDS can lose a service
+answer on a loaded machine; the server keeps the result).
 docs/drive_from_another_node.md describes every phase and error code.
 """
 
 import argparse
 
+from quirobot_control.nodes.action_result import goal_result_request
 from quirobot_control.nodes.drill_hole_goal import drill_hole_goal
 from quirobot_control.planning.tasks import load_task
 
@@ -63,13 +66,21 @@ def main() -> int:
     if not handle.accepted:
         print("goal not accepted (task_node inactive or busy)")
         return 1
-    result_future = handle.get_result_async()
+    answers: list = []
+    request = goal_result_request(
+        handle, answers.append, on_again=lambda n: print("the goal ended, no result came: asking again")
+    )
+
+    def wait_for_result() -> None:
+        while not request.poll():
+            rclpy.spin_once(node, timeout_sec=0.5)
+
     try:
-        rclpy.spin_until_future_complete(node, result_future)
+        wait_for_result()
     except KeyboardInterrupt:  # cancel: the bit leaves the bone before the goal ends
         rclpy.spin_until_future_complete(node, handle.cancel_goal_async())
-        rclpy.spin_until_future_complete(node, result_future)
-    result = result_future.result().result
+        wait_for_result()
+    result = answers[0].result
     print(f"success {result.success}, error code {result.error_code}: {result.message or 'ok'}")
     print(
         f"achieved depth {result.achieved_depth * 1e3:.3f} mm, "

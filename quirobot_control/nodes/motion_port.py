@@ -11,7 +11,9 @@
   latest transform, waited for up to FRAME_WAIT s). A motion whose acceptance has not arrived
   when it must stop is cancelled through the controller's cancel service with the zero goal id
   and stamp (every goal of that controller) and again when its acceptance arrives (ros2/rclpy#1123:
-  nodes.rclpy_workarounds.race_free_action_client).
+  nodes.rclpy_workarounds.race_free_action_client). A controller's result that has not come 10 s
+  after its goal ended (the action's status topic says so) is asked for again
+  (nodes.action_result: a lost service response would hold the DrillHole goal at its plan's end).
 - `InputNode`: the high-rate inputs (joint states, /tf, /clock) on a second node spun by its own
   thread.
 
@@ -26,6 +28,7 @@ import time
 import numpy as np
 
 from quirobot_control.hardware.controllers import ARM_CONTROLLER, FEED_CONTROLLER
+from quirobot_control.nodes.action_result import ResultRequests, goal_result_request
 from quirobot_control.nodes.rclpy_workarounds import (
     race_free_action_client,
     spin_until_shutdown,
@@ -251,6 +254,8 @@ class RosMotionPort:
         }
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(1.0, self.stack.poll_controllers, callback_group=group, clock=self.steady)
+        self.results = ResultRequests()  # the controllers' results still awaited
+        node.create_timer(1.0, self.results.poll, callback_group=group, clock=self.steady)
         self.tf_buffer = Buffer()
         self.tf_listener = TransformListener(self.tf_buffer, self.inputs.node)
         self.inputs.start()
@@ -321,7 +326,13 @@ class RosMotionPort:
             record.refused(f"{CONTROLLERS[part]} rejected the trajectory")
             return
         record.accepted(handle.cancel_goal_async)
-        handle.get_result_async().add_done_callback(lambda f: _on_result(f, record))
+        logger, name = self.node.get_logger(), CONTROLLERS[part]
+        request = goal_result_request(
+            handle,
+            lambda response: _on_result(response, record),
+            on_again=lambda n: logger.warn(f"{name}: goal ended without its result: asking again (#{n + 1})"),
+        )
+        self.results.add(request)
 
     def _cancel_all(self, part: str) -> None:
         """The controller's cancel service with the zero goal id and stamp: every goal it has."""
@@ -377,11 +388,10 @@ def world_from_tf(buffer, frame: str) -> np.ndarray:
     return T
 
 
-def _on_result(future, record: MotionRecord) -> None:
-    """A trajectory's FollowJointTrajectory result into its record."""
+def _on_result(response, record: MotionRecord) -> None:
+    """A trajectory's FollowJointTrajectory get_result response into its record."""
     from action_msgs.msg import GoalStatus
 
-    response = future.result()
     if response.status == GoalStatus.STATUS_SUCCEEDED:
         record.ended(MotionStatus.SUCCEEDED)
     elif response.status == GoalStatus.STATUS_CANCELED:

@@ -31,37 +31,30 @@ LATCHED = QoSProfile(
 
 
 class GoalResult:
-    """An action goal's result, for a spin loop's `done`: asked for once more each time the goal has
-    ended (its status, from the action's status topic) and no answer came within `again_after` s.
-
-    A get_result exchange can be lost on a loaded machine: in a CI run, task_node had sent the
-    loaded Gazebo goal's SUCCEEDED, the test's client waited 25 minutes without the answer, and a
-    fresh request was answered at once (the server keeps a result for 15 minutes)."""
+    """An action goal's result, for a spin loop's `done`: the product's own retry
+    (quirobot_control.nodes.action_result: asked again each time the goal has ended and no answer
+    came within `again_after` s; a get_result answer was lost under load in CI)."""
 
     def __init__(self, handle, again_after: float = 10.0) -> None:
-        self.handle, self.again_after = handle, again_after
-        self.future = handle.get_result_async()
-        self._ended_at: float | None = None
+        from quirobot_control.nodes.action_result import goal_result_request
+
+        self._response = None
+        self.request = goal_result_request(
+            handle,
+            self._keep,
+            again_after,
+            on_again=lambda n: print(f"the goal ended {again_after:g} s ago, no result came: asking again"),
+        )
+
+    def _keep(self, response) -> None:
+        self._response = response
 
     def done(self) -> bool:
-        from action_msgs.msg import GoalStatus
-
-        if self.future.done():
-            return True
-        ended = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
-        if self.handle.status in ended:
-            now = time.monotonic()
-            if self._ended_at is None:
-                self._ended_at = now
-            elif now - self._ended_at > self.again_after:
-                print(f"the goal ended {self.again_after:g} s ago and its result did not come: asking again")
-                self.future = self.handle.get_result_async()
-                self._ended_at = now
-        return False
+        return self.request.poll()
 
     def result(self):
         """The get_result response (`.status`, `.result`); call once `done()`."""
-        return self.future.result()
+        return self._response
 
 
 class GraphClient:

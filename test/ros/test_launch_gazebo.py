@@ -90,6 +90,28 @@ TIP_BOUND_M = 1e-5
 TIP_BOUND_RAD = 1e-8
 
 
+#: Reads of the joint states around Gazebo's poses before the joints count as still moving.
+REST_ATTEMPTS = 30
+
+
+def _poses_at_rest(graph, launch, names: list[str]) -> tuple[dict[str, float], float, dict]:
+    """Gazebo's poses between two joint-state reads that agree to 1e-12 (m, rad): the joints at
+    rest. A controller's goal succeeds within its goal tolerance, and the feed may still settle
+    after it (a CI run read it 7.4 nm apart across the poses); each attempt spends the simulated
+    time of three messages, and the joints must come to rest within REST_ATTEMPTS of them."""
+    moved: dict[str, float] = {}
+    for _ in range(REST_ATTEMPTS):
+        before = graph.joint_positions()
+        stamp, poses = gazebo_poses(launch, "/world/empty/dynamic_pose/info")
+        after = graph.joint_positions()
+        moved = {n: abs(after[n] - before[n]) for n in names if abs(after[n] - before[n]) > 1e-12}
+        if not moved:
+            return after, stamp, poses
+    raise AssertionError(
+        f"the joints did not come to rest after the goals ({REST_ATTEMPTS} reads): moved {moved}"
+    )
+
+
 def test_a_trajectory_goal_reaches_its_target_and_gazebo_agrees_with_the_fk(graph):
     import numpy as np
 
@@ -122,13 +144,10 @@ def test_a_trajectory_goal_reaches_its_target_and_gazebo_agrees_with_the_fk(grap
         assert result.error_code == 0, result.error_string
 
         # At rest: the joint states before and after Gazebo's poses must agree (nothing moved).
-        before = graph.joint_positions()
-        stamp, poses = gazebo_poses(launch, "/world/empty/dynamic_pose/info")
+        names = [*JOINT_NAMES, "drill_feed"]
+        after, stamp, poses = _poses_at_rest(graph, launch, names)
         # reported, never asserted (a loaded machine slows Gazebo; lock-step keeps the result)
         print(f"sim/wall over the goals: {(stamp - sim_start) / (time.monotonic() - wall_start):.2f}")
-        after = graph.joint_positions()
-        names = [*JOINT_NAMES, "drill_feed"]
-        np.testing.assert_allclose([after[n] for n in names], [before[n] for n in names], atol=1e-12)
         np.testing.assert_allclose([after[n] for n in JOINT_NAMES], ARM_GOAL, atol=1e-4)  # goal tolerance
         assert abs(after["drill_feed"] - FEED_GOAL) <= 5e-5
 
