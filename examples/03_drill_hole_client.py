@@ -10,9 +10,8 @@ stack running in another terminal:
 The goal is the shipped incision's (config/tasks/incision.yaml: entry, direction, depth, feed
 rate) in the world frame; task_node plans it, checks it (a goal it refuses ends at once with
 REJECTED_* and the reason), drills it through both trajectory controllers and ends at the park
-pose. Ctrl-C cancels the goal: in bone the bit retracts along its axis first. A result that has
-not come 10 s after the goal ended is asked for again (nodes.action_result: DDS can lose a service
-answer on a loaded machine; the server keeps the result).
+pose. Ctrl-C cancels the goal: in bone the bit retracts along its axis first. A result lost in
+transport is asked for again (nodes.action_result).
 docs/drive_from_another_node.md describes every phase and error code.
 """
 
@@ -45,8 +44,9 @@ def main() -> int:
     import rclpy
     from quirobot.action import DrillHole
     from rclpy.action import ActionClient
+    from rclpy.signals import SignalHandlerOptions
 
-    rclpy.init()
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # Ctrl-C: the context stays up to cancel
     node = rclpy.create_node("drill_hole_example")
     client = ActionClient(node, DrillHole, "/quirobot/drill_hole")
     if not client.wait_for_server(timeout_sec=30.0):
@@ -78,8 +78,13 @@ def main() -> int:
     try:
         wait_for_result()
     except KeyboardInterrupt:  # cancel: the bit leaves the bone before the goal ends
-        rclpy.spin_until_future_complete(node, handle.cancel_goal_async())
-        wait_for_result()
+        print("Ctrl-C: canceling the goal and waiting for its end (Ctrl-C again: leave now)")
+        try:
+            rclpy.spin_until_future_complete(node, handle.cancel_goal_async())
+            wait_for_result()
+        except KeyboardInterrupt:
+            print("left before the goal's end: `ros2 action info /quirobot/drill_hole` shows it")
+            return 130
     result = answers[0].result
     print(f"success {result.success}, error code {result.error_code}: {result.message or 'ok'}")
     print(

@@ -129,6 +129,7 @@ def test_ctrl_c_cancels_the_goal_and_the_example_reports_how_it_ended(server):
     finally:
         example.kill()
     assert example.returncode == 1, "".join(lines) + out + err
+    assert "Ctrl-C: canceling the goal" in out, out + err
     assert "success False, error code 6: canceled; the bit retracted" in out, out + err
     assert "Traceback" not in err, err
     assert len(server) == 1 and server[0].depth == CANCEL_DEPTH
