@@ -45,6 +45,30 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
         from quirobot_kinematics.geometric import actual_forward_kinematics
 
         return actual_forward_kinematics(as_joint_vector(q), model, model.errors, as_feed(feed))
+    s4, c4, s5, c5, origin, axis = _closed_form(q, model, feed)
+    return np.array(
+        (
+            (s4, c4 * s5, axis[0], origin[0]),
+            (c4, -s4 * s5, axis[1], origin[1]),
+            (0.0, c5, axis[2], origin[2]),
+            (0.0, 0.0, 0.0, 1.0),
+        )
+    )
+
+
+def tool_axis_single(q: list[float], model: KinematicModel) -> tuple[list[float], list[float]]:
+    """tool0's origin (3 floats, m) and z axis (3 floats, unit) in the world frame for one
+    configuration q of 5 floats: `forward_kinematics_single`'s last two columns, the same numbers,
+    without building the matrix (the hardware's no-go zone check takes three a cycle)."""
+    if model.errors is not None or not isinstance(q, list) or len(q) != 5:
+        pose = forward_kinematics_single(q, model)
+        return pose[:3, 3].tolist(), pose[:3, 2].tolist()
+    return _closed_form(q, model, 0.0)[4:]
+
+
+def _closed_form(q: list[float], model: KinematicModel, feed: float):
+    """The closed form's terms for q (5 floats, checked finite) and `feed` m: sin and cos of
+    theta4 and theta5, the origin (3 floats, m) of tool0 moved `feed` along its z axis, that axis."""
     d1, d2, d3, t4, t5 = q
     if not math.isfinite(d1 + d2 + d3 + t4 + t5):
         as_joint_vector(q)  # raises, naming the joint
@@ -57,14 +81,8 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
     ax = c4 * c5
     ay = -s4 * c5
     reach = model.l5 + feed
-    return np.array(
-        (
-            (s4, c4 * s5, ax, d1 + reach * ax),
-            (c4, -s4 * s5, ay, d2 + reach * ay),
-            (0.0, c5, -s5, -d3 - model.l4 - reach * s5),
-            (0.0, 0.0, 0.0, 1.0),
-        )
-    )
+    origin = [d1 + reach * ax, d2 + reach * ay, -d3 - model.l4 - reach * s5]
+    return s4, c4, s5, c5, origin, [ax, ay, -s5]
 
 
 #: Poses computed per block in the batched FK: the block's output (block * 128 bytes) stays in cache

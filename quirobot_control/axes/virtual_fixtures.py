@@ -51,7 +51,7 @@ from quirobot_control.axes.limits import stopping_position
 from quirobot_description.frames import rpy_matrix
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters, axes_for
-from quirobot_kinematics.forward import forward_kinematics_batch, forward_kinematics_single
+from quirobot_kinematics.forward import forward_kinematics_batch, tool_axis_single
 from quirobot_kinematics.model import KinematicModel
 
 SHAPES = ("box", "capsule")
@@ -350,9 +350,7 @@ def _segment_distance_one(a, b, p, q) -> float:
 def tool_points_one(q: list[float], tool: ToolGeometry) -> list[tuple[str, list[float], list[float], float]]:
     """`tool_segments` for one configuration q (6 floats, arm then feed), in plain Python:
     [(part, start (3,), end (3,), radius m)] in TOOL_PARTS order."""
-    pose = forward_kinematics_single(list(q[: len(JOINT_NAMES)]), tool.model)
-    axis = pose[:3, 2].tolist()
-    tool0 = pose[:3, 3].tolist()
+    tool0, axis = tool_axis_single(list(q[: len(JOINT_NAMES)]), tool.model)
     feed = q[DrillParameters.feed_index]
     tip = [tool0[k] + feed * axis[k] for k in range(3)]
     wrist = [tool0[k] - tool.model.l5 * axis[k] for k in range(3)]

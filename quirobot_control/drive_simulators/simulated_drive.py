@@ -311,6 +311,12 @@ class SimulatedDrive:
         return reflected_inertia(self.transmission, self.motor.rotor_inertia)
 
     @property
+    def current(self) -> float:
+        """The measured q-axis current (A): feedback().current without building the feedback (the
+        simulation's log reads it every period)."""
+        return self._current
+
+    @property
     def current_reference(self) -> float:
         """The current reference in force (A): the host's (CST) or the drive's own, zero when off."""
         return self.control.current_reference

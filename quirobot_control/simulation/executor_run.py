@@ -125,7 +125,7 @@ class _Recorder:
                 velocity=np.array(plant.velocity),
                 measured=hardware.states("position"),  # the bridge's joints, its order
                 measured_velocity=hardware.states("velocity"),
-                current=[bridge.drives[name].feedback().current for name in bridge.names],
+                current=[bridge.drives[name].current for name in bridge.names],  # SimulatedDrive's
                 effort=np.array(backend.last_efforts),
                 tip=np.array(plant.tip),
                 tip_orientation=np.array(plant.tip_quaternion),

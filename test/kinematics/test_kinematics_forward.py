@@ -193,3 +193,19 @@ def test_matches_mujoco_on_the_urdf(request, model):
             np.testing.assert_allclose(
                 data.xmat[body].reshape(3, 3), ours[name][:3, :3], atol=1e-12, err_msg=name
             )
+
+
+def test_the_tool_axis_is_the_poses_last_two_columns_to_the_bit(model):
+    """tool_axis_single (the no-go zone check's FK) against forward_kinematics_single: the same
+    numbers, nominal and calibrated, and the same refusal of a non-finite joint."""
+    from quirobot_description.geometric_errors import GeometricErrors
+    from quirobot_kinematics.forward import forward_kinematics_single, tool_axis_single
+
+    rng = np.random.default_rng(7)
+    errors = GeometricErrors.from_vector(rng.normal(0.0, 1e-4, GeometricErrors.zero().vector().shape))
+    for machine in (model, model.calibrated(errors)):
+        for q in random_configurations(model, 500, seed=11).tolist():
+            pose = forward_kinematics_single(q, machine)
+            assert tool_axis_single(q, machine) == (pose[:3, 3].tolist(), pose[:3, 2].tolist())
+    with pytest.raises(KinematicsError, match="wrist_yaw is"):
+        tool_axis_single([0.5, 0.5, 0.3, math.nan, 0.0], model)
