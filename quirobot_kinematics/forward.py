@@ -56,14 +56,17 @@ def forward_kinematics_single(q: object, model: KinematicModel, feed: float = 0.
     )
 
 
-def tool_axis_single(q: list[float], model: KinematicModel) -> tuple[list[float], list[float]]:
-    """tool0's origin (3 floats, m) and z axis (3 floats, unit) in the world frame for one
-    configuration q of 5 floats: `forward_kinematics_single`'s last two columns, the same numbers,
-    without building the matrix (the hardware's no-go zone check takes three a cycle)."""
+def tool_axis_single(
+    q: list[float], model: KinematicModel, feed: float = 0.0
+) -> tuple[list[float], list[float]]:
+    """The origin (3 floats, m) of tool0, or of the drill tip `feed` m along tool z, and the tool's z
+    axis (3 floats, unit) in the world frame for one configuration q of 5 floats:
+    `forward_kinematics_single`'s last two columns, the same numbers, without building the matrix
+    (every control period takes several: the no-go zone check, the executor's tip)."""
     if model.errors is not None or not isinstance(q, list) or len(q) != 5:
-        pose = forward_kinematics_single(q, model)
+        pose = forward_kinematics_single(q, model, feed)
         return pose[:3, 3].tolist(), pose[:3, 2].tolist()
-    return _closed_form(q, model, 0.0)[4:]
+    return _closed_form(q, model, feed)[4:]
 
 
 def _closed_form(q: list[float], model: KinematicModel, feed: float):

@@ -43,6 +43,7 @@ from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotP
 from quirobot_description.shown_numbers import compared, shown
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
+from quirobot_kinematics.forward import tool_axis_single
 
 TASK_NAMES = ("incision", "line")
 #: The dimensions each no-go zone shape takes (rpy optional).
@@ -325,7 +326,10 @@ class Kinematics:
         """(3,) drill tip position (m) for q6 = arm joints + feed (axes_for("drill"))."""
         q6 = np.asarray(q6, dtype=float)
         feed = float(q6[DrillParameters.feed_index])
-        return forward_kinematics(q6[: len(JOINT_NAMES)], self.model, feed=feed)[:3, 3]
+        if q6.shape != (len(JOINT_NAMES) + 1,):
+            return forward_kinematics(q6[: len(JOINT_NAMES)], self.model, feed=feed)[:3, 3]
+        # the closed form's numbers without its matrix (the executor asks every control period)
+        return np.array(tool_axis_single(q6[: len(JOINT_NAMES)].tolist(), self.model, feed)[0])
 
 
 def planning_kinematics(

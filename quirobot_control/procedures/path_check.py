@@ -30,6 +30,7 @@ step. The exceedances it let pass are counted (`passed`) and the largest is in `
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,16 +78,16 @@ class PathCheck:
         measured = np.asarray(position, dtype=float)
         if measured.shape != self.tolerance.shape:
             raise ValueError(f"path check of {len(self.names)} joints: a position of shape {measured.shape}")
-        finite = np.isfinite(measured)
-        if not finite.all():  # one call per state, not one per joint (every control period)
-            j = int(np.argmin(finite))  # the first joint that is not finite
+        values = measured.tolist()
+        if not all(map(math.isfinite, values)):  # plain floats: numpy's calls cost more (every period)
+            j = next(k for k, value in enumerate(values) if not math.isfinite(value))
             return f"path tolerance: joint {self.names[j]} measured {measured[j]} at {t:.3f} s"
         # Six joints in plain floats (every control period: numpy's per-call cost was most of the
         # check); the same operations as the array form, np.argmax's first largest ratio.
         planned = plan.sample(t)[0].tolist()
         tolerance, worst, names = self._tolerance, self._worst, self.names
         j, largest, deviation = 0, -1.0, 0.0
-        for k, value in enumerate(measured.tolist()):
+        for k, value in enumerate(values):
             off = 0.0 if exempt and names[k] in exempt else abs(value - planned[k])
             if off > worst[k]:
                 worst[k] = off
