@@ -157,10 +157,18 @@ class NoGoZone:
                 return False
         return True
 
-    # Plain lists for hits_one (cached: the zone is immutable).
+    # Plain lists for hits_one (cached: the zone is immutable). The box's axes go thinnest first:
+    # the slab most likely to separate a segment from it (a table's thickness), so most misses end
+    # at the first axis. The answer does not depend on the order: it is True only if every slab's
+    # interval meets [0, 1] and the others, and max and min are exact.
+    @cached_property
+    def _slab_order(self) -> list[int]:
+        return sorted(range(3), key=lambda k: float(self.size[k]))
+
     @cached_property
     def _columns(self) -> list[list[float]]:
-        return self.rotation.T.tolist()
+        columns = self.rotation.T.tolist()
+        return [columns[k] for k in self._slab_order]
 
     @cached_property
     def _center_list(self) -> list[float]:
@@ -168,7 +176,8 @@ class NoGoZone:
 
     @cached_property
     def _half(self) -> list[float]:
-        return (self.size / 2.0).tolist()
+        half = (self.size / 2.0).tolist()
+        return [half[k] for k in self._slab_order]
 
     @cached_property
     def _start_list(self) -> list[float]:
