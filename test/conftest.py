@@ -76,3 +76,18 @@ def stall_window(host_stalls, parameters: RobotParameters):
     bus = parameters.canopen
     watchdog = min(parameters.drive.master_timeout, bus.sync_loss_periods * bus.sync_period)
     return StallWindow(host_stalls, watchdog)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """A CAN bus test that fails before its own `assert_master_kept` (an enable refused because a
+    drive stopped itself) skips, naming the stall, on the same evidence: a drive stopped for a lost
+    master and the host stalled longer than the drives' watchdog during the test."""
+    try:
+        return (yield)
+    except (Exception, pytest.fail.Exception) as error:
+        window, drives = item.funcargs.get("stall_window"), item.funcargs.get("drives")
+        excuse = None if window is None or drives is None else window.stall_excusing(drives)
+        if excuse is not None:
+            pytest.skip(f"{excuse}; the test's failure: {type(error).__name__}: {error}")
+        raise
