@@ -136,16 +136,13 @@ def write_mcap(path: str | Path, log: SimulationLog, trajectory: JointTrajectory
         mcap.write("/quirobot/planned_trajectory", joint_trajectory, plan, 0)
         planned = cdr.path(0.0, "world", log.time[stride].tolist(), log.planned_tip[stride].tolist())
         mcap.write("/quirobot/planned_path", nav_path, planned, 0)
-        # Python floats, one list per row: the per-period messages are the bulk of the file.
-        times, measured, velocity = log.time.tolist(), log.measured.tolist(), measured_velocity.tolist()
-        effort, tip = log.effort.tolist(), log.tip.tolist()
-        quaternion = np.asarray(orientation)[:, [1, 2, 3, 0]].tolist()  # (x, y, z, w)
-        for k, t in enumerate(times):
-            ns = int(round(t * 1e9))
-            state = cdr.joint_state(t, "", names, measured[k], velocity[k], effort[k])
-            mcap.write("/joint_states", joint_state, state, ns, sequence=k)
-            pose = cdr.pose_stamped(t, "world", tip[k], quaternion[k])
-            mcap.write("/quirobot/tip_pose_true", pose_stamped, pose, ns, sequence=k)
+        # The per-period messages, the bulk of the file, encoded for all periods at once.
+        states = cdr.joint_state_layout("", names).rows(log.time, log.measured, measured_velocity, log.effort)
+        quaternion = np.asarray(orientation)[:, [1, 2, 3, 0]]  # (x, y, z, w)
+        poses = cdr.pose_stamped_layout("world").rows(log.time, log.tip, quaternion)
+        for k, ns in enumerate(cdr.stamps_ns(log.time).tolist()):
+            mcap.write("/joint_states", joint_state, states[k], ns, sequence=k)
+            mcap.write("/quirobot/tip_pose_true", pose_stamped, poses[k], ns, sequence=k)
         end = int(round(float(log.time[-1]) * 1e9)) if len(log.time) else 0
         actual = cdr.path(0.0, "world", log.time[stride].tolist(), log.tip[stride].tolist())
         mcap.write("/quirobot/tip_path", nav_path, actual, end)

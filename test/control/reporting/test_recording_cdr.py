@@ -134,3 +134,38 @@ def test_a_written_log_reads_back_through_mcap_ros2(tmp_path):
         for p in poses
     ]
     assert np.array_equal(w_first, quaternion)
+
+
+@pytest.mark.parametrize("count", [0, 1, 6])
+@pytest.mark.parametrize("frame", ["", "x", "world"])
+def test_joint_state_rows_are_the_one_message_encoders_bytes(count, frame):
+    names = [f"joint_{i}" * (i + 1) for i in range(count)]
+    rows = 40
+    times = np.concatenate([[0.0, 2.5e-10, 1.5e-9, -1.0e-3, 1e6 + 0.5e-9], RNG.uniform(0.0, 100.0, rows - 5)])
+    p, v, e = (RNG.normal(size=(rows, count)) for _ in range(3))
+    if count:  # the values CDR must carry as they are
+        p[0, 0], v[1, 0], e[2, 0], p[3, -1] = np.nan, np.inf, -0.0, -np.inf
+    ours = cdr.joint_state_layout(frame, names).rows(times, p, v, e)
+    expected = [
+        cdr.joint_state(t, frame, names, p[k].tolist(), v[k].tolist(), e[k].tolist())
+        for k, t in enumerate(times.tolist())
+    ]
+    assert ours == expected
+
+
+@pytest.mark.parametrize("frame", ["", "world", "patient"])
+def test_pose_stamped_rows_are_the_one_message_encoders_bytes(frame):
+    times = np.concatenate([[0.0, 0.5e-9, 3.0e-3], RNG.uniform(0.0, 50.0, 20)])
+    position, orientation = RNG.normal(size=(len(times), 3)), RNG.normal(size=(len(times), 4))
+    ours = cdr.pose_stamped_layout(frame).rows(times, position, orientation)
+    expected = [
+        cdr.pose_stamped(t, frame, position[k].tolist(), orientation[k].tolist())
+        for k, t in enumerate(times.tolist())
+    ]
+    assert ours == expected
+    assert cdr.stamps_ns(times).tolist() == [int(round(t * 1e9)) for t in times.tolist()]
+
+
+def test_rows_refuse_a_stamp_beyond_int32_seconds():
+    with pytest.raises(ValueError, match="int32 sec"):
+        cdr.pose_stamped_layout("world").rows(np.array([2.0**31]), np.zeros((1, 3)), np.zeros((1, 4)))
