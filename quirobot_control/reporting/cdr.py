@@ -121,13 +121,14 @@ class RowLayout:
         """The messages at `times` (N,) s, one (N, k) array per float field, in their order."""
         ns = stamps_ns(times)
         count = len(ns)
-        if count and not (-(2**31) <= ns.min() // 1_000_000_000 and ns.max() // 1_000_000_000 < 2**31):
+        seconds = ns // 1_000_000_000
+        if count and (seconds.min() < -(2**31) or seconds.max() >= 2**31):
             raise ValueError("a stamp's seconds do not fit builtin_interfaces/Time's int32 sec")
         size = len(self.template)
         data = np.empty((count, size), dtype=np.uint8)
         data[:] = self.template
         at = self.stamp_offset
-        data[:, at : at + 4] = (ns // 1_000_000_000).astype("<i4").view(np.uint8).reshape(count, 4)
+        data[:, at : at + 4] = seconds.astype("<i4").view(np.uint8).reshape(count, 4)
         data[:, at + 4 : at + 8] = (ns % 1_000_000_000).astype("<u4").view(np.uint8).reshape(count, 4)
         for at, values in zip(self.float_offsets, floats, strict=True):
             block = np.ascontiguousarray(values, dtype="<f8").reshape(count, -1)
