@@ -87,7 +87,7 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     except (Exception, pytest.fail.Exception) as error:
         window, drives = item.funcargs.get("stall_window"), item.funcargs.get("drives")
-        excuse = None if window is None or drives is None else window.stall_excusing(drives)
+        excuse = None if window is None or drives is None else window.stall_excusing(drives.master_lost())
         if excuse is not None:
             pytest.skip(f"{excuse}; the test's failure: {type(error).__name__}: {error}")
         raise

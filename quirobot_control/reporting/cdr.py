@@ -117,9 +117,9 @@ class RowLayout:
         self.stamp_offset = stamp_offset  # bytes from the message's start
         self.float_offsets = tuple(float_offsets)
 
-    def rows(self, times: np.ndarray, *floats: np.ndarray) -> list[bytes]:
-        """The messages at `times` (N,) s, one (N, k) array per float field, in their order."""
-        ns = stamps_ns(times)
+    def rows(self, ns: np.ndarray, *floats: np.ndarray) -> list[bytes]:
+        """The messages stamped `ns` (N,) int64 ns (`stamps_ns`), one (N, k) array per float field,
+        in their order."""
         count = len(ns)
         seconds = ns // 1_000_000_000
         if count and (seconds.min() < -(2**31) or seconds.max() >= 2**31):
@@ -138,20 +138,19 @@ class RowLayout:
 
 
 def _float_block(writer: CdrWriter, count: int, with_length: bool) -> int:
-    """Append `count` zero float64s (after their uint32 length if `with_length`); their offset
+    """Append `count` zero float64s (`float64s`, with their length, or `floats`); their offset
     from the message's start."""
+    zeros = [0.0] * count
     if with_length:
-        writer.uint32(count)
-    if count:
-        writer._align(8)
-    offset = len(HEADER) + writer._offset
-    writer._put(bytes(8 * count))
-    return offset
+        writer.float64s(zeros)
+    else:
+        writer.floats(zeros)
+    return len(HEADER) + writer._offset - 8 * count
 
 
 def joint_state_layout(frame_id: str, names: Sequence[str]) -> RowLayout:
-    """`joint_state` messages of these names, as RowLayout rows: (times, position, velocity,
-    effort), each of the three (N, len(names))."""
+    """`joint_state` messages of these names, as RowLayout rows: (ns, position, velocity, effort),
+    each of the three (N, len(names))."""
     writer = CdrWriter()
     writer.header(0, 0, frame_id)  # the stamp: the first field after the encapsulation header
     writer.strings(names)
@@ -160,7 +159,7 @@ def joint_state_layout(frame_id: str, names: Sequence[str]) -> RowLayout:
 
 
 def pose_stamped_layout(frame_id: str) -> RowLayout:
-    """`pose_stamped` messages, as RowLayout rows: (times, position (N, 3), orientation_xyzw (N, 4))."""
+    """`pose_stamped` messages, as RowLayout rows: (ns, position (N, 3), orientation_xyzw (N, 4))."""
     writer = CdrWriter()
     writer.header(0, 0, frame_id)
     offsets = [_float_block(writer, 3, with_length=False), _float_block(writer, 4, with_length=False)]

@@ -137,13 +137,14 @@ def write_mcap(path: str | Path, log: SimulationLog, trajectory: JointTrajectory
         planned = cdr.path(0.0, "world", log.time[stride].tolist(), log.planned_tip[stride].tolist())
         mcap.write("/quirobot/planned_path", nav_path, planned, 0)
         # The per-period messages, the bulk of the file, encoded for all periods at once.
-        states = cdr.joint_state_layout("", names).rows(log.time, log.measured, measured_velocity, log.effort)
+        stamps = cdr.stamps_ns(log.time)
+        states = cdr.joint_state_layout("", names).rows(stamps, log.measured, measured_velocity, log.effort)
         quaternion = np.asarray(orientation)[:, [1, 2, 3, 0]]  # (x, y, z, w)
-        poses = cdr.pose_stamped_layout("world").rows(log.time, log.tip, quaternion)
-        for k, ns in enumerate(cdr.stamps_ns(log.time).tolist()):
+        poses = cdr.pose_stamped_layout("world").rows(stamps, log.tip, quaternion)
+        for k, ns in enumerate(stamps.tolist()):
             mcap.write("/joint_states", joint_state, states[k], ns, sequence=k)
             mcap.write("/quirobot/tip_pose_true", pose_stamped, poses[k], ns, sequence=k)
-        end = int(round(float(log.time[-1]) * 1e9)) if len(log.time) else 0
+        end = int(stamps[-1]) if len(stamps) else 0
         actual = cdr.path(0.0, "world", log.time[stride].tolist(), log.tip[stride].tolist())
         mcap.write("/quirobot/tip_path", nav_path, actual, end)
         mcap.writer.finish()

@@ -93,12 +93,11 @@ class StallWindow:
         self.watchdog = watchdog  # s, the drives' shortest watchdog on their master
         self.start = time.monotonic()
 
-    def stall_excusing(self, drives) -> str | None:
+    def stall_excusing(self, lost: dict) -> str | None:
         """Why the drives' state is the host's doing, or None: some drive stopped itself for a
-        lost master (`drives.master_lost()`) and a probe saw the host stall longer than the
-        drives' watchdog during the test (the drives stop for such a stall whatever the master
-        does)."""
-        lost = drives.master_lost()
+        lost master (`lost`: `drives.master_lost()`) and a probe saw the host stall longer than
+        the drives' watchdog during the test (the drives stop for such a stall whatever the
+        master does)."""
         if not lost:
             return None
         time.sleep(0.05)  # a stall's report reaches its reader thread
@@ -116,7 +115,8 @@ class StallWindow:
         drives' watchdog during the test: then the test skips, the stall named. A test that fails
         earlier (a request refused because a drive stopped) is judged the same way by conftest's
         pytest_runtest_call."""
-        excuse = self.stall_excusing(drives)
+        lost = drives.master_lost()
+        excuse = self.stall_excusing(lost)
         if excuse is not None:
             pytest.skip(excuse)
-        assert drives.master_lost() == {}
+        assert lost == {}

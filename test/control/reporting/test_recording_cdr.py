@@ -145,7 +145,7 @@ def test_joint_state_rows_are_the_one_message_encoders_bytes(count, frame):
     p, v, e = (RNG.normal(size=(rows, count)) for _ in range(3))
     if count:  # the values CDR must carry as they are
         p[0, 0], v[1, 0], e[2, 0], p[3, -1] = np.nan, np.inf, -0.0, -np.inf
-    ours = cdr.joint_state_layout(frame, names).rows(times, p, v, e)
+    ours = cdr.joint_state_layout(frame, names).rows(cdr.stamps_ns(times), p, v, e)
     expected = [
         cdr.joint_state(t, frame, names, p[k].tolist(), v[k].tolist(), e[k].tolist())
         for k, t in enumerate(times.tolist())
@@ -157,7 +157,7 @@ def test_joint_state_rows_are_the_one_message_encoders_bytes(count, frame):
 def test_pose_stamped_rows_are_the_one_message_encoders_bytes(frame):
     times = np.concatenate([[0.0, 0.5e-9, 3.0e-3], RNG.uniform(0.0, 50.0, 20)])
     position, orientation = RNG.normal(size=(len(times), 3)), RNG.normal(size=(len(times), 4))
-    ours = cdr.pose_stamped_layout(frame).rows(times, position, orientation)
+    ours = cdr.pose_stamped_layout(frame).rows(cdr.stamps_ns(times), position, orientation)
     expected = [
         cdr.pose_stamped(t, frame, position[k].tolist(), orientation[k].tolist())
         for k, t in enumerate(times.tolist())
@@ -168,4 +168,6 @@ def test_pose_stamped_rows_are_the_one_message_encoders_bytes(frame):
 
 def test_rows_refuse_a_stamp_beyond_int32_seconds():
     with pytest.raises(ValueError, match="int32 sec"):
-        cdr.pose_stamped_layout("world").rows(np.array([2.0**31]), np.zeros((1, 3)), np.zeros((1, 4)))
+        cdr.pose_stamped_layout("world").rows(
+            cdr.stamps_ns(np.array([2.0**31])), np.zeros((1, 3)), np.zeros((1, 4))
+        )
