@@ -138,7 +138,10 @@ class RealisticDrive:
         self.inner.disable()
 
     def feedback(self) -> DriveFeedback:
+        """The inner drive's feedback with the position this wrapper's encoder latched: every other
+        field is the drive's own (its stop in progress, home reference, mode, halt)."""
         inner = self.inner.feedback()
+        # dataclasses.replace(inner, position=...) in effect, without its field walk (per period).
         return DriveFeedback(
             position=self._position,
             velocity=inner.velocity,
@@ -146,6 +149,11 @@ class RealisticDrive:
             effort=inner.effort,
             state=inner.state,
             fault=inner.fault,
+            homed=inner.homed,
+            mode=inner.mode,
+            halted=inner.halted,
+            stopping=inner.stopping,
+            confirmed=inner.confirmed,
         )
 
 

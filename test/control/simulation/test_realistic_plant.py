@@ -132,6 +132,39 @@ def test_the_drive_applies_a_command_one_control_period_late(parameters):
         drive.command_current(math.nan)  # refused at once, not queued
 
 
+def test_the_drive_reports_its_inner_drive_s_feedback_but_the_position(parameters):
+    """The bus adds a command delay and encoder noise, nothing else: the stop still in progress
+    (the host waits on it before a fault reset), the lost home reference (the host re-homes), the
+    mode and a halt are the inner drive's. Before, the wrapper reported the fields' defaults."""
+    from dataclasses import fields
+
+    from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
+    from quirobot_control.drives.interface import DriveMode
+    from quirobot_control.hardware.control_config import control_configuration
+    from quirobot_control.simulation.realistic_plant import RealisticDrive
+
+    control = control_configuration(parameters)
+    inner = drive_for_joint(parameters, "gantry_x", absolute_encoder=False)
+    drive = RealisticDrive(inner, 0.5, np.random.default_rng(0), delay_periods=1)
+    drive.advance(0.0, 0.5, 0.0)
+    drive.configure_position_loop(control.joint("gantry_x").gains, control.dt)
+    drive.set_mode(DriveMode.CSP)
+    drive.enable()
+    seen = set()
+    for k in range(40):  # moving at 0.2 m/s, quick-stopped after 5 periods: ramping, then braking
+        if k == 5:
+            drive.quick_stop()
+        drive.advance(control.dt, 0.5 + 0.2 * control.dt * k, 0.2 if k < 10 else 0.0)
+        drive.latch()
+        own, seen_by_host = inner.feedback(), drive.feedback()
+        for field in fields(own):
+            if field.name != "position":
+                assert getattr(seen_by_host, field.name) == getattr(own, field.name), (k, field.name)
+        assert seen_by_host.position != own.position  # the noisy encoder's
+        seen.add((own.homed, own.mode, own.stopping))
+    assert (False, DriveMode.CSP, True) in seen  # an incremental drive, in CSP, ramping to a stop
+
+
 def test_dual_loop_feedback_is_the_motor_fast_and_the_load_at_rest():
     from quirobot_control.drives.dual_loop import DualLoopFeedback
 
