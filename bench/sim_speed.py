@@ -1,6 +1,6 @@
 """How fast the simulation runs: CPU seconds per plant (simulated) second, with sim/wall beside it.
 
-    python bench/sim_speed.py [--root TREE] [--save [FILE]]
+    python bench/sim_speed.py [--root TREE] [--parts] [--ros] [--save [FILE]]
 
 One function per measured thing, each returning a `Speed`; `main` prints them all:
 - `simulate`: `quirobot simulate --task incision --plant ideal --json` as a user runs it (a fresh
@@ -11,6 +11,9 @@ One function per measured thing, each returning a `Speed`; `main` prints them al
 - `accuracy_sample`: `quirobot accuracy`'s samples in one process (the budget's setup excluded):
   the first (with the first-call costs: scipy, the xacro expansion, the first MuJoCo model) and
   the next one;
+- `parts` (`--parts`): where the time of the simulate run and of one accuracy sample goes: the
+  closed loop's periods, the plant in them, the drives and MuJoCo's steps in that, the MCAP log,
+  the plot (timers around those methods in one process);
 - `ros_stack` (`--ros`, in a ROS 2 environment with the package built and sourced): one DrillHole
   goal on a `ros2 launch quirobot sim.launch.py` of its own (bench/sim_goal.py), idle and with
   two busy processes per core beside it: each process of the stack and their sum.
@@ -72,6 +75,97 @@ for index in (0, 1):
     samples.append([time.process_time() - cpu, time.perf_counter() - wall, plant_times[-1]])
 print(json.dumps(samples))
 """
+
+
+#: Runs in the measured process (cwd: the tree measured): `quirobot simulate --task incision
+#: --plant ideal` and `quirobot accuracy`'s sample 1 with timers around their parts (each a
+#: perf_counter pair around a method: about 0.4 us a call, some 13 calls a control period, counted
+#: in the part that encloses them); the seconds of each, as JSON on stdout.
+_PARTS = """
+import json, sys, tempfile, time
+start = time.process_time()
+from quirobot_cli.cli import main
+from quirobot_control.analysis import accuracy
+from quirobot_control.analysis.accuracy import budget_setup, run_indexed_sample
+from quirobot_control.drive_simulators.drive_array import DriveArray
+from quirobot_control.procedures.drill_hole_run import DrillHoleRun
+from quirobot_control.reporting import plots, recording
+from quirobot_control.simulation.bridge_port import BridgePort
+from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_control.simulation.realistic_plant import RealisticPlant
+from quirobot_control.simulation.simulated_backend import SimulatedBackend
+from quirobot_description.parameters import load_parameters
+
+imports = time.process_time() - start
+spent = {}
+
+def timed(owner, name, part):
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        begin = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[part] = spent.get(part, 0.0) + time.perf_counter() - begin
+
+    setattr(owner, name, wrapper)
+
+timed(DriveArray, "advance", "drives")
+timed(MujocoPlant, "step", "rigid bodies")
+for plant in (MujocoPlant, RealisticPlant):
+    timed(plant, "step_period", "plant")
+    timed(plant, "sense", "plant")
+timed(BridgePort, "_period", "periods")
+timed(DrillHoleRun, "drive", "goal")
+timed(accuracy, "run_trajectory", "goal")  # a sample's closed loop (imported by name there)
+timed(recording, "write_mcap", "log")
+timed(plots, "plot_result", "plot")
+with tempfile.TemporaryDirectory() as output:
+    begin = time.perf_counter()
+    main(["simulate", "--task", "incision", "--plant", "ideal", "--no-progress", "--output", output])
+    spent["run"] = time.perf_counter() - begin
+results = {"imports": imports, "simulate": dict(spent)}
+setup = budget_setup(load_parameters(), seed=0)
+run_indexed_sample(setup, 0)
+spent.clear()
+begin = time.perf_counter()
+run_indexed_sample(setup, 1)
+spent["run"] = time.perf_counter() - begin
+results["accuracy"] = dict(spent)
+print(json.dumps(results))
+"""
+
+#: The parts, each within the one before it where indented: (label, key in _PARTS's results).
+PARTS = (
+    ("the goal's control periods (closed loop)", "goal"),
+    ("  the drive bridge's periods", "periods"),
+    ("    the plant (drives, physics, contact)", "plant"),
+    ("      the six drives' steps", "drives"),
+    ("      MuJoCo's rigid-body steps", "rigid bodies"),
+    ("the MCAP log", "log"),
+    ("the plot", "plot"),
+)
+
+
+def parts(root: Path = REPO) -> list[str]:
+    """Where the time of `quirobot simulate --task incision --plant ideal` and of one accuracy
+    sample goes: rows of seconds and the share of the run, the parts as PARTS nests them."""
+    stdout, _, _ = _run(["-c", _PARTS], root)
+    results = json.loads(stdout.strip().splitlines()[-1])
+    rows = [f"{'where the time goes':<47} {'simulate':>17} {'accuracy sample':>17}"]
+    rows.append(f"{'imports (quirobot_cli, the control stack)':<47} {results['imports']:8.2f} s {'':>17}")
+    for label, key in PARTS:
+        cells = []
+        for run in ("simulate", "accuracy"):
+            spent = results[run]
+            cells.append(
+                f"{spent[key]:8.2f} s {spent[key] / spent['run']:6.1%}" if key in spent else " " * 17
+            )
+        rows.append(f"{label:<47} {cells[0]:>17} {cells[1]:>17}")
+    totals = [f"{results[run]['run']:8.2f} s {1:6.1%}" for run in ("simulate", "accuracy")]
+    rows.append(f"{'the whole run (plan, loop, log, plot)':<47} {totals[0]:>17} {totals[1]:>17}")
+    return rows
 
 
 @dataclass(frozen=True)
@@ -213,6 +307,9 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs of each simulate row, the least CPU printed (default 3)"
     )
+    parser.add_argument(
+        "--parts", action="store_true", help="also where simulate's and an accuracy sample's time goes"
+    )
     add_save_option(parser, "sim_speed.txt")
     args = parser.parse_args()
     with saved_output(args.save):
@@ -226,6 +323,10 @@ def main() -> None:
                 print(speed.row())
             for speed in accuracy_sample(root):
                 print(speed.row())
+        if args.parts:
+            print("now: where the time goes, in-process wall seconds (one run; --root's tree)")
+            for row in parts(args.root):
+                print(row)
         if args.ros:  # the sourced workspace's build, not --root's
             for busy in (0, 2 * (os.cpu_count() or 1)):
                 for speed in ros_stack(busy):
