@@ -5,8 +5,8 @@
 One function per measured thing, each returning a `Speed`; `main` prints them all:
 - `simulate`: `quirobot simulate --task incision --plant ideal --json` as a user runs it (a fresh
   process: imports, planning, the closed loop, the MCAP log and the plot); once more with the
-  drives' current loop in Python (`python_current_loop`: what an install without a C compiler
-  runs, drive_simulators.current_loop) where the tree has the compiled one; `--repeat` runs of
+  drives' kernels in Python (`python_current_loop`: what an install without a C compiler runs,
+  drive_simulators.current_loop and drive_array) where the tree has the compiled ones; `--repeat` runs of
   each, interleaved, the one of least CPU printed;
 - `accuracy_sample`: `quirobot accuracy`'s samples in one process (the budget's setup excluded):
   the first (with the first-call costs: scipy, the xacro expansion, the first MuJoCo model) and
@@ -211,16 +211,21 @@ def _run(arguments: list[str], root: Path) -> tuple[str, float, float]:
     return output, usage.ru_utime + usage.ru_stime, wall
 
 
-#: Put the current loop's Python law in place of its compiled twin (simulate's python_current_loop).
-_PYTHON_CURRENT_LOOP = (
-    "from quirobot_control.drive_simulators import current_loop, simulated_drive; "
-    "simulated_drive.current_loop_samples = current_loop.current_loop_samples_in_python; "
-)
+#: Put the drives' Python laws in place of their compiled twins (simulate's python_current_loop):
+#: the current loop and, where the tree has it, the step of all drives.
+_PYTHON_CURRENT_LOOP = """
+from quirobot_control.drive_simulators import current_loop, drive_array, simulated_drive
+simulated_drive.current_loop_samples = current_loop.current_loop_samples_in_python
+if hasattr(drive_array, "advance_drives_in_python"):
+    drive_array.advance_drives = drive_array.advance_drives_in_python
+"""
 
 
 def has_compiled_current_loop(root: Path) -> bool:
-    """Whether the tree at `root` has the drives' compiled current loop, built."""
-    return any((root / "quirobot_control" / "drive_simulators").glob("_current_loop_kernel*"))
+    """Whether the tree at `root` has the drives' compiled kernels, built (_drive_kernel; before
+    it, _current_loop_kernel: the current loop alone)."""
+    folder = root / "quirobot_control" / "drive_simulators"
+    return any(folder.glob("_drive_kernel*")) or any(folder.glob("_current_loop_kernel*"))
 
 
 def simulate(
@@ -253,7 +258,7 @@ def simulate(
         keep.write_text(stdout)
     plant_time = json.loads(stdout)["metrics"]["duration"]
     label = (
-        "  the same, current loop in Python"
+        "  the same, the drives' kernels in Python"
         if python_current_loop
         else f"quirobot simulate --task {task} --plant {plant}"
     )

@@ -8,7 +8,7 @@ drive's current limit. simulated_drive.advance_drive runs it for every drive at 
 At 20 kHz that is five samples per 0.25 ms physics step for each of six drives, the largest part
 of advance_drive's time interpreted (bench/sim_speed.py measures `quirobot simulate` with either:
 bench/results/sim_speed.txt). So it has a compiled twin, the C extension
-`_current_loop_kernel` (current_loop_kernel.c): the same operations in the same order on doubles,
+`_drive_kernel` (drive_kernel.c): the same operations in the same order on doubles,
 bit for bit the same results (test_current_loop.py, test_drive_array.py). pip builds it where a
 C compiler and Python's headers are there (setup.py: optional), colcon likewise (CMakeLists.txt);
 elsewhere this module's own Python runs, slower, with the same results. `COMPILED` says which.
@@ -72,9 +72,9 @@ def current_loop_samples_in_python(
 
 try:
     # (From the package, not the module path: the import rules' graph knows no compiled module.)
-    from quirobot_control.drive_simulators import _current_loop_kernel
+    from quirobot_control.drive_simulators import _drive_kernel
 
-    current_loop_samples = _current_loop_kernel.current_loop_samples
+    current_loop_samples = _drive_kernel.current_loop_samples
 
     #: Whether `current_loop_samples` is the compiled twin (False: the Python above).
     COMPILED = True

@@ -12,17 +12,26 @@ across the six drives, and on arrays of six a ufunc costs more than the scalar a
 replaces (measured on the development machine: one physics step's five current-loop samples for
 six drives took 67 us as 14 numpy ufuncs a sample on arrays (6,), 10 us as inlined scalar code).
 What costs in the per-object step is the calls (encoder, controller, current loop: about 12 a
-drive a step), which `advance_drive` removes.
+drive a step), which `advance_drive` removes, and then the interpreter itself: the step of all
+drives has a compiled twin, `advance_drives` from the C extension `_drive_kernel`
+(drive_kernel.c), which runs advance_drive's law on the same objects' state (their __slots__,
+read and written at their offsets), calling back into the Python for what is rare (a fault, a
+position-loop sample, a stop). Bit for bit the same
+(test_drive_array.py); where it was not built, `advance_drives_in_python` runs. `COMPILED` says
+which.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, _check_time_step, advance_drive
+from quirobot_control.drives.drive_control import DriveController
+from quirobot_control.drives.interface import DriveMode, DriveState
+from quirobot_control.models.motor import CurrentLoop
 
 
 class DriveArray:
@@ -50,12 +59,41 @@ class DriveArray:
         N*m) are written into `efforts` (n,), which is returned."""
         if not (math.isfinite(dt) and dt >= 0.0):
             _check_time_step(", ".join(drive.name for drive in self.drives), dt)
-        # Python floats: the same values as numpy's, but faster to compute with one at a time.
-        positions, velocities = positions.tolist(), velocities.tolist()
-        for j, drive in enumerate(self.drives):
-            efforts[j] = advance_drive(drive, dt, positions[j], velocities[j])
-        return efforts
+        return advance_drives(self.drives, dt, positions, velocities, efforts, advance_drive)
 
     def brakes_engaged(self) -> tuple[bool, ...]:
         """(n,) whether each drive's holding brake holds now (SimulatedDrive.brake_engaged)."""
         return tuple([drive.control.brake_holding for drive in self.drives])  # a list builds faster
+
+
+def advance_drives_in_python(
+    drives: tuple[SimulatedDrive, ...],
+    dt: float,
+    positions: np.ndarray,
+    velocities: np.ndarray,
+    efforts: np.ndarray,
+    advance: Callable[[SimulatedDrive, float, float, float], float],
+) -> np.ndarray:
+    """Every drive over `dt` s (checked by the caller) by `advance` (simulated_drive.advance_drive)
+    with its joint's position and velocity (float64 (n,)); efforts (n,) written and returned."""
+    # Python floats: the same values as numpy's, but faster to compute with one at a time.
+    positions, velocities = positions.tolist(), velocities.tolist()
+    for j, drive in enumerate(drives):
+        efforts[j] = advance(drive, dt, positions[j], velocities[j])
+    return efforts
+
+
+try:
+    # (From the package, not the module path: the import rules' graph knows no compiled module.)
+    from quirobot_control.drive_simulators import _drive_kernel
+
+    _drive_kernel.bind(
+        SimulatedDrive, DriveController, CurrentLoop, DriveState.ENABLED, DriveState.FAULT, DriveMode.CST
+    )
+    advance_drives = _drive_kernel.advance_drives
+
+    #: Whether `advance_drives` is the compiled twin (False: the Python above).
+    COMPILED = True
+except ImportError:  # not built here: no C compiler or no Python headers at install
+    advance_drives = advance_drives_in_python
+    COMPILED = False

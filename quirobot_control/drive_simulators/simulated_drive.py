@@ -81,6 +81,15 @@ class SimulatedDrive:
     Starts DISABLED with zero current at joint position 0 (until the first advance()).
     """
 
+    # Slots: the compiled step of a plant's drives (drive_array.advance_drives) reads and writes
+    # this state where it is, at each slot's offset.
+    __slots__ = (  # noqa: SIM905 - names a few to a line
+        "name motor transmission drive efficiency voltage_limit loop encoder _current_loop_constants "
+        "_velocity_period _constants _state _fault _reference _current _voltage _until_sample _position "
+        "_velocity _velocity_anchor _velocity_elapsed _previous_dt control _built_settings _raw_origin "
+        "_joint_position __dict__"
+    ).split()  # __dict__: other attributes as before (a test replacing one method of one object)
+
     def __init__(
         self,
         joint: JointParameters | DrillParameters,

@@ -6,21 +6,22 @@ the host PID and its feed-forward, then a power fault of gantry_z at 2.499 s: ca
 brake falling in, the host's quick stop ramping the others to standstill under their brakes) is
 run twice, the second time with the reference code in place; every logged number must be the
 same bit for bit: joint positions and velocities, the encoders' readings, currents, efforts and
-the tip. Once with each current-loop kernel: the compiled one (C) and the Python law
-(drive_simulators.current_loop). (Bit for bit, not a tolerance: the encoders quantize, so any
-difference in the last digit could flip a count and grow; equal runs show the law is the same.)
+the tip. Once with each kernel: the compiled ones (C: the current loop and the step of all
+drives, drive_simulators.current_loop and drive_array) and their Python laws. (Bit for bit, not
+a tolerance: the encoders quantize, so any difference in the last digit could flip a count and
+grow; equal runs show the law is the same.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from compiled_kernel import compiled_kernel
+from compiled_kernel import require_compiled_kernels
 from reference_drives import use_reference_drives
 
-from quirobot_control.drive_simulators import simulated_drive
+from quirobot_control.drive_simulators import drive_array, simulated_drive
 from quirobot_control.drive_simulators.current_loop import current_loop_samples_in_python
-from quirobot_control.drive_simulators.drive_array import DriveArray
+from quirobot_control.drive_simulators.drive_array import DriveArray, advance_drives_in_python
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.simulation.faults import Injection
 from quirobot_control.simulation.incision import run_task
@@ -40,9 +41,10 @@ def _run(parameters, plant: str):
 def test_the_array_step_is_the_per_object_step_bit_for_bit(parameters, plant, kernel, monkeypatch):
     with monkeypatch.context() as patched:
         if kernel == "compiled":
-            compiled_kernel()  # skips only where it could not have been built
+            require_compiled_kernels()  # skips only where they could not have been built
         else:
             patched.setattr(simulated_drive, "current_loop_samples", current_loop_samples_in_python)
+            patched.setattr(drive_array, "advance_drives", advance_drives_in_python)
         log = _run(parameters, plant)
     with monkeypatch.context() as patched:
         use_reference_drives(patched)
@@ -53,7 +55,7 @@ def test_the_array_step_is_the_per_object_step_bit_for_bit(parameters, plant, ke
     for name in LOGGED:
         ours, theirs = getattr(log, name), getattr(reference, name)
         assert np.array_equal(ours, theirs), (
-            f"{plant} plant, {kernel} current loop: {name} differs from the per-object step by up to "
+            f"{plant} plant, {kernel} kernels: {name} differs from the per-object step by up to "
             f"{np.max(np.abs(ours - theirs)):.3g} (first at period "
             f"{int(np.argmax(np.any(ours != theirs, axis=-1) if ours.ndim > 1 else ours != theirs))})"
         )
