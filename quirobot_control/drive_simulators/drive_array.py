@@ -31,6 +31,7 @@ import numpy as np
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, _check_time_step, advance_drive
 from quirobot_control.drives.drive_control import DriveController
 from quirobot_control.drives.interface import DriveMode, DriveState
+from quirobot_control.drives.pid import PID
 from quirobot_control.models.motor import CurrentLoop
 
 
@@ -88,7 +89,14 @@ try:
     from quirobot_control.drive_simulators import _drive_kernel
 
     _drive_kernel.bind(
-        SimulatedDrive, DriveController, CurrentLoop, DriveState.ENABLED, DriveState.FAULT, DriveMode.CST
+        SimulatedDrive,
+        DriveController,
+        CurrentLoop,
+        PID,
+        DriveState.ENABLED,
+        DriveState.FAULT,
+        DriveMode.CST,
+        DriveMode.CSP,
     )
     advance_drives = _drive_kernel.advance_drives
 

@@ -114,29 +114,43 @@ static const char *const DRIVE_NAMES[DRIVE_FIELDS] = {
 };
 enum {
     C_SETTINGS, C_POWER, C_STOPPING, C_HALTED, C_SINCE_COMMAND, C_MODE, C_CURRENT_COMMAND, C_UNTIL_SAMPLE,
-    C_PERIOD, C_OUTPUT, C_BRAKE, C_BRAKE_TIME, C_LAST_POSITION, C_LAST_VELOCITY, C_FAULT, CONTROL_FIELDS
+    C_PERIOD, C_OUTPUT, C_BRAKE, C_BRAKE_TIME, C_LAST_POSITION, C_LAST_VELOCITY, C_FAULT, C_TARGET,
+    C_FRESH_TARGET, C_REFERENCE_POSITION, C_REFERENCE_VELOCITY, C_PID, CONTROL_FIELDS
 };
 static const char *const CONTROL_NAMES[CONTROL_FIELDS] = {
     "settings", "power", "stopping", "halted", "since_command", "mode", "_current_command",
     "_until_sample", "period", "_output", "brake", "brake_time", "_last_position", "_last_velocity", "fault",
+    "_target", "_fresh_target", "_reference_position", "_reference_velocity", "pid",
 };
 enum { L_INTEGRAL, L_SATURATED, LOOP_FIELDS };
 static const char *const LOOP_NAMES[LOOP_FIELDS] = {"integral", "saturated"};
+enum {
+    P_GAINS, P_DT, P_ALPHA, P_INTEGRAL, P_VELOCITY, P_REFERENCE_VELOCITY, P_LAST_POSITION,
+    P_LAST_SETPOINT_VELOCITY, P_OUTPUT, P_SATURATED, PID_FIELDS
+};
+static const char *const PID_NAMES[PID_FIELDS] = {
+    "gains", "dt", "_alpha", "integral", "velocity", "reference_velocity", "_last_position",
+    "_last_setpoint_velocity", "output", "saturated",
+};
 
-#define MAX_FIELDS DRIVE_FIELDS
+#define MAX_FIELDS ((int)CONTROL_FIELDS > (int)DRIVE_FIELDS ? (int)CONTROL_FIELDS : (int)DRIVE_FIELDS)
 typedef struct {
     PyTypeObject *type; /* NULL until bound */
     Py_ssize_t offset[MAX_FIELDS];
 } Layout;
-static Layout drive_layout, control_layout, loop_layout;
+static Layout drive_layout, control_layout, loop_layout, pid_layout;
 /* The enum members the law compares with; the names of the methods and attributes it calls. */
-static PyObject *ENABLED, *FAULT, *CST, *QUICK_STOP_REQUEST, *STEP_VALUES, *NEXT_STATE, *SWITCH_OFF,
-    *MASTER_TIMEOUT, *HOMING, *DIRECTION, *SWITCH_POSITION;
+static PyObject *ENABLED, *FAULT, *CST, *CSP, *QUICK_STOP_REQUEST, *STEP_VALUES, *NEXT_STATE, *SWITCH_OFF,
+    *MASTER_TIMEOUT, *MAX_CURRENT, *HOMING, *DIRECTION, *SWITCH_POSITION, *KP, *KI, *KD, *OUTPUT_LIMIT;
 
 #define SLOT(object, layout, field) (*(PyObject **)((char *)(object) + (layout).offset[field]))
 
 /* The offsets of `names` in `type`'s __slots__; TypeError naming a name that is no slot. */
 static int bind_layout(Layout *layout, PyObject *type, const char *const *names, int count) {
+    if (count > MAX_FIELDS) {
+        PyErr_SetString(PyExc_SystemError, "bind: more fields than a Layout holds (MAX_FIELDS)");
+        return -1;
+    }
     if (!PyType_Check(type)) {
         PyErr_SetString(PyExc_TypeError, "bind: expected a class");
         return -1;
@@ -165,30 +179,34 @@ static int keep(PyObject **target, PyObject *value) {
     return 0;
 }
 
-/* bind(SimulatedDrive, DriveController, CurrentLoop, DriveState.ENABLED, DriveState.FAULT,
- * DriveMode.CST): what advance_drives works on (drive_array binds them at import). */
+/* bind(SimulatedDrive, DriveController, CurrentLoop, PID, DriveState.ENABLED, DriveState.FAULT,
+ * DriveMode.CST, DriveMode.CSP): what advance_drives works on (drive_array binds them at import). */
 static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "bind takes 6 arguments, got %zd", nargs);
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "bind takes 8 arguments, got %zd", nargs);
         return NULL;
     }
     if (bind_layout(&drive_layout, args[0], DRIVE_NAMES, DRIVE_FIELDS) < 0 ||
         bind_layout(&control_layout, args[1], CONTROL_NAMES, CONTROL_FIELDS) < 0 ||
-        bind_layout(&loop_layout, args[2], LOOP_NAMES, LOOP_FIELDS) < 0) {
+        bind_layout(&loop_layout, args[2], LOOP_NAMES, LOOP_FIELDS) < 0 ||
+        bind_layout(&pid_layout, args[3], PID_NAMES, PID_FIELDS) < 0) {
         return NULL;
     }
-    Py_INCREF(args[3]);
-    Py_INCREF(args[4]);
-    Py_INCREF(args[5]);
-    Py_XSETREF(ENABLED, args[3]);
-    Py_XSETREF(FAULT, args[4]);
-    Py_XSETREF(CST, args[5]);
+    for (int i = 4; i < 8; i++) Py_INCREF(args[i]);
+    Py_XSETREF(ENABLED, args[4]);
+    Py_XSETREF(FAULT, args[5]);
+    Py_XSETREF(CST, args[6]);
+    Py_XSETREF(CSP, args[7]);
     if (keep(&QUICK_STOP_REQUEST, PyUnicode_InternFromString("quick_stop")) < 0 ||
         keep(&STEP_VALUES, PyUnicode_InternFromString("step_values")) < 0 ||
         keep(&NEXT_STATE, PyUnicode_InternFromString("_next_state")) < 0 ||
         keep(&SWITCH_OFF, PyUnicode_InternFromString("_switch_off")) < 0 ||
         keep(&MASTER_TIMEOUT, PyUnicode_InternFromString("master_timeout")) < 0 ||
+        keep(&MAX_CURRENT, PyUnicode_InternFromString("max_current")) < 0 ||
+        keep(&KP, PyUnicode_InternFromString("kp")) < 0 || keep(&KI, PyUnicode_InternFromString("ki")) < 0 ||
+        keep(&KD, PyUnicode_InternFromString("kd")) < 0 ||
+        keep(&OUTPUT_LIMIT, PyUnicode_InternFromString("output_limit")) < 0 ||
         keep(&HOMING, PyUnicode_InternFromString("homing")) < 0 ||
         keep(&DIRECTION, PyUnicode_InternFromString("direction")) < 0 ||
         keep(&SWITCH_POSITION, PyUnicode_InternFromString("switch_position")) < 0) {
@@ -231,6 +249,93 @@ static void store_object(PyObject *object, const Layout *layout, int field, PyOb
 #define DRIVE(object, field) slot(object, &drive_layout, DRIVE_NAMES, field)
 #define CONTROL(object, field) slot(object, &control_layout, CONTROL_NAMES, field)
 #define LOOP(object, field) slot(object, &loop_layout, LOOP_NAMES, field)
+#define PID_SLOT(object, field) slot(object, &pid_layout, PID_NAMES, field)
+
+/* object.<name> (a generic attribute: the frozen settings and gains) as a double. */
+static int attribute_double(PyObject *object, PyObject *name, double *out) {
+    PyObject *value = PyObject_GetAttr(object, name);
+    int status = as_double(value, out);
+    Py_XDECREF(value);
+    return status;
+}
+
+/* Python's min(max(x, -limit), limit): max keeps x unless -limit is greater, min keeps that
+ * unless limit is smaller (so a NaN passes through, as there). */
+static double clamp(double x, double limit) {
+    const double low = -limit > x ? -limit : x;
+    return limit < low ? limit : low;
+}
+
+/* PID.update(setpoint, measurement, setpoint_velocity, feedforward) on a PID whose
+ * _last_position is set (drives.pid: the same operations in the same order); -1 on error. */
+static int pid_update(PyObject *pid, double setpoint, double measurement, double setpoint_velocity,
+                      double feedforward, double *out) {
+    PyObject *gains = PID_SLOT(pid, P_GAINS);
+    double kp, ki, kd, limit, dt, alpha, integral, velocity, reference_velocity, last, last_setpoint_velocity;
+    if (gains == NULL || attribute_double(gains, KP, &kp) < 0 || attribute_double(gains, KI, &ki) < 0 ||
+        attribute_double(gains, KD, &kd) < 0 || attribute_double(gains, OUTPUT_LIMIT, &limit) < 0 ||
+        as_double(PID_SLOT(pid, P_DT), &dt) < 0 || as_double(PID_SLOT(pid, P_ALPHA), &alpha) < 0 ||
+        as_double(PID_SLOT(pid, P_INTEGRAL), &integral) < 0 || as_double(PID_SLOT(pid, P_VELOCITY), &velocity) < 0 ||
+        as_double(PID_SLOT(pid, P_REFERENCE_VELOCITY), &reference_velocity) < 0 ||
+        as_double(PID_SLOT(pid, P_LAST_POSITION), &last) < 0 ||
+        as_double(PID_SLOT(pid, P_LAST_SETPOINT_VELOCITY), &last_setpoint_velocity) < 0) {
+        return -1;
+    }
+    const double raw_velocity = (measurement - last) / dt;
+    velocity = alpha * velocity + (1.0 - alpha) * raw_velocity;
+    const double mean_reference = 0.5 * (setpoint_velocity + last_setpoint_velocity);
+    reference_velocity = alpha * reference_velocity + (1.0 - alpha) * mean_reference;
+    const double error = setpoint - measurement;
+    const double unsaturated = kp * error + integral + kd * (reference_velocity - velocity) + feedforward;
+    const double output = clamp(unsaturated, limit);
+    const int saturated = output != unsaturated;
+    if (!(saturated && (error > 0.0) == (unsaturated > output))) {
+        integral += dt * ki * error;
+        integral = clamp(integral, limit);
+    }
+    if (store_double(pid, &pid_layout, P_LAST_POSITION, measurement) < 0 ||
+        store_double(pid, &pid_layout, P_VELOCITY, velocity) < 0 ||
+        store_double(pid, &pid_layout, P_LAST_SETPOINT_VELOCITY, setpoint_velocity) < 0 ||
+        store_double(pid, &pid_layout, P_REFERENCE_VELOCITY, reference_velocity) < 0 ||
+        store_double(pid, &pid_layout, P_INTEGRAL, integral) < 0 || store_double(pid, &pid_layout, P_OUTPUT, output) < 0) {
+        return -1;
+    }
+    store_object(pid, &pid_layout, P_SATURATED, saturated ? Py_True : Py_False);
+    *out = output;
+    return 0;
+}
+
+/* A CSP drive's position-loop sample, DriveController._sample's CSP branch (no stop in force):
+ * the target (extrapolated along its velocity offset when no new one came), the PID on it;
+ * then step_values' clamp to the drive's current limit. -1 on error. */
+static int csp_sample(PyObject *control, PyObject *pid, double period, double position, double *output) {
+    PyObject *target = CONTROL(control, C_TARGET);
+    int fresh = as_truth(CONTROL(control, C_FRESH_TARGET));
+    if (target == NULL || fresh < 0) return -1;
+    if (!PyTuple_Check(target) || PyTuple_GET_SIZE(target) != 3) {
+        PyErr_SetString(PyExc_TypeError, "DriveController._target must be a tuple of 3 floats");
+        return -1;
+    }
+    double goal[3];
+    if (tuple_doubles(target, 3, goal, "DriveController._target") < 0) return -1;
+    if (!fresh) { /* a missed cycle: extrapolate along the velocity offset */
+        goal[0] += goal[1] * period;
+        PyObject *moved = Py_BuildValue("(ddd)", goal[0], goal[1], goal[2]);
+        if (moved == NULL) return -1;
+        Py_XSETREF(SLOT(control, control_layout, C_TARGET), moved);
+    }
+    store_object(control, &control_layout, C_FRESH_TARGET, Py_False);
+    if (store_double(control, &control_layout, C_REFERENCE_POSITION, goal[0]) < 0 ||
+        store_double(control, &control_layout, C_REFERENCE_VELOCITY, goal[1]) < 0) {
+        return -1;
+    }
+    double sample, limit;
+    if (pid_update(pid, goal[0], position, goal[1], goal[2], &sample) < 0) return -1;
+    PyObject *settings = CONTROL(control, C_SETTINGS);
+    if (settings == NULL || attribute_double(settings, MAX_CURRENT, &limit) < 0) return -1;
+    *output = clamp(sample, limit);
+    return 0;
+}
 
 /* Python's round(x) * resolution for a finite x: round half to even, and a zero without sign
  * (round() gives the int 0, which multiplies to +0.0). */
@@ -262,7 +367,7 @@ static int controller_step(PyObject *control, double dt, double position, double
     }
     int not_stopping = stopping == Py_None;
     int in_python = !no_watchdog && powered && (not_stopping || halted) && since_command > timeout;
-    int host_current = 0;
+    int host_current = 0, sampling = 0;
     double until_sample = 0.0, period = 0.0;
     if (!in_python && powered) {
         PyObject *mode = CONTROL(control, C_MODE);
@@ -276,7 +381,13 @@ static int controller_step(PyObject *control, double dt, double position, double
             } else {
                 if (as_double(period_value, &period) < 0) return -1;
                 if (as_double(CONTROL(control, C_UNTIL_SAMPLE), &until_sample) < 0) return -1;
-                in_python = until_sample <= 1e-9 * period; /* the position loop samples */
+                sampling = until_sample <= 1e-9 * period; /* the position loop samples */
+                /* In C: a CSP drive's sample without a stop, on a PID that has a last position. */
+                PyObject *pid = CONTROL(control, C_PID);
+                if (pid == NULL) return -1;
+                in_python = sampling && !(not_stopping && mode == CSP && PyObject_TypeCheck(pid, pid_layout.type) &&
+                                          SLOT(pid, pid_layout, P_LAST_POSITION) != NULL &&
+                                          SLOT(pid, pid_layout, P_LAST_POSITION) != Py_None);
             }
         }
     }
@@ -312,6 +423,11 @@ static int controller_step(PyObject *control, double dt, double position, double
             store_object(control, &control_layout, C_OUTPUT, command); /* the same float object */
             if (as_double(command, &output) < 0) return -1;
             if (store_double(control, &control_layout, C_UNTIL_SAMPLE, 0.0) < 0) return -1;
+        } else if (sampling) {
+            if (csp_sample(control, CONTROL(control, C_PID), period, position, &output) < 0) return -1;
+            if (store_double(control, &control_layout, C_OUTPUT, output) < 0) return -1;
+            until_sample = until_sample + period;
+            if (store_double(control, &control_layout, C_UNTIL_SAMPLE, until_sample - dt) < 0) return -1;
         } else {
             if (dt > 0.0 && store_double(control, &control_layout, C_UNTIL_SAMPLE, until_sample - dt) < 0) return -1;
             if (as_double(CONTROL(control, C_OUTPUT), &output) < 0) return -1;

@@ -114,15 +114,21 @@ def _command(drives: DriveArray, period: int, dt: float) -> None:
 
 
 def _joints(drives: DriveArray, q: np.ndarray, period: int, substep: int, dt: float, overspeed: bool):
-    """Joint positions and velocities (6,) the drives see: each joint moves on its own while its
-    drive runs and stands still once it stops or halts (so a stop reaches standstill), the homing
-    axis follows its drive's reference (it crosses its switch), one motor far past its rating."""
+    """Joint positions and velocities (6,) the drives see: a CSP joint near its target (its PID in
+    its linear range, integrating), a CST one on a motion of its own, each standing still once its
+    drive stops or halts (so a stop reaches standstill); the homing axis follows its drive's
+    reference (it crosses its switch); one motor far past its rating."""
     t = period * dt + substep * dt / SUBSTEPS
     qd = np.zeros(len(drives))
     for j, drive in enumerate(drives):
-        if drive.state is DriveState.ENABLED and not drive.control.halted:
+        if drive.state is not DriveState.ENABLED or drive.control.halted:
+            continue  # stands still
+        if drive.mode is DriveMode.CSP:  # follows its target within some 20 um: the PID unsaturated
+            q[j] = 0.01 * math.sin(3.0 * t + j) + 2e-5 * math.sin(40.0 * t + j)
+            qd[j] = 0.03 * math.cos(3.0 * t + j)
+        else:
             qd[j] = 0.04 * math.cos(2.0 * t + j)
-    q += qd * (dt / SUBSTEPS if substep else 0.0)
+            q[j] += qd[j] * (dt / SUBSTEPS if substep else 0.0)
     homing = [drive.name for drive in drives].index(HOMING_AXIS)
     reference, velocity = drives[homing].control.reference
     q[homing], qd[homing] = 0.01 + (reference - drives[homing].control.position_offset), velocity
