@@ -10,7 +10,9 @@
 - encoder: the motor-shaft encoder's quantization (`Encoder`);
 - bone: the drilling thrust the bone opposes to the feed (`BoneParameters`, `BoneThrust`);
 - spindle: the drill spindle (speed loop within its torque limit, cutting torque, at speed,
-  latched stall: `Spindle`).
+  latched stall: `Spindle`);
+- wrist_gearbox: a wrist motor through its gearbox's play and stiffness against dry and viscous
+  friction over one physics step (`wrist_motor_substeps`, the realistic plant's; compiled).
 
 Units SI; joint vectors (5,) for the arm (JOINT_NAMES order), (6,) with the drill feed last.
 """

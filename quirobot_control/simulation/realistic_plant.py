@@ -57,6 +57,7 @@ from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive
 from quirobot_control.drives.dual_loop import DualLoopFeedback
 from quirobot_control.drives.interface import DriveFeedback, DriveState
 from quirobot_control.models.bone import BoneThrust
+from quirobot_control.models.wrist_gearbox import gear_torque, wrist_motor_substeps
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import DrillParameters, RobotParameters
@@ -372,45 +373,39 @@ class RealisticPlant:
     def _gear_torque(self, j: int, twist: float, slip: float) -> float:
         """`gear_torque` from the twist (motor less load angle, rad) and the slip (motor less load
         speed, rad/s)."""
-        k = self.plant.wrist_gear_stiffness
-        half_play = 0.5 * self.plant.wrist_gear_backlash
-        if twist > half_play:
-            windup = twist - half_play
-        elif twist < -half_play:
-            windup = twist + half_play
-        else:
-            return 0.0
-        return k * windup + self.gear_damping[j] * slip
+        plant = self.plant
+        return gear_torque(
+            plant.wrist_gear_stiffness, 0.5 * plant.wrist_gear_backlash, self.gear_damping[j], twist, slip
+        )
 
     def _step_wrist(self, j: int, h: float, effort: float, braked: bool) -> float:
         """Advance the motor side of wrist joint j over h (`braked`: its holding brake holds);
-        return the load's torque (N*m, mean)."""
-        J = self.motor_inertia[j]
-        dt = h / MOTOR_SUBSTEPS
-        coulomb = self.plant.wrist_coulomb_friction
+        return the load's torque (N*m, mean). The law: models.wrist_gearbox.wrist_motor_substeps (the load
+        side holds still until MuJoCo's step; compiled where it was built)."""
+        plant = self.plant
+        coulomb = plant.wrist_coulomb_friction
         if braked:
             coulomb += self.drive_array.holding_effort[j]
-        viscous = self.plant.wrist_viscous_friction
-        # Plain floats over the sub-steps (each physics step; the same operations in the same
-        # order): the load side holds still until MuJoCo's step, the motor side is carried here.
-        load_angle, load_speed = float(self.data.qpos[j]), float(self.data.qvel[j])
-        angle, speed = float(self.motor_angle[j]), float(self.motor_speed[j])
-        total = 0.0
-        for _ in range(MOTOR_SUBSTEPS):
-            transmitted = self._gear_torque(j, angle - load_angle, speed - load_speed)
-            total += transmitted
-            net = effort - transmitted - viscous * speed
-            if speed == 0.0 and abs(net) <= coulomb:
-                new_speed = 0.0  # stuck: dry friction holds
-            else:
-                direction = math.copysign(1.0, speed) if speed != 0.0 else math.copysign(1.0, net)
-                new_speed = speed + dt * (net - coulomb * direction) / J
-                if speed != 0.0 and new_speed * speed < 0.0:
-                    new_speed = 0.0  # friction stops it, never reverses it
-            speed = new_speed
-            angle += dt * new_speed
+        constants = (
+            self.motor_inertia[j],
+            h / MOTOR_SUBSTEPS,
+            plant.wrist_viscous_friction,
+            plant.wrist_gear_stiffness,
+            0.5 * plant.wrist_gear_backlash,
+            self.gear_damping[j],
+        )
+        angle, speed, torque = wrist_motor_substeps(
+            constants,
+            MOTOR_SUBSTEPS,
+            effort,
+            coulomb,
+            float(self.data.qpos[j]),
+            float(self.data.qvel[j]),
+            float(self.motor_angle[j]),
+            float(self.motor_speed[j]),
+        )
         self.motor_speed[j], self.motor_angle[j] = speed, angle
-        return total / MOTOR_SUBSTEPS
+        return torque
 
     def _step_ram(self, h: float, force: np.ndarray | None) -> None:
         """Spring-damper of the ram at the wrist (semi-implicit Euler), driven by the tip force's x, y."""
