@@ -27,7 +27,8 @@ BLOCK = docs_block.MarkedBlock(PAGE, BEGIN, END)
 
 def markdown(text: str) -> str:
     """The saved run, verbatim in a text block, between the markers."""
-    rows = ["From `bench/results/sim_speed.txt` (`python bench/sim_speed.py --ros --save`):", "", "```text"]
+    command = "python bench/sim_speed.py --before D30A129_TREE --parts --ros --save"
+    rows = [f"From `bench/results/sim_speed.txt` (`{command}`):", "", "```text"]
     return "\n".join([BEGIN, *rows, text.rstrip("\n"), "```", END])
 
 
