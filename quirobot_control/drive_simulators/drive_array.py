@@ -15,16 +15,16 @@ What costs in the per-object step is the calls (encoder, controller, current loo
 drive a step), which `advance_drive` removes, and then the interpreter itself: the step of all
 drives has a compiled twin, `advance_drives` from the C extension `_drive_kernel`
 (drive_kernel.c), which runs advance_drive's law on the same objects' state (their __slots__,
-read and written at their offsets), calling back into the Python for what is rare (a fault, a
-position-loop sample, a stop). Bit for bit the same
-(test_drive_array.py); where it was not built, `advance_drives_in_python` runs. `COMPILED` says
-which.
+read and written at their offsets), a CSP drive's position-loop sample included, calling back
+into the Python for what is rare (a fault, a stop, homing, the watchdog). Bit for bit the same
+(test_drive_kernel.py, test_drive_array.py); where it was not built, `advance_drives_in_python`
+runs. `COMPILED` says which.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -60,7 +60,7 @@ class DriveArray:
         N*m) are written into `efforts` (n,), which is returned."""
         if not (math.isfinite(dt) and dt >= 0.0):
             _check_time_step(", ".join(drive.name for drive in self.drives), dt)
-        return advance_drives(self.drives, dt, positions, velocities, efforts, advance_drive)
+        return advance_drives(self.drives, dt, positions, velocities, efforts)
 
     def brakes_engaged(self) -> tuple[bool, ...]:
         """(n,) whether each drive's holding brake holds now (SimulatedDrive.brake_engaged)."""
@@ -73,14 +73,13 @@ def advance_drives_in_python(
     positions: np.ndarray,
     velocities: np.ndarray,
     efforts: np.ndarray,
-    advance: Callable[[SimulatedDrive, float, float, float], float],
 ) -> np.ndarray:
-    """Every drive over `dt` s (checked by the caller) by `advance` (simulated_drive.advance_drive)
-    with its joint's position and velocity (float64 (n,)); efforts (n,) written and returned."""
+    """Every drive over `dt` s (checked by the caller) by simulated_drive.advance_drive with its
+    joint's position and velocity (float64 (n,)); efforts (n,) written and returned."""
     # Python floats: the same values as numpy's, but faster to compute with one at a time.
     positions, velocities = positions.tolist(), velocities.tolist()
     for j, drive in enumerate(drives):
-        efforts[j] = advance(drive, dt, positions[j], velocities[j])
+        efforts[j] = advance_drive(drive, dt, positions[j], velocities[j])
     return efforts
 
 
@@ -97,6 +96,7 @@ try:
         DriveState.FAULT,
         DriveMode.CST,
         DriveMode.CSP,
+        advance_drive,
     )
     advance_drives = _drive_kernel.advance_drives
 

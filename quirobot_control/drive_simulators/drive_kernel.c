@@ -5,23 +5,24 @@
  * Python's headers are there (setup.py, CMakeLists.txt).
  *
  * Same operations in the same order on IEEE doubles, so the results are bit for bit the Python
- * law's (test/control/drive_simulators/test_current_loop.py, test/control/simulation/
- * test_drive_array.py): built with -ffp-contract=off (no fused multiply-adds), exp() from the C
+ * law's (test/control/drive_simulators/test_current_loop.py and test_drive_kernel.py,
+ * test/control/simulation/test_drive_array.py): built with -ffp-contract=off (no fused multiply-adds), exp() from the C
  * library Python's math.exp calls. Why C: the loop samples at 20 kHz, five samples per 0.25 ms
  * physics step for each of six drives, and the step of the six drives runs four times a control
  * period; interpreted, they were the largest part of a simulation's time (bench/sim_speed.py
  * measures `quirobot simulate` with the Python twins too).
  *
  * advance_drives keeps the drives' state where the Python law keeps it, in the attributes of the
- * SimulatedDrive, its DriveController and its CurrentLoop: those classes declare __slots__, and
- * `bind` finds each slot's offset in the object once, so the C reads and writes them where they
+ * SimulatedDrive, its DriveController, its CurrentLoop and its PID: those classes declare
+ * __slots__, and `bind` finds each slot's offset once, so the C reads and writes them where they
  * are and every method sees the state it always saw. It runs the common case itself: the drive
  * sampling its encoder, its velocity estimate, its controller between two position-loop samples
- * (or passing the host's current in CST), its current loop. For anything else it calls the
- * Python code at the same point, before it has changed anything that code reads: the whole
- * advance_drive for a non-finite input, an overspeed (which faults the drive) or a drive of
- * another class, the controller's own step_values when its watchdog is due or its position
- * loop samples, and the drive's own methods for a self-stop latch or a switch-off.
+ * (or passing the host's current in CST) and a CSP drive's position-loop sample (the PID), its
+ * current loop. For anything else it calls the Python code at the same point, before it has
+ * changed anything that code reads: the whole advance_drive (bound as the fallback) for a
+ * non-finite input, an overspeed (which faults the drive) or a drive of another class, the
+ * controller's own step_values when its watchdog is due or it samples for a stop or homing, and
+ * the drive's own methods for a self-stop latch or a switch-off.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -101,7 +102,8 @@ static PyObject *current_loop_samples(PyObject *module, PyObject *const *args, P
 /* --- advance_drives ----------------------------------------------------------------------------- */
 
 /* The state advance_drives reads and writes: slots (__slots__) of SimulatedDrive, its
- * DriveController and its CurrentLoop, found by name once (`bind`) and read at their offsets. */
+ * DriveController, its CurrentLoop and its PID, found by name once (`bind`) and read at their
+ * offsets. */
 enum {
     D_CONSTANTS, D_LOOP_CONSTANTS, D_STATE, D_FAULT, D_JOINT_POSITION, D_RAW_ORIGIN, D_VELOCITY_ANCHOR,
     D_VELOCITY_ELAPSED, D_PREVIOUS_DT, D_VELOCITY, D_POSITION, D_CONTROL, D_REFERENCE, D_LOOP, D_CURRENT,
@@ -140,6 +142,7 @@ typedef struct {
 } Layout;
 static Layout drive_layout, control_layout, loop_layout, pid_layout;
 /* The enum members the law compares with; the names of the methods and attributes it calls. */
+static PyObject *FALLBACK; /* simulated_drive.advance_drive: the whole step in Python */
 static PyObject *ENABLED, *FAULT, *CST, *CSP, *QUICK_STOP_REQUEST, *STEP_VALUES, *NEXT_STATE, *SWITCH_OFF,
     *MASTER_TIMEOUT, *MAX_CURRENT, *HOMING, *DIRECTION, *SWITCH_POSITION, *KP, *KI, *KD, *OUTPUT_LIMIT;
 
@@ -180,11 +183,16 @@ static int keep(PyObject **target, PyObject *value) {
 }
 
 /* bind(SimulatedDrive, DriveController, CurrentLoop, PID, DriveState.ENABLED, DriveState.FAULT,
- * DriveMode.CST, DriveMode.CSP): what advance_drives works on (drive_array binds them at import). */
+ * DriveMode.CST, DriveMode.CSP, advance_drive): what advance_drives works on, and the Python step
+ * it leaves the rest to (drive_array binds them at import). */
 static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "bind takes 8 arguments, got %zd", nargs);
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "bind takes 9 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (!PyCallable_Check(args[8])) {
+        PyErr_SetString(PyExc_TypeError, "bind: the fallback (advance_drive) must be callable");
         return NULL;
     }
     if (bind_layout(&drive_layout, args[0], DRIVE_NAMES, DRIVE_FIELDS) < 0 ||
@@ -193,11 +201,12 @@ static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         bind_layout(&pid_layout, args[3], PID_NAMES, PID_FIELDS) < 0) {
         return NULL;
     }
-    for (int i = 4; i < 8; i++) Py_INCREF(args[i]);
+    for (int i = 4; i < 9; i++) Py_INCREF(args[i]);
     Py_XSETREF(ENABLED, args[4]);
     Py_XSETREF(FAULT, args[5]);
     Py_XSETREF(CST, args[6]);
     Py_XSETREF(CSP, args[7]);
+    Py_XSETREF(FALLBACK, args[8]);
     if (keep(&QUICK_STOP_REQUEST, PyUnicode_InternFromString("quick_stop")) < 0 ||
         keep(&STEP_VALUES, PyUnicode_InternFromString("step_values")) < 0 ||
         keep(&NEXT_STATE, PyUnicode_InternFromString("_next_state")) < 0 ||
@@ -455,20 +464,18 @@ static int bound_drive(PyObject *drive) {
            PyObject_TypeCheck(loop, loop_layout.type);
 }
 
-static int call_fallback(PyObject *fallback, PyObject *drive, double dt, double joint_position,
-                         double joint_velocity, double *effort) {
-    PyObject *result = PyObject_CallFunction(fallback, "Oddd", drive, dt, joint_position, joint_velocity);
+static int call_fallback(PyObject *drive, double dt, double joint_position, double joint_velocity, double *effort) {
+    PyObject *result = PyObject_CallFunction(FALLBACK, "Oddd", drive, dt, joint_position, joint_velocity);
     if (result == NULL) return -1;
     int status = as_double(result, effort);
     Py_DECREF(result);
     return status;
 }
 
-/* One drive over dt from its joint's position and velocity: advance_drive's law (the Python
- * `fallback` for what the module doc leaves to it); its effort (N or N*m) in *effort. */
-static int advance_one(PyObject *drive, double dt, double joint_position, double joint_velocity,
-                       PyObject *fallback, double *effort) {
-    if (!bound_drive(drive)) return call_fallback(fallback, drive, dt, joint_position, joint_velocity, effort);
+/* One drive over dt from its joint's position and velocity: advance_drive's law (the bound
+ * fallback for what the module doc leaves to it); its effort (N or N*m) in *effort. */
+static int advance_one(PyObject *drive, double dt, double joint_position, double joint_velocity, double *effort) {
+    if (!bound_drive(drive)) return call_fallback(drive, dt, joint_position, joint_velocity, effort);
     double k[DRIVE_CONSTANTS];
     PyObject *constants = DRIVE(drive, D_CONSTANTS);
     if (constants == NULL || tuple_doubles(constants, DRIVE_CONSTANTS, k, "SimulatedDrive._constants") < 0) return -1;
@@ -479,7 +486,7 @@ static int advance_one(PyObject *drive, double dt, double joint_position, double
     if (state == NULL) return -1;
     if (!isfinite(joint_position) || !isfinite(joint_velocity) || (fabs(speed) > max_speed && state != FAULT)) {
         /* A bad input (advance_drive raises naming it) or an overspeed (it faults the drive). */
-        return call_fallback(fallback, drive, dt, joint_position, joint_velocity, effort);
+        return call_fallback(drive, dt, joint_position, joint_velocity, effort);
     }
     if (store_double(drive, &drive_layout, D_JOINT_POSITION, joint_position) < 0) return -1;
     /* The encoder and the velocity's backward difference. */
@@ -613,19 +620,19 @@ static int double_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t count, int w
     return 0;
 }
 
-/* (drives, dt, positions, velocities, efforts, fallback) -> efforts: drive_array's
- * advance_drives_in_python (dt checked by the caller, fallback: simulated_drive.advance_drive). */
+/* (drives, dt, positions, velocities, efforts) -> efforts: drive_array's
+ * advance_drives_in_python (dt checked by the caller). */
 static PyObject *advance_drives(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "advance_drives takes 6 arguments, got %zd", nargs);
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "advance_drives takes 5 arguments, got %zd", nargs);
         return NULL;
     }
     if (drive_layout.type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "advance_drives: bind() the drive classes first");
         return NULL;
     }
-    PyObject *drives = args[0], *fallback = args[5];
+    PyObject *drives = args[0];
     if (!PyTuple_Check(drives)) {
         PyErr_SetString(PyExc_TypeError, "advance_drives: drives must be a tuple");
         return NULL;
@@ -649,7 +656,7 @@ static PyObject *advance_drives(PyObject *module, PyObject *const *args, Py_ssiz
     int status = 0;
     for (Py_ssize_t j = 0; j < n && status == 0; j++) {
         double effort;
-        status = advance_one(PyTuple_GET_ITEM(drives, j), dt, q[j], qd[j], fallback, &effort);
+        status = advance_one(PyTuple_GET_ITEM(drives, j), dt, q[j], qd[j], &effort);
         if (status == 0) out[j] = effort;
     }
     PyBuffer_Release(&positions);
@@ -664,8 +671,9 @@ static PyMethodDef methods[] = {
     {"current_loop_samples", (PyCFunction)(void (*)(void))current_loop_samples, METH_FASTCALL,
      "current_loop.current_loop_samples, compiled (same arguments, same results bit for bit)."},
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
-     "bind(SimulatedDrive, DriveController, CurrentLoop, DriveState.ENABLED, DriveState.FAULT, "
-     "DriveMode.CST): the classes whose slots advance_drives reads, and the members it compares with."},
+     "bind(SimulatedDrive, DriveController, CurrentLoop, PID, DriveState.ENABLED, DriveState.FAULT, "
+     "DriveMode.CST, DriveMode.CSP, advance_drive): the classes whose slots advance_drives reads, the "
+     "members it compares with, the Python step it leaves the rest to."},
     {"advance_drives", (PyCFunction)(void (*)(void))advance_drives, METH_FASTCALL,
      "drive_array.advance_drives, compiled (same arguments, same results bit for bit)."},
     {NULL, NULL, 0, NULL},

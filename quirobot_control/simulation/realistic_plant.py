@@ -216,6 +216,19 @@ class RealisticPlant:
         self.gear_damping = {
             j: 2.0 * plant.wrist_gear_damping_ratio * math.sqrt(k * self.motor_inertia[j]) for j in WRIST
         }
+        #: Each wrist joint's constants of models.wrist_gearbox.wrist_motor_substeps: rotor inertia,
+        #: sub-step (s), viscous friction, gear stiffness, half the play, gear damping.
+        self._wrist_constants = {
+            j: (
+                self.motor_inertia[j],
+                timestep / MOTOR_SUBSTEPS,
+                plant.wrist_viscous_friction,
+                k,
+                0.5 * plant.wrist_gear_backlash,
+                self.gear_damping[j],
+            )
+            for j in WRIST
+        }
         self.motor_angle = np.zeros(6)  # motor side of the wrist joints, in joint units (rad)
         self.motor_speed = np.zeros(6)
         self.ram = np.zeros(2)  # ram deflection at the wrist, world x y, m
@@ -339,7 +352,7 @@ class RealisticPlant:
             applied[:] = efforts
             engaged = self.follow_brakes()
             for j in WRIST:
-                applied[j] = self._step_wrist(j, h, efforts[j], engaged[j])
+                applied[j] = self._step_wrist(j, efforts[j], engaged[j])
             self._screw_deflections(efforts)
             self.rigid.forward_kinematics()
             force = tip_force(h) if tip_force is not None else None
@@ -367,35 +380,22 @@ class RealisticPlant:
 
     def gear_torque(self, j: int, motor_angle: float, motor_speed: float) -> float:
         """Torque (N*m) the gearbox of wrist joint j transmits: stiffness over the play's dead zone
-        plus structural damping while in contact."""
-        return self._gear_torque(j, motor_angle - self.data.qpos[j], motor_speed - self.data.qvel[j])
-
-    def _gear_torque(self, j: int, twist: float, slip: float) -> float:
-        """`gear_torque` from the twist (motor less load angle, rad) and the slip (motor less load
-        speed, rad/s)."""
-        plant = self.plant
+        plus structural damping while in contact (models.wrist_gearbox.gear_torque)."""
+        _, _, _, stiffness, half_play, damping = self._wrist_constants[j]
         return gear_torque(
-            plant.wrist_gear_stiffness, 0.5 * plant.wrist_gear_backlash, self.gear_damping[j], twist, slip
+            stiffness, half_play, damping, motor_angle - self.data.qpos[j], motor_speed - self.data.qvel[j]
         )
 
-    def _step_wrist(self, j: int, h: float, effort: float, braked: bool) -> float:
-        """Advance the motor side of wrist joint j over h (`braked`: its holding brake holds);
-        return the load's torque (N*m, mean). The law: models.wrist_gearbox.wrist_motor_substeps (the load
-        side holds still until MuJoCo's step; compiled where it was built)."""
-        plant = self.plant
-        coulomb = plant.wrist_coulomb_friction
+    def _step_wrist(self, j: int, effort: float, braked: bool) -> float:
+        """Advance the motor side of wrist joint j over one physics step (`braked`: its holding
+        brake holds); return the load's torque (N*m, mean). The law:
+        models.wrist_gearbox.wrist_motor_substeps (the load side holds still until MuJoCo's
+        step; compiled where it was built)."""
+        coulomb = self.plant.wrist_coulomb_friction
         if braked:
             coulomb += self.drive_array.holding_effort[j]
-        constants = (
-            self.motor_inertia[j],
-            h / MOTOR_SUBSTEPS,
-            plant.wrist_viscous_friction,
-            plant.wrist_gear_stiffness,
-            0.5 * plant.wrist_gear_backlash,
-            self.gear_damping[j],
-        )
         angle, speed, torque = wrist_motor_substeps(
-            constants,
+            self._wrist_constants[j],
             MOTOR_SUBSTEPS,
             effort,
             coulomb,

@@ -1,6 +1,7 @@
-"""The drives' compiled kernels for a test (drive_simulators.current_loop, drive_array: the C
-extension _drive_kernel), or a skip only where they could not have been built: no C compiler or
-no Python headers on this machine."""
+"""The compiled kernels for a test (the C extensions of install_manifest.json: the drives'
+_drive_kernel for drive_simulators.current_loop and drive_array, the wrist gearbox's
+_gearbox_kernel), or a skip only where they could not have been built: no C compiler or no Python
+headers on this machine."""
 
 from __future__ import annotations
 
@@ -20,15 +21,21 @@ def can_build_extensions() -> bool:
     return shutil.which(compiler) is not None and os.path.exists(headers)
 
 
-def require_compiled_kernels() -> None:
-    """Fails if the drives' C extension could have been built here and was not; skips where not."""
-    if not (current_loop.COMPILED and drive_array.COMPILED):
+def require_compiled(compiled: bool, extension: str) -> None:
+    """Fails if `extension` (its name, e.g. "_drive_kernel") could have been built here and was not
+    (`compiled` False: its Python twin runs); skips where it could not have been."""
+    if not compiled:
         if can_build_extensions():
             pytest.fail(
-                "the drives' C extension (_drive_kernel) is not built, though this machine has a C "
-                "compiler and Python's headers: reinstall (pip install -e .)"
+                f"the C extension {extension} is not built, though this machine has a C compiler and "
+                "Python's headers: reinstall (pip install -e .)"
             )
-        pytest.skip("no C compiler or Python headers here: the drives' kernels run in Python")
+        pytest.skip(f"no C compiler or Python headers here: {extension}'s Python twin runs")
+
+
+def require_compiled_kernels() -> None:
+    """The drives' C extension (require_compiled)."""
+    require_compiled(current_loop.COMPILED and drive_array.COMPILED, "_drive_kernel")
 
 
 def compiled_kernel():

@@ -147,7 +147,7 @@ def _realistic_step_period(self: RealisticPlant, drives=(), substeps: int = 1, t
                 efforts[j] = drive.inner.advance(h, q[j], qd[j])
         applied[:] = efforts
         for j in WRIST:
-            applied[j] = self._step_wrist(j, h, efforts[j], self.drives[j].brake_engaged)
+            applied[j] = self._step_wrist(j, efforts[j], self.drives[j].brake_engaged)
         _realistic_follow_brakes(self)
         for index, j in enumerate((0, 1, 2)):
             self.screw_deflection(index, efforts[j])

@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 import pytest
-from compiled_kernel import can_build_extensions
+from compiled_kernel import require_compiled
 
 from quirobot_control.models import wrist_gearbox
 from quirobot_control.models.wrist_gearbox import gear_torque, wrist_motor_substeps_in_python
@@ -20,13 +20,7 @@ from quirobot_control.simulation.realistic_plant import MOTOR_SUBSTEPS, WRIST
 
 
 def _compiled():
-    if not wrist_gearbox.COMPILED:
-        if can_build_extensions():
-            pytest.fail(
-                "the wrist gearbox's C extension (_gearbox_kernel) is not built, though this machine has a C "
-                "compiler and Python's headers: reinstall (pip install -e .)"
-            )
-        pytest.skip("no C compiler or Python headers here: the wrist motor runs in Python")
+    require_compiled(wrist_gearbox.COMPILED, "_gearbox_kernel")
     return wrist_gearbox.wrist_motor_substeps
 
 
