@@ -9,7 +9,7 @@ acceleration and jerk bounds and the safety controllers' k_position, arrays (n,)
 - limits: `JointLimits`, `PlanningError` (a refused motion, naming the joint and the amount);
 - virtual_fixtures: Cartesian no-go zones (`NoGoZone` box or capsule, world frame) and the
   tip-speed limit near the entry (`EntrySpeedLimit`) on the tool's segments (`ToolGeometry`):
-  the plan check (planning.fixture_check) and the per-cycle check (`FixtureMonitor`, in the
+  the plan check (planning.fixture_check) and the per-cycle check (fixture_monitor.`FixtureMonitor`, in the
   hardware component) share this geometry. Built on quirobot_kinematics' closed-form FK.
 """
 

@@ -376,14 +376,17 @@ def zone_violation_one(
     """(zone, part) of the first zone the tool at q (6 floats) touches, or None (per cycle)."""
     if not zones:
         return None
-    return _first_hit(tool_points_one(q, tool), zones)
+    hit = first_hit(tool_points_one(q, tool), zones)
+    return None if hit is None else (zones[hit[0]].name, TOOL_PARTS[hit[1]])
 
 
-def _first_hit(parts, zones: tuple[NoGoZone, ...]) -> tuple[str, str] | None:
-    for zone in zones:
-        for part, start, end, radius in parts:
+def first_hit(parts, zones: tuple[NoGoZone, ...]) -> tuple[int, int] | None:
+    """(zone, part) indices of the first of tool_points_one's `parts` touching one of `zones`:
+    zones outer, parts in TOOL_PARTS order; None: none touches."""
+    for z, zone in enumerate(zones):
+        for p, (_, start, end, radius) in enumerate(parts):
             if zone.hits_one(start, end, radius):
-                return zone.name, part
+                return z, p
     return None
 
 
@@ -395,80 +398,3 @@ class VirtualFixtures:
     zones: tuple[NoGoZone, ...]
     tool: ToolGeometry
     speed_limit: EntrySpeedLimit | None = None
-
-
-class FixtureMonitor:
-    """The per-cycle check (plain Python, N = 1): `check(commanded, measured, dt, velocity)` with
-    the joint positions (6 floats each, arm then feed) and the commanded velocities (6 floats)
-    returns why every drive must stop, or None.
-
-    - the commanded or the measured tool touches a no-go zone, or the commanded tool would if
-      quick-stopped now: its stopping pose (each axis at `stopping_position` from its commanded
-      velocity, one period `dt` later, at the tool's stop_deceleration: a CSP drive ramps down
-      from the reference in force) touches one. The measured state's stopping pose is not
-      checked: it differs from the commanded one by the tracking error (micrometres), well
-      inside the period's travel counted, and a second forward kinematics would cost the cycle;
-    - the commanded drill tip, within the limit's radius of the entry (now or in the previous
-      cycle), moved faster than the limit's speed (times 1 + SPEED_TOLERANCE) since the previous
-      cycle. The commanded tip is differenced, not the measured one: the encoder's quantization
-      over one period would look like speed.
-    """
-
-    #: Relative allowance over the tip-speed limit for rounding in the planner's samples and
-    #: the command limiter's steps.
-    SPEED_TOLERANCE = 1e-3
-    #: m or rad: a stopping pose closer than this to the pose is the pose (no third FK at rest).
-    STILL = 1e-9
-
-    def __init__(self, fixtures: VirtualFixtures) -> None:
-        self.fixtures = fixtures
-        self._previous_tip: list[float] | None = None
-
-    def reset(self) -> None:
-        """Forget the previous tip (activation: the next cycle has no speed to compare)."""
-        self._previous_tip = None
-
-    def check(
-        self, commanded: list[float], measured: list[float], dt: float, velocity: list[float]
-    ) -> str | None:
-        fixtures = self.fixtures
-        tool = fixtures.tool
-        commanded_parts = tool_points_one(commanded, tool)  # FK once per pose and cycle
-        if fixtures.zones:
-            for label, parts in (
-                ("commanded", commanded_parts),
-                ("measured", tool_points_one(measured, tool)),
-            ):
-                hit = _first_hit(parts, fixtures.zones)
-                if hit is not None:
-                    zone, part = hit
-                    return f"virtual fixture: the {label} {part} enters no-go zone {zone!r}"
-            stop = [
-                stopping_position(q, v, a, dt)
-                for q, v, a in zip(commanded, velocity, tool.stop_deceleration, strict=True)
-            ]
-            if max(abs(x - q) for x, q in zip(stop, commanded, strict=True)) > self.STILL:
-                hit = _first_hit(tool_points_one(stop, tool), fixtures.zones)
-                if hit is not None:
-                    zone, part = hit
-                    return (
-                        f"virtual fixture: the commanded {part}, stopping from its speed at the quick-stop "
-                        f"decelerations, would enter no-go zone {zone!r}: braking ahead of it"
-                    )
-        limit = fixtures.speed_limit
-        if limit is None:
-            return None
-        tip = commanded_parts[0][2]
-        previous, self._previous_tip = self._previous_tip, tip
-        if previous is None:
-            return None
-        entry = limit.entry.tolist()
-        near = min(math.dist(tip, entry), math.dist(previous, entry)) <= limit.radius
-        speed = math.dist(tip, previous) / dt
-        if near and speed > limit.speed * (1.0 + self.SPEED_TOLERANCE):
-            return (
-                f"virtual fixture: commanded drill tip speed {speed * 1000:.1f} mm/s within "
-                f"{limit.radius * 1000:.0f} mm of the entry exceeds the tip-speed limit "
-                f"{limit.speed * 1000:.1f} mm/s"
-            )
-        return None

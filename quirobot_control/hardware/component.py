@@ -32,7 +32,7 @@ automatic fault reset: only acknowledge_stop(note), logged.
 
 Virtual fixtures (`fixtures=` or `set_fixtures`, a task's no-go zones and tip-speed limit near
 the entry, planning.tasks.task_fixtures): every cycle the commanded and the measured tool are
-checked (axes.virtual_fixtures.FixtureMonitor), and where each would come to rest if
+checked (axes.fixture_monitor.FixtureMonitor), and where each would come to rest if
 quick-stopped now (braking ahead of the zones); a zone entered or about to be, or the tip too fast
 near the entry, stops every drive naming the zone or the limit.
 
@@ -73,8 +73,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from quirobot_control.axes.fixture_monitor import FixtureMonitor
 from quirobot_control.axes.limits import JointLimits
-from quirobot_control.axes.virtual_fixtures import FixtureMonitor, VirtualFixtures
+from quirobot_control.axes.virtual_fixtures import VirtualFixtures
 from quirobot_control.drives.interface import Drive, DriveMode, DriveState
 from quirobot_control.hardware.command_interfaces import CommandInterfaces
 from quirobot_control.hardware.control_config import ControlConfig

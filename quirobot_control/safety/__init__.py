@@ -15,7 +15,7 @@
   pin in force and the pin simulation alike), and `PinInsertion`, what a pin goal hands the drive
   side.
 
-The virtual fixtures' per-cycle check is axes.virtual_fixtures.FixtureMonitor (run by the
+The virtual fixtures' per-cycle check is axes.fixture_monitor.FixtureMonitor (run by the
 hardware component); the goal's monitor settings are procedures.goal_monitor.
 No re-exports: importing one module loads only what it needs.
 """

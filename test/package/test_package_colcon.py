@@ -100,6 +100,7 @@ def test_cmakelists_installs_what_setup_py_installs(monkeypatch):
     cmake, setup = _cmake_install(ROOT), _setup_install(ROOT, monkeypatch)
     assert cmake == setup
     assert cmake["c_extensions"] == {
+        "quirobot_control.axes._fixture_kernel": "quirobot_control/axes/fixture_kernel.c",
         "quirobot_control.drive_simulators._drive_kernel": "quirobot_control/drive_simulators/drive_kernel.c",
         "quirobot_control.models._gearbox_kernel": "quirobot_control/models/gearbox_kernel.c",
     }

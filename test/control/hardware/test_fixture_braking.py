@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from test_hardware_stops import Q0, Robot, Z
 
+from quirobot_control.axes.fixture_monitor import FixtureMonitor
 from quirobot_control.axes.limits import PlanningError, stopping_position
 from quirobot_control.axes.virtual_fixtures import (
-    FixtureMonitor,
     NoGoZone,
     ToolGeometry,
     VirtualFixtures,
