@@ -88,6 +88,7 @@ from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.safety.feed_stop import BreakthroughHold
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
+from quirobot_description.records import frozen_record
 
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
@@ -118,7 +119,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen_record  # built at every cycle
 class JointStateSample:
     time: float  # s of control periods run since the bridge started
     names: tuple[str, ...]

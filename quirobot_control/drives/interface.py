@@ -43,10 +43,10 @@ any other state (disabled, switched on, quick stop, fault) is a fault there, nam
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from quirobot_control.drives.pid import PIDGains
+from quirobot_description.records import frozen_record
 
 
 class DriveMode(enum.Enum):
@@ -108,7 +108,7 @@ DRIVE_TRANSITIONS: dict[tuple[DriveState, str], DriveState | None] = {
 DRIVE_REQUESTS = ("enable", "disable", "quick_stop", "reset_fault", "fault", "halt", "resume")
 
 
-@dataclass(frozen=True)
+@frozen_record  # built for every drive at every cycle
 class DriveFeedback:
     position: float  # joint coordinate from the encoder (quantized), m or rad
     velocity: float  # joint velocity estimate, m/s or rad/s

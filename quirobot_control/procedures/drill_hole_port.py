@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
@@ -21,6 +20,7 @@ from quirobot_control.planning.trajectory import JointTrajectory
 from quirobot_control.procedures.drill_hole_types import DrillFeedback
 from quirobot_control.safety.hole_context import HoleContext
 from quirobot_control.safety.stop_codes import NO_STOP, Stop, StopCode
+from quirobot_description.records import frozen_record
 
 
 class MotionStatus(Enum):
@@ -105,7 +105,7 @@ class MotionRecord:
 PARTS = ("arm", "feed")
 
 
-@dataclass(frozen=True)
+@frozen_record  # built at every cycle
 class Measurement:
     position: np.ndarray  # (6,) m and rad, axes_for("drill") order
     effort: np.ndarray  # (6,) N and N*m
@@ -113,7 +113,7 @@ class Measurement:
     stamp: float  # s on the port's clock: when it was measured (its header stamp)
 
 
-@dataclass(frozen=True)
+@frozen_record  # built at every cycle
 class StackStatus:
     """What the port knows of the stack beneath it."""
 
