@@ -62,16 +62,19 @@ class ThrustFeedForward:
         if thrust == 0.0:  # out of the bone: no Jacobian to evaluate (most of a goal's periods)
             return np.zeros(q.shape[0])
         force = -thrust * self.direction[None, :]
-        # balancing_efforts' Jacobian of the one pose, its shifted poses by the scalar FK as well
-        # (on a calibrated chain the same numbers but for the last bits of its matrix products).
+        # balancing_efforts' Jacobian of the one pose: its five shifted poses by the scalar FK on
+        # the nominal chain (the batch FK's numpy sin and cos may round otherwise). The calibrated
+        # chain's FK is numpy either way: the five in one call (a third of the time), each the
+        # numbers of its own call to the bit (test_thrust_feedforward).
         arm, feed = len(JOINT_NAMES), q[DrillParameters.feed_index]
-        shifted_tips = []
-        for i in range(arm):
-            shifted = q[:arm].copy()
-            shifted[i] += JACOBIAN_STEP
-            pose = forward_kinematics(shifted, self.kinematics)
-            shifted_tips.append(pose[:3, 3] + pose[:3, 2] * feed)
-        return _balance(q[None, :], tip[None, :], axis[None, :], force, np.array(shifted_tips)[:, None, :])[0]
+        shifted = np.repeat(q[None, :arm], arm, axis=0)  # (5, 5): joint i shifted in row i
+        shifted[np.arange(arm), np.arange(arm)] += JACOBIAN_STEP
+        if self.kinematics.errors is not None:
+            poses = forward_kinematics(shifted, self.kinematics)
+        else:
+            poses = np.array([forward_kinematics(row, self.kinematics) for row in shifted])
+        shifted_tips = poses[:, :3, 3] + poses[:, :3, 2] * feed
+        return _balance(q[None, :], tip[None, :], axis[None, :], force, shifted_tips[:, None, :])[0]
 
 
 def tips_and_axes(q: np.ndarray, kinematics: KinematicModel) -> tuple[np.ndarray, np.ndarray]:
