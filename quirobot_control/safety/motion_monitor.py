@@ -51,6 +51,7 @@ import math
 from collections.abc import Sequence
 
 from quirobot_control.axes.limits import JointLimits
+from quirobot_control.safety.command_limiter import limit_commands, limit_commands_in_python
 from quirobot_control.safety.event_log import EventLog
 from quirobot_control.safety.stop_codes import StopCode
 
@@ -227,8 +228,8 @@ class SafetyMonitor:
             points.append(min(max(q + v * abs(v) / (2.0 * a_brake), lower), upper))
         return points
 
-    # The per-cycle checks loop over the joints in plain Python: for six joints that is several
-    # times faster than numpy's per-call overhead (the 1 kHz budget is 200 us for everything).
+    # The per-cycle checks loop over the joints in plain Python (or C: command_limiter): for six
+    # joints that is several times faster than numpy's per-call overhead.
     def filter(
         self,
         time: float,
@@ -249,56 +250,11 @@ class SafetyMonitor:
                     raise self.stop(f"non-finite {label} command {value} for joint {names[j]}")
         position, velocity = self._watchdog(time, dt, position, velocity, measured)
         previous = self._previous if self._previous is not None else list(measured)
-        safe_position = []
-        safe_velocity = []
-        # min(a, b) and max(a, b) written out as the builtins pick (the first argument unless the
-        # second is strictly beyond it), without their calls: a dozen per joint and cycle.
-        for j, (soft_lower, soft_upper, v_max, k_position, a_brake, a_cmd) in enumerate(self._scalars):
-            q_c, v_c = previous[j], self._step_velocity[j]
-            v_down = -k_position * (q_c - soft_lower)  # max(min(., v_max), -v_max)
-            v_down = v_max if v_max < v_down else v_down
-            v_down = -v_max if -v_max > v_down else v_down
-            v_up = -k_position * (q_c - soft_upper)  # min(max(., -v_max), v_max)
-            v_up = -v_max if -v_max > v_up else v_up
-            v_up = v_max if v_max < v_up else v_up
-            # Braking distance: the command can stop at the soft limit decelerating at a_brake.
-            room = soft_upper - q_c
-            brake = math.sqrt(2.0 * a_brake * (0.0 if room < 0.0 else room))
-            v_up = brake if brake < v_up else v_up
-            room = q_c - soft_lower
-            brake = -math.sqrt(2.0 * a_brake * (0.0 if room < 0.0 else room))
-            v_down = brake if brake > v_down else v_down
-            # Beyond a soft limit the joint is led back, starting from its command's velocity at
-            # a_cmd (a homed joint rests in the soft-stop band: a jump to k_position * excess
-            # would be a following error).
-            if v_down > 0.0:
-                bound = (0.0 if v_c < 0.0 else v_c) + a_cmd * dt
-                v_down = bound if bound < v_down else v_down
-            if v_up < 0.0:
-                bound = (0.0 if v_c > 0.0 else v_c) - a_cmd * dt
-                v_up = bound if bound > v_up else v_up
-            # Slack of 1e-9 of the limit for rounding in the planner's samples.
-            slack = 1e-9 * v_max
-            v_up += slack
-            v_down -= slack
-            requested = (position[j] - q_c) / dt
-            approach = abs(velocity[j]) + math.sqrt(2.0 * a_cmd * abs(position[j] - q_c)) + slack
-            step = -approach if -approach > requested else requested  # min(max(., -approach), approach)
-            step = approach if approach < step else step
-            low, high = v_c - a_cmd * dt, v_c + a_cmd * dt
-            step = low if low > step else step
-            step = high if high < step else step
-            step = v_down if v_down > step else step
-            step = v_up if v_up < step else step
-            safe_position.append(position[j] if step == requested else q_c + step * dt)
-            self._step_velocity[j] = step
-            # The velocity command follows the limited motion (its feed-forward matches the position).
-            if step == requested:
-                command = velocity[j]
-                command = v_down if v_down > command else command
-                safe_velocity.append(v_up if v_up < command else command)
-            else:
-                safe_velocity.append(step)
+        # The command limiter (compiled where it was built; command_limiter: the same law).
+        args = (self._scalars, previous, self._step_velocity, position, velocity, dt)
+        safe = limit_commands(*args)
+        safe_position, safe_velocity = safe if safe is not None else limit_commands_in_python(*args)
+        for j, (soft_lower, soft_upper, *_) in enumerate(self._scalars):
             if position[j] < soft_lower or position[j] > soft_upper:
                 bound = soft_lower if position[j] < soft_lower else soft_upper
                 self.log.record(

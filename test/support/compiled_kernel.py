@@ -1,7 +1,8 @@
 """The compiled kernels for a test (the C extensions of install_manifest.json: the drives'
 _drive_kernel for drive_simulators.current_loop and drive_array, the wrist gearbox's
-_gearbox_kernel, the no-go zone check's _fixture_kernel), or a skip only where they could not
-have been built: no C compiler or no Python headers on this machine."""
+_gearbox_kernel, the no-go zone check's _fixture_kernel, the command limiter's _limiter_kernel),
+or a skip only where they could not have been built: no C compiler or no Python headers on this
+machine."""
 
 from __future__ import annotations
 
