@@ -160,7 +160,10 @@ class HoleInForce:
         hw, context = self.hardware, self.hole.context
         if context is None:
             return hw.state(DrillParameters.feed_joint, "position")
-        q = [hw.state(name, "position") if name in self.names else 0.0 for name in self._model_axes]
+        q = [0.0] * len(self._model_axes)  # a joint this bridge does not drive: 0
+        # The hardware's joints are the bridge's, in its order (both info.joints), as in sample().
+        for column, position in zip(self._axes_columns, hw.states("position"), strict=True):
+            q[column] = position
         # The tip by the scalar FK of the fixtures' per-cycle check (the same numbers as
         # tip_positions, whose numpy batch FK on one pose cost ~50 us of every period).
         tip = tool_points_one(q, self.hole.tool)[0][2]

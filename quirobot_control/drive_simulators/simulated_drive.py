@@ -300,17 +300,20 @@ class SimulatedDrive:
         self.control.command_current(value)
 
     def feedback(self) -> DriveFeedback:
+        # The host reads it for every drive at every cycle: the fields in order, stop_in_progress
+        # asked only during a stop (it is False without one).
+        control = self.control
         return DriveFeedback(
-            position=self._raw_position + self.control.position_offset,
-            velocity=self._velocity,
-            current=self._current,
-            effort=self._effort(),
-            state=self._state,
-            fault=self._fault,
-            homed=self.control.homed,
-            mode=self.control.mode,
-            halted=self.control.halted,
-            stopping=self.control.stop_in_progress and self._state in _STOPPED_STATES,
+            self._raw_position + control.position_offset,
+            self._velocity,
+            self._current,
+            self._effort(),
+            self._state,
+            self._fault,
+            control.homed,
+            control.mode,
+            control.halted,
+            control.stopping is not None and control.stop_in_progress and self._state in _STOPPED_STATES,
         )
 
     # --- simulation side ----------------------------------------------------------------------

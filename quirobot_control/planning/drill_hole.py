@@ -31,6 +31,7 @@ What a cancel or an error does while a goal runs is the executor's (procedures.c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -319,7 +320,10 @@ def tip_progress(tip: np.ndarray, entry: np.ndarray, direction: np.ndarray) -> t
     """(depth past the entry along the unit `direction`, distance from the axis), m, of tip (3,)."""
     offset = np.asarray(tip, dtype=float) - entry
     depth = float(offset @ direction)
-    return depth, float(np.linalg.norm(offset - depth * direction))
+    lateral = offset - depth * direction
+    # np.linalg.norm's own sum for a vector, sqrt(x.dot(x)) (the same bits), without its checks:
+    # the executor asks at every control period.
+    return depth, math.sqrt(lateral.dot(lateral))
 
 
 def phase_progress(trajectory: JointTrajectory, t: float) -> tuple[str, float]:

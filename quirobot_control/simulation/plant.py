@@ -170,17 +170,33 @@ class MujocoPlant:
         when it is called. Returns the efforts (6,) of the last step, N or N*m (a buffer the
         next call overwrites).
         """
-        h = self.model.opt.timestep
+        model, data = self.model, self.data
+        h = model.opt.timestep
         efforts = self._efforts
         array = self.drive_array(drives)
+        # follow_brakes, forward_kinematics and step written out, their objects bound once: this
+        # loop runs at every physics step, five a control period (the same operations in the same
+        # order: test_simulate_json_unchanged).
+        advance, brakes_engaged = array.advance, array.brakes_engaged
+        qpos, qvel, applied, external = data.qpos, data.qvel, data.qfrc_applied, self._external
         for _ in range(substeps):
-            array.advance(h, self.data.qpos, self.data.qvel, efforts)
-            self.follow_brakes(array)
+            advance(h, qpos, qvel, efforts)
+            engaged = brakes_engaged()
+            if engaged != self._brakes:
+                self.set_brakes(np.where(engaged, array.holding_effort, 0.0))
+                self._brakes = engaged
             force = None
             if tip_force is not None:
                 # mj_step leaves the body poses at the start of the step it took: bring the tip to
                 # the current state, or a depth (and its rate) would lag one physics step.
-                self.forward_kinematics()
+                mujoco.mj_kinematics(model, data)
                 force = tip_force(h)
-            self.step(efforts, force)
+            applied[:] = efforts
+            if force is not None:
+                external[:] = 0.0
+                mujoco.mj_applyFT(
+                    model, data, force, self._no_torque, data.xpos[self.tip_body], self.bit_body, external
+                )
+                applied += external
+            mujoco.mj_step(model, data)
         return efforts

@@ -142,19 +142,20 @@ class RealisticDrive:
         """The inner drive's feedback with the position this wrapper's encoder latched: every other
         field is the drive's own (its stop in progress, home reference, mode, halt)."""
         inner = self.inner.feedback()
-        # dataclasses.replace(inner, position=...) in effect, without its field walk (per period).
+        # dataclasses.replace(inner, position=...) in effect, without its field walk (per period):
+        # DriveFeedback's fields in order.
         return DriveFeedback(
-            position=self._position,
-            velocity=inner.velocity,
-            current=inner.current,
-            effort=inner.effort,
-            state=inner.state,
-            fault=inner.fault,
-            homed=inner.homed,
-            mode=inner.mode,
-            halted=inner.halted,
-            stopping=inner.stopping,
-            confirmed=inner.confirmed,
+            self._position,
+            inner.velocity,
+            inner.current,
+            inner.effort,
+            inner.state,
+            inner.fault,
+            inner.homed,
+            inner.mode,
+            inner.halted,
+            inner.stopping,
+            inner.confirmed,
         )
 
 
