@@ -26,30 +26,34 @@
 
 The simulated backend (simulation.simulated_backend.simulated_bridge) sits above the bridge: the
 bridge imports neither the simulation nor the planner, so the real-motor path loads no MuJoCo.
+Its names load on first use (PEP 562): a simulated run imports the bridge's core without the
+CANopen stack (python-can and canopen, a tenth of a second of `quirobot simulate`'s start-up).
 """
 
-from quirobot_control.bridge.backend import DriveBackend, DriveStartupError
-from quirobot_control.bridge.canopen_backend import CanBusConfig, CanopenBackend
-from quirobot_control.bridge.controller_stopper import ControllerStopper
-from quirobot_control.bridge.drilling_context import hole_setup
-from quirobot_control.bridge.drive_bridge import (
-    DRIVE_BACKENDS,
-    BridgeError,
-    DriveBridge,
-    open_bridge,
-)
-from quirobot_control.bridge.lockstep import Lockstep
+from __future__ import annotations
 
-__all__ = [
-    "DRIVE_BACKENDS",
-    "BridgeError",
-    "CanBusConfig",
-    "CanopenBackend",
-    "ControllerStopper",
-    "DriveBackend",
-    "DriveBridge",
-    "DriveStartupError",
-    "Lockstep",
-    "hole_setup",
-    "open_bridge",
-]
+import importlib
+
+#: name -> the module of this package that defines it.
+_EXPORTS = {
+    "DRIVE_BACKENDS": "drive_bridge",
+    "BridgeError": "drive_bridge",
+    "CanBusConfig": "canopen_backend",
+    "CanopenBackend": "canopen_backend",
+    "ControllerStopper": "controller_stopper",
+    "DriveBackend": "backend",
+    "DriveBridge": "drive_bridge",
+    "DriveStartupError": "backend",
+    "Lockstep": "lockstep",
+    "hole_setup": "drilling_context",
+    "open_bridge": "drive_bridge",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
