@@ -64,7 +64,12 @@ class DriveArray:
 
     def brakes_engaged(self) -> tuple[bool, ...]:
         """(n,) whether each drive's holding brake holds now (SimulatedDrive.brake_engaged)."""
-        return tuple([drive.control.brake_holding for drive in self.drives])  # a list builds faster
+        return brakes_holding(self.drives)
+
+
+def brakes_holding_in_python(drives: tuple[SimulatedDrive, ...]) -> tuple[bool, ...]:
+    """Each drive's control.brake_holding (asked at every physics step: compiled where built)."""
+    return tuple([drive.control.brake_holding for drive in drives])  # a list builds faster
 
 
 def advance_drives_in_python(
@@ -99,9 +104,11 @@ try:
         advance_drive,
     )
     advance_drives = _drive_kernel.advance_drives
+    brakes_holding = _drive_kernel.brakes_holding
 
-    #: Whether `advance_drives` is the compiled twin (False: the Python above).
+    #: Whether `advance_drives` and `brakes_holding` are the compiled twins (False: the Python above).
     COMPILED = True
 except ImportError:  # not built here: no C compiler or no Python headers at install
     advance_drives = advance_drives_in_python
+    brakes_holding = brakes_holding_in_python
     COMPILED = False

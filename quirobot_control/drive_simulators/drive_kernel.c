@@ -144,7 +144,8 @@ static Layout drive_layout, control_layout, loop_layout, pid_layout;
 /* The enum members the law compares with; the names of the methods and attributes it calls. */
 static PyObject *FALLBACK; /* simulated_drive.advance_drive: the whole step in Python */
 static PyObject *ENABLED, *FAULT, *CST, *CSP, *QUICK_STOP_REQUEST, *STEP_VALUES, *NEXT_STATE, *SWITCH_OFF,
-    *MASTER_TIMEOUT, *MAX_CURRENT, *HOMING, *DIRECTION, *SWITCH_POSITION, *KP, *KI, *KD, *OUTPUT_LIMIT;
+    *MASTER_TIMEOUT, *MAX_CURRENT, *HOMING, *DIRECTION, *SWITCH_POSITION, *KP, *KI, *KD, *OUTPUT_LIMIT,
+    *BRAKE_ENGAGE_TIME, *BRAKE_HOLDING, *CONTROL_NAME;
 
 #define SLOT(object, layout, field) (*(PyObject **)((char *)(object) + (layout).offset[field]))
 
@@ -218,7 +219,10 @@ static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         keep(&OUTPUT_LIMIT, PyUnicode_InternFromString("output_limit")) < 0 ||
         keep(&HOMING, PyUnicode_InternFromString("homing")) < 0 ||
         keep(&DIRECTION, PyUnicode_InternFromString("direction")) < 0 ||
-        keep(&SWITCH_POSITION, PyUnicode_InternFromString("switch_position")) < 0) {
+        keep(&SWITCH_POSITION, PyUnicode_InternFromString("switch_position")) < 0 ||
+        keep(&BRAKE_ENGAGE_TIME, PyUnicode_InternFromString("brake_engage_time")) < 0 ||
+        keep(&BRAKE_HOLDING, PyUnicode_InternFromString("brake_holding")) < 0 ||
+        keep(&CONTROL_NAME, PyUnicode_InternFromString("control")) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -667,6 +671,57 @@ static PyObject *advance_drives(PyObject *module, PyObject *const *args, Py_ssiz
     return args[4];
 }
 
+/* One drive's control.brake_holding: DriveController's property (`brake and brake_time >=
+ * settings.brake_engage_time`) from the slots for a bound drive whose controller is exactly a
+ * DriveController, else the property itself. 1, 0, or -1 with an exception set. */
+static int brake_holding(PyObject *drive) {
+    PyObject *control = bound_drive(drive) ? SLOT(drive, drive_layout, D_CONTROL) : NULL;
+    if (control == NULL || !Py_IS_TYPE(control, control_layout.type)) {
+        PyObject *owner = PyObject_GetAttr(drive, CONTROL_NAME);
+        PyObject *value = owner == NULL ? NULL : PyObject_GetAttr(owner, BRAKE_HOLDING);
+        Py_XDECREF(owner);
+        if (value == NULL) return -1;
+        const int truth = PyObject_IsTrue(value);
+        Py_DECREF(value);
+        return truth;
+    }
+    const int brake = as_truth(CONTROL(control, C_BRAKE));
+    if (brake <= 0) return brake;
+    double brake_time, engage_time;
+    PyObject *settings = CONTROL(control, C_SETTINGS);
+    if (as_double(CONTROL(control, C_BRAKE_TIME), &brake_time) < 0 || settings == NULL ||
+        attribute_double(settings, BRAKE_ENGAGE_TIME, &engage_time) < 0)
+        return -1;
+    return brake_time >= engage_time;
+}
+
+/* (drives) -> a tuple of bools: drive_array.brakes_engaged's, each drive's control.brake_holding. */
+static PyObject *brakes_holding(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 1 || !PyTuple_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "brakes_holding takes one tuple of drives");
+        return NULL;
+    }
+    if (drive_layout.type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "brakes_holding: bind() the drive classes first");
+        return NULL;
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(args[0]);
+    PyObject *result = PyTuple_New(n);
+    if (result == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const int holding = brake_holding(PyTuple_GET_ITEM(args[0], j));
+        if (holding < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyObject *value = holding ? Py_True : Py_False;
+        Py_INCREF(value);
+        PyTuple_SET_ITEM(result, j, value);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"current_loop_samples", (PyCFunction)(void (*)(void))current_loop_samples, METH_FASTCALL,
      "current_loop.current_loop_samples, compiled (same arguments, same results bit for bit)."},
@@ -676,6 +731,8 @@ static PyMethodDef methods[] = {
      "members it compares with, the Python step it leaves the rest to."},
     {"advance_drives", (PyCFunction)(void (*)(void))advance_drives, METH_FASTCALL,
      "drive_array.advance_drives, compiled (same arguments, same results bit for bit)."},
+    {"brakes_holding", (PyCFunction)(void (*)(void))brakes_holding, METH_FASTCALL,
+     "drive_array.brakes_holding, compiled: each drive's control.brake_holding, as a tuple of bools."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,7 +25,11 @@ import pytest
 from compiled_kernel import require_compiled_kernels
 
 from quirobot_control.drive_simulators import drive_array
-from quirobot_control.drive_simulators.drive_array import DriveArray, advance_drives_in_python
+from quirobot_control.drive_simulators.drive_array import (
+    DriveArray,
+    advance_drives_in_python,
+    brakes_holding_in_python,
+)
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.interface import DriveMode, DriveState
 from quirobot_control.hardware.control_config import control_configuration
@@ -162,6 +166,8 @@ def test_the_compiled_step_of_all_drives_is_the_python_law_bit_for_bit(parameter
             assert _bits(tuple(efforts[id(compiled)].tolist())) == _bits(
                 tuple(efforts[id(interpreted)].tolist())
             )
+            assert drive_array.brakes_holding(compiled.drives) == brakes_holding_in_python(interpreted.drives)
+            seen.add(("brakes", drive_array.brakes_holding(compiled.drives)))
             ours, theirs = _state(compiled), _state(interpreted)
             for drive, a, b in zip(compiled, ours, theirs, strict=True):
                 differing = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
@@ -175,6 +181,9 @@ def test_the_compiled_step_of_all_drives_is_the_python_law_bit_for_bit(parameter
         for drive in compiled:
             feedback = drive.feedback()
             seen.add((drive.name, feedback.state, feedback.stopping, feedback.halted, feedback.homed))
+    brakes = {holding for kind, holding in (entry[:2] for entry in seen if entry[0] == "brakes")}
+    assert any(any(h) for h in brakes) and (False,) * 6 in brakes  # brakes holding and released
+    seen = {entry for entry in seen if entry[0] != "brakes"}
     names = {name for name, *_ in seen}
     assert names == set(drive_axes())
     assert ("gantry_z", DriveState.QUICK_STOP, True, False, True) in seen  # ramping
@@ -205,3 +214,27 @@ def test_the_kernel_names_a_buffer_of_the_wrong_size(parameters):
     drives = _drives(parameters, control)
     with pytest.raises(TypeError, match="efforts must be 6 contiguous float64 values"):
         drives.advance(0.0, np.zeros(6), np.zeros(6), np.zeros(5))
+
+
+def test_the_compiled_brakes_are_the_property_at_the_engage_time_and_for_other_classes(parameters):
+    """brakes_holding at the brake's engage time to the last bit (not yet holding one unit in the
+    last place before it, holding from it on), and through the property for a drive whose
+    controller is of another class."""
+    require_compiled_kernels()
+    drives = _drives(parameters, control_configuration(parameters)).drives
+    for drive in drives:
+        drive.control.brake = True
+        engage = drive.control.settings.brake_engage_time
+        for brake_time, holding in ((math.nextafter(engage, -math.inf), False), (engage, True)):
+            drive.control.brake_time = brake_time
+            assert drive.control.brake_holding is holding
+            assert drive_array.brakes_holding((drive,)) == brakes_holding_in_python((drive,)) == (holding,)
+        drive.control.brake = False
+        assert drive_array.brakes_holding((drive,)) == (False,)
+
+    class AlwaysHolding(type(drives[0].control)):
+        __slots__ = ()
+        brake_holding = True
+
+    drives[2].control.__class__ = AlwaysHolding
+    assert drive_array.brakes_holding(drives) == (False, False, True, False, False, False)
