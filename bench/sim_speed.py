@@ -218,6 +218,8 @@ from quirobot_control.drive_simulators import current_loop, drive_array, simulat
 simulated_drive.current_loop_samples = current_loop.current_loop_samples_in_python
 if hasattr(drive_array, "advance_drives_in_python"):
     drive_array.advance_drives = drive_array.advance_drives_in_python
+if hasattr(drive_array, "brakes_holding_in_python"):
+    drive_array.brakes_holding = drive_array.brakes_holding_in_python
 """
 
 

@@ -251,8 +251,20 @@ class SimulatedDrive:
         Non-finite: quick stop, then DriveError. In FAULT: DriveError. Wrong mode: DriveError.
         Ignored (but it feeds the watchdog) unless ENABLED and running.
         """
-        values = []
-        for label, value in (("position", position), ("velocity", velocity), ("current", current)):
+        # The host's every cycle: three floats whose sum is finite are each a finite number.
+        floats = type(position) is type(velocity) is type(current) is float
+        if not (floats and math.isfinite(position + velocity + current)):
+            numbers = self._command_numbers(position=position, velocity=velocity, current=current)
+            position, velocity, current = numbers
+        if self._state is DriveState.FAULT:
+            raise DriveError(f"drive {self.name} is in FAULT ({self._fault}): command refused")
+        self.control.command_position(position, velocity, current)
+
+    def _command_numbers(self, **values: object) -> list[float]:
+        """The command's values as floats; one that is not a finite number: quick stop, then
+        DriveError naming it."""
+        numbers = []
+        for label, value in values.items():
             try:
                 number = float(value)
             except (TypeError, ValueError) as error:
@@ -263,10 +275,8 @@ class SimulatedDrive:
             if not math.isfinite(number):
                 self.quick_stop()
                 raise DriveError(f"drive {self.name}: non-finite {label} command {value!r}: quick stop")
-            values.append(number)
-        if self._state is DriveState.FAULT:
-            raise DriveError(f"drive {self.name} is in FAULT ({self._fault}): command refused")
-        self.control.command_position(*values)
+            numbers.append(number)
+        return numbers
 
     def start_homing(self) -> None:
         """Run the axis's homing (HOMING mode, ENABLED): DriveFeedback.homed when done. Called
@@ -285,19 +295,11 @@ class SimulatedDrive:
         QUICK_STOP the reference stays zero (the command is ignored, so a control loop writing
         every cycle does not have to special-case a stopped drive).
         """
-        try:
-            value = float(current)
-        except (TypeError, ValueError) as error:
-            self.quick_stop()
-            raise DriveError(
-                f"drive {self.name}: current command must be a number, got {current!r}"
-            ) from error
-        if not math.isfinite(value):
-            self.quick_stop()
-            raise DriveError(f"drive {self.name}: non-finite current command {current!r}: quick stop")
+        if not (type(current) is float and math.isfinite(current)):
+            (current,) = self._command_numbers(current=current)
         if self._state is DriveState.FAULT:
             raise DriveError(f"drive {self.name} is in FAULT ({self._fault}): command refused")
-        self.control.command_current(value)
+        self.control.command_current(current)
 
     def feedback(self) -> DriveFeedback:
         # The host reads it for every drive at every cycle: the fields in order, stop_in_progress
