@@ -103,6 +103,8 @@ class BoneThrust:
 
     def engagement(self, depth: float) -> float:
         """Cortical-equivalent fraction (0..max factor) of the point engaged at tip depth `depth` m."""
+        if depth <= 0.0:  # the point short of the bone (most physics steps): every overlap <= 0
+            return 0.0
         length = self.bone.point_length
         low, high = depth - length, depth
         total = 0.0
