@@ -306,7 +306,7 @@ class SimulatedDrive:
         # asked only during a stop (it is False without one).
         control = self.control
         return DriveFeedback(
-            self._raw_position + control.position_offset,
+            self.position,
             self._velocity,
             self._current,
             self._effort(),
@@ -329,6 +329,12 @@ class SimulatedDrive:
         """The measured q-axis current (A): feedback().current without building the feedback (the
         simulation's log reads it every period)."""
         return self._current
+
+    @property
+    def position(self) -> float:
+        """The encoder's position in the homed coordinate (m or rad): feedback().position without
+        building the feedback (the realistic plant's encoders sample it every period)."""
+        return self._raw_position + self.control.position_offset
 
     @property
     def current_reference(self) -> float:

@@ -124,11 +124,22 @@ class RealisticDrive:
             if self.inner.state is not DriveState.FAULT:  # a fault refuses it; the loop reads the fault
                 self.inner.command_current(value)
         resolution = self.inner.encoder.resolution
-        motor = self.inner.feedback().position + self.noise * resolution * self.rng.standard_normal()
+        motor = self.inner.position + self.noise * resolution * self.rng.standard_normal()
         self._position = motor
         if self.load_resolution is not None and self.dual_loop is not None:
             counts = self.load_position / self.load_resolution + self.noise * self.rng.standard_normal()
             self._position = self.dual_loop.update(motor, round(counts) * self.load_resolution)
+
+    @property
+    def position(self) -> float:
+        """The position its encoders latched (m or rad): feedback().position, as the host sees it."""
+        return self._position
+
+    @property
+    def current(self) -> float:
+        """The inner drive's measured current (A), as its feedback has it (the log reads it every
+        period: asked here, not through __getattr__)."""
+        return self.inner.current
 
     def quick_stop(self) -> None:
         self._queue.clear()
