@@ -85,14 +85,23 @@ def limit_commands_in_python(
     return safe_position, safe_velocity
 
 
+def within_limits_unknown(*_: object) -> None:
+    """Where the C is not built: SafetyMonitor.check's own loop answers every cycle."""
+    return None
+
+
 try:
     # (From the package, not the module path: the import rules' graph knows no compiled module.)
     from quirobot_control.safety import _limiter_kernel
 
     limit_commands = _limiter_kernel.limit_commands
+    #: (scalars, following, start_excess, overspeed_ratio, command, measured, measured_velocity)
+    #: -> True where SafetyMonitor.check passes (its comparisons, compiled), None: ask its loop.
+    within_limits = _limiter_kernel.within_limits
 
-    #: Whether `limit_commands` is the compiled twin (False: the Python above).
+    #: Whether `limit_commands` and `within_limits` are compiled (False: the Python above).
     COMPILED = True
 except ImportError:  # not built here: no C compiler or no Python headers at install
     limit_commands = limit_commands_in_python
+    within_limits = within_limits_unknown
     COMPILED = False

@@ -1,6 +1,7 @@
 /* The safety layer's command limiter, compiled: the twin of command_limiter.py's
  * `limit_commands_in_python`, built as the extension quirobot_control.safety._limiter_kernel when
- * a C compiler and Python's headers are there (setup.py, CMakeLists.txt).
+ * a C compiler and Python's headers are there (setup.py, CMakeLists.txt). Beside it
+ * `within_limits`: SafetyMonitor.check's comparisons, True where that check passes.
  *
  * Same operations in the same order on IEEE doubles, so the results are bit for bit the Python
  * law's (test/control/safety/test_command_limiter.py): built with -ffp-contract=off (no fused
@@ -165,16 +166,64 @@ done:
     return result;
 }
 
+/* (scalars, following, start_excess, overspeed_ratio, command, measured, measured_velocity) ->
+ * True where SafetyMonitor.check would pass (every measured position finite and within its soft
+ * range widened by the following error and the start excess, every measured speed finite and
+ * within overspeed_ratio times v_max when given, every following error within its limit), the
+ * same comparisons on the same doubles; None otherwise, or for anything but floats in lists or
+ * tuples: check's own loop then raises naming the joint (or passes). */
+static PyObject *within_limits(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "within_limits takes 7 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *scalars = args[0], *following = args[1], *start_excess = args[2], *command = args[4],
+             *measured = args[5], *velocity = args[6];
+    if (!PyList_CheckExact(scalars) && !PyTuple_CheckExact(scalars)) Py_RETURN_NONE;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(scalars);
+    const int velocities = velocity != Py_None;
+    if (!PyFloat_CheckExact(args[3]) || !floats(following, n) || PySequence_Fast_GET_SIZE(following) != n ||
+        !floats(start_excess, n) || !floats(command, n) || !floats(measured, n) ||
+        (velocities && !floats(velocity, n)))
+        Py_RETURN_NONE;
+    const double ratio = PyFloat_AS_DOUBLE(args[3]);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *constants = item(scalars, j);
+        if (!PyTuple_CheckExact(constants) || PyTuple_GET_SIZE(constants) != SCALARS) Py_RETURN_NONE;
+        PyObject *lower_value = PyTuple_GET_ITEM(constants, 0), *upper_value = PyTuple_GET_ITEM(constants, 1),
+                 *v_max_value = PyTuple_GET_ITEM(constants, 2);
+        if (!PyFloat_CheckExact(lower_value) || !PyFloat_CheckExact(upper_value) || !PyFloat_CheckExact(v_max_value))
+            Py_RETURN_NONE;
+        const double q = PyFloat_AS_DOUBLE(item(measured, j));
+        if (!isfinite(q)) Py_RETURN_NONE;
+        const double allowance = PyFloat_AS_DOUBLE(item(following, j)) + PyFloat_AS_DOUBLE(item(start_excess, j));
+        if (q < PyFloat_AS_DOUBLE(lower_value) - allowance || q > PyFloat_AS_DOUBLE(upper_value) + allowance)
+            Py_RETURN_NONE;
+        if (velocities) {
+            const double v = PyFloat_AS_DOUBLE(item(velocity, j));
+            if (!isfinite(v) || fabs(v) > ratio * PyFloat_AS_DOUBLE(v_max_value)) Py_RETURN_NONE;
+        }
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const double error = fabs(PyFloat_AS_DOUBLE(item(command, j)) - PyFloat_AS_DOUBLE(item(measured, j)));
+        if (error > PyFloat_AS_DOUBLE(item(following, j))) Py_RETURN_NONE;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"limit_commands", (PyCFunction)(void (*)(void))limit_commands, METH_FASTCALL,
      "command_limiter.limit_commands_in_python, compiled (the same results bit for bit), or None where the "
      "Python twin must answer."},
+    {"within_limits", (PyCFunction)(void (*)(void))within_limits, METH_FASTCALL,
+     "True where SafetyMonitor.check would pass (the same comparisons), None where its loop must answer."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_limiter_kernel",
-    "The safety layer's command limiter, compiled (limiter_kernel.c).", -1, methods,
+    "The safety layer's command limiter and state check, compiled (limiter_kernel.c).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__limiter_kernel(void) { return PyModule_Create(&module); }

@@ -51,7 +51,7 @@ import math
 from collections.abc import Sequence
 
 from quirobot_control.axes.limits import JointLimits
-from quirobot_control.safety.command_limiter import limit_commands, limit_commands_in_python
+from quirobot_control.safety.command_limiter import limit_commands, limit_commands_in_python, within_limits
 from quirobot_control.safety.event_log import EventLog
 from quirobot_control.safety.stop_codes import StopCode
 
@@ -275,6 +275,9 @@ class SafetyMonitor:
         measured state (positions, velocities (n,))."""
         if self.stop_reason is not None:
             raise SafetyStopError(self.stop_reason)
+        state = (command, measured, measured_velocity)
+        if within_limits(self._scalars, self._following, self._start_excess, self.overspeed_ratio, *state):
+            return  # the loop below would pass (its comparisons, compiled: command_limiter)
         names = self.limits.names
         for j, (soft_lower, soft_upper, v_max, *_) in enumerate(self._scalars):
             q = measured[j]

@@ -3,7 +3,8 @@ Python law, bit for bit, over the cycles a joint goes through (inside its soft r
 either soft limit, creeping and at full speed, requests that jump, reverse and pass unclipped),
 on the drill's shipped limits; the requests that pass unclipped come back as the same objects;
 what the compiled leaves to the Python (anything but floats in lists or tuples, a square root
-math.sqrt refuses) it leaves untouched.
+math.sqrt refuses) it leaves untouched. And within_limits, the compiled comparisons of
+SafetyMonitor.check: True exactly where the check's own loop passes.
 
 That the law is the safety layer's: test_hardware_hardening, test_hardware_stops and the
 simulate outputs (test_simulate_json_unchanged) run SafetyMonitor.filter through it.
@@ -18,8 +19,10 @@ import pytest
 from compiled_kernel import require_compiled
 
 from quirobot_control.axes.limits import JointLimits
-from quirobot_control.safety import command_limiter
+from quirobot_control.hardware.control_config import control_configuration
+from quirobot_control.safety import command_limiter, motion_monitor
 from quirobot_control.safety.command_limiter import limit_commands_in_python
+from quirobot_control.safety.motion_monitor import SafetyMonitor, SafetyStopError
 
 DT = 0.001  # s: the control period
 
@@ -119,3 +122,66 @@ def test_the_compiled_limiter_leaves_other_inputs_to_the_python(scalars):
     assert kernel(negative, q, steps, q, zero, DT) is None and steps == zero
     with pytest.raises(ValueError, match="math domain error"):
         limit_commands_in_python(negative, q, list(zero), q, zero, DT)
+
+
+def _monitor(parameters):
+    control = control_configuration(parameters)
+    names = JointLimits.from_parameters(parameters).names
+    return SafetyMonitor(
+        JointLimits.from_parameters(parameters),
+        following_error=[control.joint(name).following_error for name in names],
+        watchdog_timeout=control.watchdog_timeout,
+        stop_timeout=control.watchdog_stop_timeout,
+        overspeed_ratio=control.overspeed_ratio,
+    )
+
+
+def test_the_compiled_state_check_passes_exactly_where_the_check_passes(parameters):
+    """within_limits says True exactly where SafetyMonitor.check's own loop passes, over states on
+    either side of each bound to the last bit (a soft limit widened by the following error and
+    the start excess, the overspeed, the following error) and with non-finite values."""
+    require_compiled(command_limiter.COMPILED, "_limiter_kernel")
+    monitor = _monitor(parameters)
+    rng = np.random.default_rng(7)
+    lower = np.array([s[0] for s in monitor._scalars])
+    upper = np.array([s[1] for s in monitor._scalars])
+    v_max = np.array([s[2] for s in monitor._scalars])
+    following = np.array(monitor._following)
+    seen = {"passes": 0, "soft limit": 0, "overspeed": 0, "following error": 0, "non-finite": 0}
+    for case in range(6000):
+        monitor._start_excess = (rng.random(6) * 1e-3 * (rng.random(6) < 0.3)).tolist()
+        measured = lower + rng.random(6) * (upper - lower)
+        velocity = rng.uniform(-1.0, 1.0, 6) * v_max
+        command = measured + rng.uniform(-0.5, 0.5, 6) * following
+        j = int(rng.integers(6))
+        step = float(rng.choice([-1.0, 1.0]))
+        kind = case % 5
+        if kind == 1:  # on a widened soft limit, or one unit in the last place past it
+            edge = (lower if step < 0 else upper)[j] + step * (following[j] + monitor._start_excess[j])
+            measured[j] = edge if rng.random() < 0.5 else np.nextafter(edge, step * np.inf)
+            command[j] = measured[j]
+        elif kind == 2:  # at the overspeed bound, or just above it
+            edge = monitor.overspeed_ratio * v_max[j]
+            velocity[j] = step * (edge if rng.random() < 0.5 else np.nextafter(edge, np.inf))
+        elif kind == 3:  # at the following-error limit, or just past it
+            command[j] = measured[j] + step * following[j] * (1.0 + float(rng.choice([0.0, 1e-15, -1e-15])))
+        elif kind == 4:
+            (measured if rng.random() < 0.5 else velocity)[j] = float(rng.choice([np.nan, np.inf]))
+        state = (command.tolist(), measured.tolist(), velocity.tolist() if rng.random() < 0.8 else None)
+        monitor.stop_reason = None
+        try:
+            with pytest.MonkeyPatch.context() as patched:
+                patched.setattr(motion_monitor, "within_limits", command_limiter.within_limits_unknown)
+                monitor.check(*state)
+            passes, reason = True, "passes"
+        except SafetyStopError as stop:
+            passes, reason = False, str(stop)
+        compiled = command_limiter.within_limits(
+            monitor._scalars, monitor._following, monitor._start_excess, monitor.overspeed_ratio, *state
+        )
+        assert (compiled is True) == passes, (case, reason)
+        key = next((k for k in seen if k in reason), "non-finite" if "non-finite" in reason else reason)
+        seen[key] = seen.get(key, 0) + 1
+    assert (
+        min(seen[k] for k in ("passes", "soft limit", "overspeed", "following error", "non-finite")) >= 100
+    ), seen
