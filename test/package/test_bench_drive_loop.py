@@ -34,9 +34,12 @@ KEYS = {"sync_period", "late_cycles", "sync_loss_stops", "command_to_rpdo", "cyc
 #: s: a bare real-time loop this late means the host, not the cycle, decides the SYNC timing.
 HOST_FLOOR_LIMIT = 5e-3
 #: The cycle's CPU per SYNC cycle over the master's alone (transport, polling and waiting on top
-#: of the same safety layer and packing). Loose: a cycle busy-waiting through its 2 ms period
-#: (about 5x here) passes it; bench/drive_loop.py's table is where the CPU is judged.
-CYCLE_OVER_MASTER_CPU_LIMIT = 8.0
+#: of the same safety layer and packing). Loose; bench/drive_loop.py's table is where the CPU is
+#: judged. The ratio rises as the master gets faster, the transport's share staying: issue 36's
+#: compiled safety layer took the master from 0.232 to 0.193 ms here (`--master-cpu`, 5c8eb67 and
+#: 41847f7 in one sitting), and a clean-clone CI rehearsal then measured 8.2 (1.59 ms of cycle).
+#: A cycle busy-waiting through its whole 2 ms period would be 10.4 times this master.
+CYCLE_OVER_MASTER_CPU_LIMIT = 10.0
 
 
 def run_bench(*arguments: str, cwd: Path) -> dict:
