@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import sysconfig
 
 import pytest
@@ -43,3 +44,9 @@ def compiled_kernel():
     """The compiled current_loop_samples (require_compiled_kernels first)."""
     require_compiled_kernels()
     return current_loop.current_loop_samples
+
+
+def bits(values) -> tuple[bytes, ...]:
+    """Each float's IEEE 754 bytes: compiled and Python results compared to the last bit (a NaN
+    equal to itself, -0.0 apart from 0.0)."""
+    return tuple(struct.pack("<d", value) for value in values)

@@ -12,12 +12,11 @@ simulate outputs of test_simulate_json_unchanged.py.
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from compiled_kernel import require_compiled
+from compiled_kernel import bits, require_compiled
 
 from quirobot_control.axes import fixture_monitor
 from quirobot_control.axes.fixture_monitor import FixtureMonitor, box_constants, zone_hit_in_python
@@ -31,10 +30,6 @@ DT = 0.001  # s: the control period
 def _compiled():
     require_compiled(fixture_monitor.COMPILED, "_fixture_kernel")
     return fixture_monitor.zone_hit
-
-
-def _bits(values) -> tuple:
-    return tuple(struct.pack("<d", value) for value in values)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +75,7 @@ def test_the_compiled_zone_check_is_the_python_twin_bit_for_bit(tool):
         python = zone_hit_in_python(tool, zones, commanded, measured, dt, velocity.tolist())
         compiled = kernel(*box_constants(tool, zones), commanded, measured, dt, velocity.tolist())
         assert compiled is not None, "a finite cycle on box zones must be the compiled one's"
-        assert _bits(compiled[0]) == _bits(python[0])  # the commanded tip
+        assert bits(compiled[0]) == bits(python[0])  # the commanded tip
         assert compiled[1] == python[1], (commanded, measured, velocity.tolist(), dt)
         if python[1] is not None:
             seen[fixture_monitor.LABELS[python[1][0]]] += 1

@@ -8,11 +8,9 @@ test_simulate_json_unchanged.py) give the numbers they gave with the law inline.
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import pytest
-from compiled_kernel import require_compiled
+from compiled_kernel import bits, require_compiled
 
 from quirobot_control.models import wrist_gearbox
 from quirobot_control.models.wrist_gearbox import gear_torque, wrist_motor_substeps_in_python
@@ -22,10 +20,6 @@ from quirobot_control.simulation.realistic_plant import MOTOR_SUBSTEPS, WRIST
 def _compiled():
     require_compiled(wrist_gearbox.COMPILED, "_gearbox_kernel")
     return wrist_gearbox.wrist_motor_substeps
-
-
-def _bits(values) -> tuple:
-    return tuple(struct.pack("<d", value) for value in values)
 
 
 @pytest.mark.parametrize("joint", WRIST)
@@ -61,7 +55,7 @@ def test_the_compiled_wrist_motor_is_the_python_law_bit_for_bit(parameters, join
         )
         ours = kernel(constants, MOTOR_SUBSTEPS, *state)
         law = wrist_motor_substeps_in_python(constants, MOTOR_SUBSTEPS, *state)
-        assert _bits(ours) == _bits(law), (state, ours, law)
+        assert bits(ours) == bits(law), (state, ours, law)
         seen["play" if abs(twist) <= half_play else "contact"] += 1
         seen["stuck"] += speed == 0.0 and law[1] == 0.0
         seen["stopped"] += speed != 0.0 and law[1] == 0.0

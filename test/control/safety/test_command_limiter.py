@@ -12,11 +12,9 @@ simulate outputs (test_simulate_json_unchanged) run SafetyMonitor.filter through
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import pytest
-from compiled_kernel import require_compiled
+from compiled_kernel import bits, require_compiled
 
 from quirobot_control.axes.limits import JointLimits
 from quirobot_control.hardware.control_config import control_configuration
@@ -30,10 +28,6 @@ DT = 0.001  # s: the control period
 def _compiled():
     require_compiled(command_limiter.COMPILED, "_limiter_kernel")
     return command_limiter.limit_commands
-
-
-def _bits(values) -> tuple:
-    return tuple(struct.pack("<d", value) for value in values)
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +74,8 @@ def test_the_compiled_limiter_is_the_python_law_bit_for_bit(scalars):
         compiled = kernel(scalars, args[0], compiled_steps, *args[2:])
         assert compiled is not None
         for got, want in zip(compiled, python, strict=True):
-            assert _bits(got) == _bits(want)
-        assert _bits(compiled_steps) == _bits(python_steps)
+            assert bits(got) == bits(want)
+        assert bits(compiled_steps) == bits(python_steps)
         for j in range(6):
             if python[0][j] is args[2][j]:
                 seen["unclipped"] += 1
