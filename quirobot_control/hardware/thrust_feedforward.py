@@ -18,6 +18,7 @@ from quirobot_control.models.bone import BoneParameters, BoneThrust
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
+from quirobot_kinematics.forward import tool_axis_single
 
 #: Finite-difference step of the tip Jacobian, m or rad (the tip is smooth: error ~1e-14 relative).
 JACOBIAN_STEP = 1e-6
@@ -50,11 +51,19 @@ class ThrustFeedForward:
         """(6,) joint efforts (N or N*m, axes_for("drill") order) for the commanded joints q (6,) of
         this period."""
         q = np.asarray(q, dtype=float)
-        # tips_and_axes of the one pose, by the scalar FK of a (5,) q (the same numbers; the batch
-        # FK's numpy calls on one row cost ~60 us of every period).
-        pose = forward_kinematics(q[: len(JOINT_NAMES)], self.kinematics)
-        axis = pose[:3, 2]
-        tip = pose[:3, 3] + axis * q[DrillParameters.feed_index]
+        arm, feed = len(JOINT_NAMES), float(q[DrillParameters.feed_index])
+        nominal = self.kinematics.errors is None
+        # tips_and_axes of the one pose, in plain floats on the nominal chain (tool_axis_single: the
+        # numbers of forward_kinematics' matrix without building it; the batch FK's numpy calls on
+        # one row cost ~60 us of every period).
+        joints = q[:arm].tolist()
+        if nominal:
+            origin, axis_list = tool_axis_single(joints, self.kinematics)
+        else:
+            pose = forward_kinematics(q[:arm], self.kinematics)
+            origin, axis_list = pose[:3, 3].tolist(), pose[:3, 2].tolist()
+        axis = np.array(axis_list)
+        tip = np.array([o + a * feed for o, a in zip(origin, axis_list, strict=True)])
         depth = float((tip - self.entry) @ self.direction)
         rate = 0.0 if self._depth is None else (depth - self._depth) / self.dt
         self._depth = depth
@@ -63,17 +72,21 @@ class ThrustFeedForward:
             return np.zeros(q.shape[0])
         force = -thrust * self.direction[None, :]
         # balancing_efforts' Jacobian of the one pose: its five shifted poses by the scalar FK on
-        # the nominal chain (the batch FK's numpy sin and cos may round otherwise). The calibrated
-        # chain's FK is numpy either way: the five in one call (a third of the time), each the
-        # numbers of its own call to the bit (test_thrust_feedforward).
-        arm, feed = len(JOINT_NAMES), q[DrillParameters.feed_index]
-        shifted = np.repeat(q[None, :arm], arm, axis=0)  # (5, 5): joint i shifted in row i
-        shifted[np.arange(arm), np.arange(arm)] += JACOBIAN_STEP
-        if self.kinematics.errors is not None:
-            poses = forward_kinematics(shifted, self.kinematics)
+        # the nominal chain, in plain floats (the batch FK's numpy sin and cos may round
+        # otherwise). The calibrated chain's FK is numpy either way: the five in one call (a third
+        # of the time), each the numbers of its own call to the bit (test_thrust_feedforward).
+        if nominal:
+            shifted_tips = np.empty((arm, 3))
+            for i in range(arm):
+                row = joints.copy()
+                row[i] = joints[i] + JACOBIAN_STEP
+                origin, axis_list = tool_axis_single(row, self.kinematics)
+                shifted_tips[i] = [o + a * feed for o, a in zip(origin, axis_list, strict=True)]
         else:
-            poses = np.array([forward_kinematics(row, self.kinematics) for row in shifted])
-        shifted_tips = poses[:, :3, 3] + poses[:, :3, 2] * feed
+            shifted = np.repeat(q[None, :arm], arm, axis=0)  # (5, 5): joint i shifted in row i
+            shifted[np.arange(arm), np.arange(arm)] += JACOBIAN_STEP
+            poses = forward_kinematics(shifted, self.kinematics)
+            shifted_tips = poses[:, :3, 3] + poses[:, :3, 2] * feed
         return _balance(q[None, :], tip[None, :], axis[None, :], force, shifted_tips[:, None, :])[0]
 
 
