@@ -302,11 +302,16 @@ class SimulatedDrive:
         self.control.command_current(current)
 
     def feedback(self) -> DriveFeedback:
+        return self.feedback_at(self.position)
+
+    def feedback_at(self, position: float) -> DriveFeedback:
+        """feedback() with `position` (m or rad) for its encoder's: what a wrapper with encoders of
+        its own reports (simulation.realistic_plant.RealisticDrive), built once."""
         # The host reads it for every drive at every cycle: the fields in order, stop_in_progress
         # asked only during a stop (it is False without one).
         control = self.control
         return DriveFeedback(
-            self.position,
+            position,
             self._velocity,
             self._current,
             self._effort(),

@@ -7,7 +7,7 @@ still over the physics step (MuJoCo steps it after); the motor side takes `subst
 steps of h / substeps (the gearbox mode, <= 130 Hz, at 16 kHz: explicit is stable). Dry friction
 holds a motor at rest while the net torque is within it, and stops, never reverses, a moving one.
 
-RealisticPlant._step_wrist runs it for both wrist joints at every physics step, four sub-steps
+RealisticPlant.step_period runs it for both wrist joints at every physics step, four sub-steps
 each: interpreted, a fifth of an accuracy sample's plant time (bench/sim_speed.py --parts). So it
 has a compiled twin in the C extension `_gearbox_kernel` (gearbox_kernel.c): the same operations in the
 same order on doubles, bit for bit the same results (test_wrist_gearbox.py). Where it was not built

@@ -70,6 +70,8 @@ from quirobot_kinematics.geometric import actual_forward_kinematics
 WRIST = (3, 4)
 SCREWS = (0, 1, 2)
 SCREW_AXES = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0]])
+#: WRIST as a slice (its joints are adjacent): one copy of both instead of two.
+_WRIST_SLICE = slice(WRIST[0], WRIST[-1] + 1)
 #: Motor-side sub-steps per physics step (the gearbox mode, <= 130 Hz, at 16 kHz: explicit is stable).
 MOTOR_SUBSTEPS = 4
 #: Crossover of the wrist drives' dual-loop feedback (drives.dual_loop), rad/s: 2 Hz, far below the
@@ -152,22 +154,7 @@ class RealisticDrive:
     def feedback(self) -> DriveFeedback:
         """The inner drive's feedback with the position this wrapper's encoder latched: every other
         field is the drive's own (its stop in progress, home reference, mode, halt)."""
-        inner = self.inner.feedback()
-        # dataclasses.replace(inner, position=...) in effect, without its field walk (per period):
-        # DriveFeedback's fields in order.
-        return DriveFeedback(
-            self._position,
-            inner.velocity,
-            inner.current,
-            inner.effort,
-            inner.state,
-            inner.fault,
-            inner.homed,
-            inner.mode,
-            inner.halted,
-            inner.stopping,
-            inner.confirmed,
-        )
+        return self.inner.feedback_at(self._position)
 
 
 class RealisticPlant:
@@ -241,6 +228,16 @@ class RealisticPlant:
             )
             for j in WRIST
         }
+        #: Each wrist joint's dry friction with its brake engaged (N*m): the gearbox's plus the
+        #: brake's holding torque (_step_wrist's sum, done once).
+        self._wrist_coulomb = {
+            j: plant.wrist_coulomb_friction + self.drive_array.holding_effort[j] for j in WRIST
+        }
+        # The ram's and the cutting's constants (PlantParameters is frozen; its properties compute
+        # them at each call, read at every physics step).
+        ram_k, ram_m = plant.ram_stiffness, plant.ram_modal_mass
+        self._ram_constants = (ram_k, ram_m, 2.0 * plant.ram_damping_ratio * math.sqrt(ram_k * ram_m))
+        self._spindle_period = plant.spindle_period
         self.motor_angle = np.zeros(6)  # motor side of the wrist joints, in joint units (rad)
         self.motor_speed = np.zeros(6)
         self.ram = np.zeros(2)  # ram deflection at the wrist, world x y, m
@@ -262,6 +259,7 @@ class RealisticPlant:
     def set_drilling(self, entry: np.ndarray, direction: np.ndarray, thrust: BoneThrust) -> None:
         """Where the bone is (skiving, regenerative thrust): entry (3,) m, unit direction (3,)."""
         self.drilling = (np.asarray(entry, float), np.asarray(direction, float))
+        self._drilling_floats = (self.drilling[0].tolist(), self.drilling[1].tolist())
         self.thrust_model = thrust
 
     def reset(self, q: np.ndarray) -> None:
@@ -300,7 +298,16 @@ class RealisticPlant:
     @property
     def tool0(self) -> np.ndarray:
         """(3,) true tool0 in the world (m): MuJoCo's, moved by the screws' and the ram's deflection."""
-        return self.rigid.tool0 + self._offset() + self.geometric_shift(tcp=False)
+        if self.geometric is not None:
+            return self.rigid.tool0 + self._offset() + self.geometric_shift(tcp=False)
+        # Plain floats (the log reads it every period): tool0 + (screw + ram) (+ 0, the nominal
+        # machine's geometric shift), the vector form's operations in its order.
+        (t0, t1, t2), (s0, s1, s2), (r0, r1) = (
+            self.rigid.tool0.tolist(),
+            self.screw.tolist(),
+            self.ram.tolist(),
+        )
+        return np.array((t0 + (s0 + r0) + 0.0, t1 + (s1 + r1) + 0.0, t2 + (s2 + 0.0) + 0.0))
 
     @property
     def tip(self) -> np.ndarray:
@@ -358,19 +365,42 @@ class RealisticPlant:
         h = self.model.opt.timestep
         efforts = self._efforts
         applied = np.zeros(6)
+        qpos, qvel = self.data.qpos, self.data.qvel
+        position, speed = self._drive_position, self._drive_speed
+        motor_angle, motor_speed = self.motor_angle, self.motor_speed
+        advance, rigid = self.drive_array.advance, self.rigid
         for _ in range(substeps):
-            position, speed = self._drive_inputs()
-            self.drive_array.advance(h, position, speed, efforts)
+            # _drive_inputs, _step_wrist and _screw_deflections inlined (each physics step), on
+            # plain floats read once: the same values and operations in the same order.
+            position[:] = qpos
+            speed[:] = qvel
+            position[_WRIST_SLICE] = motor_angle[_WRIST_SLICE]
+            speed[_WRIST_SLICE] = motor_speed[_WRIST_SLICE]
+            advance(h, position, speed, efforts)
             applied[:] = efforts
             engaged = self.follow_brakes()
+            load_angle, load_speed = qpos.tolist(), qvel.tolist()
+            angle, rate, effort = motor_angle.tolist(), motor_speed.tolist(), efforts.tolist()
             for j in WRIST:
-                applied[j] = self._step_wrist(j, efforts[j], engaged[j])
-            self._screw_deflections(efforts)
-            self.rigid.forward_kinematics()
+                coulomb = self._wrist_coulomb[j] if engaged[j] else self.plant.wrist_coulomb_friction
+                angle[j], rate[j], applied[j] = wrist_motor_substeps(
+                    self._wrist_constants[j],
+                    MOTOR_SUBSTEPS,
+                    effort[j],
+                    coulomb,
+                    load_angle[j],
+                    load_speed[j],
+                    angle[j],
+                    rate[j],
+                )
+            motor_angle[_WRIST_SLICE] = angle[_WRIST_SLICE]
+            motor_speed[_WRIST_SLICE] = rate[_WRIST_SLICE]
+            self._screw_deflections(effort)
+            rigid.forward_kinematics()
             force = tip_force(h) if tip_force is not None else None
             force = self._cutting(h, force)
             self._step_ram(h, force)
-            self.rigid.step(applied, force)
+            rigid.step(applied, force)
         return efforts
 
     # --- the pieces -------------------------------------------------------------------------------
@@ -380,12 +410,13 @@ class RealisticPlant:
             -effort / self.plant.screw_axial_stiffness - self.screw @ SCREW_AXES[index]
         )
 
-    def _screw_deflections(self, efforts: np.ndarray) -> None:
-        """`screw_deflection` of every screw in turn, in plain floats (each physics step; the same
-        operations in the same order as the vector form)."""
+    def _screw_deflections(self, efforts: list[float]) -> None:
+        """`screw_deflection` of every screw in turn for the drives' efforts (6 floats, N or N*m),
+        in plain floats (each physics step; the same operations in the same order as the vector
+        form)."""
         stiffness = self.plant.screw_axial_stiffness
         s0, s1, s2 = self.screw.tolist()
-        for (a0, a1, a2), effort in zip(self._screw_axes, efforts[list(SCREWS)].tolist(), strict=True):
+        for (a0, a1, a2), effort in zip(self._screw_axes, [efforts[j] for j in SCREWS], strict=True):
             change = -effort / stiffness - (s0 * a0 + s1 * a1 + s2 * a2)
             s0, s1, s2 = s0 + a0 * change, s1 + a1 * change, s2 + a2 * change
         self.screw[:] = (s0, s1, s2)
@@ -402,7 +433,7 @@ class RealisticPlant:
         """Advance the motor side of wrist joint j over one physics step (`braked`: its holding
         brake holds); return the load's torque (N*m, mean). The law:
         models.wrist_gearbox.wrist_motor_substeps (the load side holds still until MuJoCo's
-        step; compiled where it was built)."""
+        step; compiled where it was built). step_period runs the same call inline."""
         coulomb = self.plant.wrist_coulomb_friction
         if braked:
             coulomb += self.drive_array.holding_effort[j]
@@ -421,9 +452,7 @@ class RealisticPlant:
 
     def _step_ram(self, h: float, force: np.ndarray | None) -> None:
         """Spring-damper of the ram at the wrist (semi-implicit Euler), driven by the tip force's x, y."""
-        p = self.plant
-        k, m = p.ram_stiffness, p.ram_modal_mass
-        c = 2.0 * p.ram_damping_ratio * math.sqrt(k * m)
+        k, m, c = self._ram_constants
         # Plain floats (each physics step), the vector form's operations in its order.
         fx, fy = (0.0, 0.0) if force is None else force[:2].tolist()
         (x, y), (vx, vy) = self.ram.tolist(), self.ram_rate.tolist()
@@ -435,11 +464,11 @@ class RealisticPlant:
         """Add skiving and the regenerative thrust to the bone's force; bend the bit."""
         if self.drilling is None or self.thrust_model is None:
             return force
-        entry, direction = self.drilling
+        direction = self.drilling[1]
         # depth = (tip - entry) . direction and thrust = -force . direction in plain floats (each
         # physics step; the same operations in the same order as the vector form).
-        (tx, ty, tz), (ex, ey, ez) = self.tip.tolist(), entry.tolist()
-        dx, dy, dz = direction.tolist()
+        (ex, ey, ez), (dx, dy, dz) = self._drilling_floats
+        tx, ty, tz = self.tip.tolist()
         depth = (tx - ex) * dx + (ty - ey) * dy + (tz - ez) * dz
         bone = self.thrust_model.bone
         engagement = self.thrust_model.engagement(depth)
@@ -452,10 +481,11 @@ class RealisticPlant:
         # regenerative part * direction, extra += the skiving force; the same operations in order).
         e0 = e1 = e2 = 0.0
         # Regenerative thrust: the axial vibration now against one revolution ago.
-        period_steps = max(int(round(self.plant.spindle_period / h)), 1)
+        spindle_period = self._spindle_period
+        period_steps = max(int(round(spindle_period / h)), 1)
         if self._depth_average is None:
             self._depth_average = depth
-        alpha = h / (VIBRATION_AVERAGE_REVOLUTIONS * self.plant.spindle_period)
+        alpha = h / (VIBRATION_AVERAGE_REVOLUTIONS * spindle_period)
         self._depth_average += alpha * (depth - self._depth_average)
         vibration = depth - self._depth_average
         self._depth_history.append(vibration)

@@ -86,6 +86,23 @@ def realistic_plant_at_rest(parameters, **options):
     return plant
 
 
+def test_the_true_tip_and_tool0_in_plain_floats_are_the_vector_forms(parameters):
+    """tip and tool0 of the nominal machine are computed in plain floats (read every physics step
+    and period): to the bit, MuJoCo's point + (screw + ram) + bit (tip only) + the zero geometric
+    shift, as numpy computes it, at deflections of every sign and size."""
+    plant = realistic_plant_at_rest(parameters)
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        plant.screw[:] = rng.normal(size=3) * 10.0 ** rng.uniform(-9, -3, size=3)
+        plant.ram[:] = rng.normal(size=2) * 10.0 ** rng.uniform(-9, -3, size=2)
+        plant.bit[:] = rng.normal(size=3) * 10.0 ** rng.uniform(-9, -3, size=3)
+        offset = plant.screw + np.array([plant.ram[0], plant.ram[1], 0.0])
+        tip = plant.rigid.tip + offset + plant.bit + plant.geometric_shift()
+        tool0 = plant.rigid.tool0 + offset + plant.geometric_shift(tcp=False)
+        assert plant.tip.tobytes() == tip.tobytes()
+        assert plant.tool0.tobytes() == tool0.tobytes()
+
+
 def test_gearbox_torque_is_stiffness_over_the_play(parameters):
     """Dead zone of the total backlash b, then k * (twist - b/2) (+ damping on the rate)."""
     plant = realistic_plant_at_rest(parameters)
