@@ -13,6 +13,7 @@ Every refusal raises `IKError` (a ValueError) naming the joint and amount, or th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -317,6 +318,60 @@ def inverse_kinematics(
     if model.errors is not None:  # a calibrated model: nominal solution, then the actual chain's
         return _calibrated_inverse(target, model, seed, respect_limits, feed, orientation_tolerance)
     solutions, seed_q = _solve(target, model, seed, respect_limits, feed, orientation_tolerance)
+    return np.array(_nearest(solutions, seed_q))
+
+
+def approach_inverse(approach: object, model: KinematicModel) -> Callable[[object, object], np.ndarray]:
+    """`inverse_kinematics(ApproachTarget(position, approach), model, seed)` as a function of
+    (position (3,) m, seed (5,)) for one `approach`: the same numbers and the same refusals.
+
+    A line at a fixed orientation (planning.trajectory.plan_line) solves thousands of positions
+    for one approach: its wrist solutions within limits are worked out once here, and the one
+    nearest a seed's wrist is remembered per seed wrist (it depends on nothing else). A position
+    whose gantry joints leave their limits, a calibrated model, a vertical or malformed approach
+    (theta4 is then the seed's, or the refusal is the call's) go through inverse_kinematics.
+    """
+
+    def general(position: object, seed: object) -> np.ndarray:
+        return inverse_kinematics(ApproachTarget(position, approach), model, seed)
+
+    if model.errors is not None:
+        return general
+    try:
+        _, (ax, ay, az), wrists = _parse_approach(ApproachTarget((0.0, 0.0, 0.0), approach), 0.0)
+    except IKError:
+        return general
+    if len(wrists) == 1:  # vertical: theta4 is the seed's
+        return general
+    lower, upper = model.limit_lists
+    candidates = [  # as _solve's solutions, the gantry left out (the seed's distance ignores it)
+        [0.0, 0.0, 0.0, t4, t5]
+        for theta4, theta5 in wrists
+        for t4 in _representatives(theta4, lower[3], upper[3])
+        for t5 in _representatives(theta5, lower[4], upper[4])
+    ]
+    if not candidates:
+        return general
+    l4, l5 = model.l4, model.l5
+    nearest: dict[tuple[float, float], list[float]] = {}
+
+    def solve(position: object, seed: object) -> np.ndarray:
+        seed_q = _seed(seed, model)  # refused first, as inverse_kinematics does
+        px, py, pz = _vector3(position, "target position")
+        d1, d2, d3 = px - l5 * ax, py - l5 * ay, -pz - l4 + l5 * az  # _solve's prismatic
+        if not (lower[0] <= d1 <= upper[0] and lower[1] <= d2 <= upper[1] and lower[2] <= d3 <= upper[2]):
+            return general(position, seed)  # clipped within LIMIT_SLACK, or refused
+        key = (seed_q[3], seed_q[4])
+        wrist = nearest.get(key)
+        if wrist is None:
+            wrist = nearest[key] = _nearest(candidates, seed_q)[3:]
+        return np.array([d1, d2, d3, *wrist])
+
+    return solve
+
+
+def _nearest(solutions: list[list[float]], seed_q: list[float]) -> list[float]:
+    """The solution nearest the seed (_distance_to_seed), the first of equals."""
     best = solutions[0]
     if len(solutions) > 1:
         distance = _distance_to_seed(best, seed_q)
@@ -324,7 +379,7 @@ def inverse_kinematics(
             other = _distance_to_seed(solution, seed_q)
             if other < distance:
                 best, distance = solution, other
-    return np.array(best)
+    return best
 
 
 def _calibrated_inverse(

@@ -10,6 +10,7 @@ back up the axis) -> park (joint space).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from quirobot_description.shown_numbers import compared, shown
 from quirobot_description.sourced_yaml import SourcedReader, read_yaml_mapping
 from quirobot_kinematics import ApproachTarget, KinematicModel, forward_kinematics, inverse_kinematics
 from quirobot_kinematics.forward import tool_axis_single
+from quirobot_kinematics.inverse import approach_inverse
 
 TASK_NAMES = ("incision", "line")
 #: The dimensions each no-go zone shape takes (rpy optional).
@@ -322,6 +324,11 @@ class Kinematics:
     def inverse(self, position: np.ndarray, approach: np.ndarray, seed: np.ndarray) -> np.ndarray:
         return inverse_kinematics(ApproachTarget(position, approach), self.model, seed=seed)
 
+    def inverse_at(self, approach: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """`inverse` at one approach, as (position, seed) -> q (quirobot_kinematics.inverse.
+        approach_inverse: the same numbers, the approach's wrist worked out once)."""
+        return approach_inverse(approach, self.model)
+
     def tip(self, q6: np.ndarray) -> np.ndarray:
         """(3,) drill tip position (m) for q6 = arm joints + feed (axes_for("drill"))."""
         q6 = np.asarray(q6, dtype=float)
@@ -394,7 +401,15 @@ def plan_incision(
     fixtures = task_fixtures(task, params)
     trajectory = trajectory.then(_joint_move(park, q_above6, limits, dt, "approach", fixtures))
     align = plan_line(
-        q_above6, standoff, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="align"
+        q_above6,
+        standoff,
+        limits,
+        task.line,
+        dt,
+        forward=kin.forward,
+        inverse=kin.inverse,
+        inverse_at=kin.inverse_at,
+        name="align",
     )
     trajectory = trajectory.then(align)
     trajectory = trajectory.then(hold(align.positions[-1], 0.2, dt, "settle"))
@@ -422,6 +437,7 @@ def plan_incision(
         dt,
         forward=kin.forward,
         inverse=kin.inverse,
+        inverse_at=kin.inverse_at,
         name="withdraw",
     )
     trajectory = trajectory.then(withdraw)
@@ -469,7 +485,15 @@ def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointT
     length = float(np.linalg.norm(task.end - kin.forward(task.start[: len(JOINT_NAMES)])[:3, 3]))
     check_task_duration({"line": length / task.line.speed, "settle": 2.0 * task.settle}, "line")
     line = plan_line(
-        task.start, task.end, limits, task.line, dt, forward=kin.forward, inverse=kin.inverse, name="line"
+        task.start,
+        task.end,
+        limits,
+        task.line,
+        dt,
+        forward=kin.forward,
+        inverse=kin.inverse,
+        inverse_at=kin.inverse_at,
+        name="line",
     )
     trajectory = hold(task.start, task.settle, dt, "start").then(line)
     trajectory = trajectory.then(hold(line.positions[-1], task.settle, dt, "end"))

@@ -282,6 +282,8 @@ class LineLimits:
 InverseKinematics = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 #: forward(q (5,)) -> (4, 4) pose of tool0 in world.
 ForwardKinematics = Callable[[np.ndarray], np.ndarray]
+#: inverse_at(approach (3,)) -> ik(position (3,), seed (5,)): InverseKinematics at one approach.
+ApproachInverseKinematics = Callable[[np.ndarray], Callable[[np.ndarray, np.ndarray], np.ndarray]]
 
 
 def plan_line(
@@ -293,6 +295,7 @@ def plan_line(
     *,
     forward: ForwardKinematics,
     inverse: InverseKinematics,
+    inverse_at: ApproachInverseKinematics | None = None,
     name: str = "line",
     max_refinements: int = 8,
 ) -> JointTrajectory:
@@ -305,6 +308,8 @@ def plan_line(
     limit, the whole path is slowed down (the path limits scaled by the needed ratio) and
     re-planned. A path leaving the soft range, an unreachable sample, or an IK branch jump (the
     path crossing a singularity) raises PlanningError naming the joint and the arc length.
+    `inverse_at`: `inverse` at the line's one approach, if the caller has a faster form of it
+    (the same numbers: thousands of samples a line).
     """
     start = np.asarray(q_start, dtype=float)
     limits.check_position(start, f"{name}: start")
@@ -319,9 +324,12 @@ def plan_line(
     if length < 1e-12:
         return hold(start, 0.0, dt, name)
     direction = (p1 - p0) / length
+    solve = inverse_at(approach) if inverse_at is not None else None
 
     def ik(s: float, seed: np.ndarray) -> np.ndarray:
         try:
+            if solve is not None:
+                return np.asarray(solve(p0 + s * direction, seed), dtype=float)
             return np.asarray(inverse(p0 + s * direction, approach, seed), dtype=float)
         except ValueError as error:
             raise PlanningError(

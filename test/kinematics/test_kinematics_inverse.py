@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from quirobot_kinematics.forward import forward_kinematics
 from quirobot_kinematics.inverse import (
     ApproachTarget,
     IKError,
+    approach_inverse,
     approach_inverse_kinematics_batch,
     inverse_kinematics,
     inverse_kinematics_all,
@@ -112,6 +114,52 @@ joint_values = st.tuples(
     )
 ).map(np.array)
 feeds = st.floats(MODEL.feed_lower, MODEL.feed_upper)
+
+
+def _outcome(solve, *args) -> bytes | str:
+    try:
+        return solve(*args).tobytes()
+    except IKError as error:
+        return str(error)
+
+
+def _general(approach: np.ndarray, model: KinematicModel):
+    return lambda position, seed: inverse_kinematics(ApproachTarget(position, approach), model, seed)
+
+
+def test_approach_inverse_is_inverse_kinematics_to_the_bit(model):
+    """approach_inverse(approach, model)(position, seed): the numbers, or the refusal, of
+    inverse_kinematics, over positions inside and outside the gantry's travel (also within the
+    limit slack, clipped), approaches of every kind and seeds along a chain (as plan_line seeds)."""
+    rng = np.random.default_rng(7)
+    tight = replace(model, lower=model.lower + 0.05, upper=model.upper - 0.05)  # soft limits, as planned
+    fast_paths = 0
+    for used in (model, tight):
+        for k in range(60):
+            approach = rng.normal(size=3) * (0.2 if k % 5 else 1e-3)
+            approach[2] = -abs(approach[2]) if k % 7 else abs(approach[2])  # some upward
+            q = rng.uniform(used.lower, used.upper)
+            tool0 = forward_kinematics(q, used)[:3, 3]
+            solve = approach_inverse(approach, used)
+            fast_paths += solve.__name__ == "solve"
+            seed = rng.uniform(used.lower - 1.0, used.upper + 1.0)
+            for i in range(40):
+                if i % 2:  # a seed sharing one wrist angle with the last one (the remembered choice's key)
+                    seed = seed.copy()
+                    seed[3 + i % 4 // 2] = rng.uniform(-7.0, 7.0)
+                position = tool0 + rng.normal(size=3) * 0.3
+                expected = _outcome(_general(approach, used), position, seed)
+                assert _outcome(solve, position, seed) == expected
+                if isinstance(expected, bytes) and i % 3 == 0:
+                    seed = np.frombuffer(expected)
+        approach = np.array([0.3, 0.2, -1.0]) / math.sqrt(1.13)
+        d = used.upper[:3] + 0.5e-12  # outside by less than LIMIT_SLACK: clipped, as inverse_kinematics does
+        position = np.array([d[0] + used.l5 * approach[0], d[1] + used.l5 * approach[1], 0.0])
+        position[2] = -(d[2] + used.l4 - used.l5 * approach[2])
+        clipped = inverse_kinematics(ApproachTarget(position, approach), used)
+        assert clipped[:3].tolist() == used.upper[:3].tolist()
+        assert approach_inverse(approach, used)(position, None).tobytes() == clipped.tobytes()
+    assert fast_paths > 60  # most approaches take the precomputed wrist
 
 
 @settings(max_examples=300, deadline=None)

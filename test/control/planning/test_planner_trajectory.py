@@ -151,6 +151,33 @@ def test_cartesian_line_is_straight_at_constant_orientation_and_within_limits(pa
     )
 
 
+@pytest.mark.parametrize(
+    ("start", "offset"),
+    [
+        ((0.6, 0.5, 0.9, math.pi / 4, math.pi / 4, 0.004), (0.5, 0.5, -0.3)),
+        ((0.5, 0.5, 0.9, 0.3, 1.0, 0.004), (1.0, 0.0, 0.0)),  # slowed to the joint limits
+    ],
+)
+def test_cartesian_line_with_inverse_at_is_the_same_to_the_bit(limits, kinematics, start, offset):
+    """kin.inverse_at (the approach's wrist worked out once) gives the trajectory `inverse` gives."""
+    start = np.array(start)
+    end = kinematics.forward(start[:5])[:3, 3] + np.array(offset)
+    line = LineLimits(0.5, 5.0, 100.0)
+    plain = plan_line(start, end, limits, line, DT, forward=kinematics.forward, inverse=kinematics.inverse)
+    fast = plan_line(
+        start,
+        end,
+        limits,
+        line,
+        DT,
+        forward=kinematics.forward,
+        inverse=kinematics.inverse,
+        inverse_at=kinematics.inverse_at,
+    )
+    for name in ("positions", "velocities", "accelerations"):
+        assert getattr(fast, name).tobytes() == getattr(plain, name).tobytes(), name
+
+
 def test_cartesian_line_slows_down_to_the_joint_limits(limits, kinematics):
     start = np.array([0.5, 0.5, 0.9, 0.3, 1.0, 0.004])
     T0 = kinematics.forward(start[:5])
