@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from quirobot_description.geometric_errors import CalibrationParameters, GeometricErrors, GeometricTolerances
-from quirobot_kinematics.geometric import actual_forward_kinematics
+from quirobot_kinematics.geometric import ActualPositions, actual_forward_kinematics
 from quirobot_kinematics.inverse import ApproachTarget, IKError, inverse_kinematics
 from quirobot_kinematics.model import KinematicModel
 
@@ -85,12 +85,13 @@ def identification_jacobian(
     """(3N, 18) d tool0 positions / d ROBOT_PARAMETERS at `errors` (central differences), each
     column multiplied by `scale` (18,) if given."""
     base = np.array([getattr(errors, name) for name in ROBOT_PARAMETERS])
+    positions = ActualPositions(q, model)  # tool0_positions' numbers, a step's unchanged terms shared
     columns = []
     for k in range(len(ROBOT_PARAMETERS)):
         step = np.zeros_like(base)
         step[k] = JACOBIAN_STEP
-        plus = tool0_positions(q, model, with_parameters(errors, ROBOT_PARAMETERS, base + step))
-        minus = tool0_positions(q, model, with_parameters(errors, ROBOT_PARAMETERS, base - step))
+        plus = positions(_flange(with_parameters(errors, ROBOT_PARAMETERS, base + step)))
+        minus = positions(_flange(with_parameters(errors, ROBOT_PARAMETERS, base - step)))
         columns.append(((plus - minus) / (2.0 * JACOBIAN_STEP)).ravel())
     jac = np.stack(columns, axis=1)
     return jac if scale is None else jac * scale

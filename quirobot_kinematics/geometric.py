@@ -19,6 +19,7 @@ rounding. Vectorised over poses: the calibration evaluates it thousands of times
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,6 +107,61 @@ def _gantry_position(q: np.ndarray, chain: _Chain) -> np.ndarray:
     return travel @ chain.axes + (4.0 * u * (1.0 - u)) @ chain.straightness
 
 
+def _check_configurations(array: np.ndarray, q: object) -> None:
+    if array.ndim != 2 or array.shape[1] != 5:
+        raise KinematicsError(f"q must have shape (5,) or (N, 5), got shape {np.asarray(q).shape}")
+    if not np.isfinite(array).all():
+        raise KinematicsError("q must be finite")
+
+
+def _wrist_rotations(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Rz(-theta4), Ry(theta5)), each (N, 3, 3), of q (N, 5)."""
+    n = array.shape[0]
+    cosines, sines = np.cos(array[:, 3:]), np.sin(array[:, 3:])  # (n, 2): theta4, theta5
+    rz = np.zeros((n, 3, 3))  # Rz(-theta4)
+    rz[:, 0, 0] = rz[:, 1, 1] = cosines[:, 0]
+    rz[:, 0, 1], rz[:, 1, 0], rz[:, 2, 2] = sines[:, 0], -sines[:, 0], 1.0
+    ry = np.zeros((n, 3, 3))  # Ry(theta5)
+    ry[:, 0, 0] = ry[:, 2, 2] = cosines[:, 1]
+    ry[:, 0, 2], ry[:, 2, 0], ry[:, 1, 1] = sines[:, 1], -sines[:, 1], 1.0
+    return rz, ry
+
+
+class ActualPositions:
+    """Tip positions (N, 3) m of actual machines at one set of configurations q (N, 5): the
+    numbers of `actual_forward_kinematics(q, model, errors, feed)[:, :3, 3]`, its terms shared
+    between machines whose constants behind a term are bitwise the same (the calibration's finite
+    differences change one error at a time: most terms of a perturbed machine are the base's)."""
+
+    def __init__(self, q: np.ndarray, model: KinematicModel) -> None:
+        array = np.asarray(q, dtype=float)
+        _check_configurations(array, q)
+        self.array, self.model = array, model
+        self.rz, self.ry = _wrist_rotations(array)
+        self.terms: dict[tuple[bytes, ...], np.ndarray] = {}  # key: the constants' bytes
+
+    def _term(self, key: tuple[bytes, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
+        term = self.terms.get(key)
+        if term is None:
+            term = self.terms[key] = compute()
+        return term
+
+    def __call__(self, errors: GeometricErrors, feed: float = 0.0) -> np.ndarray:
+        chain = _chain(self.model, errors)
+        yaw, pitch = chain.yaw, chain.pitch
+        yaw_key, pitch_key = yaw[:3, :3].tobytes(), pitch[:3, :3].tobytes()
+        tip = chain.tcp_origin + feed * chain.tool_z
+        gantry = self._term(
+            (b"g", chain.axes.tobytes(), chain.straightness.tobytes()),
+            lambda: _gantry_position(self.array, chain),
+        )
+        r_a = self._term((b"a", yaw_key), lambda: yaw[:3, :3] @ self.rz)
+        r_b = self._term((b"b", yaw_key, pitch_key), lambda: r_a @ pitch[:3, :3] @ self.ry)
+        to_pitch = self._term((b"p", yaw_key, pitch[:3, 3].tobytes()), lambda: r_a @ pitch[:3, 3])
+        to_tip = self._term((b"t", yaw_key, pitch_key, tip.tobytes()), lambda: r_b @ tip)
+        return gantry + yaw[:3, 3] + to_pitch + to_tip  # as actual_forward_kinematics sums them
+
+
 def actual_forward_kinematics(
     q: object, model: KinematicModel, errors: GeometricErrors, feed: float = 0.0
 ) -> np.ndarray:
@@ -117,20 +173,11 @@ def actual_forward_kinematics(
     single = array.ndim == 1
     if single:
         array = array[np.newaxis]
-    if array.ndim != 2 or array.shape[1] != 5:
-        raise KinematicsError(f"q must have shape (5,) or (N, 5), got shape {np.asarray(q).shape}")
-    if not np.isfinite(array).all():
-        raise KinematicsError("q must be finite")
+    _check_configurations(array, q)
     chain = _chain(model, errors)
     yaw, pitch = chain.yaw, chain.pitch
     n = array.shape[0]
-    cosines, sines = np.cos(array[:, 3:]), np.sin(array[:, 3:])  # (n, 2): theta4, theta5
-    rz = np.zeros((n, 3, 3))  # Rz(-theta4)
-    rz[:, 0, 0] = rz[:, 1, 1] = cosines[:, 0]
-    rz[:, 0, 1], rz[:, 1, 0], rz[:, 2, 2] = sines[:, 0], -sines[:, 0], 1.0
-    ry = np.zeros((n, 3, 3))  # Ry(theta5)
-    ry[:, 0, 0] = ry[:, 2, 2] = cosines[:, 1]
-    ry[:, 0, 2], ry[:, 2, 0], ry[:, 1, 1] = sines[:, 1], -sines[:, 1], 1.0
+    rz, ry = _wrist_rotations(array)
     # Rotation and translation of the tip in the world: R = Ryaw Rz Rpitch Ry Rtool;
     # p = gantry + o_yaw + Ryaw Rz o_pitch + (Ryaw Rz Rpitch Ry) tip, composed with 3x3 blocks.
     r_a = yaw[:3, :3] @ rz  # (n, 3, 3)

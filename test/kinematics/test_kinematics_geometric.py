@@ -16,7 +16,7 @@ from quirobot_description.machine_identity import simulated_machine
 from quirobot_description.parameters import JOINT_NAMES, load_parameters
 from quirobot_kinematics import ApproachTarget, KinematicModel, fk, ik, kinematic_model
 from quirobot_kinematics.forward import forward_kinematics
-from quirobot_kinematics.geometric import actual_forward_kinematics
+from quirobot_kinematics.geometric import ActualPositions, actual_forward_kinematics
 
 
 @pytest.fixture(scope="module")
@@ -329,3 +329,22 @@ def test_quirobot_urdf_refuses_a_bad_calibration_file_by_key(tmp_path, capsys, v
     code, text, err = _urdf_from(verb, capsys, tmp_path, "--calibration", str(path))
     assert code == 2 and text == ""
     assert err.count("\n") == 1 and "wrist_yaw_tilt_x: unit must be rad" in err
+
+
+def test_actual_positions_are_the_forward_kinematics_to_the_bit(model):
+    """ActualPositions (terms shared between machines) gives actual_forward_kinematics' positions
+    bit for bit: each error changed alone (a step of +-1e-6, and to -0.0: a term keyed by its
+    constants' bytes is not shared across a signed zero), then every error at once, with a feed."""
+    q = configurations(model, 40, 3)
+    positions = ActualPositions(q, model)
+    base = drawn_errors(5)
+    machines = [base, GeometricErrors.zero(), drawn_errors(6)]
+    for name in GeometricErrors.names():
+        value = getattr(base, name)
+        machines += [replace(base, **{name: value + step}) for step in (1e-6, -1e-6)]
+        machines.append(replace(GeometricErrors.zero(), **{name: -0.0}))
+    for errors in machines:
+        for feed in (0.0, 0.012):
+            expected = actual_forward_kinematics(q, model, errors, feed)[:, :3, 3]
+            assert positions(errors, feed).tobytes() == np.ascontiguousarray(expected).tobytes()
+    assert len(positions.terms) < 5 * len(machines)  # shared: fewer terms than machines' five each
