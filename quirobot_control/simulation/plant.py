@@ -74,6 +74,11 @@ class MujocoPlant:
         self.tip_body = self.model.body(TIP_BODY).id
         self.tool_body = self.model.body(TOOL_BODY).id
         self.bit_body = self.model.body(BIT_BODY).id
+        # Views of the tip's and tool0's rows of data.xpos and the tip's of data.xquat (read
+        # several times a physics step; MjData keeps its buffers, so the views stay current).
+        self._tip_position = self.data.xpos[self.tip_body]
+        self._tool0_position = self.data.xpos[self.tool_body]
+        self._tip_quaternion = self.data.xquat[self.tip_body]
         self._external = np.zeros(self.model.nv)
         self._efforts = np.zeros(self.model.nv)
         self._sensed = np.zeros(self.model.nv)  # sense()'s efforts (a zero step: unchanged currents)
@@ -120,17 +125,17 @@ class MujocoPlant:
     @property
     def tool0(self) -> np.ndarray:
         """(3,) tool0 position in the world (m)."""
-        return self.data.xpos[self.tool_body]
+        return self._tool0_position
 
     @property
     def tip(self) -> np.ndarray:
         """(3,) drill tip position in the world (m), after the last step."""
-        return self.data.xpos[self.tip_body]
+        return self._tip_position
 
     @property
     def tip_quaternion(self) -> np.ndarray:
         """(4,) drill tip orientation in the world, unit quaternion (w, x, y, z); its z axis is the bit's."""
-        return self.data.xquat[self.tip_body]
+        return self._tip_quaternion
 
     def step(self, efforts: np.ndarray, tip_force: np.ndarray | None = None) -> None:
         """One physics step with joint efforts (6,) and a world force (3,) N at the drill tip."""
@@ -143,7 +148,7 @@ class MujocoPlant:
                 self.data,
                 tip_force,
                 self._no_torque,
-                self.data.xpos[self.tip_body],
+                self._tip_position,
                 self.bit_body,
                 self._external,
             )
@@ -195,7 +200,7 @@ class MujocoPlant:
             if force is not None:
                 external[:] = 0.0
                 mujoco.mj_applyFT(
-                    model, data, force, self._no_torque, data.xpos[self.tip_body], self.bit_body, external
+                    model, data, force, self._no_torque, self._tip_position, self.bit_body, external
                 )
                 applied += external
             mujoco.mj_step(model, data)
