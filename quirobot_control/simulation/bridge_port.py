@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from time import perf_counter
 
 import numpy as np
@@ -127,12 +127,18 @@ class BridgePort:
     def measured(self) -> Measurement | None:
         """The joint state drive_node published after its last period (made once per period),
         aged by the time since (only without the host does it age)."""
-        if self._measured is None:
-            sample = self.bridge.sample()
-            self._measured = Measurement(np.array(sample.position), np.array(sample.effort), 0.0, self.time)
-        if self.time > self._measured.stamp:
-            return replace(self._measured, age=self.time - self._measured.stamp)
-        return self._measured
+        measured = self._measured
+        if measured is None:
+            hw = self.bridge.hardware
+            if hw.lifecycle is LifecycleState.ACTIVE:  # DriveBridge.sample's two columns, not all three
+                position, effort = hw.states("position"), hw.states("effort")
+            else:
+                sample = self.bridge.sample(False)
+                position, effort = sample.position, sample.effort
+            measured = self._measured = Measurement(np.array(position), np.array(effort), 0.0, self.time)
+        if self.time > measured.stamp:  # built directly: dataclasses.replace walks the fields
+            return Measurement(measured.position, measured.effort, self.time - measured.stamp, measured.stamp)
+        return measured
 
     def prepare(self, part: str, trajectory: JointTrajectory) -> None:
         """Nothing to build: `send` hands the trajectory over as it is."""
