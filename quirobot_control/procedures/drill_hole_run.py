@@ -48,6 +48,10 @@ WORLD = "world"
 #: m: a tip this far past the entry (or more) counts as in bone when a goal ends.
 IN_BONE_MARGIN = 0.0
 
+#: The path check's exempt joints after a breakthrough (the feed, held) and otherwise (none).
+FEED_EXEMPT = frozenset({DrillParameters.feed_joint})
+NONE_EXEMPT: frozenset[str] = frozenset()
+
 
 class GoalOwner(Protocol):
     """What a run needs of the executor that owns it (procedures.drill_hole_executor)."""
@@ -370,7 +374,7 @@ class DrillHoleRun:
         if self.policy.state in (State.MOVING, State.DRILLING):  # the plan runs (not a way out)
             # After a breakthrough the drives stop the feed and hold it for the retract
             # (safety.feed_stop): behind its plan by design, not a path error.
-            exempt = frozenset({DrillParameters.feed_joint}) if self.breakthrough else frozenset()
+            exempt = FEED_EXEMPT if self.breakthrough else NONE_EXEMPT
             deviation = self.path.check(
                 self.motion, measurement.stamp - self.motion_start, measurement.position, exempt
             )
@@ -397,9 +401,12 @@ class DrillHoleRun:
         if self.client_gone():
             self.cancel_cause = "canceled (the client disappeared)"
             return Event.CANCEL
-        if all(m.status() is MotionStatus.SUCCEEDED for m in self.active.values()):
-            return Event.MOTION_DONE
-        return None
+        # all() over a generator, as a loop (every control period): each status read, in order,
+        # until the first that has not succeeded
+        for motion in self.active.values():
+            if motion.status() is not MotionStatus.SUCCEEDED:
+                return None
+        return Event.MOTION_DONE
 
     def client_gone(self) -> bool:
         """True once, when no action client has been left for `client_lost` s (a client that
