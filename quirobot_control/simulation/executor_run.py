@@ -118,22 +118,24 @@ class _Recorder:
         if self.stop_time is None and hardware.stop_reason is not None:
             self.stop_time = t
         thrust = getattr(backend.tip_force, "force", 0.0) if backend.tip_force is not None else 0.0
+        # Positional, in _Row's order, and ndarray.copy for the plant's float arrays (the same
+        # values): keywords and np.array took a sixth of the row's time, every period.
         self.rows.append(
             _Row(
-                time=t,
-                position=np.array(plant.position),
-                velocity=np.array(plant.velocity),
-                measured=hardware.states("position"),  # the bridge's joints, its order
-                measured_velocity=hardware.states("velocity"),
-                current=[bridge.drives[name].current for name in bridge.names],  # SimulatedDrive's
-                effort=np.array(backend.last_efforts),
-                tip=np.array(plant.tip),
-                tip_orientation=np.array(plant.tip_quaternion),
-                tool0=np.array(plant.tool0),
-                thrust=float(thrust),
-                controller_time=port.period_wall,
-                spindle_speed=backend.spindle.speed,
-                thrust_estimate=monitor.thrust if monitor is not None else 0.0,
+                t,
+                plant.position.copy(),
+                plant.velocity.copy(),
+                hardware.states("position"),  # measured: the bridge's joints, its order
+                hardware.states("velocity"),
+                [bridge.drives[name].current for name in bridge.names],  # SimulatedDrive's
+                backend.last_efforts.copy(),
+                port.tips[-1][1],  # the plant's tip this period, copied by BridgePort._period
+                plant.tip_quaternion.copy(),
+                plant.tool0.copy(),
+                float(thrust),
+                port.period_wall,
+                backend.spindle.speed,
+                monitor.thrust if monitor is not None else 0.0,
             )
         )
         if self.progress is not None and len(self.rows) % 100 == 1:
