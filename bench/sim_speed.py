@@ -17,6 +17,7 @@ One function per measured thing, each returning a `Speed`; `main` prints them al
 - `ros_stack` (`--ros`, in a ROS 2 environment with the package built and sourced): one DrillHole
   goal on a `ros2 launch quirobot sim.launch.py` of its own (bench/sim_goal.py), idle and with
   two busy processes per core beside it: each process of the stack and their sum.
+Each tree's packages are compiled to bytecode first (`compile_bytecode`: a user's second run).
 CPU is the measured process's user + system time (os.wait4's rusage: the child alone), stable on
 a shared machine; sim/wall depends on what else runs. `--root` measures another checkout (e.g.
 `git archive` of an older commit, for a before/after on the same machine and load).
@@ -196,6 +197,15 @@ class Speed:
 HEADER = f"{'measured':<47} {'CPU s':>8} {'plant s':>8} {'CPU/pl.s':>8} {'wall s':>8} {'sim/wall':>8}"
 
 
+def compile_bytecode(root: Path) -> None:
+    """Compile the tree's Python packages to bytecode first, as a user's second run finds them
+    (a process that may not write it, PYTHONDONTWRITEBYTECODE as in some sandboxes, would
+    otherwise compile every module of ours at every measured start)."""
+    packages = [str(path) for path in sorted(root.glob("quirobot_*")) if path.is_dir()]
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], env=environment, check=True)
+
+
 def _run(arguments: list[str], root: Path) -> tuple[str, float, float]:
     """Run `python ARGUMENTS` in `root` (its code imported first); (stdout, CPU s, wall s) of it alone."""
     environment = {**os.environ, "PYTHONPATH": str(root)}
@@ -324,6 +334,7 @@ def main() -> None:
         for label, root in (("before", args.before), ("now", args.root)):
             if root is None:
                 continue
+            compile_bytecode(root)
             print(f"{label}: {root}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
             print(HEADER)
             variants = (False, True) if has_compiled_current_loop(root) else (False,)
