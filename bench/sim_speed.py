@@ -6,11 +6,12 @@ One function per measured thing, each returning a `Speed`; `main` prints them al
 - `simulate`: `quirobot simulate --task incision --plant ideal --json` as a user runs it (a fresh
   process: imports, planning, the closed loop, the MCAP log and the plot); once more with the
   drives' kernels in Python (`python_current_loop`: what an install without a C compiler runs,
-  drive_simulators.current_loop and drive_array) where the tree has the compiled ones; `--repeat` runs of
-  each, interleaved, the one of least CPU printed;
+  drive_simulators.current_loop and drive_array) where the tree has the compiled ones;
 - `accuracy_sample`: `quirobot accuracy`'s samples in one process (the budget's setup excluded):
   the first (with the first-call costs: scipy, the xacro expansion, the first MuJoCo model) and
   the next one;
+  `--repeat` runs of every row, interleaved across the trees measured (`--before` and `--root`)
+  and their rows (a slow spell of the host then costs each the same), the run of least CPU printed;
 - `parts` (`--parts`): where the time of the simulate run and of one accuracy sample goes: the
   closed loop's periods, the plant in them, the drives and MuJoCo's steps in that, the MCAP log,
   the plot (timers around those methods in one process);
@@ -26,12 +27,14 @@ a shared machine; sim/wall depends on what else runs. `--root` measures another 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -278,14 +281,29 @@ def simulate(
     return Speed(label, cpu, wall, plant_time)
 
 
-def fastest_simulate(root: Path, python_current_loop: tuple[bool, ...], repeat: int) -> list[Speed]:
-    """`simulate(root)` `repeat` times for each `python_current_loop` value, interleaved (a slow
-    spell of the host then costs each the same), the run of least CPU of each: one run's CPU
-    varies by a second on a virtual machine whose hypervisor takes CPU time."""
-    runs = [
-        [simulate(root, python_current_loop=value) for value in python_current_loop] for _ in range(repeat)
+def tree_rows(root: Path) -> list[Callable[[], list[Speed]]]:
+    """The measurements of one tree, each a call giving its rows: simulate (and, where the tree
+    has the compiled kernels, simulate with their Python twins), then the accuracy samples."""
+    variants = (False, True) if has_compiled_current_loop(root) else (False,)
+    calls = [
+        functools.partial(lambda value: [simulate(root, python_current_loop=value)], v) for v in variants
     ]
-    return [min(column, key=lambda speed: speed.cpu) for column in zip(*runs, strict=True)]
+    return [*calls, functools.partial(accuracy_sample, root)]
+
+
+def fastest_rows(roots: list[Path], repeat: int) -> dict[Path, list[Speed]]:
+    """Every tree's rows `repeat` times, interleaved across the trees and their measurements (a
+    slow spell of the host then costs each the same), each row the run of least CPU: one run's
+    CPU varies by a second on a virtual machine whose hypervisor takes CPU time."""
+    calls = {root: tree_rows(root) for root in roots}
+    runs: dict[Path, list[list[Speed]]] = {root: [] for root in roots}
+    for _ in range(repeat):
+        for root in roots:
+            runs[root].append([speed for call in calls[root] for speed in call()])
+    return {
+        root: [min(column, key=lambda speed: speed.cpu) for column in zip(*rows, strict=True)]
+        for root, rows in runs.items()
+    }
 
 
 def accuracy_sample(root: Path = REPO) -> list[Speed]:
@@ -323,7 +341,10 @@ def main() -> None:
         "--ros", action="store_true", help="also the simulated ROS stack's processes (a ROS 2 environment)"
     )
     parser.add_argument(
-        "--repeat", type=int, default=3, help="runs of each simulate row, the least CPU printed (default 3)"
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of every row, interleaved across the trees, the least CPU printed (default 3)",
     )
     parser.add_argument(
         "--parts", action="store_true", help="also where simulate's and an accuracy sample's time goes"
@@ -331,16 +352,15 @@ def main() -> None:
     add_save_option(parser, "sim_speed.txt")
     args = parser.parse_args()
     with saved_output(args.save):
-        for label, root in (("before", args.before), ("now", args.root)):
-            if root is None:
-                continue
+        trees = [(label, root) for label, root in (("before", args.before), ("now", args.root)) if root]
+        for _, root in trees:
             compile_bytecode(root)
-            print(f"{label}: {root}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        loads = os.getloadavg()[0]
+        fastest = fastest_rows([root for _, root in trees], args.repeat)
+        for label, root in trees:
+            print(f"{label}: {root}; load average {loads:.2f} on {os.cpu_count()} cores at the start")
             print(HEADER)
-            variants = (False, True) if has_compiled_current_loop(root) else (False,)
-            for speed in fastest_simulate(root, variants, args.repeat):
-                print(speed.row())
-            for speed in accuracy_sample(root):
+            for speed in fastest[root]:
                 print(speed.row())
         if args.parts:
             print("now: where the time goes, in-process wall seconds (one run; --root's tree)")
