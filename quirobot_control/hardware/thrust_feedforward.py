@@ -80,14 +80,20 @@ class ThrustFeedForward:
             for i in range(arm):
                 row = joints.copy()
                 row[i] = joints[i] + JACOBIAN_STEP
-                origin, axis_list = tool_axis_single(row, self.kinematics)
-                shifted_tips[i] = [o + a * feed for o, a in zip(origin, axis_list, strict=True)]
+                shifted_origin, shifted_axis = tool_axis_single(row, self.kinematics)
+                shifted_tips[i] = [o + a * feed for o, a in zip(shifted_origin, shifted_axis, strict=True)]
         else:
             shifted = np.repeat(q[None, :arm], arm, axis=0)  # (5, 5): joint i shifted in row i
             shifted[np.arange(arm), np.arange(arm)] += JACOBIAN_STEP
             poses = forward_kinematics(shifted, self.kinematics)
             shifted_tips = poses[:, :3, 3] + poses[:, :3, 2] * feed
-        return _balance(q[None, :], tip[None, :], axis[None, :], force, shifted_tips[:, None, :])[0]
+        efforts = _balance(q[None, :], tip[None, :], axis[None, :], force, shifted_tips[:, None, :])[0]
+        # The feed's effort, axis . force, summed in its written order: what numpy's einsum gives
+        # for a strided axis (a pose matrix's column, as this took it before the plain floats);
+        # for a contiguous one it pairs the terms otherwise, one unit in the last place apart.
+        (a0, a1, a2), (f0, f1, f2) = axis_list, force[0].tolist()
+        efforts[DrillParameters.feed_index] = a0 * f0 + a1 * f1 + a2 * f2
+        return efforts
 
 
 def tips_and_axes(q: np.ndarray, kinematics: KinematicModel) -> tuple[np.ndarray, np.ndarray]:

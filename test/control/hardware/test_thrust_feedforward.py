@@ -47,32 +47,37 @@ def test_the_calibrated_chain_gives_each_shifted_pose_the_numbers_of_its_own_cal
 
 def test_the_nominal_chain_in_plain_floats_gives_the_matrices_numbers(parameters):
     """On the nominal chain ThrustFeedForward.update takes its six poses in plain floats
-    (tool_axis_single): its efforts must be, to the bit, those from forward_kinematics' matrices,
-    along the shipped incision's plan (its thrust builds and ends)."""
+    (tool_axis_single): its efforts must be, to the bit, those from forward_kinematics' matrices
+    (the feed's from the pose's axis column, as it always was), along the shipped incision's plan
+    drilled along its direction and along directions tilted from it (every component of the
+    force nonzero: a sum taken in another order shows)."""
     task = load_task("incision")
     dt = 1.0 / parameters.drive.control_rate
     plan = plan_incision(task, parameters, dt)
-    online = ThrustFeedForward(parameters, task.entry, task.direction, task.bone, dt)
-    reference = ThrustFeedForward(parameters, task.entry, task.direction, task.bone, dt)
-    model, arm = reference.kinematics, 5
+    rng = np.random.default_rng(5)
+    tilted = [task.direction + rng.normal(size=3) * 0.5 for _ in range(3)]
     fed = 0
-    for q in plan.positions:
-        pose = forward_kinematics(q[:arm], model)
-        tip = pose[:3, 3] + pose[:3, 2] * q[FEED]
-        depth = float((tip - reference.entry) @ reference.direction)
-        rate = 0.0 if reference._depth is None else (depth - reference._depth) / dt
-        reference._depth = depth
-        thrust = reference.model.update(dt, depth, rate)
-        got = online.update(q)
-        if thrust == 0.0:
-            assert not got.any()
-            continue
-        fed += 1
-        rows = np.repeat(q[None, :arm], arm, axis=0)
-        rows[np.arange(arm), np.arange(arm)] += JACOBIAN_STEP
-        poses = np.array([forward_kinematics(row, model) for row in rows])
-        shifted = poses[:, :3, 3] + poses[:, :3, 2] * q[FEED]
-        force = -thrust * reference.direction[None, :]
-        expected = _balance(q[None, :], tip[None, :], pose[None, :3, 2], force, shifted[:, None, :])[0]
-        assert got.tobytes() == expected.tobytes()
-    assert fed > 100
+    for direction in [task.direction, *(d / np.linalg.norm(d) for d in tilted)]:
+        online = ThrustFeedForward(parameters, task.entry, direction, task.bone, dt)
+        reference = ThrustFeedForward(parameters, task.entry, direction, task.bone, dt)
+        model, arm = reference.kinematics, 5
+        for q in plan.positions[::3]:
+            pose = forward_kinematics(q[:arm], model)
+            tip = pose[:3, 3] + pose[:3, 2] * q[FEED]
+            depth = float((tip - reference.entry) @ reference.direction)
+            rate = 0.0 if reference._depth is None else (depth - reference._depth) / dt
+            reference._depth = depth
+            thrust = reference.model.update(dt, depth, rate)
+            got = online.update(q)
+            if thrust == 0.0:
+                assert not got.any()
+                continue
+            fed += 1
+            rows = np.repeat(q[None, :arm], arm, axis=0)
+            rows[np.arange(arm), np.arange(arm)] += JACOBIAN_STEP
+            poses = np.array([forward_kinematics(row, model) for row in rows])
+            shifted = poses[:, :3, 3] + poses[:, :3, 2] * q[FEED]
+            force = -thrust * reference.direction[None, :]
+            expected = _balance(q[None, :], tip[None, :], pose[None, :3, 2], force, shifted[:, None, :])[0]
+            assert got.tobytes() == expected.tobytes(), (direction, q)
+    assert fed > 1000
