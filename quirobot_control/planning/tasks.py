@@ -329,6 +329,23 @@ class Kinematics:
         approach_inverse: the same numbers, the approach's wrist worked out once)."""
         return approach_inverse(approach, self.model)
 
+    def line(
+        self, start: np.ndarray, end: np.ndarray, limits: JointLimits, line: LineLimits, dt: float, name: str
+    ) -> JointTrajectory:
+        """planning.trajectory.plan_line from the joints `start` to tool0 at `end` with this FK and
+        IK (its fixed approach's IK through `inverse_at`)."""
+        return plan_line(
+            start,
+            end,
+            limits,
+            line,
+            dt,
+            forward=self.forward,
+            inverse=self.inverse,
+            inverse_at=self.inverse_at,
+            name=name,
+        )
+
     def tip(self, q6: np.ndarray) -> np.ndarray:
         """(3,) drill tip position (m) for q6 = arm joints + feed (axes_for("drill"))."""
         q6 = np.asarray(q6, dtype=float)
@@ -400,17 +417,7 @@ def plan_incision(
     trajectory = hold(park, 0.2, dt, "start")
     fixtures = task_fixtures(task, params)
     trajectory = trajectory.then(_joint_move(park, q_above6, limits, dt, "approach", fixtures))
-    align = plan_line(
-        q_above6,
-        standoff,
-        limits,
-        task.line,
-        dt,
-        forward=kin.forward,
-        inverse=kin.inverse,
-        inverse_at=kin.inverse_at,
-        name="align",
-    )
+    align = kin.line(q_above6, standoff, limits, task.line, dt, "align")
     trajectory = trajectory.then(align)
     trajectory = trajectory.then(hold(align.positions[-1], 0.2, dt, "settle"))
     feed = plan_feed(
@@ -429,17 +436,7 @@ def plan_incision(
     trajectory = trajectory.then(
         plan_feed(feed.positions[-1], retracted, retract_rate, limits, dt, "retract")
     )
-    withdraw = plan_line(
-        trajectory.positions[-1],
-        above,
-        limits,
-        task.line,
-        dt,
-        forward=kin.forward,
-        inverse=kin.inverse,
-        inverse_at=kin.inverse_at,
-        name="withdraw",
-    )
+    withdraw = kin.line(trajectory.positions[-1], above, limits, task.line, dt, "withdraw")
     trajectory = trajectory.then(withdraw)
     trajectory = trajectory.then(_joint_move(withdraw.positions[-1], park, limits, dt, "park", fixtures))
     trajectory = trajectory.then(hold(park, 0.2, dt, "end"))
@@ -484,17 +481,7 @@ def plan_line_task(task: LineTask, params: RobotParameters, dt: float) -> JointT
     kin = planning_kinematics(params, limits)
     length = float(np.linalg.norm(task.end - kin.forward(task.start[: len(JOINT_NAMES)])[:3, 3]))
     check_task_duration({"line": length / task.line.speed, "settle": 2.0 * task.settle}, "line")
-    line = plan_line(
-        task.start,
-        task.end,
-        limits,
-        task.line,
-        dt,
-        forward=kin.forward,
-        inverse=kin.inverse,
-        inverse_at=kin.inverse_at,
-        name="line",
-    )
+    line = kin.line(task.start, task.end, limits, task.line, dt, "line")
     trajectory = hold(task.start, task.settle, dt, "start").then(line)
     trajectory = trajectory.then(hold(line.positions[-1], task.settle, dt, "end"))
     check_plan(trajectory, task_fixtures(task, params), "line")

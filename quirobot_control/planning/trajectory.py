@@ -324,13 +324,16 @@ def plan_line(
     if length < 1e-12:
         return hold(start, 0.0, dt, name)
     direction = (p1 - p0) / length
-    solve = inverse_at(approach) if inverse_at is not None else None
+    if inverse_at is not None:
+        solve = inverse_at(approach)
+    else:
+
+        def solve(position: np.ndarray, seed: np.ndarray) -> np.ndarray:
+            return inverse(position, approach, seed)
 
     def ik(s: float, seed: np.ndarray) -> np.ndarray:
         try:
-            if solve is not None:
-                return np.asarray(solve(p0 + s * direction, seed), dtype=float)
-            return np.asarray(inverse(p0 + s * direction, approach, seed), dtype=float)
+            return np.asarray(solve(p0 + s * direction, seed), dtype=float)
         except ValueError as error:
             raise PlanningError(
                 f"{name}: unreachable at {s * 1000:.3f} mm along the line: {error}"
