@@ -229,7 +229,7 @@ class RealisticPlant:
             for j in WRIST
         }
         #: Each wrist joint's dry friction with its brake engaged (N*m): the gearbox's plus the
-        #: brake's holding torque (_step_wrist's sum, done once).
+        #: brake's holding torque (_step_wrists', summed once).
         self._wrist_coulomb = {
             j: plant.wrist_coulomb_friction + self.drive_array.holding_effort[j] for j in WRIST
         }
@@ -331,8 +331,8 @@ class RealisticPlant:
         position, speed = self._drive_position, self._drive_speed
         position[:] = self.data.qpos
         speed[:] = self.data.qvel
-        for j in WRIST:
-            position[j], speed[j] = self.motor_angle[j], self.motor_speed[j]
+        position[_WRIST_SLICE] = self.motor_angle[_WRIST_SLICE]
+        speed[_WRIST_SLICE] = self.motor_speed[_WRIST_SLICE]
         return position, speed
 
     def sense(self, drives: Sequence = ()) -> None:
@@ -345,7 +345,7 @@ class RealisticPlant:
 
     def follow_brakes(self) -> tuple[bool, ...]:
         """Apply the gantry's and the feed's engaged holding brakes (the wrist's act on its motor
-        side, in _step_wrist); return which drives' brakes hold, (6,)."""
+        side, in _step_wrists); return which drives' brakes hold, (6,)."""
         engaged = self.drive_array.brakes_engaged()
         if engaged != self._engaged:  # the holding efforts are constant: set only on a change
             holding = np.where(engaged, self.drive_array.holding_effort, 0.0)
@@ -365,36 +365,14 @@ class RealisticPlant:
         h = self.model.opt.timestep
         efforts = self._efforts
         applied = np.zeros(6)
-        qpos, qvel = self.data.qpos, self.data.qvel
-        position, speed = self._drive_position, self._drive_speed
-        motor_angle, motor_speed = self.motor_angle, self.motor_speed
         advance, rigid = self.drive_array.advance, self.rigid
         for _ in range(substeps):
-            # _drive_inputs, _step_wrist and _screw_deflections inlined (each physics step), on
-            # plain floats read once: the same values and operations in the same order.
-            position[:] = qpos
-            speed[:] = qvel
-            position[_WRIST_SLICE] = motor_angle[_WRIST_SLICE]
-            speed[_WRIST_SLICE] = motor_speed[_WRIST_SLICE]
+            position, speed = self._drive_inputs()
             advance(h, position, speed, efforts)
             applied[:] = efforts
             engaged = self.follow_brakes()
-            load_angle, load_speed = qpos.tolist(), qvel.tolist()
-            angle, rate, effort = motor_angle.tolist(), motor_speed.tolist(), efforts.tolist()
-            for j in WRIST:
-                coulomb = self._wrist_coulomb[j] if engaged[j] else self.plant.wrist_coulomb_friction
-                angle[j], rate[j], applied[j] = wrist_motor_substeps(
-                    self._wrist_constants[j],
-                    MOTOR_SUBSTEPS,
-                    effort[j],
-                    coulomb,
-                    load_angle[j],
-                    load_speed[j],
-                    angle[j],
-                    rate[j],
-                )
-            motor_angle[_WRIST_SLICE] = angle[_WRIST_SLICE]
-            motor_speed[_WRIST_SLICE] = rate[_WRIST_SLICE]
+            effort = efforts.tolist()
+            self._step_wrists(effort, engaged, applied)
             self._screw_deflections(effort)
             rigid.forward_kinematics()
             force = tip_force(h) if tip_force is not None else None
@@ -429,26 +407,28 @@ class RealisticPlant:
             stiffness, half_play, damping, motor_angle - self.data.qpos[j], motor_speed - self.data.qvel[j]
         )
 
-    def _step_wrist(self, j: int, effort: float, braked: bool) -> float:
-        """Advance the motor side of wrist joint j over one physics step (`braked`: its holding
-        brake holds); return the load's torque (N*m, mean). The law:
+    def _step_wrists(self, efforts: list[float], braked: Sequence[bool], applied: np.ndarray) -> None:
+        """Advance the motor side of both wrist joints over one physics step from the drives'
+        efforts (6 floats, N*m at the wrist joints; `braked[j]`: joint j's holding brake holds);
+        write each load's torque (N*m, mean) into `applied`. The law:
         models.wrist_gearbox.wrist_motor_substeps (the load side holds still until MuJoCo's
-        step; compiled where it was built). step_period runs the same call inline."""
-        coulomb = self.plant.wrist_coulomb_friction
-        if braked:
-            coulomb += self.drive_array.holding_effort[j]
-        angle, speed, torque = wrist_motor_substeps(
-            self._wrist_constants[j],
-            MOTOR_SUBSTEPS,
-            effort,
-            coulomb,
-            float(self.data.qpos[j]),
-            float(self.data.qvel[j]),
-            float(self.motor_angle[j]),
-            float(self.motor_speed[j]),
-        )
-        self.motor_speed[j], self.motor_angle[j] = speed, angle
-        return torque
+        step; compiled where it was built), on plain floats read once (each physics step)."""
+        load_angle, load_speed = self.data.qpos.tolist(), self.data.qvel.tolist()
+        angle, rate = self.motor_angle.tolist(), self.motor_speed.tolist()
+        for j in WRIST:
+            coulomb = self._wrist_coulomb[j] if braked[j] else self.plant.wrist_coulomb_friction
+            angle[j], rate[j], applied[j] = wrist_motor_substeps(
+                self._wrist_constants[j],
+                MOTOR_SUBSTEPS,
+                efforts[j],
+                coulomb,
+                load_angle[j],
+                load_speed[j],
+                angle[j],
+                rate[j],
+            )
+        self.motor_angle[_WRIST_SLICE] = angle[_WRIST_SLICE]
+        self.motor_speed[_WRIST_SLICE] = rate[_WRIST_SLICE]
 
     def _step_ram(self, h: float, force: np.ndarray | None) -> None:
         """Spring-damper of the ram at the wrist (semi-implicit Euler), driven by the tip force's x, y."""

@@ -146,8 +146,7 @@ def _realistic_step_period(self: RealisticPlant, drives=(), substeps: int = 1, t
             else:
                 efforts[j] = drive.inner.advance(h, q[j], qd[j])
         applied[:] = efforts
-        for j in WRIST:
-            applied[j] = self._step_wrist(j, efforts[j], self.drives[j].brake_engaged)
+        self._step_wrists(efforts.tolist(), [drive.brake_engaged for drive in self.drives], applied)
         _realistic_follow_brakes(self)
         for index, j in enumerate((0, 1, 2)):
             self.screw_deflection(index, efforts[j])
