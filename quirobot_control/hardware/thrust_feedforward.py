@@ -62,7 +62,6 @@ class ThrustFeedForward:
         else:
             pose = forward_kinematics(q[:arm], self.kinematics)
             origin, axis_list = pose[:3, 3].tolist(), pose[:3, 2].tolist()
-        axis = np.array(axis_list)
         tip = np.array([o + a * feed for o, a in zip(origin, axis_list, strict=True)])
         depth = float((tip - self.entry) @ self.direction)
         rate = 0.0 if self._depth is None else (depth - self._depth) / self.dt
@@ -87,10 +86,11 @@ class ThrustFeedForward:
             shifted[np.arange(arm), np.arange(arm)] += JACOBIAN_STEP
             poses = forward_kinematics(shifted, self.kinematics)
             shifted_tips = poses[:, :3, 3] + poses[:, :3, 2] * feed
-        efforts = _balance(q[None, :], tip[None, :], axis[None, :], force, shifted_tips[:, None, :])[0]
-        # The feed's effort, axis . force, summed in its written order: what numpy's einsum gives
-        # for a strided axis (a pose matrix's column, as this took it before the plain floats);
-        # for a contiguous one it pairs the terms otherwise, one unit in the last place apart.
+        efforts = np.zeros(q.shape[0])
+        efforts[:arm] = _arm_efforts(tip[None, :], force, shifted_tips[:, None, :])[0]
+        # The feed's effort, axis . force, summed in its written order: what _balance's einsum
+        # gives for a strided axis (a pose matrix's column, as this took it before the plain
+        # floats); for a contiguous one it pairs the terms otherwise, one unit in the last place apart.
         (a0, a1, a2), (f0, f1, f2) = axis_list, force[0].tolist()
         efforts[DrillParameters.feed_index] = a0 * f0 + a1 * f1 + a2 * f2
         return efforts
@@ -122,8 +122,13 @@ def _balance(
     q: np.ndarray, tip: np.ndarray, axis: np.ndarray, force: np.ndarray, shifted_tips: np.ndarray
 ) -> np.ndarray:
     """`balancing_efforts` from the tips of the shifted poses (5, N, 3): joint i shifted in [i]."""
-    arm = len(JOINT_NAMES)
     efforts = np.zeros_like(q)
-    efforts[:, :arm] = np.einsum("ink,nk->ni", (shifted_tips - tip) / JACOBIAN_STEP, force)
+    efforts[:, : len(JOINT_NAMES)] = _arm_efforts(tip, force, shifted_tips)
     efforts[:, DrillParameters.feed_index] = np.einsum("nk,nk->n", axis, force)
     return efforts
+
+
+def _arm_efforts(tip: np.ndarray, force: np.ndarray, shifted_tips: np.ndarray) -> np.ndarray:
+    """(N, 5) the arm's columns of J(q)^T f: the tips (N, 3) and the force (N, 3) N with the tips
+    of the shifted poses (5, N, 3), joint i shifted in [i]."""
+    return np.einsum("ink,nk->ni", (shifted_tips - tip) / JACOBIAN_STEP, force)
