@@ -27,7 +27,6 @@ a shared machine; sim/wall depends on what else runs. `--root` measures another 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import subprocess
@@ -285,10 +284,8 @@ def tree_rows(root: Path) -> list[Callable[[], list[Speed]]]:
     """The measurements of one tree, each a call giving its rows: simulate (and, where the tree
     has the compiled kernels, simulate with their Python twins), then the accuracy samples."""
     variants = (False, True) if has_compiled_current_loop(root) else (False,)
-    calls = [
-        functools.partial(lambda value: [simulate(root, python_current_loop=value)], v) for v in variants
-    ]
-    return [*calls, functools.partial(accuracy_sample, root)]
+    calls = [lambda value=value: [simulate(root, python_current_loop=value)] for value in variants]
+    return [*calls, lambda: accuracy_sample(root)]
 
 
 def fastest_rows(roots: list[Path], repeat: int) -> dict[Path, list[Speed]]:
