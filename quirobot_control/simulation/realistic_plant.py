@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import mujoco
 import numpy as np
 
 from quirobot_control.drive_simulators.drive_array import DriveArray
@@ -58,6 +59,7 @@ from quirobot_control.drives.dual_loop import DualLoopFeedback
 from quirobot_control.drives.interface import DriveFeedback, DriveState
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.models.wrist_gearbox import gear_torque, wrist_motor_substeps
+from quirobot_control.simulation.bone_contact import BoneContact
 from quirobot_control.simulation.plant import MujocoPlant
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import DrillParameters, RobotParameters
@@ -104,6 +106,8 @@ class RealisticDrive:
         self.delay_periods = delay_periods
         self.load_resolution = load_resolution
         self.dual_loop = dual_loop
+        #: The standard normal draws one latch takes: the motor encoder's, then the load encoder's.
+        self.draws = 2 if load_resolution is not None and dual_loop is not None else 1
         self.load_position = 0.0  # true load-side position, set by the plant
         self._queue: list[float] = []
         self._position = 0.0
@@ -119,17 +123,21 @@ class RealisticDrive:
             return
         self._queue.append(value)
 
-    def latch(self) -> None:
-        """The sync instant: the command written a period ago reaches the drive; the encoders sample."""
+    def latch(self, normals: Sequence[float] | None = None) -> None:
+        """The sync instant: the command written a period ago reaches the drive; the encoders
+        sample. normals: this latch's `draws` standard normal draws, in order; None: drawn here
+        from rng (RealisticPlant.sense draws every drive's in one call: the same stream)."""
+        if normals is None:
+            normals = self.rng.standard_normal(self.draws).tolist()
         if self._queue and len(self._queue) >= self.delay_periods:
             value = self._queue.pop(0)
             if self.inner.state is not DriveState.FAULT:  # a fault refuses it; the loop reads the fault
                 self.inner.command_current(value)
         resolution = self.inner.encoder.resolution
-        motor = self.inner.position + self.noise * resolution * self.rng.standard_normal()
+        motor = self.inner.position + self.noise * resolution * normals[0]
         self._position = motor
-        if self.load_resolution is not None and self.dual_loop is not None:
-            counts = self.load_position / self.load_resolution + self.noise * self.rng.standard_normal()
+        if self.draws == 2:  # a load encoder blended in
+            counts = self.load_position / self.load_resolution + self.noise * normals[1]
             self._position = self.dual_loop.update(motor, round(counts) * self.load_resolution)
 
     @property
@@ -203,6 +211,9 @@ class RealisticPlant:
             )
             for j, drive in enumerate(drives)
         ]
+        self._rng = rng  # the encoders' noise, drawn at each sense for every drive
+        self._latch_draws = [drive.draws for drive in self.drives]
+        self._draws = sum(self._latch_draws)
         #: The wrapped drives advanced together (drive_simulators.drive_array), MujocoPlant.axes order.
         self.drive_array = DriveArray([drive.inner for drive in self.drives])
         self._wrist_mask = np.isin(np.arange(len(self.drives)), WRIST)
@@ -245,6 +256,7 @@ class RealisticPlant:
         self.bit = np.zeros(3)  # bit bending at the tip, world, m
         self.screw = np.zeros(3)  # world offset of the load from the screws' deflection, m
         self.drilling = None
+        self._drilling_floats: tuple[list[float], list[float]] | None = None
         self.thrust_model: BoneThrust | None = None
         self._last_force = np.zeros(3)
         self._tip = np.zeros(3)
@@ -254,6 +266,32 @@ class RealisticPlant:
         self._engaged_once = False
         self.geometric = None if geometric is None or geometric.is_zero() else geometric
         self.kinematics = KinematicModel.from_parameters(params)
+        self._kernel = self._kernel_inputs(plant)
+
+    def _kernel_inputs(self, plant: PlantParameters) -> tuple[tuple, tuple, tuple[float, ...]]:
+        """What the compiled period (physics_kernel.c) reads, in its order: the arrays it reads and
+        writes (all kept for the plant's life, written in place), the calls and objects it hands
+        them to, the constants (floats)."""
+        rigid, data = self.rigid, self.data
+        self._tip_force = np.zeros(3)  # the kernel's tip force, handed to mj_applyFT
+        arrays = (
+            *(data.qpos, data.qvel, data.qfrc_applied, self._drive_position, self._drive_speed),
+            *(self.motor_angle, self.motor_speed, self._efforts, self.screw, self.ram, self.ram_rate),
+            *(self.bit, self._tip, rigid._tip_position, rigid._external, self._tip_force),
+        )
+        calls = (
+            *(self.drive_array.advance, self.follow_brakes, wrist_motor_substeps),
+            *(mujoco.mj_kinematics, mujoco.mj_applyFT, mujoco.mj_step, self.model, data),
+            *(rigid._no_torque, rigid.bit_body, float(self.model.opt.timestep), MOTOR_SUBSTEPS),
+            *(self._wrist_constants[WRIST[0]], self._wrist_constants[WRIST[1]]),
+        )
+        constants = (
+            *(self._wrist_coulomb[WRIST[0]], self._wrist_coulomb[WRIST[1]], plant.wrist_coulomb_friction),
+            *(plant.screw_axial_stiffness, *SCREW_AXES.ravel().tolist(), *self._ram_constants),
+            *(self._spindle_period, plant.regenerative_stiffness, plant.skiving_coefficient),
+            plant.bit_stiffness,
+        )
+        return arrays, calls, tuple(float(value) for value in constants)
 
     # --- the closed loop's interface --------------------------------------------------------------
     def set_drilling(self, entry: np.ndarray, direction: np.ndarray, thrust: BoneThrust) -> None:
@@ -339,9 +377,16 @@ class RealisticPlant:
         """The sync instant: every encoder samples (motor side), the delayed commands arrive."""
         position, speed = self._drive_inputs()
         self.drive_array.advance(0.0, position, speed, self._sensed)
-        for j, drive in enumerate(self.drives):  # after every drive's sample: none depends on another
-            drive.load_position = self.data.qpos[j]
-            drive.latch()
+        # Every encoder's noise in one draw (a call per draw cost more than the draws), in the
+        # order the drives' own latches take them; after every drive's sample: none depends on another.
+        normals = self._rng.standard_normal(self._draws).tolist()
+        first = 0
+        for drive, load_position, draws in zip(
+            self.drives, self.data.qpos.tolist(), self._latch_draws, strict=True
+        ):
+            drive.load_position = load_position
+            drive.latch(normals[first : first + draws])
+            first += draws
 
     def follow_brakes(self) -> tuple[bool, ...]:
         """Apply the gantry's and the feed's engaged holding brakes (the wrist's act on its motor
@@ -361,7 +406,24 @@ class RealisticPlant:
         tip_force: Callable[[float], np.ndarray | None] | None = None,
     ) -> np.ndarray:
         """One control period of `substeps` physics steps (see MujocoPlant.step_period), with the
-        two-mass wrist, the compliances and the cutting forces of this plant."""
+        two-mass wrist, the compliances and the cutting forces of this plant: `physics_period`,
+        compiled where it was built, on the nominal machine with a bone's contact (BoneContact) or
+        no tip force; step_period_in_python otherwise (the same numbers, bit for bit)."""
+        if (
+            physics_period is not None
+            and self.geometric is None
+            and (tip_force is None or (type(tip_force) is BoneContact and tip_force.plant is self))
+        ):
+            return physics_period(self, tip_force, substeps)
+        return self.step_period_in_python(drives, substeps, tip_force)
+
+    def step_period_in_python(
+        self,
+        drives: Sequence = (),
+        substeps: int = 1,
+        tip_force: Callable[[float], np.ndarray | None] | None = None,
+    ) -> np.ndarray:
+        """step_period's law (the drives: this plant's own; `drives` is MujocoPlant's interface)."""
         h = self.model.opt.timestep
         efforts = self._efforts
         applied = np.zeros(6)
@@ -483,7 +545,7 @@ class RealisticPlant:
             lateral = self.plant.skiving_coefficient * thrust * downhill
             l0, l1, l2 = lateral.tolist()
             e0, e1, e2 = e0 + l0, e1 + l1, e2 + l2
-            self.bit = lateral / self.plant.bit_stiffness
+            self.bit[:] = lateral / self.plant.bit_stiffness  # in place: the compiled period's array
         elif depth >= bone.point_length:
             self._engaged_once = True  # the hole holds the tip where the entry left it
         if force is None:
@@ -495,3 +557,14 @@ class RealisticPlant:
 def _without_tcp(errors: GeometricErrors) -> GeometricErrors:
     """`errors` with no TCP offset (tool0's errors), cached: asked every physics step."""
     return replace(errors, tcp_offset_x=0.0, tcp_offset_y=0.0, tcp_offset_z=0.0)
+
+
+try:
+    # (From the package, not the module path: the import rules' graph knows no compiled module.)
+    from quirobot_control.simulation._physics_kernel import physics_period
+
+    #: Whether step_period runs the compiled period (physics_kernel.c); False: the Python above.
+    COMPILED = True
+except ImportError:  # not built here: no C compiler or no Python headers at install
+    physics_period = None
+    COMPILED = False

@@ -1,0 +1,675 @@
+/* The realistic plant's control period, compiled: the twin of realistic_plant.py's
+ * `RealisticPlant.step_period_in_python` (with simulation.bone_contact's `BoneContact` as its tip
+ * force, models.bone's `BoneThrust` law), built as the extension
+ * quirobot_control.simulation._physics_kernel when a C compiler and Python's headers are there
+ * (setup.py, CMakeLists.txt).
+ *
+ * Same operations in the same order on IEEE doubles, so the results are bit for bit the Python
+ * law's (test/control/simulation/test_physics_kernel.py, test_drive_array.py): built with
+ * -ffp-contract=off (no fused multiply-adds), exp(), pow(), sqrt() and nearbyint() from the C
+ * library Python's math and round() call. Why C: each physics step of the realistic plant (four a
+ * control period) is a dozen small laws on a few floats; interpreted, they were two fifths of an
+ * accuracy sample's CPU (bench/sim_speed.py --parts).
+ *
+ * The state stays where the Python keeps it, and is written where the Python writes it, as the
+ * Python goes: the plant's numpy arrays (RealisticPlant._kernel's, written through their buffers),
+ * the bone contact's and the thrust law's attributes, the cutting's depth history (a list). What
+ * is not arithmetic on those is called as the Python calls it: the drives' step
+ * (DriveArray.advance), the brakes (RealisticPlant.follow_brakes), the wrist gearbox
+ * (wrist_motor_substeps), MuJoCo's mj_kinematics, mj_applyFT and mj_step. An exception from any
+ * of them leaves the state as the Python would have left it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+/* The plant's arrays (RealisticPlant._kernel[0]), in this order. */
+enum {
+    QPOS, QVEL, QFRC_APPLIED, DRIVE_POSITION, DRIVE_SPEED, MOTOR_ANGLE, MOTOR_SPEED, EFFORTS, SCREW,
+    RAM, RAM_RATE, BIT, TIP, RIGID_TIP, EXTERNAL, TIP_FORCE, ARRAYS
+};
+static const Py_ssize_t ARRAY_LENGTH[ARRAYS] = {6, 6, 6, 6, 6, 6, 6, 6, 3, 2, 2, 3, 3, 3, 6, 3};
+static const char *ARRAY_NAME[ARRAYS] = {
+    "qpos", "qvel", "qfrc_applied", "drive position", "drive speed", "motor angle", "motor speed",
+    "efforts", "screw", "ram", "ram rate", "bit", "tip", "rigid tip", "external", "tip force",
+};
+
+/* Its calls and objects (RealisticPlant._kernel[1]), in this order. */
+enum {
+    ADVANCE, FOLLOW_BRAKES, WRIST_MOTOR, MJ_KINEMATICS, MJ_APPLY_FT, MJ_STEP, MODEL, DATA, NO_TORQUE,
+    BIT_BODY, TIMESTEP, MOTOR_SUBSTEPS, WRIST_CONSTANTS_3, WRIST_CONSTANTS_4, CALLS
+};
+
+/* Its constants (RealisticPlant._kernel[2]), in this order. */
+enum {
+    BRAKED_COULOMB_3, BRAKED_COULOMB_4, WRIST_COULOMB, SCREW_STIFFNESS, SCREW_AXES, RAM_K = SCREW_AXES + 9,
+    RAM_M, RAM_C, SPINDLE_PERIOD, REGENERATIVE_STIFFNESS, SKIVING_COEFFICIENT, BIT_STIFFNESS, CONSTANTS
+};
+
+#define WRIST_FIRST 3
+#define WRIST_LAST 4
+/* realistic_plant.VIBRATION_AVERAGE_REVOLUTIONS */
+#define VIBRATION_AVERAGE_REVOLUTIONS 5.0
+/* bone._LINEAR_BELOW */
+#define LINEAR_BELOW 0.05
+#define MAX_LAYERS 16
+
+static PyObject *S_drilling_floats, *S_thrust_model, *S_depth_average, *S_depth_history, *S_engaged_once,
+    *S_entry, *S_direction, *S_radius, *S_depth, *S_thrust, *S_force, *S_scale, *S_bone, *S_bounds,
+    *S_point_length, *S_reference_feed_rate, *S_feed_rate_exponent, *S_reference_thrust, *S_time_constant,
+    *S_kernel;
+
+/* The thrust law's state and constants (BoneThrust), read once a period. */
+typedef struct {
+    PyObject *object;
+    double force, scale, point_length, reference_feed_rate, exponent, reference_thrust, time_constant;
+    Py_ssize_t layers;
+    double bounds[MAX_LAYERS][3]; /* start, end (m), thrust factor */
+} Thrust;
+
+static int attribute_double(PyObject *owner, PyObject *name, double *out) {
+    PyObject *value = PyObject_GetAttr(owner, name);
+    if (value == NULL) return -1;
+    *out = PyFloat_AsDouble(value);
+    Py_DECREF(value);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Three floats of a list or tuple (the contact's entry and direction, the drilling's). */
+static int three_doubles(PyObject *sequence, double *out, const char *what) {
+    PyObject *fast = PySequence_Fast(sequence, what);
+    if (fast == NULL) return -1;
+    if (PySequence_Fast_GET_SIZE(fast) != 3) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_TypeError, "physics_period: %s must hold 3 floats", what);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        out[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i));
+        if (out[i] == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+static int read_thrust(PyObject *object, Thrust *thrust) {
+    thrust->object = object;
+    PyObject *bone = PyObject_GetAttr(object, S_bone);
+    if (bone == NULL) return -1;
+    int status = attribute_double(object, S_force, &thrust->force) < 0 ||
+                 attribute_double(object, S_scale, &thrust->scale) < 0 ||
+                 attribute_double(bone, S_point_length, &thrust->point_length) < 0 ||
+                 attribute_double(bone, S_reference_feed_rate, &thrust->reference_feed_rate) < 0 ||
+                 attribute_double(bone, S_feed_rate_exponent, &thrust->exponent) < 0 ||
+                 attribute_double(bone, S_reference_thrust, &thrust->reference_thrust) < 0 ||
+                 attribute_double(bone, S_time_constant, &thrust->time_constant) < 0;
+    Py_DECREF(bone);
+    if (status) return -1;
+    PyObject *bounds = PyObject_GetAttr(object, S_bounds);
+    if (bounds == NULL) return -1;
+    if (!PyTuple_Check(bounds) || PyTuple_GET_SIZE(bounds) > MAX_LAYERS) {
+        Py_DECREF(bounds);
+        PyErr_Format(PyExc_TypeError, "physics_period: a bone's _bounds must be a tuple of at most %d layers",
+                     MAX_LAYERS);
+        return -1;
+    }
+    thrust->layers = PyTuple_GET_SIZE(bounds);
+    for (Py_ssize_t i = 0; i < thrust->layers && status == 0; i++) {
+        PyObject *layer = PyTuple_GET_ITEM(bounds, i);
+        if (!PyTuple_Check(layer) || PyTuple_GET_SIZE(layer) != 3) {
+            PyErr_SetString(PyExc_TypeError, "physics_period: a bone layer's bounds must be (start, end, factor)");
+            status = -1;
+            break;
+        }
+        for (int k = 0; k < 3 && status == 0; k++) {
+            thrust->bounds[i][k] = PyFloat_AsDouble(PyTuple_GET_ITEM(layer, k));
+            if (thrust->bounds[i][k] == -1.0 && PyErr_Occurred()) status = -1;
+        }
+    }
+    Py_DECREF(bounds);
+    return status;
+}
+
+/* BoneThrust.engagement. */
+static double engagement(const Thrust *thrust, double depth) {
+    if (depth <= 0.0) return 0.0;
+    const double length = thrust->point_length;
+    const double low = depth - length, high = depth;
+    double total = 0.0;
+    for (Py_ssize_t i = 0; i < thrust->layers; i++) {
+        const double start = thrust->bounds[i][0], end = thrust->bounds[i][1], factor = thrust->bounds[i][2];
+        const double overlap = (end < high ? end : high) - (start > low ? start : low); /* min, max */
+        if (overlap > 0.0) total += factor * overlap / length;
+    }
+    return total;
+}
+
+/* BoneThrust.update: the lag advanced by dt (its force written back); returns the force. */
+static int thrust_update(Thrust *thrust, double dt, double depth, double feed_velocity, double *out) {
+    double target = 0.0;
+    if (!(feed_velocity <= 0.0)) {
+        const double engaged = engagement(thrust, depth);
+        if (engaged != 0.0) {
+            const double ratio = feed_velocity / thrust->reference_feed_rate;
+            double rate_factor;
+            if (ratio < LINEAR_BELOW)
+                rate_factor = pow(LINEAR_BELOW, thrust->exponent) * ratio / LINEAR_BELOW;
+            else
+                rate_factor = pow(ratio, thrust->exponent);
+            target = thrust->scale * thrust->reference_thrust * rate_factor * engaged;
+        }
+    }
+    const double decay = exp(-dt / thrust->time_constant);
+    thrust->force = target + (thrust->force - target) * decay;
+    PyObject *value = PyFloat_FromDouble(thrust->force);
+    if (value == NULL) return -1;
+    const int status = PyObject_SetAttr(thrust->object, S_force, value);
+    Py_DECREF(value);
+    *out = thrust->force;
+    return status;
+}
+
+/* Calls `function` with `count` arguments; the result is dropped (0) or -1 with the exception. */
+static int call(PyObject *function, PyObject *const *arguments, size_t count) {
+    PyObject *result = PyObject_Vectorcall(function, arguments, count, NULL);
+    if (result == NULL) return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
+static int set_float(PyObject *owner, PyObject *name, double value) {
+    PyObject *number = PyFloat_FromDouble(value);
+    if (number == NULL) return -1;
+    const int status = PyObject_SetAttr(owner, name, number);
+    Py_DECREF(number);
+    return status;
+}
+
+/* The period's Python objects and their buffers. */
+typedef struct {
+    Py_buffer views[ARRAYS];
+    int held;
+    double *a[ARRAYS];
+    PyObject *array_objects[ARRAYS];
+    PyObject *calls[CALLS];
+    double c[CONSTANTS];
+} Plant;
+
+static void release(Plant *plant) {
+    for (int i = 0; i < plant->held; i++) PyBuffer_Release(&plant->views[i]);
+    plant->held = 0;
+}
+
+static int open_plant(PyObject *kernel, Plant *plant) {
+    plant->held = 0;
+    if (!PyTuple_Check(kernel) || PyTuple_GET_SIZE(kernel) != 3) {
+        PyErr_SetString(PyExc_TypeError, "physics_period: the plant's _kernel must be (arrays, calls, constants)");
+        return -1;
+    }
+    PyObject *arrays = PyTuple_GET_ITEM(kernel, 0), *calls = PyTuple_GET_ITEM(kernel, 1);
+    PyObject *constants = PyTuple_GET_ITEM(kernel, 2);
+    if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != ARRAYS || !PyTuple_Check(calls) ||
+        PyTuple_GET_SIZE(calls) != CALLS || !PyTuple_Check(constants) || PyTuple_GET_SIZE(constants) != CONSTANTS) {
+        PyErr_Format(PyExc_TypeError, "physics_period: the plant's _kernel must hold %d arrays, %d calls, %d constants",
+                     ARRAYS, CALLS, CONSTANTS);
+        return -1;
+    }
+    for (int i = 0; i < ARRAYS; i++) {
+        Py_buffer *view = &plant->views[i];
+        plant->array_objects[i] = PyTuple_GET_ITEM(arrays, i);
+        if (PyObject_GetBuffer(plant->array_objects[i], view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+            release(plant);
+            return -1;
+        }
+        plant->held++;
+        const char *format = view->format == NULL ? "B" : view->format;
+        if (view->itemsize != sizeof(double) || strcmp(format, "d") != 0 ||
+            view->len != ARRAY_LENGTH[i] * (Py_ssize_t)sizeof(double)) {
+            release(plant);
+            PyErr_Format(PyExc_TypeError, "physics_period: %s must be %zd contiguous float64 values", ARRAY_NAME[i],
+                         ARRAY_LENGTH[i]);
+            return -1;
+        }
+        plant->a[i] = view->buf;
+    }
+    for (int i = 0; i < CALLS; i++) plant->calls[i] = PyTuple_GET_ITEM(calls, i);
+    for (int i = 0; i < CONSTANTS; i++) {
+        plant->c[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(constants, i));
+        if (plant->c[i] == -1.0 && PyErr_Occurred()) {
+            release(plant);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The cutting's state (RealisticPlant._cutting's), None-able floats as a flag and a value. */
+typedef struct {
+    int drilling; /* drilling and thrust_model set */
+    double entry[3], direction[3];
+    Thrust thrust;
+    PyObject *history; /* the depth history list (borrowed from the plant, kept alive by it) */
+    int has_average;
+    double average;
+    int engaged_once;
+} Cutting;
+
+/* The bone contact's (BoneContact's). */
+typedef struct {
+    int present;
+    double entry[3], direction[3], radius;
+    int has_depth;
+    double depth;
+    Thrust thrust;
+} Contact;
+
+/* RealisticPlant._wrist_motor step of both wrist joints (_step_wrists), `braked` from follow_brakes. */
+static int step_wrists(Plant *p, PyObject *braked, double *applied) {
+    const double *efforts = p->a[EFFORTS], *qpos = p->a[QPOS], *qvel = p->a[QVEL];
+    double *angle = p->a[MOTOR_ANGLE], *rate = p->a[MOTOR_SPEED];
+    double new_angle[2], new_rate[2];
+    for (int j = WRIST_FIRST; j <= WRIST_LAST; j++) {
+        PyObject *held = PySequence_GetItem(braked, j);
+        if (held == NULL) return -1;
+        const int is_braked = PyObject_IsTrue(held);
+        Py_DECREF(held);
+        if (is_braked < 0) return -1;
+        const double coulomb = is_braked ? p->c[j == WRIST_FIRST ? BRAKED_COULOMB_3 : BRAKED_COULOMB_4]
+                                         : p->c[WRIST_COULOMB];
+        PyObject *arguments[8] = {p->calls[j == WRIST_FIRST ? WRIST_CONSTANTS_3 : WRIST_CONSTANTS_4],
+                                  p->calls[MOTOR_SUBSTEPS]};
+        const double values[6] = {efforts[j], coulomb, qpos[j], qvel[j], angle[j], rate[j]};
+        int status = 0;
+        for (int k = 0; k < 6; k++) {
+            arguments[2 + k] = PyFloat_FromDouble(values[k]);
+            if (arguments[2 + k] == NULL) status = -1;
+        }
+        PyObject *result = status == 0 ? PyObject_Vectorcall(p->calls[WRIST_MOTOR], arguments, 8, NULL) : NULL;
+        for (int k = 0; k < 6; k++) Py_XDECREF(arguments[2 + k]);
+        if (result == NULL) return -1;
+        double out[3];
+        for (int k = 0; k < 3 && status == 0; k++) {
+            PyObject *item = PySequence_GetItem(result, k);
+            out[k] = item == NULL ? -1.0 : PyFloat_AsDouble(item);
+            Py_XDECREF(item);
+            if (out[k] == -1.0 && PyErr_Occurred()) status = -1;
+        }
+        Py_DECREF(result);
+        if (status < 0) return -1;
+        new_angle[j - WRIST_FIRST] = out[0];
+        new_rate[j - WRIST_FIRST] = out[1];
+        applied[j] = out[2];
+    }
+    for (int j = WRIST_FIRST; j <= WRIST_LAST; j++) { /* written after both, as the Python does */
+        angle[j] = new_angle[j - WRIST_FIRST];
+        rate[j] = new_rate[j - WRIST_FIRST];
+    }
+    return 0;
+}
+
+/* RealisticPlant._screw_deflections. */
+static void screw_deflections(Plant *p) {
+    const double stiffness = p->c[SCREW_STIFFNESS], *axes = &p->c[SCREW_AXES], *efforts = p->a[EFFORTS];
+    double *screw = p->a[SCREW];
+    double s0 = screw[0], s1 = screw[1], s2 = screw[2];
+    for (int i = 0; i < 3; i++) {
+        const double a0 = axes[3 * i], a1 = axes[3 * i + 1], a2 = axes[3 * i + 2];
+        const double change = -efforts[i] / stiffness - (s0 * a0 + s1 * a1 + s2 * a2);
+        s0 = s0 + a0 * change;
+        s1 = s1 + a1 * change;
+        s2 = s2 + a2 * change;
+    }
+    screw[0] = s0;
+    screw[1] = s1;
+    screw[2] = s2;
+}
+
+/* RealisticPlant.tip on the nominal machine, written into the plant's _tip. */
+static void tip(Plant *p) {
+    const double *t = p->a[RIGID_TIP], *s = p->a[SCREW], *r = p->a[RAM], *b = p->a[BIT];
+    double *out = p->a[TIP];
+    const double x = t[0] + (s[0] + r[0]) + b[0] + 0.0, y = t[1] + (s[1] + r[1]) + b[1] + 0.0;
+    const double z = t[2] + (s[2] + 0.0) + b[2] + 0.0;
+    out[0] = x;
+    out[1] = y;
+    out[2] = z;
+}
+
+/* BoneContact.__call__(h): the force (3,) into `force`, 1 if there is one (thrust > 0), 0 if none. */
+static int contact_force(Plant *p, PyObject *contact_object, Contact *contact, double h, double *force) {
+    tip(p);
+    const double *t = p->a[TIP], *e = contact->entry, *d = contact->direction;
+    const double ox = t[0] - e[0], oy = t[1] - e[1], oz = t[2] - e[2];
+    const double depth = ox * d[0] + oy * d[1] + oz * d[2];
+    const double rx = ox - depth * d[0], ry = oy - depth * d[1], rz = oz - depth * d[2];
+    double thrust;
+    if (sqrt(rx * rx + ry * ry + rz * rz) > contact->radius) {
+        contact->has_depth = 0;
+        if (PyObject_SetAttr(contact_object, S_depth, Py_None) < 0) return -1;
+        if (thrust_update(&contact->thrust, h, depth, 0.0, &thrust) < 0) return -1;
+    } else {
+        const double rate = contact->has_depth ? (depth - contact->depth) / h : 0.0;
+        contact->has_depth = 1;
+        contact->depth = depth;
+        if (set_float(contact_object, S_depth, depth) < 0) return -1;
+        if (thrust_update(&contact->thrust, h, depth, rate, &thrust) < 0) return -1;
+    }
+    if (!(thrust > 0.0)) return 0;
+    force[0] = -thrust * d[0];
+    force[1] = -thrust * d[1];
+    force[2] = -thrust * d[2];
+    return 1;
+}
+
+/* RealisticPlant._cutting: `force` (present: 1, or 0) in, the force out (the return: present or not). */
+static int cutting(Plant *p, PyObject *owner, Cutting *cut, double h, int present, double *force) {
+    if (!cut->drilling) return present;
+    const double *e = cut->entry, *d = cut->direction;
+    tip(p);
+    const double *t = p->a[TIP];
+    const double depth = (t[0] - e[0]) * d[0] + (t[1] - e[1]) * d[1] + (t[2] - e[2]) * d[2];
+    const double point_length = cut->thrust.point_length;
+    const double engaged = engagement(&cut->thrust, depth);
+    double fx = 0.0, fy = 0.0, fz = 0.0, thrust = 0.0;
+    if (present) {
+        fx = force[0];
+        fy = force[1];
+        fz = force[2];
+        thrust = -fx * d[0] + -fy * d[1] + -fz * d[2];
+    }
+    double e0 = 0.0, e1 = 0.0, e2 = 0.0;
+    const double spindle_period = p->c[SPINDLE_PERIOD];
+    const double steps = nearbyint(spindle_period / h);
+    const Py_ssize_t period_steps = steps < 1.0 ? 1 : (Py_ssize_t)steps;
+    if (!cut->has_average) {
+        cut->has_average = 1;
+        cut->average = depth;
+    }
+    const double alpha = h / (VIBRATION_AVERAGE_REVOLUTIONS * spindle_period);
+    cut->average += alpha * (depth - cut->average);
+    if (set_float(owner, S_depth_average, cut->average) < 0) return -1;
+    const double vibration = depth - cut->average;
+    PyObject *value = PyFloat_FromDouble(vibration);
+    if (value == NULL || PyList_Append(cut->history, value) < 0) {
+        Py_XDECREF(value);
+        return -1;
+    }
+    Py_DECREF(value);
+    if (PyList_GET_SIZE(cut->history) > period_steps) {
+        const double before = PyFloat_AsDouble(PyList_GET_ITEM(cut->history, 0));
+        if (before == -1.0 && PyErr_Occurred()) return -1;
+        if (PySequence_DelItem(cut->history, 0) < 0) return -1;
+        if (engaged > 0.0 && thrust > 0.0) {
+            const double regenerative = p->c[REGENERATIVE_STIFFNESS] * engaged * (vibration - before);
+            const double along = -thrust > regenerative ? -thrust : regenerative; /* max(regenerative, -thrust) */
+            e0 = e0 - along * d[0];
+            e1 = e1 - along * d[1];
+            e2 = e2 - along * d[2];
+        }
+    }
+    if (0.0 < depth && depth < point_length && !cut->engaged_once) {
+        /* downhill = (0, 0, -1) - direction * -direction[2], over its norm (numpy's: sqrt of the dot) */
+        const double lift = -d[2];
+        double down[3] = {0.0 - d[0] * lift, 0.0 - d[1] * lift, -1.0 - d[2] * lift};
+        const double norm = sqrt(down[0] * down[0] + down[1] * down[1] + down[2] * down[2]);
+        if (norm > 1e-9) {
+            down[0] = down[0] / norm;
+            down[1] = down[1] / norm;
+            down[2] = down[2] / norm;
+        } else {
+            down[0] = 1.0;
+            down[1] = 0.0;
+            down[2] = 0.0;
+        }
+        const double scale = p->c[SKIVING_COEFFICIENT] * thrust;
+        const double lateral[3] = {scale * down[0], scale * down[1], scale * down[2]};
+        e0 = e0 + lateral[0];
+        e1 = e1 + lateral[1];
+        e2 = e2 + lateral[2];
+        double *bit = p->a[BIT];
+        for (int k = 0; k < 3; k++) bit[k] = lateral[k] / p->c[BIT_STIFFNESS];
+    } else if (depth >= point_length && !cut->engaged_once) {
+        cut->engaged_once = 1; /* the hole holds the tip where the entry left it */
+        if (PyObject_SetAttr(owner, S_engaged_once, Py_True) < 0) return -1;
+    }
+    if (!present) {
+        if (e0 != 0.0 || e1 != 0.0 || e2 != 0.0) {
+            force[0] = e0;
+            force[1] = e1;
+            force[2] = e2;
+            return 1;
+        }
+        return 0;
+    }
+    force[0] = fx + e0;
+    force[1] = fy + e1;
+    force[2] = fz + e2;
+    return 1;
+}
+
+/* RealisticPlant._step_ram. */
+static void step_ram(Plant *p, double h, int present, const double *force) {
+    const double k = p->c[RAM_K], m = p->c[RAM_M], c = p->c[RAM_C];
+    const double fx = present ? force[0] : 0.0, fy = present ? force[1] : 0.0;
+    double *ram = p->a[RAM], *rate = p->a[RAM_RATE];
+    const double x = ram[0], y = ram[1];
+    double vx = rate[0], vy = rate[1];
+    const double new_vx = vx + h * (fx - k * x - c * vx) / m, new_vy = vy + h * (fy - k * y - c * vy) / m;
+    vx = new_vx;
+    vy = new_vy;
+    rate[0] = vx;
+    rate[1] = vy;
+    ram[0] = x + h * vx;
+    ram[1] = y + h * vy;
+}
+
+/* MujocoPlant.step(applied, force). */
+static int rigid_step(Plant *p, const double *applied, int present, const double *force) {
+    double *qfrc = p->a[QFRC_APPLIED];
+    for (int j = 0; j < 6; j++) qfrc[j] = applied[j];
+    PyObject *model_data[2] = {p->calls[MODEL], p->calls[DATA]};
+    if (present) {
+        double *external = p->a[EXTERNAL], *buffer = p->a[TIP_FORCE];
+        for (int j = 0; j < 6; j++) external[j] = 0.0;
+        buffer[0] = force[0];
+        buffer[1] = force[1];
+        buffer[2] = force[2];
+        PyObject *arguments[7] = {p->calls[MODEL], p->calls[DATA], p->array_objects[TIP_FORCE], p->calls[NO_TORQUE],
+                                  p->array_objects[RIGID_TIP], p->calls[BIT_BODY], p->array_objects[EXTERNAL]};
+        if (call(p->calls[MJ_APPLY_FT], arguments, 7) < 0) return -1;
+        for (int j = 0; j < 6; j++) qfrc[j] = qfrc[j] + external[j];
+    }
+    return call(p->calls[MJ_STEP], model_data, 2);
+}
+
+/* One physics step of the period (RealisticPlant.step_period_in_python's loop body). */
+static int physics_step(Plant *p, PyObject *plant, PyObject *contact_object, Contact *contact, Cutting *cut,
+                        double h) {
+    const double *qpos = p->a[QPOS], *qvel = p->a[QVEL];
+    double *position = p->a[DRIVE_POSITION], *speed = p->a[DRIVE_SPEED], *efforts = p->a[EFFORTS];
+    for (int j = 0; j < 6; j++) {
+        position[j] = qpos[j];
+        speed[j] = qvel[j];
+    }
+    for (int j = WRIST_FIRST; j <= WRIST_LAST; j++) {
+        position[j] = p->a[MOTOR_ANGLE][j];
+        speed[j] = p->a[MOTOR_SPEED][j];
+    }
+    PyObject *advance[4] = {p->calls[TIMESTEP], p->array_objects[DRIVE_POSITION], p->array_objects[DRIVE_SPEED],
+                            p->array_objects[EFFORTS]};
+    if (call(p->calls[ADVANCE], advance, 4) < 0) return -1;
+    double applied[6];
+    for (int j = 0; j < 6; j++) applied[j] = efforts[j];
+    PyObject *braked = PyObject_Vectorcall(p->calls[FOLLOW_BRAKES], NULL, 0, NULL);
+    if (braked == NULL) return -1;
+    const int wrists = step_wrists(p, braked, applied);
+    Py_DECREF(braked);
+    if (wrists < 0) return -1;
+    screw_deflections(p);
+    PyObject *model_data[2] = {p->calls[MODEL], p->calls[DATA]};
+    if (call(p->calls[MJ_KINEMATICS], model_data, 2) < 0) return -1;
+    double force[3] = {0.0, 0.0, 0.0};
+    int present = 0;
+    if (contact->present) {
+        present = contact_force(p, contact_object, contact, h, force);
+        if (present < 0) return -1;
+    }
+    present = cutting(p, plant, cut, h, present, force);
+    if (present < 0) return -1;
+    step_ram(p, h, present, force);
+    return rigid_step(p, applied, present, force);
+}
+
+static int read_contact(PyObject *object, Contact *contact) {
+    contact->present = object != Py_None;
+    if (!contact->present) return 0;
+    PyObject *entry = PyObject_GetAttr(object, S_entry);
+    if (entry == NULL) return -1;
+    int status = three_doubles(entry, contact->entry, "the contact's entry");
+    Py_DECREF(entry);
+    if (status < 0) return -1;
+    PyObject *direction = PyObject_GetAttr(object, S_direction);
+    if (direction == NULL) return -1;
+    status = three_doubles(direction, contact->direction, "the contact's direction");
+    Py_DECREF(direction);
+    if (status < 0 || attribute_double(object, S_radius, &contact->radius) < 0) return -1;
+    PyObject *depth = PyObject_GetAttr(object, S_depth);
+    if (depth == NULL) return -1;
+    contact->has_depth = depth != Py_None;
+    contact->depth = contact->has_depth ? PyFloat_AsDouble(depth) : 0.0;
+    Py_DECREF(depth);
+    if (contact->depth == -1.0 && PyErr_Occurred()) return -1;
+    PyObject *thrust = PyObject_GetAttr(object, S_thrust);
+    if (thrust == NULL) return -1;
+    status = read_thrust(thrust, &contact->thrust);
+    Py_DECREF(thrust); /* the contact keeps it */
+    return status;
+}
+
+/* The cutting's state; `thrust_model` and `history` stay owned by the plant. */
+static int read_cutting(PyObject *plant, Cutting *cut) {
+    cut->drilling = 0;
+    cut->history = NULL;
+    PyObject *floats = PyObject_GetAttr(plant, S_drilling_floats);
+    if (floats == NULL) return -1;
+    PyObject *model = PyObject_GetAttr(plant, S_thrust_model);
+    if (model == NULL) {
+        Py_DECREF(floats);
+        return -1;
+    }
+    int status = 0;
+    if (floats != Py_None && model != Py_None) {
+        cut->drilling = 1;
+        if (!PyTuple_Check(floats) || PyTuple_GET_SIZE(floats) != 2) {
+            PyErr_SetString(PyExc_TypeError, "physics_period: the plant's _drilling_floats must be (entry, direction)");
+            status = -1;
+        } else {
+            status = three_doubles(PyTuple_GET_ITEM(floats, 0), cut->entry, "the drilling's entry") < 0 ||
+                             three_doubles(PyTuple_GET_ITEM(floats, 1), cut->direction, "the drilling's direction") < 0 ||
+                             read_thrust(model, &cut->thrust) < 0
+                         ? -1
+                         : 0;
+        }
+    }
+    Py_DECREF(floats);
+    Py_DECREF(model);
+    if (status < 0 || !cut->drilling) return status;
+    PyObject *history = PyObject_GetAttr(plant, S_depth_history);
+    if (history == NULL) return -1;
+    Py_DECREF(history); /* the plant keeps it */
+    if (!PyList_Check(history)) {
+        PyErr_SetString(PyExc_TypeError, "physics_period: the plant's _depth_history must be a list");
+        return -1;
+    }
+    cut->history = history;
+    PyObject *average = PyObject_GetAttr(plant, S_depth_average);
+    if (average == NULL) return -1;
+    cut->has_average = average != Py_None;
+    cut->average = cut->has_average ? PyFloat_AsDouble(average) : 0.0;
+    Py_DECREF(average);
+    if (cut->average == -1.0 && PyErr_Occurred()) return -1;
+    PyObject *engaged = PyObject_GetAttr(plant, S_engaged_once);
+    if (engaged == NULL) return -1;
+    cut->engaged_once = PyObject_IsTrue(engaged);
+    Py_DECREF(engaged);
+    return cut->engaged_once < 0 ? -1 : 0;
+}
+
+/* (plant, contact, substeps) -> the plant's efforts array: RealisticPlant.step_period_in_python on
+ * the nominal machine, `contact` the BoneContact on this plant or None. */
+static PyObject *physics_period(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "physics_period takes 3 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *plant_object = args[0], *contact_object = args[1];
+    const long substeps = PyLong_AsLong(args[2]);
+    if (substeps == -1 && PyErr_Occurred()) return NULL;
+    PyObject *kernel = PyObject_GetAttr(plant_object, S_kernel);
+    if (kernel == NULL) return NULL;
+    Plant plant;
+    Contact contact;
+    Cutting cut;
+    int status = open_plant(kernel, &plant);
+    if (status == 0) {
+        const double h = PyFloat_AsDouble(plant.calls[TIMESTEP]);
+        status = (h == -1.0 && PyErr_Occurred()) || read_contact(contact_object, &contact) < 0 ||
+                         read_cutting(plant_object, &cut) < 0
+                     ? -1
+                     : 0;
+        for (long step = 0; step < substeps && status == 0; step++)
+            status = physics_step(&plant, plant_object, contact_object, &contact, &cut, h);
+        release(&plant);
+    }
+    PyObject *efforts = status == 0 ? PyTuple_GET_ITEM(PyTuple_GET_ITEM(kernel, 0), EFFORTS) : NULL;
+    Py_XINCREF(efforts);
+    Py_DECREF(kernel);
+    return efforts;
+}
+
+static PyMethodDef methods[] = {
+    {"physics_period", (PyCFunction)(void (*)(void))physics_period, METH_FASTCALL,
+     "realistic_plant's step_period_in_python on the nominal machine with a BoneContact or none, compiled "
+     "(same arguments but the drives, same results bit for bit)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_physics_kernel",
+    "The realistic plant's control period, compiled (physics_kernel.c).", -1, methods,
+};
+
+#define INTERN(name, text)                                 \
+    do {                                                   \
+        name = PyUnicode_InternFromString(text);           \
+        if (name == NULL) return NULL;                     \
+    } while (0)
+
+PyMODINIT_FUNC PyInit__physics_kernel(void) {
+    INTERN(S_drilling_floats, "_drilling_floats");
+    INTERN(S_thrust_model, "thrust_model");
+    INTERN(S_depth_average, "_depth_average");
+    INTERN(S_depth_history, "_depth_history");
+    INTERN(S_engaged_once, "_engaged_once");
+    INTERN(S_entry, "_entry");
+    INTERN(S_direction, "_direction");
+    INTERN(S_radius, "radius");
+    INTERN(S_depth, "_depth");
+    INTERN(S_thrust, "thrust");
+    INTERN(S_force, "force");
+    INTERN(S_scale, "scale");
+    INTERN(S_bone, "bone");
+    INTERN(S_bounds, "_bounds");
+    INTERN(S_point_length, "point_length");
+    INTERN(S_reference_feed_rate, "reference_feed_rate");
+    INTERN(S_feed_rate_exponent, "feed_rate_exponent");
+    INTERN(S_reference_thrust, "reference_thrust");
+    INTERN(S_time_constant, "time_constant");
+    INTERN(S_kernel, "_kernel");
+    return PyModule_Create(&module);
+}
