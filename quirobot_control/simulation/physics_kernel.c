@@ -7,7 +7,8 @@
  * Same operations in the same order on IEEE doubles, so the results are bit for bit the Python
  * law's (test/control/simulation/test_physics_kernel.py, test_drive_array.py): built with
  * -ffp-contract=off (no fused multiply-adds), exp(), pow(), sqrt() and nearbyint() from the C
- * library Python's math and round() call. Why C: each physics step of the realistic plant (four a
+ * library Python's math and round() call. Nothing numpy sums (its BLAS's order) is summed here:
+ * the skiving's direction comes from the plant (RealisticPlant._downhill). Why C: each physics step of the realistic plant (four a
  * control period) is a dozen small laws on a few floats; interpreted, they were two fifths of an
  * accuracy sample's CPU (bench/sim_speed.py --parts).
  *
@@ -55,7 +56,7 @@ enum {
 #define LINEAR_BELOW 0.05
 #define MAX_LAYERS 16
 
-static PyObject *S_drilling_floats, *S_thrust_model, *S_depth_average, *S_depth_history, *S_engaged_once,
+static PyObject *S_drilling_floats, *S_downhill, *S_thrust_model, *S_depth_average, *S_depth_history, *S_engaged_once,
     *S_entry, *S_direction, *S_radius, *S_depth, *S_thrust, *S_force, *S_scale, *S_bone, *S_bounds,
     *S_point_length, *S_reference_feed_rate, *S_feed_rate_exponent, *S_reference_thrust, *S_time_constant,
     *S_kernel;
@@ -250,7 +251,7 @@ static int open_plant(PyObject *kernel, Plant *plant) {
 /* The cutting's state (RealisticPlant._cutting's), None-able floats as a flag and a value. */
 typedef struct {
     int drilling; /* drilling and thrust_model set */
-    double entry[3], direction[3];
+    double entry[3], direction[3], downhill[3]; /* downhill: skiving's unit direction */
     Thrust thrust;
     PyObject *history; /* the depth history list (borrowed from the plant, kept alive by it) */
     int has_average;
@@ -412,20 +413,7 @@ static int cutting(Plant *p, PyObject *owner, Cutting *cut, double h, int presen
         }
     }
     if (0.0 < depth && depth < point_length && !cut->engaged_once) {
-        /* downhill = (0, 0, -1) - direction * -direction[2], over its norm (numpy's: sqrt of the dot) */
-        const double lift = -d[2];
-        double down[3] = {0.0 - d[0] * lift, 0.0 - d[1] * lift, -1.0 - d[2] * lift};
-        const double norm = sqrt(down[0] * down[0] + down[1] * down[1] + down[2] * down[2]);
-        if (norm > 1e-9) {
-            down[0] = down[0] / norm;
-            down[1] = down[1] / norm;
-            down[2] = down[2] / norm;
-        } else {
-            down[0] = 1.0;
-            down[1] = 0.0;
-            down[2] = 0.0;
-        }
-        const double scale = p->c[SKIVING_COEFFICIENT] * thrust;
+        const double scale = p->c[SKIVING_COEFFICIENT] * thrust, *down = cut->downhill;
         const double lateral[3] = {scale * down[0], scale * down[1], scale * down[2]};
         e0 = e0 + lateral[0];
         e1 = e1 + lateral[1];
@@ -568,11 +556,15 @@ static int read_cutting(PyObject *plant, Cutting *cut) {
             PyErr_SetString(PyExc_TypeError, "physics_period: the plant's _drilling_floats must be (entry, direction)");
             status = -1;
         } else {
-            status = three_doubles(PyTuple_GET_ITEM(floats, 0), cut->entry, "the drilling's entry") < 0 ||
+            PyObject *downhill = PyObject_GetAttr(plant, S_downhill);
+            status = downhill == NULL ||
+                             three_doubles(PyTuple_GET_ITEM(floats, 0), cut->entry, "the drilling's entry") < 0 ||
                              three_doubles(PyTuple_GET_ITEM(floats, 1), cut->direction, "the drilling's direction") < 0 ||
+                             three_doubles(downhill, cut->downhill, "the skiving's direction") < 0 ||
                              read_thrust(model, &cut->thrust) < 0
                          ? -1
                          : 0;
+            Py_XDECREF(downhill);
         }
     }
     Py_DECREF(floats);
@@ -652,6 +644,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__physics_kernel(void) {
     INTERN(S_drilling_floats, "_drilling_floats");
+    INTERN(S_downhill, "_downhill");
     INTERN(S_thrust_model, "thrust_model");
     INTERN(S_depth_average, "_depth_average");
     INTERN(S_depth_history, "_depth_history");

@@ -298,6 +298,12 @@ class RealisticPlant:
         """Where the bone is (skiving, regenerative thrust): entry (3,) m, unit direction (3,)."""
         self.drilling = (np.asarray(entry, float), np.asarray(direction, float))
         self._drilling_floats = (self.drilling[0].tolist(), self.drilling[1].tolist())
+        # Skiving's direction, down the surface and perpendicular to the axis: unit, once (numpy's
+        # norm sums as its BLAS does; the compiled period takes these numbers, not its own).
+        along = self.drilling[1]
+        downhill = np.array([0.0, 0.0, -1.0]) - along * (-along[2])
+        norm = np.linalg.norm(downhill)
+        self._downhill = (downhill / norm if norm > 1e-9 else np.array([1.0, 0.0, 0.0])).tolist()
         self.thrust_model = thrust
 
     def reset(self, q: np.ndarray) -> None:
@@ -506,7 +512,6 @@ class RealisticPlant:
         """Add skiving and the regenerative thrust to the bone's force; bend the bit."""
         if self.drilling is None or self.thrust_model is None:
             return force
-        direction = self.drilling[1]
         # depth = (tip - entry) . direction and thrust = -force . direction in plain floats (each
         # physics step; the same operations in the same order as the vector form).
         (ex, ey, ez), (dx, dy, dz) = self._drilling_floats
@@ -539,10 +544,7 @@ class RealisticPlant:
                 e0, e1, e2 = e0 - along * dx, e1 - along * dy, e2 - along * dz
         # Skiving while the point enters: down the surface, perpendicular to the axis.
         if 0.0 < depth < bone.point_length and not self._engaged_once:
-            downhill = np.array([0.0, 0.0, -1.0]) - direction * (-direction[2])
-            norm = np.linalg.norm(downhill)
-            downhill = downhill / norm if norm > 1e-9 else np.array([1.0, 0.0, 0.0])
-            lateral = self.plant.skiving_coefficient * thrust * downhill
+            lateral = self.plant.skiving_coefficient * thrust * np.array(self._downhill)
             l0, l1, l2 = lateral.tolist()
             e0, e1, e2 = e0 + l0, e1 + l1, e2 + l2
             self.bit[:] = lateral / self.plant.bit_stiffness  # in place: the compiled period's array
