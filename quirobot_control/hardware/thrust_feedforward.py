@@ -8,13 +8,21 @@ the thrust as it builds, so the wrist gearboxes' windup and their crossing of th
 with the thrust instead of waiting for the integrators (measured: see test_realistic_plant,
 docs/accuracy.md). The drive bridge runs it (bridge.drive_bridge: a hole with a bone model and
 the bridge's thrust_feedforward); simulation.thrust_feedforward gives the same along a whole plan.
+
+Every control period's update on the nominal chain (six forward kinematics, the bone model, the
+Jacobian's product) is a tenth of an accuracy sample interpreted. So it has a compiled twin in the
+C extension `_feedforward_kernel` (feedforward_kernel.c): the same operations in the same order on
+doubles, numpy's two sums taken as numpy takes them here (`_numpy_sums_as_the_kernel`), the same
+numbers bit for bit (test_feedforward_kernel.py). A calibrated chain, a non-finite joint, a numpy
+that sums otherwise or a machine where it was not built (no C compiler or Python headers) runs
+`update_in_python`. `COMPILED` says whether it was built, `KERNEL_RUNS` whether update uses it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from quirobot_control.models.bone import BoneParameters, BoneThrust
+from quirobot_control.models.bone import LINEAR_BELOW, BoneParameters, BoneThrust
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
@@ -22,6 +30,34 @@ from quirobot_kinematics.forward import tool_axis_single
 
 #: Finite-difference step of the tip Jacobian, m or rad (the tip is smooth: error ~1e-14 relative).
 JACOBIAN_STEP = 1e-6
+
+
+def _numpy_sums_as_the_kernel(kernel) -> bool:
+    """Whether numpy here takes a 3-vector's dot and update_in_python's einsum sum as the kernel does
+    (feedforward_kernel.c: OpenBLAS's x86-64 dot, fused multiply-adds in order; the einsum's two
+    SIMD lanes), on vectors where other orders differ in the last bit."""
+    rng = np.random.default_rng(36)
+    for a, b in rng.normal(size=(256, 2, 3)) * 10.0 ** rng.integers(-6, 3, size=(256, 2, 3)):
+        dot = float(a @ b)
+        einsum = float(np.einsum("ink,nk->ni", a[None, None, :], b[None, :])[0, 0])
+        if kernel.sums(a.tolist(), b.tolist()) != (dot, einsum):
+            return False
+    return True
+
+
+try:
+    # (From the package, not the module path: the import rules' graph knows no compiled module.)
+    from quirobot_control.hardware import _feedforward_kernel
+
+    #: Whether the compiled twin is built here.
+    COMPILED = True
+except ImportError:  # not built here: no C compiler or no Python headers at install
+    _feedforward_kernel = None
+    COMPILED = False
+
+#: Whether update runs the compiled twin on the nominal chain: built, and numpy sums as it does
+#: (False: update_in_python always).
+KERNEL_RUNS = COMPILED and _numpy_sums_as_the_kernel(_feedforward_kernel)
 
 
 class ThrustFeedForward:
@@ -46,10 +82,35 @@ class ThrustFeedForward:
         self.model = BoneThrust(bone)
         self.dt = dt
         self._depth: float | None = None
+        # The compiled update's constants (feedforward_kernel.c), None where it does not apply. The
+        # bone model's force and scale (a fault may change the scale) are read at each update.
+        self._constants: tuple[float, ...] | None = None
+        if KERNEL_RUNS and self.kinematics.errors is None:
+            chain = self.kinematics
+            constants = (
+                *(chain.l4, chain.l5, *self.entry.tolist(), *self.direction.tolist(), dt, JACOBIAN_STEP),
+                *(bone.point_length, bone.reference_feed_rate, bone.feed_rate_exponent),
+                *(bone.reference_thrust, bone.time_constant, LINEAR_BELOW),
+                *(value for bound in self.model.bounds for value in bound),
+            )
+            self._constants = tuple(float(value) for value in constants)
 
     def update(self, q: np.ndarray) -> np.ndarray:
         """(6,) joint efforts (N or N*m, axes_for("drill") order) for the commanded joints q (6,) of
-        this period."""
+        this period: update_in_python's, compiled where it can be."""
+        q = np.asarray(q, dtype=float)
+        if self._constants is not None:
+            bone = self.model
+            result = _feedforward_kernel.update(
+                self._constants, q.tolist(), self._depth, bone.force, bone.scale
+            )
+            if result is not None:
+                self._depth, bone.force, efforts = result
+                return np.array(efforts)
+        return self.update_in_python(q)
+
+    def update_in_python(self, q: np.ndarray) -> np.ndarray:
+        """`update` interpreted: the law the compiled twin follows."""
         q = np.asarray(q, dtype=float)
         arm, feed = len(JOINT_NAMES), float(q[DrillParameters.feed_index])
         nominal = self.kinematics.errors is None

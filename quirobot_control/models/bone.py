@@ -82,7 +82,7 @@ class BoneParameters:
 
 
 #: Below this fraction of the reference feed rate the power law is replaced by a line through 0.
-_LINEAR_BELOW = 0.05
+LINEAR_BELOW = 0.05
 
 
 class BoneThrust:
@@ -99,7 +99,8 @@ class BoneThrust:
         for layer in bone.layers:
             bounds.append((start, start + layer.thickness, layer.thrust_factor))
             start += layer.thickness
-        self._bounds = tuple(bounds)
+        #: (start m, end m, thrust factor) of each layer, depths along the drilling direction.
+        self.bounds = tuple(bounds)
 
     def engagement(self, depth: float) -> float:
         """Cortical-equivalent fraction (0..max factor) of the point engaged at tip depth `depth` m."""
@@ -108,7 +109,7 @@ class BoneThrust:
         length = self.bone.point_length
         low, high = depth - length, depth
         total = 0.0
-        for start, end, factor in self._bounds:
+        for start, end, factor in self.bounds:
             overlap = min(high, end) - max(low, start)
             if overlap > 0.0:
                 total += factor * overlap / length
@@ -123,8 +124,8 @@ class BoneThrust:
             return 0.0
         bone = self.bone
         ratio = feed_velocity / bone.reference_feed_rate
-        if ratio < _LINEAR_BELOW:
-            rate_factor = _LINEAR_BELOW**bone.feed_rate_exponent * ratio / _LINEAR_BELOW
+        if ratio < LINEAR_BELOW:
+            rate_factor = LINEAR_BELOW**bone.feed_rate_exponent * ratio / LINEAR_BELOW
         else:
             rate_factor = ratio**bone.feed_rate_exponent
         return self.scale * bone.reference_thrust * rate_factor * engaged

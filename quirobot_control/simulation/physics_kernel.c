@@ -114,7 +114,7 @@ static int read_thrust(PyObject *object, Thrust *thrust) {
     if (bounds == NULL) return -1;
     if (!PyTuple_Check(bounds) || PyTuple_GET_SIZE(bounds) > MAX_LAYERS) {
         Py_DECREF(bounds);
-        PyErr_Format(PyExc_TypeError, "physics_period: a bone's _bounds must be a tuple of at most %d layers",
+        PyErr_Format(PyExc_TypeError, "physics_period: a bone's bounds must be a tuple of at most %d layers",
                      MAX_LAYERS);
         return -1;
     }
@@ -657,7 +657,7 @@ PyMODINIT_FUNC PyInit__physics_kernel(void) {
     INTERN(S_force, "force");
     INTERN(S_scale, "scale");
     INTERN(S_bone, "bone");
-    INTERN(S_bounds, "_bounds");
+    INTERN(S_bounds, "bounds");
     INTERN(S_point_length, "point_length");
     INTERN(S_reference_feed_rate, "reference_feed_rate");
     INTERN(S_feed_rate_exponent, "feed_rate_exponent");

@@ -102,8 +102,10 @@ def test_cmakelists_installs_what_setup_py_installs(monkeypatch):
     assert cmake["c_extensions"] == {
         "quirobot_control.axes._fixture_kernel": "quirobot_control/axes/fixture_kernel.c",
         "quirobot_control.drive_simulators._drive_kernel": "quirobot_control/drive_simulators/drive_kernel.c",
+        "quirobot_control.hardware._feedforward_kernel": "quirobot_control/hardware/feedforward_kernel.c",
         "quirobot_control.models._gearbox_kernel": "quirobot_control/models/gearbox_kernel.c",
         "quirobot_control.safety._limiter_kernel": "quirobot_control/safety/limiter_kernel.c",
+        "quirobot_control.simulation._physics_kernel": "quirobot_control/simulation/physics_kernel.c",
     }
     assert "-ffp-contract=off" in cmake["c_flags"][0]  # the C rounds as Python does
     assert cmake["packages"] == {

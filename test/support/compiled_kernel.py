@@ -1,7 +1,7 @@
 """The compiled kernels for a test (the C extensions of install_manifest.json: the drives'
 _drive_kernel for drive_simulators.current_loop and drive_array, the wrist gearbox's
 _gearbox_kernel, the no-go zone check's _fixture_kernel, the command limiter's _limiter_kernel,
-the realistic plant's period's _physics_kernel),
+the realistic plant's period's _physics_kernel, the thrust feed-forward's _feedforward_kernel),
 or a skip only where they could not have been built: no C compiler or no Python headers on this
 machine."""
 

@@ -1,0 +1,236 @@
+/* The bone's thrust fed forward over one control period on the nominal chain, compiled: the twin of
+ * thrust_feedforward.py's `ThrustFeedForward.update_in_python` where the chain is nominal, built as
+ * the extension quirobot_control.hardware._feedforward_kernel when a C compiler and Python's
+ * headers are there (setup.py, CMakeLists.txt).
+ *
+ * Same operations in the same order on IEEE doubles, so the results are bit for bit the Python's
+ * (test/control/hardware/test_feedforward_kernel.py): built with -ffp-contract=off (no fused
+ * multiply-adds where the Python has none), sin, cos, pow and exp from the same libm as Python's
+ * math module. Two sums are numpy's, and taken as numpy takes them here:
+ * - the depth, (tip - entry) @ direction: OpenBLAS's dot on x86-64 (Haswell and later), whose
+ *   loop over the last (here: every) element is `dot += y[i] * x[i]` contracted to fused
+ *   multiply-adds from 0.0, in order;
+ * - the arm's efforts, einsum("ink,nk->ni") over three terms: its SIMD sum of products on two
+ *   lanes from zero, the third term loaded into the first lane, so ((0 + p0) + p2) + (0 + p1).
+ * thrust_feedforward.py uses this kernel only where numpy sums so (`sums`, checked at import).
+ * A non-finite joint or a joint list that is not six floats returns None before anything is
+ * computed and the Python answers, raising as it always did. Why C: six forward kinematics, the
+ * bone model and a Jacobian's product every 1 ms control period, a tenth of an accuracy sample
+ * interpreted.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+
+#define AXES 6
+#define ARM 5
+/* constants: l4, l5 (m), entry (3, m), direction (3, unit), dt (s), JACOBIAN_STEP (m or rad),
+ * the bone's point length (m), reference feed rate (m/s), feed-rate exponent, reference thrust
+ * (N), time constant (s), the fraction of the reference rate below which the power law is a line;
+ * then (start m, end m, thrust factor) of each layer. */
+#define FIXED 16
+#define LAYER 3
+
+typedef struct {
+    double l4, l5, entry[3], direction[3], dt, step;
+    double point_length, reference_feed_rate, exponent, reference_thrust, time_constant, linear_below;
+    Py_ssize_t layers;
+    PyObject *const *bounds; /* the constants' floats after FIXED, LAYER per layer */
+} Constants;
+
+/* The drill tip (tool0 moved `feed` along its z axis, as update_in_python does it) and that axis,
+ * through kinematics.forward._closed_form with feed 0: q holds 5 finite doubles. */
+static void tip_and_axis(const double *q, double feed, double l4, double l5, double tip[3], double axis[3]) {
+    const double s4 = sin(q[3]), c4 = cos(q[3]), s5 = sin(q[4]), c5 = cos(q[4]);
+    const double ax = c4 * c5, ay = -s4 * c5;
+    const double reach = l5 + 0.0;
+    const double origin[3] = {q[0] + reach * ax, q[1] + reach * ay, -q[2] - l4 - reach * s5};
+    axis[0] = ax;
+    axis[1] = ay;
+    axis[2] = -s5;
+    for (int k = 0; k < 3; k++) tip[k] = origin[k] + axis[k] * feed;
+}
+
+/* numpy's a @ b of two 3-vectors (OpenBLAS's dot: fused, in order, from 0.0). */
+static double blas_dot3(const double *a, const double *b) {
+    double dot = 0.0;
+    for (int k = 0; k < 3; k++) dot = fma(b[k], a[k], dot);
+    return dot;
+}
+
+/* numpy's einsum sum of the three products p (two lanes from zero, the third term in the first). */
+static double einsum_sum3(const double *p) { return ((0.0 + p[0]) + p[2]) + (0.0 + p[1]); }
+
+/* Python's min(a, b) and max(a, b): the first unless the second is smaller (larger). */
+static double py_min(double a, double b) { return b < a ? b : a; }
+static double py_max(double a, double b) { return b > a ? b : a; }
+
+/* models.bone.BoneThrust.engagement. */
+static double engagement(const Constants *c, double depth) {
+    if (depth <= 0.0) return 0.0;
+    const double length = c->point_length, low = depth - length, high = depth;
+    double total = 0.0;
+    for (Py_ssize_t layer = 0; layer < c->layers; layer++) {
+        PyObject *const *bound = c->bounds + LAYER * layer;
+        const double start = PyFloat_AS_DOUBLE(bound[0]), end = PyFloat_AS_DOUBLE(bound[1]);
+        const double overlap = py_min(high, end) - py_max(low, start);
+        if (overlap > 0.0) total += PyFloat_AS_DOUBLE(bound[2]) * overlap / length;
+    }
+    return total;
+}
+
+/* models.bone.BoneThrust.target. */
+static double target(const Constants *c, double scale, double depth, double feed_velocity) {
+    if (feed_velocity <= 0.0) return 0.0;
+    const double engaged = engagement(c, depth);
+    if (engaged == 0.0) return 0.0;
+    const double ratio = feed_velocity / c->reference_feed_rate;
+    double rate_factor;
+    if (ratio < c->linear_below) {
+        rate_factor = pow(c->linear_below, c->exponent) * ratio / c->linear_below;
+    } else {
+        rate_factor = pow(ratio, c->exponent);
+    }
+    return scale * c->reference_thrust * rate_factor * engaged;
+}
+
+/* The tuple's first n floats into out; -1 with an exception set. */
+static int floats(PyObject *tuple, double *out, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(tuple, i));
+        if (out[i] == -1.0 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+/* constants (the tuple above) into c; -1 with an exception set. */
+static int read_constants(PyObject *tuple, Constants *c) {
+    const Py_ssize_t size = PyTuple_Check(tuple) ? PyTuple_GET_SIZE(tuple) : -1;
+    if (size < FIXED + LAYER || (size - FIXED) % LAYER != 0) {
+        PyErr_Format(PyExc_TypeError, "update: constants must be a tuple of %d floats and %d per layer", FIXED,
+                     LAYER);
+        return -1;
+    }
+    double fixed[FIXED];
+    if (floats(tuple, fixed, FIXED) < 0) return -1;
+    c->l4 = fixed[0];
+    c->l5 = fixed[1];
+    for (int k = 0; k < 3; k++) {
+        c->entry[k] = fixed[2 + k];
+        c->direction[k] = fixed[5 + k];
+    }
+    c->dt = fixed[8];
+    c->step = fixed[9];
+    c->point_length = fixed[10];
+    c->reference_feed_rate = fixed[11];
+    c->exponent = fixed[12];
+    c->reference_thrust = fixed[13];
+    c->time_constant = fixed[14];
+    c->linear_below = fixed[15];
+    c->layers = (size - FIXED) / LAYER;
+    c->bounds = &PyTuple_GET_ITEM(tuple, FIXED);
+    for (Py_ssize_t i = FIXED; i < size; i++) {
+        if (!PyFloat_CheckExact(PyTuple_GET_ITEM(tuple, i))) {
+            PyErr_SetString(PyExc_TypeError, "update: the layers' bounds must be floats");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* (constants, q, previous depth or None, force, scale) -> (depth, force, efforts (6 floats)) as
+ * update_in_python's on the nominal chain (the depth and the bone model's force to keep), or None
+ * where the Python must answer. q: the six commanded joints (a list of floats, arm then feed). */
+static PyObject *update(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "update takes 5 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Constants c;
+    if (read_constants(args[0], &c) < 0) return NULL;
+    const double force_before = PyFloat_AsDouble(args[3]);
+    if (force_before == -1.0 && PyErr_Occurred()) return NULL;
+    const double scale = PyFloat_AsDouble(args[4]);
+    if (scale == -1.0 && PyErr_Occurred()) return NULL;
+    double previous = 0.0;
+    const int first = args[2] == Py_None;
+    if (!first) {
+        previous = PyFloat_AsDouble(args[2]);
+        if (previous == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    PyObject *list = args[1];
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != AXES) Py_RETURN_NONE;
+    double q[AXES];
+    for (int k = 0; k < AXES; k++) {
+        PyObject *item = PyList_GET_ITEM(list, k);
+        if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
+        q[k] = PyFloat_AS_DOUBLE(item);
+    }
+    /* _closed_form's own check (on the sum, as it does): it would raise. */
+    if (!isfinite(q[0] + q[1] + q[2] + q[3] + q[4])) Py_RETURN_NONE;
+    const double feed = q[ARM];
+    double tip[3], axis[3], offset[3];
+    tip_and_axis(q, feed, c.l4, c.l5, tip, axis);
+    for (int k = 0; k < 3; k++) offset[k] = tip[k] - c.entry[k];
+    const double depth = blas_dot3(offset, c.direction);
+    const double rate = first ? 0.0 : (depth - previous) / c.dt;
+    /* BoneThrust.update. */
+    const double goal = target(&c, scale, depth, rate);
+    const double decay = exp(-c.dt / c.time_constant);
+    const double thrust = goal + (force_before - goal) * decay;
+    double efforts[AXES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    if (thrust != 0.0) {
+        double force[3];
+        for (int k = 0; k < 3; k++) force[k] = -thrust * c.direction[k];
+        for (int i = 0; i < ARM; i++) {
+            double row[ARM], shifted[3], shifted_axis[3], products[3];
+            for (int j = 0; j < ARM; j++) row[j] = q[j];
+            row[i] = q[i] + c.step;
+            tip_and_axis(row, feed, c.l4, c.l5, shifted, shifted_axis);
+            for (int k = 0; k < 3; k++) products[k] = (shifted[k] - tip[k]) / c.step * force[k];
+            efforts[i] = einsum_sum3(products);
+        }
+        efforts[ARM] = axis[0] * force[0] + axis[1] * force[1] + axis[2] * force[2];
+    }
+    return Py_BuildValue("(dd[dddddd])", depth, thrust, efforts[0], efforts[1], efforts[2], efforts[3],
+                         efforts[4], efforts[5]);
+}
+
+/* (a, b) -> (a @ b, the einsum sum of a * b) for two lists of three floats as this kernel takes
+ * them: what thrust_feedforward.py compares with numpy's own at import. */
+static PyObject *sums(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    double a[3], b[3], products[3];
+    for (Py_ssize_t n = 0; n < 2; n++) {
+        PyObject *list = n < nargs ? args[n] : NULL;
+        if (nargs != 2 || !PyList_CheckExact(list) || PyList_GET_SIZE(list) != 3) {
+            PyErr_SetString(PyExc_TypeError, "sums takes two lists of 3 floats");
+            return NULL;
+        }
+        for (int k = 0; k < 3; k++) {
+            (n ? b : a)[k] = PyFloat_AsDouble(PyList_GET_ITEM(list, k));
+            if ((n ? b : a)[k] == -1.0 && PyErr_Occurred()) return NULL;
+        }
+    }
+    for (int k = 0; k < 3; k++) products[k] = a[k] * b[k];
+    return Py_BuildValue("(dd)", blas_dot3(a, b), einsum_sum3(products));
+}
+
+static PyMethodDef methods[] = {
+    {"update", (PyCFunction)(void (*)(void))update, METH_FASTCALL,
+     "ThrustFeedForward.update_in_python on the nominal chain, compiled (the same numbers bit for bit), "
+     "or None where the Python must answer."},
+    {"sums", (PyCFunction)(void (*)(void))sums, METH_FASTCALL,
+     "(a @ b, einsum's sum of a * b) of two 3-vectors, as the kernel takes them."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_feedforward_kernel",
+    "The bone's thrust fed forward over one control period on the nominal chain, compiled "
+    "(feedforward_kernel.c).",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__feedforward_kernel(void) { return PyModule_Create(&module); }
