@@ -22,20 +22,15 @@
 #include <Python.h>
 #include <math.h>
 
+#include "../models/bone_law.h"
+
 #define AXES 6
 #define ARM 5
-/* constants: l4, l5 (m), entry (3, m), direction (3, unit), dt (s), JACOBIAN_STEP (m or rad),
- * the bone's point length (m), reference feed rate (m/s), feed-rate exponent, reference thrust
- * (N), time constant (s), the fraction of the reference rate below which the power law is a line;
- * then (start m, end m, thrust factor) of each layer. */
-#define FIXED 16
-#define LAYER 3
+/* constants: l4, l5 (m), entry (3, m), direction (3, unit), dt (s), JACOBIAN_STEP (m or rad). */
+#define FIXED 10
 
 typedef struct {
     double l4, l5, entry[3], direction[3], dt, step;
-    double point_length, reference_feed_rate, exponent, reference_thrust, time_constant, linear_below;
-    Py_ssize_t layers;
-    PyObject *const *bounds; /* the constants' floats after FIXED, LAYER per layer */
 } Constants;
 
 /* The drill tip (tool0 moved `feed` along its z axis, as update_in_python does it) and that axis,
@@ -61,39 +56,6 @@ static double blas_dot3(const double *a, const double *b) {
 /* numpy's einsum sum of the three products p (two lanes from zero, the third term in the first). */
 static double einsum_sum3(const double *p) { return ((0.0 + p[0]) + p[2]) + (0.0 + p[1]); }
 
-/* Python's min(a, b) and max(a, b): the first unless the second is smaller (larger). */
-static double py_min(double a, double b) { return b < a ? b : a; }
-static double py_max(double a, double b) { return b > a ? b : a; }
-
-/* models.bone.BoneThrust.engagement. */
-static double engagement(const Constants *c, double depth) {
-    if (depth <= 0.0) return 0.0;
-    const double length = c->point_length, low = depth - length, high = depth;
-    double total = 0.0;
-    for (Py_ssize_t layer = 0; layer < c->layers; layer++) {
-        PyObject *const *bound = c->bounds + LAYER * layer;
-        const double start = PyFloat_AS_DOUBLE(bound[0]), end = PyFloat_AS_DOUBLE(bound[1]);
-        const double overlap = py_min(high, end) - py_max(low, start);
-        if (overlap > 0.0) total += PyFloat_AS_DOUBLE(bound[2]) * overlap / length;
-    }
-    return total;
-}
-
-/* models.bone.BoneThrust.target. */
-static double target(const Constants *c, double scale, double depth, double feed_velocity) {
-    if (feed_velocity <= 0.0) return 0.0;
-    const double engaged = engagement(c, depth);
-    if (engaged == 0.0) return 0.0;
-    const double ratio = feed_velocity / c->reference_feed_rate;
-    double rate_factor;
-    if (ratio < c->linear_below) {
-        rate_factor = pow(c->linear_below, c->exponent) * ratio / c->linear_below;
-    } else {
-        rate_factor = pow(ratio, c->exponent);
-    }
-    return scale * c->reference_thrust * rate_factor * engaged;
-}
-
 /* The tuple's first n floats into out; -1 with an exception set. */
 static int floats(PyObject *tuple, double *out, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -105,10 +67,8 @@ static int floats(PyObject *tuple, double *out, Py_ssize_t n) {
 
 /* constants (the tuple above) into c; -1 with an exception set. */
 static int read_constants(PyObject *tuple, Constants *c) {
-    const Py_ssize_t size = PyTuple_Check(tuple) ? PyTuple_GET_SIZE(tuple) : -1;
-    if (size < FIXED + LAYER || (size - FIXED) % LAYER != 0) {
-        PyErr_Format(PyExc_TypeError, "update: constants must be a tuple of %d floats and %d per layer", FIXED,
-                     LAYER);
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != FIXED) {
+        PyErr_Format(PyExc_TypeError, "update: constants must be a tuple of %d floats", FIXED);
         return -1;
     }
     double fixed[FIXED];
@@ -121,45 +81,33 @@ static int read_constants(PyObject *tuple, Constants *c) {
     }
     c->dt = fixed[8];
     c->step = fixed[9];
-    c->point_length = fixed[10];
-    c->reference_feed_rate = fixed[11];
-    c->exponent = fixed[12];
-    c->reference_thrust = fixed[13];
-    c->time_constant = fixed[14];
-    c->linear_below = fixed[15];
-    c->layers = (size - FIXED) / LAYER;
-    c->bounds = &PyTuple_GET_ITEM(tuple, FIXED);
-    for (Py_ssize_t i = FIXED; i < size; i++) {
-        if (!PyFloat_CheckExact(PyTuple_GET_ITEM(tuple, i))) {
-            PyErr_SetString(PyExc_TypeError, "update: the layers' bounds must be floats");
-            return -1;
-        }
-    }
     return 0;
 }
 
-/* (constants, q, previous depth or None, force, scale) -> (depth, force, efforts (6 floats)) as
- * update_in_python's on the nominal chain (the depth and the bone model's force to keep), or None
- * where the Python must answer. q: the six commanded joints (a list of floats, arm then feed). */
+/* (constants, law, q, previous depth or None, force, scale) -> (depth, force, efforts (6 floats))
+ * as update_in_python's on the nominal chain (the depth and the bone model's force to keep), or
+ * None where the Python must answer. law: the bone model's BoneThrust.law (bone_law.h); q: the six
+ * commanded joints (a list of floats, arm then feed). */
 static PyObject *update(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 5) {
-        PyErr_Format(PyExc_TypeError, "update takes 5 arguments, got %zd", nargs);
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "update takes 6 arguments, got %zd", nargs);
         return NULL;
     }
     Constants c;
-    if (read_constants(args[0], &c) < 0) return NULL;
-    const double force_before = PyFloat_AsDouble(args[3]);
+    BoneLaw law;
+    if (read_constants(args[0], &c) < 0 || bone_law_read(args[1], &law, "update") < 0) return NULL;
+    const double force_before = PyFloat_AsDouble(args[4]);
     if (force_before == -1.0 && PyErr_Occurred()) return NULL;
-    const double scale = PyFloat_AsDouble(args[4]);
+    const double scale = PyFloat_AsDouble(args[5]);
     if (scale == -1.0 && PyErr_Occurred()) return NULL;
     double previous = 0.0;
-    const int first = args[2] == Py_None;
+    const int first = args[3] == Py_None;
     if (!first) {
-        previous = PyFloat_AsDouble(args[2]);
+        previous = PyFloat_AsDouble(args[3]);
         if (previous == -1.0 && PyErr_Occurred()) return NULL;
     }
-    PyObject *list = args[1];
+    PyObject *list = args[2];
     if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != AXES) Py_RETURN_NONE;
     double q[AXES];
     for (int k = 0; k < AXES; k++) {
@@ -176,9 +124,7 @@ static PyObject *update(PyObject *module, PyObject *const *args, Py_ssize_t narg
     const double depth = blas_dot3(offset, c.direction);
     const double rate = first ? 0.0 : (depth - previous) / c.dt;
     /* BoneThrust.update. */
-    const double goal = target(&c, scale, depth, rate);
-    const double decay = exp(-c.dt / c.time_constant);
-    const double thrust = goal + (force_before - goal) * decay;
+    const double thrust = bone_lag(&law, force_before, bone_target(&law, scale, depth, rate), c.dt);
     double efforts[AXES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     if (thrust != 0.0) {
         double force[3];

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from quirobot_control.models.bone import LINEAR_BELOW, BoneParameters, BoneThrust
+from quirobot_control.models.bone import BoneParameters, BoneThrust
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import JOINT_NAMES, DrillParameters, RobotParameters
 from quirobot_kinematics import KinematicModel, forward_kinematics
@@ -88,10 +88,12 @@ class ThrustFeedForward:
         if KERNEL_RUNS and self.kinematics.errors is None:
             chain = self.kinematics
             constants = (
-                *(chain.l4, chain.l5, *self.entry.tolist(), *self.direction.tolist(), dt, JACOBIAN_STEP),
-                *(bone.point_length, bone.reference_feed_rate, bone.feed_rate_exponent),
-                *(bone.reference_thrust, bone.time_constant, LINEAR_BELOW),
-                *(value for bound in self.model.bounds for value in bound),
+                chain.l4,
+                chain.l5,
+                *self.entry.tolist(),
+                *self.direction.tolist(),
+                dt,
+                JACOBIAN_STEP,
             )
             self._constants = tuple(float(value) for value in constants)
 
@@ -102,7 +104,7 @@ class ThrustFeedForward:
         if self._constants is not None:
             bone = self.model
             result = _feedforward_kernel.update(
-                self._constants, q.tolist(), self._depth, bone.force, bone.scale
+                self._constants, bone.law, q.tolist(), self._depth, bone.force, bone.scale
             )
             if result is not None:
                 self._depth, bone.force, efforts = result

@@ -101,6 +101,17 @@ class BoneThrust:
             start += layer.thickness
         #: (start m, end m, thrust factor) of each layer, depths along the drilling direction.
         self.bounds = tuple(bounds)
+        #: The law's constants for its compiled twins (bone_law.h), floats: the point length,
+        #: reference feed rate, feed-rate exponent, reference thrust, time constant, LINEAR_BELOW,
+        #: then the layers' bounds.
+        self.law = tuple(
+            float(value)
+            for value in (
+                *(bone.point_length, bone.reference_feed_rate, bone.feed_rate_exponent),
+                *(bone.reference_thrust, bone.time_constant, LINEAR_BELOW),
+                *(value for bound in self.bounds for value in bound),
+            )
+        )
 
     def engagement(self, depth: float) -> float:
         """Cortical-equivalent fraction (0..max factor) of the point engaged at tip depth `depth` m."""

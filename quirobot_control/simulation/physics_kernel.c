@@ -1,6 +1,6 @@
 /* The realistic plant's control period, compiled: the twin of realistic_plant.py's
  * `RealisticPlant.step_period_in_python` (with simulation.bone_contact's `BoneContact` as its tip
- * force, models.bone's `BoneThrust` law), built as the extension
+ * force, models.bone's `BoneThrust` law, models/bone_law.h), built as the extension
  * quirobot_control.simulation._physics_kernel when a C compiler and Python's headers are there
  * (setup.py, CMakeLists.txt).
  *
@@ -24,6 +24,8 @@
 #include <Python.h>
 #include <math.h>
 #include <string.h>
+
+#include "../models/bone_law.h"
 
 /* The plant's arrays (RealisticPlant._kernel[0]), in this order. */
 enum {
@@ -52,21 +54,15 @@ enum {
 #define WRIST_LAST 4
 /* realistic_plant.VIBRATION_AVERAGE_REVOLUTIONS */
 #define VIBRATION_AVERAGE_REVOLUTIONS 5.0
-/* bone._LINEAR_BELOW */
-#define LINEAR_BELOW 0.05
-#define MAX_LAYERS 16
 
 static PyObject *S_drilling_floats, *S_downhill, *S_thrust_model, *S_depth_average, *S_depth_history, *S_engaged_once,
-    *S_entry, *S_direction, *S_radius, *S_depth, *S_thrust, *S_force, *S_scale, *S_bone, *S_bounds,
-    *S_point_length, *S_reference_feed_rate, *S_feed_rate_exponent, *S_reference_thrust, *S_time_constant,
-    *S_kernel;
+    *S_entry, *S_direction, *S_radius, *S_depth, *S_thrust, *S_force, *S_scale, *S_law, *S_kernel;
 
-/* The thrust law's state and constants (BoneThrust), read once a period. */
+/* A thrust law's state and constants (BoneThrust), read once a period. */
 typedef struct {
     PyObject *object;
-    double force, scale, point_length, reference_feed_rate, exponent, reference_thrust, time_constant;
-    Py_ssize_t layers;
-    double bounds[MAX_LAYERS][3]; /* start, end (m), thrust factor */
+    double force, scale;
+    BoneLaw law;
 } Thrust;
 
 static int attribute_double(PyObject *owner, PyObject *name, double *out) {
@@ -99,73 +95,19 @@ static int three_doubles(PyObject *sequence, double *out, const char *what) {
 
 static int read_thrust(PyObject *object, Thrust *thrust) {
     thrust->object = object;
-    PyObject *bone = PyObject_GetAttr(object, S_bone);
-    if (bone == NULL) return -1;
-    int status = attribute_double(object, S_force, &thrust->force) < 0 ||
-                 attribute_double(object, S_scale, &thrust->scale) < 0 ||
-                 attribute_double(bone, S_point_length, &thrust->point_length) < 0 ||
-                 attribute_double(bone, S_reference_feed_rate, &thrust->reference_feed_rate) < 0 ||
-                 attribute_double(bone, S_feed_rate_exponent, &thrust->exponent) < 0 ||
-                 attribute_double(bone, S_reference_thrust, &thrust->reference_thrust) < 0 ||
-                 attribute_double(bone, S_time_constant, &thrust->time_constant) < 0;
-    Py_DECREF(bone);
-    if (status) return -1;
-    PyObject *bounds = PyObject_GetAttr(object, S_bounds);
-    if (bounds == NULL) return -1;
-    if (!PyTuple_Check(bounds) || PyTuple_GET_SIZE(bounds) > MAX_LAYERS) {
-        Py_DECREF(bounds);
-        PyErr_Format(PyExc_TypeError, "physics_period: a bone's bounds must be a tuple of at most %d layers",
-                     MAX_LAYERS);
+    if (attribute_double(object, S_force, &thrust->force) < 0 || attribute_double(object, S_scale, &thrust->scale) < 0)
         return -1;
-    }
-    thrust->layers = PyTuple_GET_SIZE(bounds);
-    for (Py_ssize_t i = 0; i < thrust->layers && status == 0; i++) {
-        PyObject *layer = PyTuple_GET_ITEM(bounds, i);
-        if (!PyTuple_Check(layer) || PyTuple_GET_SIZE(layer) != 3) {
-            PyErr_SetString(PyExc_TypeError, "physics_period: a bone layer's bounds must be (start, end, factor)");
-            status = -1;
-            break;
-        }
-        for (int k = 0; k < 3 && status == 0; k++) {
-            thrust->bounds[i][k] = PyFloat_AsDouble(PyTuple_GET_ITEM(layer, k));
-            if (thrust->bounds[i][k] == -1.0 && PyErr_Occurred()) status = -1;
-        }
-    }
-    Py_DECREF(bounds);
+    PyObject *law = PyObject_GetAttr(object, S_law);
+    if (law == NULL) return -1;
+    const int status = bone_law_read(law, &thrust->law, "physics_period");
+    Py_DECREF(law);
     return status;
-}
-
-/* BoneThrust.engagement. */
-static double engagement(const Thrust *thrust, double depth) {
-    if (depth <= 0.0) return 0.0;
-    const double length = thrust->point_length;
-    const double low = depth - length, high = depth;
-    double total = 0.0;
-    for (Py_ssize_t i = 0; i < thrust->layers; i++) {
-        const double start = thrust->bounds[i][0], end = thrust->bounds[i][1], factor = thrust->bounds[i][2];
-        const double overlap = (end < high ? end : high) - (start > low ? start : low); /* min, max */
-        if (overlap > 0.0) total += factor * overlap / length;
-    }
-    return total;
 }
 
 /* BoneThrust.update: the lag advanced by dt (its force written back); returns the force. */
 static int thrust_update(Thrust *thrust, double dt, double depth, double feed_velocity, double *out) {
-    double target = 0.0;
-    if (!(feed_velocity <= 0.0)) {
-        const double engaged = engagement(thrust, depth);
-        if (engaged != 0.0) {
-            const double ratio = feed_velocity / thrust->reference_feed_rate;
-            double rate_factor;
-            if (ratio < LINEAR_BELOW)
-                rate_factor = pow(LINEAR_BELOW, thrust->exponent) * ratio / LINEAR_BELOW;
-            else
-                rate_factor = pow(ratio, thrust->exponent);
-            target = thrust->scale * thrust->reference_thrust * rate_factor * engaged;
-        }
-    }
-    const double decay = exp(-dt / thrust->time_constant);
-    thrust->force = target + (thrust->force - target) * decay;
+    const double target = bone_target(&thrust->law, thrust->scale, depth, feed_velocity);
+    thrust->force = bone_lag(&thrust->law, thrust->force, target, dt);
     PyObject *value = PyFloat_FromDouble(thrust->force);
     if (value == NULL) return -1;
     const int status = PyObject_SetAttr(thrust->object, S_force, value);
@@ -373,8 +315,8 @@ static int cutting(Plant *p, PyObject *owner, Cutting *cut, double h, int presen
     tip(p);
     const double *t = p->a[TIP];
     const double depth = (t[0] - e[0]) * d[0] + (t[1] - e[1]) * d[1] + (t[2] - e[2]) * d[2];
-    const double point_length = cut->thrust.point_length;
-    const double engaged = engagement(&cut->thrust, depth);
+    const double point_length = cut->thrust.law.point_length;
+    const double engaged = bone_engagement(&cut->thrust.law, depth);
     double fx = 0.0, fy = 0.0, fz = 0.0, thrust = 0.0;
     if (present) {
         fx = force[0];
@@ -656,13 +598,7 @@ PyMODINIT_FUNC PyInit__physics_kernel(void) {
     INTERN(S_thrust, "thrust");
     INTERN(S_force, "force");
     INTERN(S_scale, "scale");
-    INTERN(S_bone, "bone");
-    INTERN(S_bounds, "bounds");
-    INTERN(S_point_length, "point_length");
-    INTERN(S_reference_feed_rate, "reference_feed_rate");
-    INTERN(S_feed_rate_exponent, "feed_rate_exponent");
-    INTERN(S_reference_thrust, "reference_thrust");
-    INTERN(S_time_constant, "time_constant");
+    INTERN(S_law, "law");
     INTERN(S_kernel, "_kernel");
     return PyModule_Create(&module);
 }

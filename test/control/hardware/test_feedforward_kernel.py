@@ -115,11 +115,14 @@ def test_the_calibrated_chain_stays_in_python(parameters, incision):
 def test_the_compiled_period_names_bad_constants(parameters, incision):
     _compiled()
     kernel = thrust_feedforward._feedforward_kernel
-    with pytest.raises(TypeError, match="16 floats and 3 per layer"):
-        kernel.update((1.0,) * 17, [0.0] * 6, None, 0.0, 1.0)
-    with pytest.raises(TypeError, match="update takes 5 arguments, got 2"):
-        kernel.update((1.0,) * 19, [0.0] * 6)
-    assert kernel.update((1.0,) * 19, [0.0] * 5, None, 0.0, 1.0) is None  # not six joints: the Python
+    law = (1.0,) * 9  # a bone law of one layer (bone_law.h)
+    with pytest.raises(TypeError, match="constants must be a tuple of 10 floats"):
+        kernel.update((1.0,) * 11, law, [0.0] * 6, None, 0.0, 1.0)
+    with pytest.raises(TypeError, match="update: a bone law must be a tuple of 6 floats and 3 per layer"):
+        kernel.update((1.0,) * 10, (1.0,) * 8, [0.0] * 6, None, 0.0, 1.0)
+    with pytest.raises(TypeError, match="update takes 6 arguments, got 2"):
+        kernel.update((1.0,) * 10, law)
+    assert kernel.update((1.0,) * 10, law, [0.0] * 5, None, 0.0, 1.0) is None  # not six joints: the Python
 
 
 def test_the_kernels_sums_are_numpys_signed_zeros_included():
