@@ -28,6 +28,10 @@ class Drilling:
 class BoneContact:
     """tip_force(h) -> the world force (3,) N the bone exerts on the tip (None outside the bone)."""
 
+    #: The plants' compiled periods (physics_kernel.c: contact_force) run this class's __call__
+    #: themselves, on its attributes (plant.kernel_contact); a subclass gets its own called.
+    KERNEL_CONTACT = True
+
     def __init__(self, plant: MujocoPlant, drilling: Drilling) -> None:
         self.plant = plant
         self.drilling = drilling

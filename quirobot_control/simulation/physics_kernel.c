@@ -1,22 +1,24 @@
-/* The realistic plant's control period, compiled: the twin of realistic_plant.py's
- * `RealisticPlant.step_period_in_python` (with simulation.bone_contact's `BoneContact` as its tip
- * force, models.bone's `BoneThrust` law, models/bone_law.h), built as the extension
- * quirobot_control.simulation._physics_kernel when a C compiler and Python's headers are there
- * (setup.py, CMakeLists.txt).
+/* The plants' control periods, compiled: the twins of realistic_plant.py's
+ * `RealisticPlant.step_period_in_python` (`physics_period`) and of plant.py's
+ * `MujocoPlant.step_period_in_python` (`ideal_period`), with simulation.bone_contact's
+ * `BoneContact` as their tip force (models.bone's `BoneThrust` law: models/bone_law.h), built as
+ * the extension quirobot_control.simulation._physics_kernel when a C compiler and Python's headers
+ * are there (setup.py, CMakeLists.txt).
  *
  * Same operations in the same order on IEEE doubles, so the results are bit for bit the Python
- * law's (test/control/simulation/test_physics_kernel.py, test_drive_array.py): built with
+ * laws' (test/control/simulation/test_physics_kernel.py, test_drive_array.py): built with
  * -ffp-contract=off (no fused multiply-adds), exp(), pow(), sqrt() and nearbyint() from the C
  * library Python's math and round() call. Nothing numpy sums (its BLAS's order) is summed here:
- * the skiving's direction comes from the plant (RealisticPlant._downhill). Why C: each physics step of the realistic plant (four a
- * control period) is a dozen small laws on a few floats; interpreted, they were two fifths of an
- * accuracy sample's CPU (bench/sim_speed.py --parts).
+ * the skiving's direction comes from the plant (RealisticPlant._downhill). Why C: each physics
+ * step (four a control period) is a dozen small laws on a few floats on the realistic plant, the
+ * bone's thrust and a loop on the ideal one; interpreted, they were two fifths of an accuracy
+ * sample's CPU and a tenth of `quirobot simulate`'s (bench/sim_speed.py --parts).
  *
  * The state stays where the Python keeps it, and is written where the Python writes it, as the
- * Python goes: the plant's numpy arrays (RealisticPlant._kernel's, written through their buffers),
- * the bone contact's and the thrust law's attributes, the cutting's depth history (a list). What
- * is not arithmetic on those is called as the Python calls it: the drives' step
- * (DriveArray.advance), the brakes (RealisticPlant.follow_brakes), the wrist gearbox
+ * Python goes: the plants' numpy arrays (their `_kernel`'s, written through their buffers), the
+ * bone contact's and the thrust law's attributes, the cutting's depth history (a list). What is
+ * not arithmetic on those is called as the Python calls it: the drives' step (DriveArray.advance),
+ * the brakes (RealisticPlant.follow_brakes, MujocoPlant._apply_brakes), the wrist gearbox
  * (wrist_motor_substeps), MuJoCo's mj_kinematics, mj_applyFT and mj_step. An exception from any
  * of them leaves the state as the Python would have left it.
  */
@@ -55,7 +57,7 @@ enum {
 /* realistic_plant.VIBRATION_AVERAGE_REVOLUTIONS */
 #define VIBRATION_AVERAGE_REVOLUTIONS 5.0
 
-static PyObject *S_drilling_floats, *S_downhill, *S_thrust_model, *S_depth_average, *S_depth_history, *S_engaged_once,
+static PyObject *S_advance, *S_brakes_engaged, *S_brakes, *S_drilling_floats, *S_downhill, *S_thrust_model, *S_depth_average, *S_depth_history, *S_engaged_once,
     *S_entry, *S_direction, *S_radius, *S_depth, *S_thrust, *S_force, *S_scale, *S_law, *S_kernel;
 
 /* A thrust law's state and constants (BoneThrust), read once a period. */
@@ -142,9 +144,37 @@ typedef struct {
     double c[CONSTANTS];
 } Plant;
 
-static void release(Plant *plant) {
-    for (int i = 0; i < plant->held; i++) PyBuffer_Release(&plant->views[i]);
-    plant->held = 0;
+static void release_views(Py_buffer *views, int *held) {
+    for (int i = 0; i < *held; i++) PyBuffer_Release(&views[i]);
+    *held = 0;
+}
+
+static void release(Plant *plant) { release_views(plant->views, &plant->held); }
+
+/* The tuple `arrays`' `count` numpy arrays as writable C doubles, `lengths[i]` each: their objects,
+ * buffers (views, `*held` of them: release_views) and data; -1 with a TypeError naming the array. */
+static int open_arrays(PyObject *arrays, int count, const Py_ssize_t *lengths, const char *const *names,
+                       Py_buffer *views, int *held, double **data, PyObject **objects) {
+    *held = 0;
+    for (int i = 0; i < count; i++) {
+        Py_buffer *view = &views[i];
+        objects[i] = PyTuple_GET_ITEM(arrays, i);
+        if (PyObject_GetBuffer(objects[i], view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+            release_views(views, held);
+            return -1;
+        }
+        (*held)++;
+        const char *format = view->format == NULL ? "B" : view->format;
+        if (view->itemsize != sizeof(double) || strcmp(format, "d") != 0 ||
+            view->len != lengths[i] * (Py_ssize_t)sizeof(double)) {
+            release_views(views, held);
+            PyErr_Format(PyExc_TypeError, "physics kernel: %s must be %zd contiguous float64 values", names[i],
+                         lengths[i]);
+            return -1;
+        }
+        data[i] = view->buf;
+    }
+    return 0;
 }
 
 static int open_plant(PyObject *kernel, Plant *plant) {
@@ -161,24 +191,9 @@ static int open_plant(PyObject *kernel, Plant *plant) {
                      ARRAYS, CALLS, CONSTANTS);
         return -1;
     }
-    for (int i = 0; i < ARRAYS; i++) {
-        Py_buffer *view = &plant->views[i];
-        plant->array_objects[i] = PyTuple_GET_ITEM(arrays, i);
-        if (PyObject_GetBuffer(plant->array_objects[i], view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-            release(plant);
-            return -1;
-        }
-        plant->held++;
-        const char *format = view->format == NULL ? "B" : view->format;
-        if (view->itemsize != sizeof(double) || strcmp(format, "d") != 0 ||
-            view->len != ARRAY_LENGTH[i] * (Py_ssize_t)sizeof(double)) {
-            release(plant);
-            PyErr_Format(PyExc_TypeError, "physics_period: %s must be %zd contiguous float64 values", ARRAY_NAME[i],
-                         ARRAY_LENGTH[i]);
-            return -1;
-        }
-        plant->a[i] = view->buf;
-    }
+    if (open_arrays(arrays, ARRAYS, ARRAY_LENGTH, ARRAY_NAME, plant->views, &plant->held, plant->a,
+                    plant->array_objects) < 0)
+        return -1;
     for (int i = 0; i < CALLS; i++) plant->calls[i] = PyTuple_GET_ITEM(calls, i);
     for (int i = 0; i < CONSTANTS; i++) {
         plant->c[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(constants, i));
@@ -283,9 +298,8 @@ static void tip(Plant *p) {
 }
 
 /* BoneContact.__call__(h): the force (3,) into `force`, 1 if there is one (thrust > 0), 0 if none. */
-static int contact_force(Plant *p, PyObject *contact_object, Contact *contact, double h, double *force) {
-    tip(p);
-    const double *t = p->a[TIP], *e = contact->entry, *d = contact->direction;
+static int contact_force(const double *t, PyObject *contact_object, Contact *contact, double h, double *force) {
+    const double *e = contact->entry, *d = contact->direction;
     const double ox = t[0] - e[0], oy = t[1] - e[1], oz = t[2] - e[2];
     const double depth = ox * d[0] + oy * d[1] + oz * d[2];
     const double rx = ox - depth * d[0], ry = oy - depth * d[1], rz = oz - depth * d[2];
@@ -397,23 +411,36 @@ static void step_ram(Plant *p, double h, int present, const double *force) {
     ram[1] = y + h * vy;
 }
 
+/* What MujocoPlant.step works on: its generalized forces, the tip force's buffers, MuJoCo's calls. */
+typedef struct {
+    double *qfrc, *external, *tip_force;
+    PyObject *model, *data, *tip_force_object, *no_torque, *tip_position, *bit_body, *external_object;
+    PyObject *mj_apply_ft, *mj_step;
+} Rigid;
+
 /* MujocoPlant.step(applied, force). */
-static int rigid_step(Plant *p, const double *applied, int present, const double *force) {
-    double *qfrc = p->a[QFRC_APPLIED];
-    for (int j = 0; j < 6; j++) qfrc[j] = applied[j];
-    PyObject *model_data[2] = {p->calls[MODEL], p->calls[DATA]};
+static int rigid_step(const Rigid *r, const double *applied, int present, const double *force) {
+    for (int j = 0; j < 6; j++) r->qfrc[j] = applied[j];
     if (present) {
-        double *external = p->a[EXTERNAL], *buffer = p->a[TIP_FORCE];
-        for (int j = 0; j < 6; j++) external[j] = 0.0;
-        buffer[0] = force[0];
-        buffer[1] = force[1];
-        buffer[2] = force[2];
-        PyObject *arguments[7] = {p->calls[MODEL], p->calls[DATA], p->array_objects[TIP_FORCE], p->calls[NO_TORQUE],
-                                  p->array_objects[RIGID_TIP], p->calls[BIT_BODY], p->array_objects[EXTERNAL]};
-        if (call(p->calls[MJ_APPLY_FT], arguments, 7) < 0) return -1;
-        for (int j = 0; j < 6; j++) qfrc[j] = qfrc[j] + external[j];
+        for (int j = 0; j < 6; j++) r->external[j] = 0.0;
+        for (int k = 0; k < 3; k++) r->tip_force[k] = force[k];
+        PyObject *arguments[7] = {r->model,        r->data,     r->tip_force_object, r->no_torque,
+                                  r->tip_position, r->bit_body, r->external_object};
+        if (call(r->mj_apply_ft, arguments, 7) < 0) return -1;
+        for (int j = 0; j < 6; j++) r->qfrc[j] = r->qfrc[j] + r->external[j];
     }
-    return call(p->calls[MJ_STEP], model_data, 2);
+    PyObject *model_data[2] = {r->model, r->data};
+    return call(r->mj_step, model_data, 2);
+}
+
+/* The realistic plant's Rigid. */
+static Rigid realistic_rigid(const Plant *p) {
+    const Rigid r = {
+        p->a[QFRC_APPLIED],          p->a[EXTERNAL],          p->a[TIP_FORCE],   p->calls[MODEL],
+        p->calls[DATA],              p->array_objects[TIP_FORCE], p->calls[NO_TORQUE], p->array_objects[RIGID_TIP],
+        p->calls[BIT_BODY],          p->array_objects[EXTERNAL], p->calls[MJ_APPLY_FT], p->calls[MJ_STEP],
+    };
+    return r;
 }
 
 /* One physics step of the period (RealisticPlant.step_period_in_python's loop body). */
@@ -445,13 +472,15 @@ static int physics_step(Plant *p, PyObject *plant, PyObject *contact_object, Con
     double force[3] = {0.0, 0.0, 0.0};
     int present = 0;
     if (contact->present) {
-        present = contact_force(p, contact_object, contact, h, force);
+        tip(p);
+        present = contact_force(p->a[TIP], contact_object, contact, h, force);
         if (present < 0) return -1;
     }
     present = cutting(p, plant, cut, h, present, force);
     if (present < 0) return -1;
     step_ram(p, h, present, force);
-    return rigid_step(p, applied, present, force);
+    const Rigid rigid = realistic_rigid(p);
+    return rigid_step(&rigid, applied, present, force);
 }
 
 static int read_contact(PyObject *object, Contact *contact) {
@@ -566,7 +595,101 @@ static PyObject *physics_period(PyObject *module, PyObject *const *args, Py_ssiz
     return efforts;
 }
 
+/* MujocoPlant._kernel's arrays and calls, in this order. */
+enum { I_QPOS, I_QVEL, I_QFRC_APPLIED, I_EFFORTS, I_TIP, I_EXTERNAL, I_TIP_FORCE, IDEAL_ARRAYS };
+static const Py_ssize_t IDEAL_LENGTH[IDEAL_ARRAYS] = {6, 6, 6, 6, 3, 6, 3};
+static const char *IDEAL_NAME[IDEAL_ARRAYS] = {"qpos", "qvel", "qfrc_applied", "efforts", "tip", "external",
+                                               "tip force"};
+enum {
+    I_MJ_KINEMATICS, I_MJ_APPLY_FT, I_MJ_STEP, I_MODEL, I_DATA, I_NO_TORQUE, I_BIT_BODY, I_TIMESTEP,
+    I_APPLY_BRAKES, IDEAL_CALLS
+};
+
+/* One physics step of MujocoPlant.step_period_in_python; `last`: the brakes applied (a new
+ * reference replaces it when they change). */
+static int ideal_step(double **a, PyObject **objects, PyObject *const *calls, const Rigid *rigid, PyObject *advance,
+                      PyObject *brakes_engaged, PyObject *array, PyObject **last, PyObject *contact_object,
+                      Contact *contact, double h) {
+    PyObject *arguments[4] = {calls[I_TIMESTEP], objects[I_QPOS], objects[I_QVEL], objects[I_EFFORTS]};
+    if (call(advance, arguments, 4) < 0) return -1;
+    PyObject *engaged = PyObject_Vectorcall(brakes_engaged, NULL, 0, NULL);
+    if (engaged == NULL) return -1;
+    const int changed = PyObject_RichCompareBool(engaged, *last, Py_NE);
+    PyObject *apply[2] = {engaged, array};
+    if (changed < 0 || (changed && call(calls[I_APPLY_BRAKES], apply, 2) < 0)) {
+        Py_DECREF(engaged);
+        return -1;
+    }
+    Py_SETREF(*last, engaged);
+    double force[3] = {0.0, 0.0, 0.0};
+    int present = 0;
+    if (contact->present) {
+        PyObject *model_data[2] = {calls[I_MODEL], calls[I_DATA]};
+        if (call(calls[I_MJ_KINEMATICS], model_data, 2) < 0) return -1;
+        present = contact_force(a[I_TIP], contact_object, contact, h, force);
+        if (present < 0) return -1;
+    }
+    return rigid_step(rigid, a[I_EFFORTS], present, force);
+}
+
+/* (plant, array, contact, substeps) -> the plant's efforts array: MujocoPlant.step_period_in_python
+ * with the DriveArray `array`, `contact` the BoneContact on this plant or None. */
+static PyObject *ideal_period(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "ideal_period takes 4 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *plant = args[0], *array = args[1], *contact_object = args[2];
+    const long substeps = PyLong_AsLong(args[3]);
+    if (substeps == -1 && PyErr_Occurred()) return NULL;
+    PyObject *kernel = PyObject_GetAttr(plant, S_kernel);
+    if (kernel == NULL) return NULL;
+    if (!PyTuple_Check(kernel) || PyTuple_GET_SIZE(kernel) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(kernel, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(kernel, 0)) != IDEAL_ARRAYS || !PyTuple_Check(PyTuple_GET_ITEM(kernel, 1)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(kernel, 1)) != IDEAL_CALLS) {
+        Py_DECREF(kernel);
+        PyErr_Format(PyExc_TypeError, "ideal_period: the plant's _kernel must be (%d arrays, %d calls)", IDEAL_ARRAYS,
+                     IDEAL_CALLS);
+        return NULL;
+    }
+    Py_buffer views[IDEAL_ARRAYS];
+    double *a[IDEAL_ARRAYS];
+    PyObject *objects[IDEAL_ARRAYS];
+    int held = 0;
+    PyObject *const *calls = &PyTuple_GET_ITEM(PyTuple_GET_ITEM(kernel, 1), 0);
+    if (open_arrays(PyTuple_GET_ITEM(kernel, 0), IDEAL_ARRAYS, IDEAL_LENGTH, IDEAL_NAME, views, &held, a, objects) < 0) {
+        Py_DECREF(kernel);
+        return NULL;
+    }
+    const Rigid rigid = {
+        a[I_QFRC_APPLIED], a[I_EXTERNAL], a[I_TIP_FORCE], calls[I_MODEL], calls[I_DATA], objects[I_TIP_FORCE],
+        calls[I_NO_TORQUE], objects[I_TIP], calls[I_BIT_BODY], objects[I_EXTERNAL], calls[I_MJ_APPLY_FT],
+        calls[I_MJ_STEP],
+    };
+    Contact contact;
+    const double h = PyFloat_AsDouble(calls[I_TIMESTEP]);
+    PyObject *advance = PyObject_GetAttr(array, S_advance);
+    PyObject *brakes_engaged = advance == NULL ? NULL : PyObject_GetAttr(array, S_brakes_engaged);
+    PyObject *last = brakes_engaged == NULL ? NULL : PyObject_GetAttr(plant, S_brakes);
+    int status = last == NULL || (h == -1.0 && PyErr_Occurred()) || read_contact(contact_object, &contact) < 0 ? -1 : 0;
+    for (long step = 0; step < substeps && status == 0; step++)
+        status = ideal_step(a, objects, calls, &rigid, advance, brakes_engaged, array, &last, contact_object,
+                            &contact, h);
+    release_views(views, &held);
+    Py_XDECREF(advance);
+    Py_XDECREF(brakes_engaged);
+    Py_XDECREF(last);
+    PyObject *efforts = status == 0 ? objects[I_EFFORTS] : NULL;
+    Py_XINCREF(efforts);
+    Py_DECREF(kernel);
+    return efforts;
+}
+
 static PyMethodDef methods[] = {
+    {"ideal_period", (PyCFunction)(void (*)(void))ideal_period, METH_FASTCALL,
+     "plant.py's MujocoPlant.step_period_in_python with a BoneContact or no tip force, compiled (the same "
+     "numbers bit for bit)."},
     {"physics_period", (PyCFunction)(void (*)(void))physics_period, METH_FASTCALL,
      "realistic_plant's step_period_in_python on the nominal machine with a BoneContact or none, compiled "
      "(same arguments but the drives, same results bit for bit)."},
@@ -585,6 +708,9 @@ static struct PyModuleDef module = {
     } while (0)
 
 PyMODINIT_FUNC PyInit__physics_kernel(void) {
+    INTERN(S_advance, "advance");
+    INTERN(S_brakes_engaged, "brakes_engaged");
+    INTERN(S_brakes, "_brakes");
     INTERN(S_drilling_floats, "_drilling_floats");
     INTERN(S_downhill, "_downhill");
     INTERN(S_thrust_model, "thrust_model");

@@ -9,7 +9,8 @@ an optional force at the drill tip (world frame; e.g. the bone's thrust) is appl
 drive's holding brake, once engaged (the drive stopped driving, see drive_simulators.simulated_drive), is the
 joint's dry friction up to its holding effort (MuJoCo frictionloss, stiffened so that a held
 joint creeps by micrometres per second). The drives advance together (drive_simulators.drive_array:
-one call per physics step for all of them).
+one call per physics step for all of them); a control period's loop is compiled where it was
+built (physics_kernel.c, with the bone's contact: step_period).
 """
 
 from __future__ import annotations
@@ -83,6 +84,25 @@ class MujocoPlant:
         self._efforts = np.zeros(self.model.nv)
         self._sensed = np.zeros(self.model.nv)  # sense()'s efforts (a zero step: unchanged currents)
         self._no_torque = np.zeros(3)  # the tip force's torque (mj_applyFT only reads it)
+        self._tip_force = np.zeros(3)  # the compiled period's tip force, handed to mj_applyFT
+        #: What the compiled period (physics_kernel.c: ideal_period) reads, in its order: the arrays
+        #: it reads and writes (MjData's and this plant's, kept for its life), the calls and objects.
+        data = self.data
+        self._kernel = (
+            (
+                data.qpos,
+                data.qvel,
+                data.qfrc_applied,
+                self._efforts,
+                self._tip_position,
+                self._external,
+                self._tip_force,
+            ),
+            (
+                *(mujoco.mj_kinematics, mujoco.mj_applyFT, mujoco.mj_step, self.model, data, self._no_torque),
+                *(self.bit_body, float(self.model.opt.timestep), self._apply_brakes),
+            ),
+        )
 
     def set_brakes(self, holding: np.ndarray) -> None:
         """Engaged holding brakes: (6,) holding effort per joint, N or N*m (0: released)."""
@@ -93,8 +113,12 @@ class MujocoPlant:
         array = self.drive_array(drives)
         engaged = array.brakes_engaged()
         if engaged != self._brakes:
-            self.set_brakes(np.where(engaged, array.holding_effort, 0.0))
-            self._brakes = engaged
+            self._apply_brakes(engaged, array)
+
+    def _apply_brakes(self, engaged: tuple[bool, ...], array: DriveArray) -> None:
+        """The brakes `engaged` (which of `array`'s drives hold, a change) applied."""
+        self.set_brakes(np.where(engaged, array.holding_effort, 0.0))
+        self._brakes = engaged
 
     def drive_array(self, drives: Sequence[SimulatedDrive] | DriveArray) -> DriveArray:
         """The drives (`axes` order) as one DriveArray: given, or built once for these drives."""
@@ -174,7 +198,22 @@ class MujocoPlant:
         that `tip_force(h)` returns at the drill tip (None: none), the tip's pose being current
         when it is called. Returns the efforts (6,) of the last step, N or N*m (a buffer the
         next call overwrites).
+
+        Compiled where it was built (physics_kernel.c: ideal_period) with a bone's contact
+        (kernel_contact) or no tip force; step_period_in_python otherwise (the same numbers).
         """
+        array = self.drive_array(drives)
+        if ideal_period is not None and kernel_contact(tip_force, self):
+            return ideal_period(self, array, tip_force, substeps)
+        return self.step_period_in_python(array, substeps, tip_force)
+
+    def step_period_in_python(
+        self,
+        drives: Sequence[SimulatedDrive] | DriveArray,
+        substeps: int,
+        tip_force: Callable[[float], np.ndarray | None] | None = None,
+    ) -> np.ndarray:
+        """step_period's law."""
         model, data = self.model, self.data
         h = model.opt.timestep
         efforts = self._efforts
@@ -188,8 +227,7 @@ class MujocoPlant:
             advance(h, qpos, qvel, efforts)
             engaged = brakes_engaged()
             if engaged != self._brakes:
-                self.set_brakes(np.where(engaged, array.holding_effort, 0.0))
-                self._brakes = engaged
+                self._apply_brakes(engaged, array)
             force = None
             if tip_force is not None:
                 # mj_step leaves the body poses at the start of the step it took: bring the tip to
@@ -205,3 +243,22 @@ class MujocoPlant:
                 applied += external
             mujoco.mj_step(model, data)
         return efforts
+
+
+def kernel_contact(tip_force: object, plant: object) -> bool:
+    """Whether the compiled periods (physics_kernel.c) compute `tip_force` themselves: no tip force,
+    or a BoneContact (exactly that class: BoneContact.KERNEL_CONTACT) on `plant`."""
+    return tip_force is None or (
+        type(tip_force).__dict__.get("KERNEL_CONTACT", False) and getattr(tip_force, "plant", None) is plant
+    )
+
+
+try:
+    # (From the package, not the module path: the import rules' graph knows no compiled module.)
+    from quirobot_control.simulation._physics_kernel import ideal_period
+
+    #: Whether step_period runs the compiled period (physics_kernel.c); False: the Python above.
+    COMPILED = True
+except ImportError:  # not built here: no C compiler or no Python headers at install
+    ideal_period = None
+    COMPILED = False

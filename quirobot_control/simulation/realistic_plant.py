@@ -59,8 +59,7 @@ from quirobot_control.drives.dual_loop import DualLoopFeedback
 from quirobot_control.drives.interface import DriveFeedback, DriveState
 from quirobot_control.models.bone import BoneThrust
 from quirobot_control.models.wrist_gearbox import gear_torque, wrist_motor_substeps
-from quirobot_control.simulation.bone_contact import BoneContact
-from quirobot_control.simulation.plant import MujocoPlant
+from quirobot_control.simulation.plant import MujocoPlant, kernel_contact
 from quirobot_description.geometric_errors import GeometricErrors
 from quirobot_description.parameters import DrillParameters, RobotParameters
 from quirobot_description.plant_parameters import PlantParameters
@@ -413,13 +412,9 @@ class RealisticPlant:
     ) -> np.ndarray:
         """One control period of `substeps` physics steps (see MujocoPlant.step_period), with the
         two-mass wrist, the compliances and the cutting forces of this plant: `physics_period`,
-        compiled where it was built, on the nominal machine with a bone's contact (BoneContact) or
-        no tip force; step_period_in_python otherwise (the same numbers, bit for bit)."""
-        if (
-            physics_period is not None
-            and self.geometric is None
-            and (tip_force is None or (type(tip_force) is BoneContact and tip_force.plant is self))
-        ):
+        compiled where it was built, on the nominal machine with a bone's contact (kernel_contact)
+        or no tip force; step_period_in_python otherwise (the same numbers, bit for bit)."""
+        if physics_period is not None and self.geometric is None and kernel_contact(tip_force, self):
             return physics_period(self, tip_force, substeps)
         return self.step_period_in_python(drives, substeps, tip_force)
 
