@@ -4,9 +4,9 @@
 
 One function per measured thing, each returning a `Speed`; `main` prints them all:
 - `simulate`: `quirobot simulate --task incision --plant ideal --json` as a user runs it (a fresh
-  process: imports, planning, the closed loop, the MCAP log and the plot); once more with the
-  drives' kernels in Python (`python_current_loop`: what an install without a C compiler runs,
-  drive_simulators.current_loop and drive_array) where the tree has the compiled ones;
+  process: imports, planning, the closed loop, the MCAP log and the plot); once more with no
+  compiled kernel (`no_kernels`: every C extension's import refused, so every Python twin runs,
+  what an install without a C compiler runs) where the tree has the compiled ones;
 - `accuracy_sample`: `quirobot accuracy`'s samples in one process (the budget's setup excluded):
   the first (with the first-call costs: scipy, the xacro expansion, the first MuJoCo model) and
   the next one;
@@ -224,20 +224,21 @@ def _run(arguments: list[str], root: Path) -> tuple[str, float, float]:
     return output, usage.ru_utime + usage.ru_stime, wall
 
 
-#: Put the drives' Python laws in place of their compiled twins (simulate's python_current_loop):
-#: the current loop and, where the tree has it, the step of all drives.
-_PYTHON_CURRENT_LOOP = """
-from quirobot_control.drive_simulators import current_loop, drive_array, simulated_drive
-simulated_drive.current_loop_samples = current_loop.current_loop_samples_in_python
-if hasattr(drive_array, "advance_drives_in_python"):
-    drive_array.advance_drives = drive_array.advance_drives_in_python
-if hasattr(drive_array, "brakes_holding_in_python"):
-    drive_array.brakes_holding = drive_array.brakes_holding_in_python
+#: Refuse every compiled kernel's import (quirobot_control's `_..._kernel` extensions; simulate's
+#: no_kernels): each module then runs its Python twin, as where no C compiler built them.
+_NO_KERNELS = """
+import importlib.abc, sys
+class NoKernels(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        last = name.rpartition(".")[2]
+        if name.startswith("quirobot_control.") and last.startswith("_") and last.endswith("_kernel"):
+            raise ImportError(f"{name}: no compiled kernels in this run")
+sys.meta_path.insert(0, NoKernels())
 """
 
 
-def has_compiled_current_loop(root: Path) -> bool:
-    """Whether the tree at `root` has the drives' compiled kernels, built (_drive_kernel; before
+def has_compiled_kernels(root: Path) -> bool:
+    """Whether the tree at `root` has compiled kernels, built (the drives' _drive_kernel; before
     it, _current_loop_kernel: the current loop alone)."""
     folder = root / "quirobot_control" / "drive_simulators"
     return any(folder.glob("_drive_kernel*")) or any(folder.glob("_current_loop_kernel*"))
@@ -248,15 +249,15 @@ def simulate(
     task: str = "incision",
     plant: str = "ideal",
     keep: Path | None = None,
-    python_current_loop: bool = False,
+    no_kernels: bool = False,
 ) -> Speed:
     """`quirobot simulate --task TASK --plant PLANT --json` in a fresh process; `keep`: write its
-    JSON there (to compare the numbers of two trees); `python_current_loop`: the drives' current
-    loop in Python, not compiled."""
+    JSON there (to compare the numbers of two trees); `no_kernels`: every compiled kernel's
+    Python twin instead (_NO_KERNELS)."""
     with tempfile.TemporaryDirectory() as output:
         command = "import sys; from quirobot_cli.cli import main; sys.exit(main(sys.argv[1:]))"
-        if python_current_loop:
-            command = _PYTHON_CURRENT_LOOP + command
+        if no_kernels:
+            command = _NO_KERNELS + command
         arguments = [
             "simulate",
             "--task",
@@ -273,8 +274,8 @@ def simulate(
         keep.write_text(stdout)
     plant_time = json.loads(stdout)["metrics"]["duration"]
     label = (
-        "  the same, the drives' kernels in Python"
-        if python_current_loop
+        "  the same, no compiled kernel"
+        if no_kernels
         else f"quirobot simulate --task {task} --plant {plant}"
     )
     return Speed(label, cpu, wall, plant_time)
@@ -283,8 +284,8 @@ def simulate(
 def tree_rows(root: Path) -> list[Callable[[], list[Speed]]]:
     """The measurements of one tree, each a call giving its rows: simulate (and, where the tree
     has the compiled kernels, simulate with their Python twins), then the accuracy samples."""
-    variants = (False, True) if has_compiled_current_loop(root) else (False,)
-    calls = [lambda value=value: [simulate(root, python_current_loop=value)] for value in variants]
+    variants = (False, True) if has_compiled_kernels(root) else (False,)
+    calls = [lambda value=value: [simulate(root, no_kernels=value)] for value in variants]
     return [*calls, lambda: accuracy_sample(root)]
 
 
