@@ -274,9 +274,7 @@ def simulate(
         keep.write_text(stdout)
     plant_time = json.loads(stdout)["metrics"]["duration"]
     label = (
-        "  the same, no compiled kernel"
-        if no_kernels
-        else f"quirobot simulate --task {task} --plant {plant}"
+        "  the same, no compiled kernel" if no_kernels else f"quirobot simulate --task {task} --plant {plant}"
     )
     return Speed(label, cpu, wall, plant_time)
 

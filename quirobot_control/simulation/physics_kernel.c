@@ -686,6 +686,246 @@ static PyObject *ideal_period(PyObject *module, PyObject *const *args, Py_ssize_
     return efforts;
 }
 
+/* --- The encoders' latch (RealisticPlant.sense after the drives' sample) ---------------------------
+ * RealisticPlant.latch_in_python's loop, RealisticDrive.latch of each drive, compiled: the same
+ * attributes read and written in the same order, the same methods called (the inner drive's
+ * state and command_current: its faults and state machine stay Python's), DualLoopFeedback.update
+ * on its attributes. round(counts) * load_resolution is nearbyint(counts) * load_resolution: a
+ * finite double's nearest integer is a double, and Python's int * float converts it back exactly
+ * (any magnitude); a non-finite count raises as round() does (PyLong_FromDouble's errors). */
+
+static PyObject *S_drives, *S_latch_draws, *S_load_position, *S_queue, *S_delay_periods, *S_inner, *S_state,
+    *S_command_current, *S_encoder, *S_resolution, *S_position, *S_noise, *S_latched, *S_draws, *S_load_resolution,
+    *S_dual_loop, *S_difference, *S_gain, *FAULT;
+
+/* The attribute names and DriveState.FAULT, at the first latch (-1 with the exception). */
+static int latch_names(void) {
+    const struct {
+        PyObject **name;
+        const char *text;
+    } names[] = {
+        {&S_drives, "drives"},
+        {&S_latch_draws, "_latch_draws"},
+        {&S_load_position, "load_position"},
+        {&S_queue, "_queue"},
+        {&S_delay_periods, "delay_periods"},
+        {&S_inner, "inner"},
+        {&S_state, "state"},
+        {&S_command_current, "command_current"},
+        {&S_encoder, "encoder"},
+        {&S_resolution, "resolution"},
+        {&S_position, "position"},
+        {&S_noise, "noise"},
+        {&S_latched, "_position"},
+        {&S_draws, "draws"},
+        {&S_load_resolution, "load_resolution"},
+        {&S_dual_loop, "dual_loop"},
+        {&S_difference, "difference"},
+        {&S_gain, "gain"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (*names[i].name == NULL && (*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL) return -1;
+    }
+    PyObject *interface = PyImport_ImportModule("quirobot_control.drives.interface");
+    PyObject *states = interface == NULL ? NULL : PyObject_GetAttrString(interface, "DriveState");
+    FAULT = states == NULL ? NULL : PyObject_GetAttrString(states, "FAULT");
+    Py_XDECREF(states);
+    Py_XDECREF(interface);
+    return FAULT == NULL ? -1 : 0;
+}
+
+/* normals[first + k] of the latch's slice normals[first:first + draws] (IndexError past it, as the
+ * Python's slice has it). */
+static int normal(PyObject *normals, Py_ssize_t first, Py_ssize_t draws, Py_ssize_t k, double *out) {
+    if (k >= draws || first + k >= PyList_GET_SIZE(normals)) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return -1;
+    }
+    *out = PyFloat_AsDouble(PyList_GET_ITEM(normals, first + k));
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Whether `value` (an attribute: the drive's delay or draws) compares `op` to `than`. */
+static int compare_size(PyObject *value, Py_ssize_t than, int op) {
+    PyObject *size = PyLong_FromSsize_t(than);
+    if (size == NULL) return -1;
+    const int result = PyObject_RichCompareBool(value, size, op);
+    Py_DECREF(size);
+    return result;
+}
+
+/* RealisticDrive.latch's command delay: the queue's oldest command reaches the inner drive once
+ * `delay_periods` are queued, unless the drive is in FAULT (it refuses it). */
+static int deliver_queued(PyObject *drive, PyObject *inner) {
+    PyObject *queue = PyObject_GetAttr(drive, S_queue);
+    if (queue == NULL) return -1;
+    int ready = PyObject_IsTrue(queue);
+    if (ready > 0) {
+        PyObject *delay = PyObject_GetAttr(drive, S_delay_periods);
+        const Py_ssize_t length = delay == NULL ? -1 : PyObject_Size(queue);
+        ready = length < 0 ? -1 : compare_size(delay, length, Py_LE); /* len(queue) >= delay */
+        Py_XDECREF(delay);
+    }
+    PyObject *value = NULL;
+    if (ready > 0) {
+        if (PyList_CheckExact(queue) && PyList_GET_SIZE(queue) > 0) { /* list.pop(0) */
+            value = PyList_GET_ITEM(queue, 0);
+            Py_INCREF(value);
+            if (PyList_SetSlice(queue, 0, 1, NULL) < 0) Py_CLEAR(value);
+        } else {
+            PyObject *zero = PyLong_FromLong(0);
+            value = zero == NULL ? NULL : PyObject_CallMethod(queue, "pop", "O", zero);
+            Py_XDECREF(zero);
+        }
+        if (value == NULL) ready = -1;
+    }
+    Py_DECREF(queue);
+    if (ready <= 0) return ready;
+    PyObject *state = PyObject_GetAttr(inner, S_state);
+    int status = state == NULL ? -1 : 0;
+    if (state != NULL && state != FAULT) { /* a fault refuses it; the loop reads the fault */
+        PyObject *result = PyObject_CallMethodOneArg(inner, S_command_current, value);
+        status = result == NULL ? -1 : 0;
+        Py_XDECREF(result);
+    }
+    Py_XDECREF(state);
+    Py_DECREF(value);
+    return status;
+}
+
+/* DualLoopFeedback.update(motor, load) on `dual_loop`'s difference and gain; the blend out. */
+static int dual_loop_update(PyObject *dual_loop, double motor, double load, double *out) {
+    PyObject *previous = PyObject_GetAttr(dual_loop, S_difference);
+    if (previous == NULL) return -1;
+    double difference;
+    if (previous == Py_None) {
+        difference = load - motor;
+    } else {
+        double gain;
+        difference = PyFloat_AsDouble(previous);
+        if ((difference == -1.0 && PyErr_Occurred()) || attribute_double(dual_loop, S_gain, &gain) < 0) {
+            Py_DECREF(previous);
+            return -1;
+        }
+        difference = difference + gain * ((load - motor) - difference);
+    }
+    Py_DECREF(previous);
+    if (set_float(dual_loop, S_difference, difference) < 0) return -1;
+    *out = motor + difference;
+    return 0;
+}
+
+/* `drive.load_position = load` then drive.latch(normals[first:first + draws]). */
+static int latch_drive(PyObject *drive, double load, PyObject *normals, Py_ssize_t first, Py_ssize_t draws) {
+    if (set_float(drive, S_load_position, load) < 0) return -1;
+    PyObject *inner = PyObject_GetAttr(drive, S_inner);
+    if (inner == NULL) return -1;
+    double resolution, position, noise, n0, n1, load_resolution, blended;
+    PyObject *encoder = NULL;
+    int status = deliver_queued(drive, inner);
+    if (status == 0) encoder = PyObject_GetAttr(inner, S_encoder);
+    status = encoder == NULL || attribute_double(encoder, S_resolution, &resolution) < 0 ||
+                     attribute_double(inner, S_position, &position) < 0 || attribute_double(drive, S_noise, &noise) < 0 ||
+                     normal(normals, first, draws, 0, &n0) < 0
+                 ? -1
+                 : 0;
+    Py_XDECREF(encoder);
+    Py_DECREF(inner);
+    if (status < 0) return -1;
+    const double motor = position + noise * resolution * n0;
+    if (set_float(drive, S_latched, motor) < 0) return -1;
+    PyObject *count = PyObject_GetAttr(drive, S_draws);
+    const int blend = count == NULL ? -1 : compare_size(count, 2, Py_EQ);
+    Py_XDECREF(count);
+    if (blend <= 0) return blend;
+    if (attribute_double(drive, S_load_resolution, &load_resolution) < 0 || normal(normals, first, draws, 1, &n1) < 0)
+        return -1;
+    if (load_resolution == 0.0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+        return -1;
+    }
+    const double counts = load / load_resolution + noise * n1;
+    if (!isfinite(counts)) { /* round()'s error */
+        PyObject *rounded = PyLong_FromDouble(counts);
+        Py_XDECREF(rounded);
+        return -1;
+    }
+    PyObject *dual_loop = PyObject_GetAttr(drive, S_dual_loop);
+    if (dual_loop == NULL) return -1;
+    status = dual_loop_update(dual_loop, motor, nearbyint(counts) * load_resolution, &blended);
+    Py_DECREF(dual_loop);
+    return status < 0 ? -1 : set_float(drive, S_latched, blended);
+}
+
+/* (plant, normals) -> None: RealisticPlant.latch_in_python(normals), compiled; normals: the list
+ * of every drive's standard normal draws (RealisticPlant.sense draws them). */
+static PyObject *latch_drives(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "latch_drives takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *plant = args[0], *normals = args[1];
+    if (!PyList_Check(normals)) {
+        PyErr_SetString(PyExc_TypeError, "latch_drives: normals must be a list of floats");
+        return NULL;
+    }
+    if (FAULT == NULL && latch_names() < 0) return NULL;
+    /* The load positions as the Python's qpos.tolist() takes them: before any drive's latch. */
+    PyObject *kernel = PyObject_GetAttr(plant, S_kernel);
+    if (kernel == NULL) return NULL;
+    double qpos[6];
+    Py_buffer view;
+    int status = -1;
+    if (!PyTuple_Check(kernel) || PyTuple_GET_SIZE(kernel) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(kernel, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(kernel, 0)) != ARRAYS) {
+        PyErr_SetString(PyExc_TypeError, "latch_drives: the plant's _kernel must be (arrays, calls, constants)");
+    } else if (PyObject_GetBuffer(PyTuple_GET_ITEM(PyTuple_GET_ITEM(kernel, 0), QPOS), &view,
+                                  PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+        const char *format = view.format == NULL ? "B" : view.format;
+        if (view.itemsize != sizeof(double) || strcmp(format, "d") != 0 || view.len != (Py_ssize_t)sizeof(qpos)) {
+            PyErr_SetString(PyExc_TypeError, "latch_drives: qpos must be 6 contiguous float64 values");
+        } else {
+            memcpy(qpos, view.buf, sizeof(qpos));
+            status = 0;
+        }
+        PyBuffer_Release(&view);
+    }
+    Py_DECREF(kernel);
+    if (status < 0) return NULL;
+    PyObject *drives = PyObject_GetAttr(plant, S_drives);
+    PyObject *fast_drives = drives == NULL ? NULL : PySequence_Fast(drives, "latch_drives: the plant's drives");
+    Py_XDECREF(drives);
+    if (fast_drives == NULL) return NULL;
+    PyObject *draws = PyObject_GetAttr(plant, S_latch_draws);
+    PyObject *fast_draws = draws == NULL ? NULL : PySequence_Fast(draws, "latch_drives: the plant's _latch_draws");
+    Py_XDECREF(draws);
+    if (fast_draws == NULL) {
+        Py_DECREF(fast_drives);
+        return NULL;
+    }
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(fast_drives);
+    Py_ssize_t shortest = count < 6 ? count : 6;
+    if (PySequence_Fast_GET_SIZE(fast_draws) < shortest) shortest = PySequence_Fast_GET_SIZE(fast_draws);
+    Py_ssize_t first = 0;
+    for (Py_ssize_t i = 0; i < shortest && status == 0; i++) {
+        const Py_ssize_t taken = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(fast_draws, i));
+        PyObject *drive = PySequence_Fast_GET_ITEM(fast_drives, i);
+        Py_INCREF(drive);
+        status = (taken == -1 && PyErr_Occurred()) || latch_drive(drive, qpos[i], normals, first, taken) < 0 ? -1 : 0;
+        Py_DECREF(drive);
+        first += taken;
+    }
+    if (status == 0 && (count != 6 || PySequence_Fast_GET_SIZE(fast_draws) != 6)) { /* zip(strict=True) */
+        PyErr_SetString(PyExc_ValueError, "latch_drives: the plant's drives, qpos and _latch_draws differ in length");
+        status = -1;
+    }
+    Py_DECREF(fast_draws);
+    Py_DECREF(fast_drives);
+    if (status < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"ideal_period", (PyCFunction)(void (*)(void))ideal_period, METH_FASTCALL,
      "plant.py's MujocoPlant.step_period_in_python with a BoneContact or no tip force, compiled (the same "
@@ -693,12 +933,15 @@ static PyMethodDef methods[] = {
     {"physics_period", (PyCFunction)(void (*)(void))physics_period, METH_FASTCALL,
      "realistic_plant's step_period_in_python on the nominal machine with a BoneContact or none, compiled "
      "(same arguments but the drives, same results bit for bit)."},
+    {"latch_drives", (PyCFunction)(void (*)(void))latch_drives, METH_FASTCALL,
+     "realistic_plant's latch_in_python(normals) of the plant, compiled (same side effects, bit for bit)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_physics_kernel",
-    "The realistic plant's control period, compiled (physics_kernel.c).", -1, methods,
+    "The plants' control periods and the realistic plant's encoders' latch, compiled (physics_kernel.c).", -1,
+    methods,
 };
 
 #define INTERN(name, text)                                 \

@@ -385,6 +385,13 @@ class RealisticPlant:
         # Every encoder's noise in one draw (a call per draw cost more than the draws), in the
         # order the drives' own latches take them; after every drive's sample: none depends on another.
         normals = self._rng.standard_normal(self._draws).tolist()
+        if latch_drives is not None:  # compiled where it was built (physics_kernel.c), bit for bit
+            latch_drives(self, normals)
+        else:
+            self.latch_in_python(normals)
+
+    def latch_in_python(self, normals: list[float]) -> None:
+        """Each drive's load position set, then its latch on its draws of `normals` (sense's)."""
         first = 0
         for drive, load_position, draws in zip(
             self.drives, self.data.qpos.tolist(), self._latch_draws, strict=True
@@ -558,10 +565,10 @@ def _without_tcp(errors: GeometricErrors) -> GeometricErrors:
 
 try:
     # (From the package, not the module path: the import rules' graph knows no compiled module.)
-    from quirobot_control.simulation._physics_kernel import physics_period
+    from quirobot_control.simulation._physics_kernel import latch_drives, physics_period
 
-    #: Whether step_period runs the compiled period (physics_kernel.c); False: the Python above.
+    #: Whether step_period and sense's latch run compiled (physics_kernel.c); False: the Python above.
     COMPILED = True
 except ImportError:  # not built here: no C compiler or no Python headers at install
-    physics_period = None
+    physics_period = latch_drives = None
     COMPILED = False

@@ -7,10 +7,10 @@ brake falling in, the host's quick stop ramping the others to standstill under t
 run twice, the second time with the reference code in place; every logged number must be the
 same bit for bit: joint positions and velocities, the encoders' readings, currents, efforts and
 the tip. Once with each kernel: the compiled ones (C: the current loop and the step of all
-drives, drive_simulators.current_loop and drive_array; both plants' periods, simulation.plant
-and realistic_plant) and their Python laws. (Bit for bit, not
-a tolerance: the encoders quantize, so any difference in the last digit could flip a count and
-grow; equal runs show the law is the same.)
+drives, drive_simulators.current_loop and drive_array; both plants' periods and the realistic
+plant's encoders' latch, simulation.plant and realistic_plant) and their Python laws. (Bit for
+bit, not a tolerance: the encoders quantize, so any difference in the last digit could flip a
+count and grow; equal runs show the law is the same.)
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def test_the_array_step_is_the_per_object_step_bit_for_bit(parameters, plant, ke
             patched.setattr(drive_array, "advance_drives", advance_drives_in_python)
             patched.setattr(realistic_plant, "physics_period", None)  # the plants' periods' Python
             patched.setattr(plant_module, "ideal_period", None)
+            patched.setattr(realistic_plant, "latch_drives", None)  # and the encoders' latch's
         log = _run(parameters, plant)
     with monkeypatch.context() as patched:
         use_reference_drives(patched)
