@@ -95,6 +95,25 @@ static int three_doubles(PyObject *sequence, double *out, const char *what) {
     return 0;
 }
 
+/* Attribute `name` of `owner`, three floats (a list or a tuple). */
+static int attribute_doubles(PyObject *owner, PyObject *name, double *out, const char *what) {
+    PyObject *value = PyObject_GetAttr(owner, name);
+    if (value == NULL) return -1;
+    const int status = three_doubles(value, out, what);
+    Py_DECREF(value);
+    return status;
+}
+
+/* Attribute `name` of `owner`, None (*present 0) or a float (*present 1, its value). */
+static int optional_double(PyObject *owner, PyObject *name, int *present, double *out) {
+    PyObject *value = PyObject_GetAttr(owner, name);
+    if (value == NULL) return -1;
+    *present = value != Py_None;
+    *out = *present ? PyFloat_AsDouble(value) : 0.0;
+    Py_DECREF(value);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
 static int read_thrust(PyObject *object, Thrust *thrust) {
     thrust->object = object;
     if (attribute_double(object, S_force, &thrust->force) < 0 || attribute_double(object, S_scale, &thrust->scale) < 0)
@@ -486,25 +505,14 @@ static int physics_step(Plant *p, PyObject *plant, PyObject *contact_object, Con
 static int read_contact(PyObject *object, Contact *contact) {
     contact->present = object != Py_None;
     if (!contact->present) return 0;
-    PyObject *entry = PyObject_GetAttr(object, S_entry);
-    if (entry == NULL) return -1;
-    int status = three_doubles(entry, contact->entry, "the contact's entry");
-    Py_DECREF(entry);
-    if (status < 0) return -1;
-    PyObject *direction = PyObject_GetAttr(object, S_direction);
-    if (direction == NULL) return -1;
-    status = three_doubles(direction, contact->direction, "the contact's direction");
-    Py_DECREF(direction);
-    if (status < 0 || attribute_double(object, S_radius, &contact->radius) < 0) return -1;
-    PyObject *depth = PyObject_GetAttr(object, S_depth);
-    if (depth == NULL) return -1;
-    contact->has_depth = depth != Py_None;
-    contact->depth = contact->has_depth ? PyFloat_AsDouble(depth) : 0.0;
-    Py_DECREF(depth);
-    if (contact->depth == -1.0 && PyErr_Occurred()) return -1;
+    if (attribute_doubles(object, S_entry, contact->entry, "the contact's _entry") < 0 ||
+        attribute_doubles(object, S_direction, contact->direction, "the contact's _direction") < 0 ||
+        attribute_double(object, S_radius, &contact->radius) < 0 ||
+        optional_double(object, S_depth, &contact->has_depth, &contact->depth) < 0)
+        return -1;
     PyObject *thrust = PyObject_GetAttr(object, S_thrust);
     if (thrust == NULL) return -1;
-    status = read_thrust(thrust, &contact->thrust);
+    const int status = read_thrust(thrust, &contact->thrust);
     Py_DECREF(thrust); /* the contact keeps it */
     return status;
 }
@@ -527,15 +535,12 @@ static int read_cutting(PyObject *plant, Cutting *cut) {
             PyErr_SetString(PyExc_TypeError, "physics_period: the plant's _drilling_floats must be (entry, direction)");
             status = -1;
         } else {
-            PyObject *downhill = PyObject_GetAttr(plant, S_downhill);
-            status = downhill == NULL ||
-                             three_doubles(PyTuple_GET_ITEM(floats, 0), cut->entry, "the drilling's entry") < 0 ||
+            status = three_doubles(PyTuple_GET_ITEM(floats, 0), cut->entry, "the drilling's entry") < 0 ||
                              three_doubles(PyTuple_GET_ITEM(floats, 1), cut->direction, "the drilling's direction") < 0 ||
-                             three_doubles(downhill, cut->downhill, "the skiving's direction") < 0 ||
+                             attribute_doubles(plant, S_downhill, cut->downhill, "the plant's _downhill") < 0 ||
                              read_thrust(model, &cut->thrust) < 0
                          ? -1
                          : 0;
-            Py_XDECREF(downhill);
         }
     }
     Py_DECREF(floats);
@@ -549,12 +554,7 @@ static int read_cutting(PyObject *plant, Cutting *cut) {
         return -1;
     }
     cut->history = history;
-    PyObject *average = PyObject_GetAttr(plant, S_depth_average);
-    if (average == NULL) return -1;
-    cut->has_average = average != Py_None;
-    cut->average = cut->has_average ? PyFloat_AsDouble(average) : 0.0;
-    Py_DECREF(average);
-    if (cut->average == -1.0 && PyErr_Occurred()) return -1;
+    if (optional_double(plant, S_depth_average, &cut->has_average, &cut->average) < 0) return -1;
     PyObject *engaged = PyObject_GetAttr(plant, S_engaged_once);
     if (engaged == NULL) return -1;
     cut->engaged_once = PyObject_IsTrue(engaged);

@@ -15,27 +15,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from compiled_kernel import bits, require_compiled
+from realistic_rest import realistic_plant_at_rest
 
-from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.simulation import realistic_plant
 from quirobot_control.simulation.realistic_plant import WRIST, RealisticPlant
-from quirobot_description.parameters import axes_for
 
 PERIODS = 60
 FAULTED, FAULT_AT = 1, 30  # gantry_y goes to FAULT with a command queued, at this period
 
 
 def _plant(parameters) -> RealisticPlant:
-    plant = RealisticPlant(
-        parameters,
-        parameters.plant,
-        [drive_for_joint(parameters, name) for name in axes_for("drill")],
-        0.00025,
-        compensated=True,
-        rng=np.random.default_rng(3),
-    )
-    plant.reset(np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01]))
+    plant = realistic_plant_at_rest(parameters, seed=3)
     plant.sense()
     for drive in plant.drives:
         drive.enable()

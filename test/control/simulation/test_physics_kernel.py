@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pytest
 from compiled_kernel import require_compiled
+from realistic_rest import realistic_plant_at_rest
 
 from quirobot_control.analysis.accuracy import draw_incision, short_incision
 from quirobot_control.hardware.control_config import control_configuration
@@ -47,6 +48,16 @@ def _hole(parameters, plant: str = "realistic"):
     return incision, log
 
 
+def _assert_same_log(log, reference) -> None:
+    """Every logged number of `log` is `reference`'s, bit for bit."""
+    assert len(log.time) == len(reference.time)
+    for name in LOGGED:
+        ours, theirs = getattr(log, name), getattr(reference, name)
+        assert np.array_equal(ours, theirs), (
+            f"{name} differs from the Python period by up to {np.max(np.abs(ours - theirs)):.3g}"
+        )
+
+
 def test_the_compiled_period_is_the_python_law_bit_for_bit(parameters, monkeypatch):
     require_compiled(realistic_plant.COMPILED, "_physics_kernel")
     seen = {"periods": 0, "thrust": 0.0, "skived": False}
@@ -74,12 +85,7 @@ def test_the_compiled_period_is_the_python_law_bit_for_bit(parameters, monkeypat
     assert math.degrees(math.acos(-incision.direction[2])) > 1.0  # tilted: skiving pushes sideways
     assert seen["thrust"] > 10.0 and seen["skived"] and plant._engaged_once
     assert len(plant._depth_history) == max(int(round(plant._spindle_period / plant.model.opt.timestep)), 1)
-    assert len(log.time) == len(reference.time)
-    for name in LOGGED:
-        ours, theirs = getattr(log, name), getattr(reference, name)
-        assert np.array_equal(ours, theirs), (
-            f"{name} differs from the Python period by up to {np.max(np.abs(ours - theirs)):.3g}"
-        )
+    _assert_same_log(log, reference)
 
 
 def test_the_compiled_ideal_period_is_the_python_law_bit_for_bit(parameters, monkeypatch):
@@ -100,36 +106,21 @@ def test_the_compiled_ideal_period_is_the_python_law_bit_for_bit(parameters, mon
         patched.setattr(plant_module, "ideal_period", None)
         _, reference = _hole(parameters, "ideal")
     assert log.stop_reason is None and seen["periods"] >= len(log.time) and seen["thrust"] > 10.0
-    assert len(log.time) == len(reference.time)
-    for name in LOGGED:
-        ours, theirs = getattr(log, name), getattr(reference, name)
-        assert np.array_equal(ours, theirs), (
-            f"{name} differs from the Python period by up to {np.max(np.abs(ours - theirs)):.3g}"
-        )
+    _assert_same_log(log, reference)
 
 
 def test_the_python_period_runs_where_the_kernel_does_not_apply(parameters, monkeypatch):
     """The calibrated machine's tip (geometric errors) and a tip force other than a bone contact
     take the Python law: the kernel is not called."""
-    from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
-    from quirobot_control.simulation.plant import MujocoPlant
 
     def refuse(*_):
         pytest.fail("the compiled period ran where it does not apply")
 
     monkeypatch.setattr(realistic_plant, "physics_period", refuse)
     monkeypatch.setattr(plant_module, "ideal_period", refuse)
-    drives = [drive_for_joint(parameters, name) for name in MujocoPlant.axes]
-    plant = realistic_plant.RealisticPlant(
-        parameters,
-        parameters.plant,
-        drives,
-        2.5e-4,
-        compensated=True,
-        rng=np.random.default_rng(0),
-        geometric=parameters.geometric.sample(np.random.default_rng(1)),
+    plant = realistic_plant_at_rest(
+        parameters, geometric=parameters.geometric.sample(np.random.default_rng(1))
     )
-    plant.reset(np.array([0.3, 0.3, 0.2, 0.1, 0.2, 0.0]))
     plant.step_period(substeps=4)
     plant.geometric = None
     plant.step_period(substeps=4, tip_force=lambda h: np.array([0.0, 0.0, 1.0]))

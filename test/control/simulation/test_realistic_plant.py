@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import yaml
+from realistic_rest import realistic_plant_at_rest
 
 from quirobot_control.simulation.incision import TARGETS, run_task
 from quirobot_description.parameters import DEFAULT_PARAMETER_FILE, ParameterError, load_parameters
@@ -64,26 +65,6 @@ def test_the_true_tip_is_not_the_rigid_tip(parameters, compensated):
     poses = forward_kinematics(q[:, :5], KinematicModel.from_parameters(parameters))
     rigid = poses[:, :3, 3] + poses[:, :3, 2] * q[:, 5:6]
     assert np.max(np.linalg.norm(compensated.log.tip - rigid, axis=1)) > 1e-6
-
-
-def realistic_plant_at_rest(parameters, **options):
-    """The compensated realistic plant (0.25 ms substeps, seed 0) reset to one pose; `options`
-    go to RealisticPlant (e.g. geometric=)."""
-    from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
-    from quirobot_control.simulation.realistic_plant import RealisticPlant
-    from quirobot_description.parameters import axes_for
-
-    plant = RealisticPlant(
-        parameters,
-        parameters.plant,
-        [drive_for_joint(parameters, name) for name in axes_for("drill")],
-        0.00025,
-        compensated=True,
-        rng=np.random.default_rng(0),
-        **options,
-    )
-    plant.reset(np.array([0.8, 0.9, 1.0, 1.5, 0.5, 0.01]))
-    return plant
 
 
 def test_the_true_tip_and_tool0_in_plain_floats_are_the_vector_forms(parameters):
