@@ -12,9 +12,10 @@
    process, the two xacro expansions cold and cached, K samples in this process; a local
    cluster of one process per core: its start-up, a worker's CPU when ready and the first-call
    cost in a fresh worker; the break-even sample count on idle cores against
-   accuracy_cluster.DASK_MIN_SAMPLES, and that many samples both ways end to end. cProfile of one
-   sample: about 70 % in the realistic plant's period (six simulated drives at 5 substeps each,
-   pure Python), 10 % expanding the xacro twice (now cached per process).
+   accuracy_cluster.DASK_MIN_SAMPLES, and that many samples both ways end to end. Where a
+   sample's time goes now: bench/sim_speed.py --parts (before issue 36, cProfile put about 70 %
+   of a sample in the realistic plant's period in pure Python and 10 % in expanding the xacro
+   twice, since cached per process; the period is compiled now).
 """
 
 from __future__ import annotations
