@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from quirobot_control.axes.virtual_fixtures import ToolGeometry, VirtualFixtures
 from quirobot_control.hardware.control_config import ControlConfig
-from quirobot_control.hardware.thrust_feedforward import ThrustFeedForward
+from quirobot_control.hardware.thrust_feedforward import ThrustFeedForward, tip_depth_constants
 from quirobot_control.safety.drilling_monitor import DrillingMonitor
 from quirobot_control.safety.hole_context import HoleContext, hole_monitor_settings, thrust_limit_only
 from quirobot_description.parameters import DrillParameters, RobotParameters
@@ -53,6 +53,9 @@ class HoleSetup:
     feedforward: ThrustFeedForward | None
     context: HoleContext | None
     tool: ToolGeometry  # the tool on the kinematics the tip's depth is measured with (the plan's)
+    #: The compiled tip depth's constants for this hole (hardware.thrust_feedforward.
+    #: tip_depth_constants), None: numpy's every period.
+    tip_depth: tuple[float, ...] | None = None
 
     @property
     def kinematics(self) -> str:
@@ -115,4 +118,6 @@ def hole_setup(
         feedforward = ThrustFeedForward(
             params, context.entry, context.direction, context.bone, control.dt, context.calibration
         )
-    return HoleSetup(monitor, context.fixtures(params), feedforward, context, context.tool(params))
+    tool = context.tool(params)
+    constants = tip_depth_constants(tool.model, context.entry, context.direction)
+    return HoleSetup(monitor, context.fixtures(params), feedforward, context, tool, constants)

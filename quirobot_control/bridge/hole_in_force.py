@@ -33,6 +33,7 @@ from quirobot_control.axes.virtual_fixtures import tool_points_one
 from quirobot_control.bridge.bridge_error import BridgeError
 from quirobot_control.bridge.drilling_context import HoleSetup, hole_setup
 from quirobot_control.hardware.lifecycle import LifecycleState
+from quirobot_control.hardware.thrust_feedforward import compiled_tip_depth
 from quirobot_control.safety.drilling_monitor import DrillingEvent
 from quirobot_control.safety.feed_stop import BreakthroughHold, FeedStop
 from quirobot_control.safety.hole_context import HoleContext
@@ -154,19 +155,43 @@ class HoleInForce:
             elif setup.context is None:
                 spindle.switch_off()
 
+    #: (the hardware's joint list, its feed joint, whether its positions are the model's q as
+    #: they are) of the last period (`_feed_joint`), None: none yet.
+    _feed_found: tuple | None = None
+
+    def _feed_joint(self) -> tuple:
+        """`_feed_found` for the hardware's joints now: looked up once per joint list (the hardware
+        builds a new one at each configure), not every period."""
+        hw, found = self.hardware, self._feed_found
+        if found is None or found[0] is not hw.joints:
+            feed = next(j for j in hw.joints if j.name == DrillParameters.feed_joint)
+            size = len(self._model_axes)
+            in_order = len(hw.joints) == size and self._axes_columns == list(range(size))
+            found = self._feed_found = (hw.joints, feed, in_order)
+        return found
+
     def _feed_depth(self) -> float:
         """The monitor's depth (m): the tip past the entry along the hole (FK of the measured
         joints) with a context, else the feed joint's position."""
-        hw, context = self.hardware, self.hole.context
+        hw, hole = self.hardware, self.hole
+        context = hole.context
         if context is None:
             return hw.state(DrillParameters.feed_joint, "position")
-        q = [0.0] * len(self._model_axes)  # a joint this bridge does not drive: 0
         # The hardware's joints are the bridge's, in its order (both info.joints), as in sample().
-        for column, position in zip(self._axes_columns, hw.states("position"), strict=True):
-            q[column] = position
+        positions = hw.states("position")
+        if self._feed_joint()[2]:
+            q = positions
+        else:
+            q = [0.0] * len(self._model_axes)  # a joint this bridge does not drive: 0
+            for column, position in zip(self._axes_columns, positions, strict=True):
+                q[column] = position
+        if hole.tip_depth is not None:  # the same numbers compiled (thrust_feedforward)
+            depth = compiled_tip_depth(hole.tip_depth, q)
+            if depth is not None:
+                return depth
         # The tip by the scalar FK of the fixtures' per-cycle check (the same numbers as
         # tip_positions, whose numpy batch FK on one pose cost ~50 us of every period).
-        tip = tool_points_one(q, self.hole.tool)[0][2]
+        tip = tool_points_one(q, hole.tool)[0][2]
         return float((np.array(tip) - context.entry) @ context.direction)
 
     def _run_thrust_monitor(self, velocity_before: float | None) -> None:
@@ -175,7 +200,7 @@ class HoleInForce:
         monitor, hw = self.thrust_monitor, self.hardware
         if monitor is None or velocity_before is None or hw.lifecycle is not LifecycleState.ACTIVE:
             return
-        feed = next(j for j in hw.joints if j.name == DrillParameters.feed_joint)
+        feed = self._feed_joint()[1]
         commanded = feed.last_velocity_command  # the safety layer's filtered command, m/s
         spindle = getattr(self.backend, "spindle", None)
         event = monitor.update(

@@ -1,7 +1,8 @@
 /* The bone's thrust fed forward over one control period on the nominal chain, compiled: the twin of
  * thrust_feedforward.py's `ThrustFeedForward.update_in_python` where the chain is nominal, built as
  * the extension quirobot_control.hardware._feedforward_kernel when a C compiler and Python's
- * headers are there (setup.py, CMakeLists.txt).
+ * headers are there (setup.py, CMakeLists.txt). Also the drive bridge's drilling monitor's tip
+ * depth (tip_depth), the same FK and the same dot, every period.
  *
  * Same operations in the same order on IEEE doubles, so the results are bit for bit the Python's
  * (test/control/hardware/test_feedforward_kernel.py): built with -ffp-contract=off (no fused
@@ -143,6 +144,39 @@ static PyObject *update(PyObject *module, PyObject *const *args, Py_ssize_t narg
                          efforts[4], efforts[5]);
 }
 
+/* (constants, q) -> the drill tip's depth (m) past the entry along the direction, as the drive
+ * bridge's drilling monitor takes it (bridge.hole_in_force._feed_depth): virtual_fixtures.
+ * tool_points_one's tip of q on the nominal chain, then numpy's (tip - entry) @ direction. None
+ * where the Python must answer: q not a list of six floats, a non-finite joint or depth.
+ * constants: l4, l5 (m), entry (3, m), direction (3, unit); q: arm then feed. */
+#define TIP_FIXED 8
+static PyObject *tip_depth(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != TIP_FIXED) {
+        PyErr_Format(PyExc_TypeError, "tip_depth takes a tuple of %d floats and a list of %d", TIP_FIXED,
+                     AXES);
+        return NULL;
+    }
+    double fixed[TIP_FIXED];
+    if (floats(args[0], fixed, TIP_FIXED) < 0) return NULL;
+    PyObject *list = args[1];
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != AXES) Py_RETURN_NONE;
+    double q[AXES];
+    for (int k = 0; k < AXES; k++) {
+        PyObject *item = PyList_GET_ITEM(list, k);
+        if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
+        q[k] = PyFloat_AS_DOUBLE(item);
+    }
+    /* _closed_form's own check (on the sum, as it does): it would raise. */
+    if (!isfinite(q[0] + q[1] + q[2] + q[3] + q[4])) Py_RETURN_NONE;
+    double tip[3], axis[3], offset[3];
+    tip_and_axis(q, q[ARM], fixed[0], fixed[1], tip, axis);
+    for (int k = 0; k < 3; k++) offset[k] = tip[k] - fixed[2 + k];
+    const double depth = blas_dot3(offset, fixed + 5);
+    if (!isfinite(depth)) Py_RETURN_NONE;
+    return PyFloat_FromDouble(depth);
+}
+
 /* (a, b) -> (a @ b, the einsum sum of a * b) for two lists of three floats as this kernel takes
  * them: what thrust_feedforward.py compares with numpy's own at import. */
 static PyObject *sums(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -167,6 +201,9 @@ static PyMethodDef methods[] = {
     {"update", (PyCFunction)(void (*)(void))update, METH_FASTCALL,
      "ThrustFeedForward.update_in_python on the nominal chain, compiled (the same numbers bit for bit), "
      "or None where the Python must answer."},
+    {"tip_depth", (PyCFunction)(void (*)(void))tip_depth, METH_FASTCALL,
+     "The drill tip's depth past the entry along the direction (the drive bridge's drilling "
+     "monitor's, bit for bit), or None where the Python must answer."},
     {"sums", (PyCFunction)(void (*)(void))sums, METH_FASTCALL,
      "(a @ b, einsum's sum of a * b) of two 3-vectors, as the kernel takes them."},
     {NULL, NULL, 0, NULL},

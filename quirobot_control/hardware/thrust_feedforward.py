@@ -16,6 +16,8 @@ doubles, numpy's two sums taken as numpy takes them here (`_numpy_sums_as_the_ke
 numbers bit for bit (test_feedforward_kernel.py). A calibrated chain, a non-finite joint, a numpy
 that sums otherwise or a machine where it was not built (no C compiler or Python headers) runs
 `update_in_python`. `COMPILED` says whether it was built, `KERNEL_RUNS` whether update uses it.
+The drive bridge's drilling monitor takes the tip's depth from the same kernel where it runs
+(`compiled_tip_depth`, `tip_depth_constants`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,24 @@ except ImportError:  # not built here: no C compiler or no Python headers at ins
 #: Whether update runs the compiled twin on the nominal chain: built, and numpy sums as it does
 #: (False: update_in_python always).
 KERNEL_RUNS = COMPILED and _numpy_sums_as_the_kernel(_feedforward_kernel)
+
+#: (constants, q) -> the drill tip's depth (m) past the entry along the hole, bit for bit numpy's
+#: (tip - entry) @ direction of virtual_fixtures.tool_points_one's tip, or None where the Python
+#: must answer (q not a list of six floats, a non-finite joint or depth); constants from
+#: `tip_depth_constants` only. None where the kernel does not run.
+compiled_tip_depth = _feedforward_kernel.tip_depth if KERNEL_RUNS else None
+
+
+def tip_depth_constants(model: KinematicModel, entry, direction) -> tuple[float, ...] | None:
+    """`compiled_tip_depth`'s constants for the tip on `model` past `entry` (3,) m along
+    `direction` (3,), or None where it does not apply: the kernel does not run, a calibrated chain,
+    vectors numpy would not take as they are as (3,) float64 (the caller takes numpy's then)."""
+    entry, direction = np.asarray(entry), np.asarray(direction)
+    if compiled_tip_depth is None or model.errors is not None:
+        return None
+    if any(v.dtype != np.float64 or v.shape != (3,) for v in (entry, direction)):
+        return None
+    return (float(model.l4), float(model.l5), *entry.tolist(), *direction.tolist())
 
 
 class ThrustFeedForward:

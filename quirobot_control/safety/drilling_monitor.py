@@ -191,6 +191,9 @@ class DrillingMonitor:
         self._held: deque[tuple[int, float]] = deque()
         self._held_since: int | None = None  # the cycle the current armed stretch began
         self._cycle = 0
+        # (dt, settings, filter gain, samples per revolution) of the last period: the same
+        # numbers while neither changes (every cycle), computed once (update).
+        self._per_dt: tuple | None = None
 
     def update(
         self,
@@ -211,15 +214,17 @@ class DrillingMonitor:
         acceleration; returns the event that stops the feed this cycle (None: go on)."""
         s = self.settings
         self.depth = depth
-        bad = _non_finite(
-            time=time,
-            dt=dt,
-            effort=effort,
-            depth=depth,
-            velocity=velocity,
-            commanded_velocity=commanded_velocity,
-            commanded_acceleration=commanded_acceleration,
-        )
+        bad = None
+        if not _finite_floats(time, dt, effort, depth, velocity, commanded_velocity, commanded_acceleration):
+            bad = _non_finite(
+                time=time,
+                dt=dt,
+                effort=effort,
+                depth=depth,
+                velocity=velocity,
+                commanded_velocity=commanded_velocity,
+                commanded_acceleration=commanded_acceleration,
+            )
         if bad is not None:  # never into the filters: they would stay NaN
             if self.fault is not None:
                 return None
@@ -237,11 +242,19 @@ class DrillingMonitor:
             )
         raw = min(max(raw, -THRUST_CLIP), THRUST_CLIP)
         self._cycle += 1
-        alpha = 1.0 - math.exp(-dt / s.filter_time)
+        # Each computed where it always was (a settings value that raises does so at the same point).
+        per_dt = self._per_dt
+        if per_dt is None or per_dt[0] != dt or per_dt[1] is not s:
+            per_dt = (dt, s, 1.0 - math.exp(-dt / s.filter_time), None)
+        alpha = per_dt[2]
         self.thrust += alpha * (raw - self.thrust)
         self._window.append(raw)
         self._window_sum += raw
-        samples = max(1, round(s.average_time / dt))
+        samples = per_dt[3]
+        if samples is None:
+            samples = max(1, round(s.average_time / dt))
+            per_dt = (dt, s, alpha, samples)
+        self._per_dt = per_dt
         while len(self._window) > samples:
             self._window_sum -= self._window.popleft()
         self.average = self._window_sum / len(self._window)
@@ -326,6 +339,24 @@ def _above(value: float, limit: float) -> str:
         if float(text) > round(limit, digits):
             return text
     return f"{value:.6g}"
+
+
+def _finite_floats(time, dt, effort, depth, velocity, commanded_velocity, commanded_acceleration) -> bool:
+    """Every input a float (exactly: no subclass, int or string), finite, the period > 0: what
+    every cycle sends, where `_non_finite` has no reason to give, told without naming the inputs
+    (a non-finite float makes the sum non-finite). False also for finite floats whose sum
+    overflows: `_non_finite` then tells (None)."""
+    return (
+        type(time) is float
+        and type(dt) is float
+        and type(effort) is float
+        and type(depth) is float
+        and type(velocity) is float
+        and type(commanded_velocity) is float
+        and type(commanded_acceleration) is float
+        and dt > 0.0
+        and math.isfinite(time + dt + effort + depth + velocity + commanded_velocity + commanded_acceleration)
+    )
 
 
 def _non_finite(**values: float) -> str | None:

@@ -20,6 +20,7 @@ from quirobot_control.axes.virtual_fixtures import NoGoZone, ToolGeometry, tip_p
 from quirobot_control.bridge.diagnostics import drive_diagnostics
 from quirobot_control.bridge.drilling_context import hole_setup
 from quirobot_control.bridge.drive_bridge import BridgeError
+from quirobot_control.hardware import thrust_feedforward
 from quirobot_control.hardware.control_config import control_configuration
 from quirobot_control.planning.drill_hole import DrillGoal, plan_drill_hole
 from quirobot_control.planning.tasks import load_task
@@ -269,6 +270,7 @@ def test_the_drive_side_measures_the_tip_with_the_plans_calibration(parameters, 
         calibrated = Kinematics(KinematicModel.from_parameters(parameters).calibrated(calibration)).tip(q)
         nominal = Kinematics(KinematicModel.from_parameters(parameters)).tip(q)
         depth = bridge._feed_depth()
+        assert bridge.hole.tip_depth is None  # numpy's: the compiled depth is the nominal chain's
         expected = float((calibrated - task.entry) @ task.direction)
         assert depth == pytest.approx(expected, abs=1e-12)
         assert abs(depth - float((nominal - task.entry) @ task.direction)) > 1e-4  # the old reading
@@ -291,6 +293,22 @@ def test_the_drive_side_measures_the_tip_with_the_plans_calibration(parameters, 
         entry = next(e for e in drive_diagnostics(bridge.status()) if e.name == "quirobot/drilling")
         assert dict(entry.values)["kinematics"] == "calibrated"
         assert float(dict(entry.values)["tip_depth"]) == pytest.approx(depth, abs=1e-12)
+
+
+def test_the_nominal_holes_depth_is_numpys_to_the_last_bit(parameters, control):
+    """The nominal hole's depth by the compiled kernel where it runs (hardware.thrust_feedforward.
+    compiled_tip_depth, every period), the same float as numpy's (test_feedforward_kernel.py)."""
+    task = load_task("incision")
+    with bridge_at_start(parameters, control) as bridge:
+        bridge.set_drilling_context("goal-1", context(task.entry, task.direction))
+        bridge.command(list(DRILL_AXES), START, now=0.0)
+        for k in range(3):
+            bridge.step(k * control.dt)
+        assert (bridge.hole.tip_depth is not None) == thrust_feedforward.KERNEL_RUNS
+        depth = bridge._feed_depth()
+        bridge.hole = dataclasses.replace(bridge.hole, tip_depth=None)
+        assert depth.hex() == bridge._feed_depth().hex()
+        assert bridge.thrust_monitor.depth == depth
 
 
 def test_a_calibrated_hole_is_taken_only_on_its_calibrations_machine(parameters, control):

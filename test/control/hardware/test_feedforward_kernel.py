@@ -3,7 +3,8 @@ twin against update_in_python, bit for bit (the efforts, the depth and the bone 
 keeps), along the shipped incision's plan jittered, drilled along its direction (a component of
 exactly zero: the signs of zero products show) and along directions tilted from it, through every
 layer of the bone, the feed moving in and out, with the bone as modelled and harder or softer (a
-fault's scale), and with the two paths taking turns on one object.
+fault's scale), and with the two paths taking turns on one object. The drive bridge's drilling
+monitor's tip depth (`compiled_tip_depth`) against numpy's, bit for bit, the same way.
 
 That update_in_python is the feed-forward: test_thrust_feedforward.py.
 """
@@ -14,8 +15,9 @@ import numpy as np
 import pytest
 from compiled_kernel import bits, require_compiled
 
+from quirobot_control.axes.virtual_fixtures import ToolGeometry, tool_points_one
 from quirobot_control.hardware import thrust_feedforward
-from quirobot_control.hardware.thrust_feedforward import ThrustFeedForward
+from quirobot_control.hardware.thrust_feedforward import ThrustFeedForward, tip_depth_constants
 from quirobot_control.models.bone import LINEAR_BELOW
 from quirobot_control.planning.tasks import load_task, plan_incision
 from quirobot_kinematics import KinematicsError
@@ -143,3 +145,59 @@ def test_the_kernels_sums_are_numpys_signed_zeros_included():
         assert bits(kernel.sums(a.tolist(), b.tolist())) == bits((dot, einsum)), (a, b)
         zero_sums += einsum == 0.0
     assert zero_sums > 1000
+
+
+def _numpys_tip_depth(q: np.ndarray, tool, entry: np.ndarray, direction: np.ndarray) -> float:
+    """The drive bridge's drilling monitor's depth in numpy (bridge.hole_in_force._feed_depth)."""
+    tip = tool_points_one(q.tolist(), tool)[0][2]
+    return float((np.array(tip) - entry) @ direction)
+
+
+@pytest.mark.parametrize("tilt", [0.0, 0.05, 0.5])
+def test_the_compiled_tip_depth_is_numpys_bit_for_bit(parameters, incision, tilt):
+    """The tip's depth along the incision's plan jittered, drilled along its direction (a component
+    of exactly zero: the signs of zero products show) and along tilted ones."""
+    _compiled()
+    task, _, positions = incision
+    rng = np.random.default_rng(int(tilt * 100) + 1)
+    direction = task.direction + rng.normal(size=3) * tilt
+    direction /= np.linalg.norm(direction)
+    tool = ToolGeometry.from_parameters(parameters)
+    constants = tip_depth_constants(tool.model, task.entry, direction)
+    assert constants is not None
+    signs = set()
+    for q in _poses(positions, rng):
+        expected = _numpys_tip_depth(q, tool, task.entry, direction)
+        got = thrust_feedforward.compiled_tip_depth(constants, q.tolist())
+        assert bits((got,)) == bits((expected,)), (q, got, expected)
+        signs.add(expected > 0.0)
+    assert signs == {False, True}  # before the entry and past it
+
+
+def test_the_compiled_tip_depth_leaves_the_rest_to_numpy(parameters, incision):
+    """None (numpy answers, raising as it does) for a joint list the kernel does not take or a
+    non-finite joint or depth; no constants where the kernel's numbers would not be numpy's."""
+    _compiled()
+    task, _, positions = incision
+    tool = ToolGeometry.from_parameters(parameters)
+    constants = tip_depth_constants(tool.model, task.entry, task.direction)
+    depth = thrust_feedforward.compiled_tip_depth
+    q = positions[len(positions) // 2].tolist()
+    assert depth(constants, q) == _numpys_tip_depth(np.array(q), tool, task.entry, task.direction)
+    for bad in (np.nan, np.inf, -np.inf):
+        for k in range(6):
+            assert depth(constants, q[:k] + [bad] + q[k + 1 :]) is None, (k, bad)
+    assert depth(constants, q[:5]) is None
+    assert depth(constants, tuple(q)) is None
+    assert depth(constants, q[:5] + [np.float64(q[5])]) is None
+    assert depth(constants, q[:5] + [1]) is None
+    with pytest.raises(TypeError, match="tip_depth takes a tuple of 8 floats and a list of 6"):
+        depth(constants[:7], q)
+    with pytest.raises(TypeError, match="must be real number"):
+        depth(constants[:7] + ("x",), q)
+    calibration = parameters.geometric.sample(np.random.default_rng(1))
+    calibrated = ToolGeometry.from_parameters(parameters, calibration)
+    assert tip_depth_constants(calibrated.model, task.entry, task.direction) is None
+    assert tip_depth_constants(tool.model, task.entry.astype(np.float32), task.direction) is None
+    assert tip_depth_constants(tool.model, task.entry, task.direction[:2]) is None
+    assert tip_depth_constants(tool.model, list(task.entry), tuple(task.direction)) == constants

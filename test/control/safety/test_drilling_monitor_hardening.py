@@ -1,5 +1,6 @@
 """The drilling monitor against the second adversarial campaign (issue 19 items 3 and 7): a
-non-finite feed effort, a porous band in the far cortex and a short thrust bump.
+non-finite feed effort, a porous band in the far cortex and a short thrust bump; and update's fast
+check of its inputs, which must change nothing.
 
 The monitor runs on quasi-static thrust profiles computed here from the bone's layers (the point's
 engaged fraction per layer, as models.bone states it), at a constant feed rate.
@@ -16,6 +17,7 @@ from bone_profiles import engaged_thrust
 
 from quirobot_control.models.bone import BoneLayer
 from quirobot_control.planning.tasks import load_task
+from quirobot_control.safety import drilling_monitor
 from quirobot_control.safety.drilling_monitor import DrillingMonitor, DrillingMonitorSettings, DrillingStop
 
 DT = 0.001  # s, the control period
@@ -178,3 +180,48 @@ def test_a_thrust_just_above_the_limit_is_printed_above_it(parameters):
     event = step(monitor, 0, 0.001, effort)
     assert event is not None and event.kind is DrillingStop.THRUST_LIMIT
     assert "feed thrust 80.004 N above the limit 80.0 N" in event.message
+
+
+#: What a caller might send for one input: plain floats the fast check takes (zeros of either
+#: sign, the smallest, a huge one), and what it must leave to the naming check: non-finite floats,
+#: ints and a bool, numpy floats (NaN among them), strings (one float() reads), None.
+ODD_INPUTS = [0.0, -0.0, -1e-3, 5e-324, 1e308, math.nan, math.inf, -math.inf, 0, 2, True]
+ODD_INPUTS += [np.float64(0.002), np.float64(np.nan), np.float32(0.5), "0.001", "x", None]
+
+
+def _outcomes(parameters, case: dict, base: dict) -> list[str]:
+    """Two plain periods, `case`, one plain period: each period's event or error and the monitor's
+    state after it, as text (a NaN equal to itself)."""
+    monitor, outcomes = DrillingMonitor(settings(parameters)), []
+    for k, inputs in enumerate((base, base, case, base)):
+        inputs = inputs | {"time": inputs["time"] + k * DT} if k != 2 else inputs
+        try:
+            event = monitor.update(**inputs, spindle_at_speed=True, spindle_stalled=False)
+        except Exception as error:  # noqa: BLE001 - compared as it is
+            event = f"{type(error).__name__}: {error}"
+        state = (monitor.thrust, monitor.average, monitor.depth, monitor.event, monitor.fault)
+        outcomes.append(repr((event, state, list(monitor._window))))
+    return outcomes
+
+
+def test_the_fast_input_check_changes_nothing(parameters, monkeypatch):
+    """update's fast check of its inputs (_finite_floats: every one a plain float, finite, the
+    period > 0) passes only inputs the naming check (_non_finite) has nothing to say about, leaves
+    every other to it, and the monitor does the same with it or without it on a table of every
+    input replaced in turn (ODD_INPUTS, a period <= 0, finite inputs whose sum overflows)."""
+    base = dict(time=0.5, dt=DT, effort=20.0, depth=0.004, velocity=FEED_RATE)
+    base |= dict(commanded_velocity=FEED_RATE, commanded_acceleration=0.0)
+    cases = [base, base | {"effort": 1e308, "depth": 1e308}, base | {"dt": -DT}]
+    cases += [base | {name: value} for name in base for value in ODD_INPUTS]
+    taken = 0
+    for case in cases:
+        fast = drilling_monitor._finite_floats(**case)
+        values = list(case.values())
+        plain = all(type(value) is float for value in values)
+        assert fast == (plain and case["dt"] > 0.0 and math.isfinite(sum(values))), case
+        assert not fast or drilling_monitor._non_finite(**case) is None, case
+        taken += fast
+    assert 10 < taken < len(cases) - 50  # both ways taken
+    with_it = [_outcomes(parameters, case, base) for case in cases]
+    monkeypatch.setattr(drilling_monitor, "_finite_floats", lambda *values: False)
+    assert [_outcomes(parameters, case, base) for case in cases] == with_it
