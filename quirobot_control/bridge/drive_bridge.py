@@ -90,6 +90,8 @@ from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import DrillParameters, RobotParameters, axes_for
 from quirobot_description.records import frozen_record
 
+FEED_JOINT = DrillParameters.feed_joint
+
 #: Names of the drive backends, for the node's `drive_backend` parameter.
 DRIVE_BACKENDS = ("simulated", "canopen")
 #: How drive_node's log line begins once its drives are up.
@@ -325,11 +327,12 @@ class DriveBridge(HoleInForce, PinInForce):
             raise BridgeError(
                 f"command has {len(names)} names, {len(position)} positions and {len(velocity)} velocities"
             )
-        for name in names:
-            if name not in self.names:
-                raise BridgeError(
-                    f"command for unknown joint {name!r}; the joints are {', '.join(self.names)}"
-                )
+        if not (type(names) is tuple and names == self.names):  # (else every name is known)
+            for name in names:
+                if name not in self.names:
+                    raise BridgeError(
+                        f"command for unknown joint {name!r}; the joints are {', '.join(self.names)}"
+                    )
         if not self.started:
             if not self.takeover.takes_over(names, position, velocity, self._measured_position):
                 return
@@ -380,9 +383,11 @@ class DriveBridge(HoleInForce, PinInForce):
             self._hold_feed_after_breakthrough()
             self._gear_feed_to_pin()
             self._feed_thrust_forward()
-            feed_velocity = next(
-                (j.last_velocity_command for j in hw.joints if j.name == DrillParameters.feed_joint), None
-            )
+            feed_velocity = None
+            for joint in hw.joints:
+                if joint.name == FEED_JOINT:
+                    feed_velocity = joint.last_velocity_command
+                    break
             hw.read(now, self.dt)
             hw.write(now, self.dt)
             if not self.started:  # the positions a controller taking over may have read

@@ -13,6 +13,7 @@ position or velocity command is taken before every drive reports homed (NotHomed
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from quirobot_control.hardware.joint_control import (
 from quirobot_control.hardware.lifecycle import (
     LifecycleState,
 )
+
+_HOMED = attrgetter("homed")
+_FLOAT = frozenset((float,))
 
 
 class NotHomedError(HardwareError):
@@ -87,16 +91,18 @@ class CommandInterfaces:
         value is a float, every joint known and homed (each cycle's case: nothing to refuse),
         through them otherwise (the refusals and errors in the same order)."""
         by_name = self._by_name
-        targets = [by_name.get(name) for name in names]
+        # The tests in C (map and set, no generator expression): every name a joint's, every
+        # joint homed, every value's type exactly float.
         if (
-            None not in targets
-            and all(joint.homed for joint in self.joints)
-            and all(type(value) is float for value in position)
-            and all(type(value) is float for value in velocity)
+            all(map(by_name.__contains__, names))
+            and all(map(_HOMED, self.joints))
+            and set(map(type, position)) <= _FLOAT
+            and set(map(type, velocity)) <= _FLOAT
         ):
-            for joint, q, v in zip(targets, position, velocity, strict=True):
-                joint.command["position"] = q
-                joint.command["velocity"] = v
+            for name, q, v in zip(names, position, velocity, strict=True):
+                command = by_name[name].command
+                command["position"] = q
+                command["velocity"] = v
             return
         for name, q, v in zip(names, position, velocity, strict=True):
             self.set_command(name, "position", q)

@@ -323,7 +323,8 @@ class QuirobotHardware(CommandInterfaces, LifecycleTable):
         if not self._allowed("read"):
             return ReturnType.ERROR
         try:
-            check_period(period)
+            if type(period) is not float or not 0.0 < period < math.inf:  # (a float: checked here)
+                check_period(period)
             faults = drive_faults(self.joints)
         except Exception as error:  # noqa: BLE001 - whatever it is, every drive stops
             self.stop(f"read failed: {error}")
@@ -352,12 +353,17 @@ class QuirobotHardware(CommandInterfaces, LifecycleTable):
         return ReturnType.OK
 
     def _write(self, time: float, period: float) -> None:
-        check_period(period)
+        if type(period) is not float or not 0.0 < period < math.inf:  # (a float: checked here)
+            check_period(period)
         joints = self.joints
         for joint in joints:
-            for label, value in (("acceleration", joint.acceleration), ("effort", joint.effort_ff)):
-                if value is not None and not math.isfinite(value):
-                    raise SafetyStopError(f"non-finite {label} feed-forward {value} for joint {joint.name}")
+            acceleration, effort = joint.acceleration, joint.effort_ff
+            if acceleration is not None and not math.isfinite(acceleration):
+                raise SafetyStopError(
+                    f"non-finite acceleration feed-forward {acceleration} for joint {joint.name}"
+                )
+            if effort is not None and not math.isfinite(effort):
+                raise SafetyStopError(f"non-finite effort feed-forward {effort} for joint {joint.name}")
         measured = [j.state["position"] for j in joints]
         if self.held is not None:
             # Held (category 2): the drives hold by themselves and the commands are ignored; the
@@ -386,8 +392,8 @@ class QuirobotHardware(CommandInterfaces, LifecycleTable):
             if reason is not None:
                 raise SafetyStopError(reason)
         cst = self.drive_mode is DriveMode.CST
-        for k, joint in enumerate(joints):
-            joint.command_drive(position[k], velocity[k], measured[k], period, cst)
+        for joint, q, v, q_measured in zip(joints, position, velocity, measured, strict=True):
+            joint.command_drive(q, v, q_measured, period, cst)
 
     def _feed_drive_watchdogs(self, measured: list[float]) -> None:
         """While held (category 2) the drives hold by themselves and ignore the commands, but
@@ -399,12 +405,15 @@ class QuirobotHardware(CommandInterfaces, LifecycleTable):
     def _axes_vector(self, values: list[float]) -> list[float]:
         """values in joint_names order -> the values of the fixtures' tool axes (ToolGeometry.axes;
         an axis not driven here: 0)."""
+        if self._axes_in_order:  # the tool's axes are the joints, in order: a copy
+            return list(values)
         return [values[k] if k is not None else 0.0 for k in self._axes_index]
 
     def _index_fixture_axes(self) -> None:
         """Where each axis of the fixtures' tool (ToolGeometry.axes) is among the joints driven here."""
         axes = self._fixtures.fixtures.tool.axes if self._fixtures is not None else ()
         self._axes_index = [self._names.index(a) if a in self._names else None for a in axes]
+        self._axes_in_order = self._axes_index == list(range(len(self._names)))
 
     @property
     def events(self) -> list[str]:

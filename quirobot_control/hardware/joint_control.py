@@ -29,6 +29,8 @@ from quirobot_control.safety.motion_monitor import SafetyStopError
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import RobotParameters
 
+_ENABLED = DriveState.ENABLED
+
 
 class CommandError(ValueError):
     """A command that is not a number, or arrays of the wrong shape."""
@@ -78,9 +80,10 @@ class JointControl:
             feedback = self.drive.feedback()
         except Exception as error:  # noqa: BLE001 - named, then every drive stops
             raise SafetyStopError(f"feedback of {self.name} failed: {error}", StopCode.DRIVE_FAULT) from error
-        self.state["position"] = feedback.position
-        self.state["velocity"] = feedback.velocity
-        self.state["effort"] = feedback.effort
+        state = self.state
+        state["position"] = feedback.position
+        state["velocity"] = feedback.velocity
+        state["effort"] = feedback.effort
         self.homed = feedback.homed
         return feedback
 
@@ -99,13 +102,21 @@ class JointControl:
         """The control law for one cycle: the safe `position` (m or rad) and `velocity` (m/s or
         rad/s) with the feed-forward -> a current (CST) or a position with its velocity and
         current feed-forward (CSP) to the drive; a drive that raises is a SafetyStopError."""
-        if self.acceleration is not None:
-            acceleration = self.acceleration
-        else:
+        acceleration = self.acceleration
+        if acceleration is None:
             acceleration = (velocity - self.last_velocity_command) / period
         self.last_velocity_command = velocity
-        effort = self.effort_ff if self.effort_ff is not None else self.effective_inertia * acceleration
-        effort = min(max(effort + self.load_ff, -self.effort_limit), self.effort_limit)
+        effort = self.effort_ff
+        if effort is None:
+            effort = self.effective_inertia * acceleration
+        # min(max(effort + load_ff, -limit), limit) as comparisons (what min and max do, without
+        # their calls): NaN passes through as with them.
+        limit = self.effort_limit
+        effort = effort + self.load_ff
+        if -limit > effort:
+            effort = -limit
+        if limit < effort:
+            effort = limit
         try:
             if cst:
                 current = self.pid.update(position, measured, velocity, effort / self.current_gain)
@@ -116,7 +127,10 @@ class JointControl:
                 # velocity (0x60B1) and the current feed-forward (0x60B2), within the limit.
                 limit = self.pid.gains.output_limit
                 current = self.holding_current + effort / self.current_gain
-                current = min(max(current, -limit), limit)
+                if -limit > current:  # min(max(current, -limit), limit), as above
+                    current = -limit
+                if limit < current:
+                    current = limit
                 self.current_command = current
                 self.drive.command_position(position, velocity, current)
         except Exception as error:  # noqa: BLE001 - named, then every drive stops
@@ -152,6 +166,8 @@ def drive_faults(joints: Iterable[JointControl]) -> list[str]:
     faults = []
     for joint in joints:
         feedback = joint.sample()
+        if feedback.state is _ENABLED and feedback.homed:  # each cycle's case: no fault
+            continue
         if not feedback.homed:
             faults.append(f"drive {joint.name} lost its home reference: it must home again")
         if feedback.state is DriveState.FAULT:

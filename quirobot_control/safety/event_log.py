@@ -45,5 +45,7 @@ class EventLog:
 
     def end_cycle(self) -> None:
         """Close the episodes of the keys not recorded since the previous call."""
+        if not (self._active or self._seen_this_cycle):  # each cycle's case: nothing to close
+            return
         self._active &= self._seen_this_cycle
         self._seen_this_cycle = set()

@@ -121,6 +121,7 @@ class SafetyMonitor:
                 strict=True,
             )
         ]
+        self._soft_range = [(lower, upper) for lower, upper, *_ in self._scalars]  # filter's log
         self._following = [float(x) for x in following_error]
         self._start_excess = [0.0] * n  # m or rad beyond a soft limit at activation (start)
 
@@ -167,9 +168,10 @@ class SafetyMonitor:
             if self._clock_origin is None and math.isfinite(time):
                 self._clock_origin = time
             reference = self._clock_origin if self._clock_origin is not None else time
-        for label, value in (("clock time", time), ("command time", reference)):
-            if not math.isfinite(value):
-                raise self.stop(f"command watchdog: {label} {value} is not finite")
+        if not (math.isfinite(time) and math.isfinite(reference)):  # (else: no tuple built)
+            for label, value in (("clock time", time), ("command time", reference)):
+                if not math.isfinite(value):
+                    raise self.stop(f"command watchdog: {label} {value} is not finite")
         age = max(time - reference, self._counted_age)
         self._counted_age += dt
         return age
@@ -244,17 +246,20 @@ class SafetyMonitor:
             raise SafetyStopError(self.stop_reason)
         if not 0.0 < dt < math.inf:
             raise self.stop(f"control period {dt!r} is not a positive finite number of seconds")
-        for label, values in (("position", position), ("velocity", velocity)):
-            for j, value in enumerate(values):
-                if not math.isfinite(value):
-                    raise self.stop(f"non-finite {label} command {value} for joint {names[j]}")
+        # all(map(...)) runs in C and stops at the first non-finite value, as the loop does: the
+        # loop then says which (or raises what isfinite raises on a value before it).
+        if not (all(map(math.isfinite, position)) and all(map(math.isfinite, velocity))):
+            for label, values in (("position", position), ("velocity", velocity)):
+                for j, value in enumerate(values):
+                    if not math.isfinite(value):
+                        raise self.stop(f"non-finite {label} command {value} for joint {names[j]}")
         position, velocity = self._watchdog(time, dt, position, velocity, measured)
         previous = self._previous if self._previous is not None else list(measured)
         # The command limiter (compiled where it was built; command_limiter: the same law).
         args = (self._scalars, previous, self._step_velocity, position, velocity, dt)
         safe = limit_commands(*args)
         safe_position, safe_velocity = safe if safe is not None else limit_commands_in_python(*args)
-        for j, (soft_lower, soft_upper, *_) in enumerate(self._scalars):
+        for j, (soft_lower, soft_upper) in enumerate(self._soft_range):
             if position[j] < soft_lower or position[j] > soft_upper:
                 bound = soft_lower if position[j] < soft_lower else soft_upper
                 self.log.record(
