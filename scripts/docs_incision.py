@@ -6,7 +6,7 @@
 
 Three runs (about a minute on 2 cores): the shipped incision on the realistic and the ideal
 plant, and the report's straight line (`--task line --plant ideal`). The Monte-Carlo row is
-bench/accuracy.py's saved result (bench/results/accuracy.txt: 200 incisions take 15 minutes).
+bench/accuracy.py's saved result (bench/results/accuracy.txt: 200 incisions, about 70 s on 2 cores).
 Timing rows (controller cost, simulated/wall time) are this machine's: `--check` leaves them out
 and the page says so. test/package/test_docs_incision.py runs `--check`'s comparison.
 """

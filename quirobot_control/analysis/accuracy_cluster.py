@@ -7,11 +7,13 @@ the GIL, so threads would not run side by side. dask and distributed are importe
 (`pip install dask distributed`), so the rest of the budget does not need them.
 
 When a local cluster pays (`cluster_pays`), measured on the 2-core CI machine (bench/accuracy.py
-section 3, docs/accuracy.md): one sample takes about 4.5 s in this process; a local cluster of 2
-costs about 1.2 s to start (LocalCluster and Client ready, the workers having imported distributed
-and the budget) and a fresh worker's first sample about 0.4 s more than later ones (scipy, the
-xacro expansion, the first MuJoCo model). On W idle cores a cluster saves about n*t*(1 - 1/W) on n
-samples of t seconds, so on idle cores it pays from 2 samples. The machine is often shared
+section 3, docs/accuracy.md): one sample takes about 0.6-0.7 s in this process (issue 36 made it
+a quarter of what it was); a local cluster of 2 costs about 0.7 s to start (LocalCluster and
+Client ready, the workers having imported distributed and the budget) and a fresh worker's first
+sample about 0.4-0.65 s more than later ones (scipy, the xacro expansion, the first MuJoCo model).
+On W idle cores a cluster saves about n*t*(1 - 1/W) on n samples of t seconds, so on idle cores it
+pays from about 6 samples (4 samples: 2.9-3.3 s in this process, 3.1-3.4 s on the cluster). The
+machine is often shared
 (CI runners, other jobs): a worker on a core busy elsewhere runs at half its speed or less, and
 the cluster then loses (8 samples: 49 s on the cluster, 35 s in this process, load average 3-6
 on 2 cores). Hence the default: a worker per idle core (`idle_cores`: the cores less the
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from quirobot_control.analysis.accuracy import BudgetSetup
 
 #: Fewest samples a default run sends to a local Dask cluster (module docstring: the measurements).
-DASK_MIN_SAMPLES = 4
+DASK_MIN_SAMPLES = 10
 
 
 def cluster_pays(samples: int, idle: int) -> bool:

@@ -79,16 +79,16 @@ def _cores(monkeypatch, count: int) -> None:
     monkeypatch.setattr(accuracy_cluster, "local_cores", lambda: count)
 
 
-def test_by_default_only_a_run_of_4_samples_with_2_idle_cores_goes_to_a_local_cluster(monkeypatch):
+def test_by_default_only_a_run_of_10_samples_with_2_idle_cores_goes_to_a_local_cluster(monkeypatch):
     import quirobot_cli.accuracy_commands as commands
 
     _cores(monkeypatch, 4)
 
-    # docs/accuracy.md: ~1.5 s of start-up against ~4.5 s a sample, and a margin: 4 samples
+    # docs/accuracy.md: ~1.2-1.9 s of start-up against ~0.65 s a sample, and a margin: 10 samples
     monkeypatch.setattr(commands, "idle_cores", lambda: 2)
     assert _runner_for(["--samples", "1"]) is None
-    assert _runner_for(["--samples", "3"]) is None
-    assert _runner_for(["--samples", "4"]).workers == 2
+    assert _runner_for(["--samples", "9"]) is None
+    assert _runner_for(["--samples", "10"]).workers == 2
     monkeypatch.setattr(commands, "idle_cores", lambda: 3)
     assert _runner_for([]).workers == 3  # the default 20 samples, a worker per idle core
     monkeypatch.setattr(commands, "idle_cores", lambda: 1)  # the other cores busy: no gain
@@ -224,11 +224,11 @@ def test_the_runner_says_where_the_samples_run_and_why(monkeypatch):
 
     monkeypatch.setattr(commands, "idle_cores", lambda: 2)
     assert reason(["--samples", "3"]) == (
-        "in this process: a local Dask cluster pays with 2 idle cores or more and 4 samples or more "
+        "in this process: a local Dask cluster pays with 2 idle cores or more and 10 samples or more "
         "(its start-up against the samples' time); here 2 idle of 4 cores (the cores less the load "
         "average), 3 samples"
     )
-    assert reason(["--samples", "4"]).startswith("on a local Dask cluster of 2 processes, one per idle core")
+    assert reason(["--samples", "10"]).startswith("on a local Dask cluster of 2 processes, one per idle core")
     monkeypatch.setattr(commands, "idle_cores", lambda: 1)
     assert "here 1 idle of 4 cores" in reason(["--samples", "100"])
     assert reason(["--serial"]) == "in this process (asked: --serial or --workers 0)"
