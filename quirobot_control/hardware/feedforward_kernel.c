@@ -57,6 +57,29 @@ static double blas_dot3(const double *a, const double *b) {
 /* numpy's einsum sum of the three products p (two lanes from zero, the third term in the first). */
 static double einsum_sum3(const double *p) { return ((0.0 + p[0]) + p[2]) + (0.0 + p[1]); }
 
+/* `list` as the six joints q (arm then feed), 1; 0 where the Python must answer: not a list of six
+ * floats, or a non-finite arm joint (kinematics.forward._closed_form's own check, on the sum as it
+ * does it: it would raise). */
+static int finite_joints(PyObject *list, double *q) {
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != AXES) return 0;
+    for (int k = 0; k < AXES; k++) {
+        PyObject *item = PyList_GET_ITEM(list, k);
+        if (!PyFloat_CheckExact(item)) return 0;
+        q[k] = PyFloat_AS_DOUBLE(item);
+    }
+    return isfinite(q[0] + q[1] + q[2] + q[3] + q[4]);
+}
+
+/* The drill tip of q (tool0 moved q's feed along its z axis) and that axis, and the tip's depth
+ * past `entry` along `direction`: numpy's (tip - entry) @ direction. */
+static double tip_depth_of(const double *q, double l4, double l5, const double *entry, const double *direction,
+                           double tip[3], double axis[3]) {
+    double offset[3];
+    tip_and_axis(q, q[ARM], l4, l5, tip, axis);
+    for (int k = 0; k < 3; k++) offset[k] = tip[k] - entry[k];
+    return blas_dot3(offset, direction);
+}
+
 /* The tuple's first n floats into out; -1 with an exception set. */
 static int floats(PyObject *tuple, double *out, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -108,21 +131,11 @@ static PyObject *update(PyObject *module, PyObject *const *args, Py_ssize_t narg
         previous = PyFloat_AsDouble(args[3]);
         if (previous == -1.0 && PyErr_Occurred()) return NULL;
     }
-    PyObject *list = args[2];
-    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != AXES) Py_RETURN_NONE;
     double q[AXES];
-    for (int k = 0; k < AXES; k++) {
-        PyObject *item = PyList_GET_ITEM(list, k);
-        if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
-        q[k] = PyFloat_AS_DOUBLE(item);
-    }
-    /* _closed_form's own check (on the sum, as it does): it would raise. */
-    if (!isfinite(q[0] + q[1] + q[2] + q[3] + q[4])) Py_RETURN_NONE;
+    if (!finite_joints(args[2], q)) Py_RETURN_NONE;
     const double feed = q[ARM];
-    double tip[3], axis[3], offset[3];
-    tip_and_axis(q, feed, c.l4, c.l5, tip, axis);
-    for (int k = 0; k < 3; k++) offset[k] = tip[k] - c.entry[k];
-    const double depth = blas_dot3(offset, c.direction);
+    double tip[3], axis[3];
+    const double depth = tip_depth_of(q, c.l4, c.l5, c.entry, c.direction, tip, axis);
     const double rate = first ? 0.0 : (depth - previous) / c.dt;
     /* BoneThrust.update. */
     const double thrust = bone_lag(&law, force_before, bone_target(&law, scale, depth, rate), c.dt);
@@ -159,20 +172,9 @@ static PyObject *tip_depth(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     double fixed[TIP_FIXED];
     if (floats(args[0], fixed, TIP_FIXED) < 0) return NULL;
-    PyObject *list = args[1];
-    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != AXES) Py_RETURN_NONE;
-    double q[AXES];
-    for (int k = 0; k < AXES; k++) {
-        PyObject *item = PyList_GET_ITEM(list, k);
-        if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
-        q[k] = PyFloat_AS_DOUBLE(item);
-    }
-    /* _closed_form's own check (on the sum, as it does): it would raise. */
-    if (!isfinite(q[0] + q[1] + q[2] + q[3] + q[4])) Py_RETURN_NONE;
-    double tip[3], axis[3], offset[3];
-    tip_and_axis(q, q[ARM], fixed[0], fixed[1], tip, axis);
-    for (int k = 0; k < 3; k++) offset[k] = tip[k] - fixed[2 + k];
-    const double depth = blas_dot3(offset, fixed + 5);
+    double q[AXES], tip[3], axis[3];
+    if (!finite_joints(args[1], q)) Py_RETURN_NONE;
+    const double depth = tip_depth_of(q, fixed[0], fixed[1], fixed + 2, fixed + 5, tip, axis);
     if (!isfinite(depth)) Py_RETURN_NONE;
     return PyFloat_FromDouble(depth);
 }
