@@ -14,7 +14,6 @@ from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.hardware.control_config import (
     ControlConfigError,
-    control_configuration,
     design_gains,
     load_control_config,
 )
@@ -24,11 +23,6 @@ from quirobot_description.parameters import axes_for
 DRILL_AXES = axes_for("drill")
 
 pytestmark = pytest.mark.engines
-
-
-@pytest.fixture(scope="module")
-def control(parameters):
-    return control_configuration(parameters)
 
 
 @pytest.fixture(scope="module")

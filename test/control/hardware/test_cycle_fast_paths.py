@@ -15,27 +15,14 @@ import pytest
 from test_hardware_safety import DT, Q0, Rig
 
 from quirobot_control.axes.virtual_fixtures import NoGoZone, ToolGeometry, VirtualFixtures
-from quirobot_control.hardware.control_config import control_configuration
-from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.hardware.joint_control import JointControl, check_period
 from quirobot_control.hardware.lifecycle import ALLOWED_IN, LIFECYCLE_TRANSITIONS, LifecycleState
 from quirobot_control.safety.event_log import EventLog
 from quirobot_control.safety.motion_monitor import SafetyStopError
-from quirobot_description.urdf import robot_description
 
 #: Values where a clamp's comparisons differ from min/max if written wrong: signed zeros, NaN,
 #: infinities, the limits themselves and beyond.
 EDGES = [0.0, -0.0, 1e-300, -1e-300, 2.5, -2.5, 3.0, -3.0, 1e9, -1e9, math.inf, -math.inf, math.nan]
-
-
-@pytest.fixture(scope="module")
-def control(parameters):
-    return control_configuration(parameters)
-
-
-@pytest.fixture(scope="module")
-def info():
-    return hardware_info_from_urdf(robot_description("drill", "real"))
 
 
 def same(a: float, b: float) -> bool:

@@ -19,26 +19,13 @@ from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drive_simulators.simulated_drive import SimulatedDrive, drive_for_joint
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.hardware.component import QuirobotHardware
-from quirobot_control.hardware.control_config import control_configuration
-from quirobot_control.hardware.hardware_info import hardware_info_from_urdf
 from quirobot_control.hardware.lifecycle import CallbackReturn, LifecycleState, ReturnType
 from quirobot_control.models.dynamics import gravity_model
 from quirobot_control.simulation.simulated_backend import SimulatedBackend
 from quirobot_description.parameters import axes_for
-from quirobot_description.urdf import robot_description
 
 #: The drill's commanded axes: the arm's joints, then the feed.
 DRILL_AXES = axes_for("drill")
-
-
-@pytest.fixture(scope="module")
-def control(parameters):
-    return control_configuration(parameters)
-
-
-@pytest.fixture(scope="module")
-def info():
-    return hardware_info_from_urdf(robot_description("drill", "real"))
 
 
 @pytest.fixture(scope="module")

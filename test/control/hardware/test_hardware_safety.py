@@ -16,8 +16,7 @@ from quirobot_control.axes.limits import JointLimits
 from quirobot_control.drive_simulators.simulated_drive import drive_for_joint
 from quirobot_control.drives.interface import DriveState
 from quirobot_control.hardware.component import QuirobotHardware
-from quirobot_control.hardware.control_config import control_configuration
-from quirobot_control.hardware.hardware_info import HardwareInfo, hardware_info_from_urdf
+from quirobot_control.hardware.hardware_info import HardwareInfo
 from quirobot_control.hardware.lifecycle import CallbackReturn, LifecycleState, ReturnType
 from quirobot_control.safety.stop_codes import StopCode
 from quirobot_description.parameters import axes_for
@@ -28,16 +27,6 @@ DRILL_AXES = axes_for("drill")
 
 DT = 1e-3
 SUBSTEPS = 10
-
-
-@pytest.fixture(scope="module")
-def control(parameters):
-    return control_configuration(parameters)
-
-
-@pytest.fixture(scope="module")
-def info():
-    return hardware_info_from_urdf(robot_description("drill", "real"))
 
 
 class Rig:

@@ -17,15 +17,13 @@ import itertools
 import pytest
 from test_hardware_safety import DT, Q0, Rig
 
-from quirobot_control.hardware.control_config import control_configuration
-from quirobot_control.hardware.hardware_info import HardwareError, hardware_info_from_urdf
+from quirobot_control.hardware.hardware_info import HardwareError
 from quirobot_control.hardware.lifecycle import (
     LIFECYCLE_TRANSITIONS,
     CallbackReturn,
     LifecycleState,
     ReturnType,
 )
-from quirobot_description.urdf import robot_description
 
 OFF, INACTIVE, ACTIVE = LifecycleState.UNCONFIGURED, LifecycleState.INACTIVE, LifecycleState.ACTIVE
 #: event -> {state: the state after it}; a state not listed: the event is refused there.
@@ -44,16 +42,6 @@ EXPECTED = {
     "write": {ACTIVE: ACTIVE},
     "stop": {OFF: OFF, INACTIVE: INACTIVE, ACTIVE: INACTIVE},
 }
-
-
-@pytest.fixture(scope="module")
-def control(parameters):
-    return control_configuration(parameters)
-
-
-@pytest.fixture(scope="module")
-def info():
-    return hardware_info_from_urdf(robot_description("drill", "real"))
 
 
 def test_the_table_lists_exactly_the_expected_pairs():
