@@ -164,16 +164,7 @@ def test_cartesian_line_with_inverse_at_is_the_same_to_the_bit(limits, kinematic
     end = kinematics.forward(start[:5])[:3, 3] + np.array(offset)
     line = LineLimits(0.5, 5.0, 100.0)
     plain = plan_line(start, end, limits, line, DT, forward=kinematics.forward, inverse=kinematics.inverse)
-    fast = plan_line(
-        start,
-        end,
-        limits,
-        line,
-        DT,
-        forward=kinematics.forward,
-        inverse=kinematics.inverse,
-        inverse_at=kinematics.inverse_at,
-    )
+    fast = kinematics.line(start, end, limits, line, DT, "line")  # with inverse_at
     for name in ("positions", "velocities", "accelerations"):
         assert getattr(fast, name).tobytes() == getattr(plain, name).tobytes(), name
 
