@@ -49,16 +49,17 @@ enum {
 /* Its constants (RealisticPlant._kernel[2]), in this order. */
 enum {
     BRAKED_COULOMB_3, BRAKED_COULOMB_4, WRIST_COULOMB, SCREW_STIFFNESS, SCREW_AXES, RAM_K = SCREW_AXES + 9,
-    RAM_M, RAM_C, SPINDLE_PERIOD, REGENERATIVE_STIFFNESS, SKIVING_COEFFICIENT, BIT_STIFFNESS, CONSTANTS
+    RAM_M, RAM_C, SPINDLE_PERIOD, REGENERATIVE_STIFFNESS, SKIVING_COEFFICIENT, BIT_STIFFNESS,
+    VIBRATION_REVOLUTIONS, CONSTANTS
 };
 
+/* realistic_plant.WRIST, its two-mass wrist joints (their constants come in _kernel's calls, in
+ * this order). */
 #define WRIST_FIRST 3
 #define WRIST_LAST 4
-/* realistic_plant.VIBRATION_AVERAGE_REVOLUTIONS */
-#define VIBRATION_AVERAGE_REVOLUTIONS 5.0
 
-static PyObject *S_advance, *S_brakes_engaged, *S_brakes, *S_drilling_floats, *S_downhill, *S_thrust_model, *S_depth_average, *S_depth_history, *S_engaged_once,
-    *S_entry, *S_direction, *S_radius, *S_depth, *S_thrust, *S_force, *S_scale, *S_law, *S_kernel;
+static PyObject *S_advance, *S_brakes_engaged, *S_brakes, *S_drilling_floats, *S_downhill, *S_thrust_model,
+    *S_depth_average, *S_depth_history, *S_engaged_once, *S_entry, *S_direction, *S_radius, *S_depth, *S_thrust, *S_force, *S_scale, *S_law, *S_kernel;
 
 /* A thrust law's state and constants (BoneThrust), read once a period. */
 typedef struct {
@@ -365,7 +366,7 @@ static int cutting(Plant *p, PyObject *owner, Cutting *cut, double h, int presen
         cut->has_average = 1;
         cut->average = depth;
     }
-    const double alpha = h / (VIBRATION_AVERAGE_REVOLUTIONS * spindle_period);
+    const double alpha = h / (p->c[VIBRATION_REVOLUTIONS] * spindle_period);
     cut->average += alpha * (depth - cut->average);
     if (set_float(owner, S_depth_average, cut->average) < 0) return -1;
     const double vibration = depth - cut->average;

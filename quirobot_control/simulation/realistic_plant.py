@@ -288,7 +288,7 @@ class RealisticPlant:
             *(self._wrist_coulomb[WRIST[0]], self._wrist_coulomb[WRIST[1]], plant.wrist_coulomb_friction),
             *(plant.screw_axial_stiffness, *SCREW_AXES.ravel().tolist(), *self._ram_constants),
             *(self._spindle_period, plant.regenerative_stiffness, plant.skiving_coefficient),
-            plant.bit_stiffness,
+            *(plant.bit_stiffness, VIBRATION_AVERAGE_REVOLUTIONS),
         )
         return arrays, calls, tuple(float(value) for value in constants)
 
